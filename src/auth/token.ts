@@ -1,0 +1,73 @@
+import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+
+/** Length of the secret part. 48 base62 characters ≈ 285 bits from the CSPRNG. */
+export const SECRET_LENGTH = 48;
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+export function mintSecret(): string {
+  let s = '';
+  // randomInt draws from the CSPRNG without modulo bias.
+  for (let i = 0; i < SECRET_LENGTH; i++) s += ALPHABET[randomInt(ALPHABET.length)];
+  return s;
+}
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+export function formatToken(id: number, secret: string): string {
+  return `${id}|${secret}`;
+}
+
+export interface ParsedToken {
+  id: number;
+  secret: string;
+}
+
+const TOKEN_SHAPE = /^([1-9][0-9]{0,14})\|([A-Za-z0-9]{1,256})$/;
+
+/**
+ * Splits `<token_id>|<secret>`. Anything else (no bar, a non-numeric or zero id, an empty or
+ * oddly-charactered secret, surrounding whitespace) is malformed and yields null.
+ */
+export function parseToken(value: string): ParsedToken | null {
+  const m = TOKEN_SHAPE.exec(value);
+  if (!m) return null;
+  const id = Number(m[1]);
+  if (!Number.isSafeInteger(id)) return null;
+  return { id, secret: m[2]! };
+}
+
+/** Extracts the token from an Authorization header; undefined when there is no Bearer credential. */
+export function bearerFrom(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer[ ]+(.+)$/i.exec(header.trim());
+  return m ? m[1]!.trim() : undefined;
+}
+
+// Stands in for the stored hash of an id that does not exist, so that an unknown id costs the
+// same hash and comparison as a known one and response time does not reveal which ids exist.
+const DECOY_HASH = hashSecret(mintSecret());
+
+/** Constant-time check of a presented secret against a stored hash (or the decoy when absent). */
+export function secretMatches(secret: string, storedHash: string | undefined): boolean {
+  const presented = Buffer.from(hashSecret(secret), 'hex');
+  const stored = Buffer.from(storedHash ?? DECOY_HASH, 'hex');
+  const equal = stored.length === presented.length && timingSafeEqual(presented, stored);
+  return equal && storedHash !== undefined;
+}
+
+export const EXPIRATIONS = {
+  '7d': 7,
+  '30d': 30,
+  '60d': 60,
+  '90d': 90,
+  '1y': 365,
+  never: null,
+} as const;
+export type Expiration = keyof typeof EXPIRATIONS;
+
+export function expiresAt(choice: Expiration, from = new Date()): string | null {
+  const days = EXPIRATIONS[choice];
+  return days === null ? null : new Date(from.getTime() + days * 86_400_000).toISOString();
+}

@@ -1,0 +1,186 @@
+#!/usr/bin/env node
+import path from 'node:path';
+import { Command, Option } from 'commander';
+import { loadConfig } from './config/config.js';
+import * as admin from './core/admin.js';
+import { BerthError } from './core/errors.js';
+import { allowListOr422 } from './core/operations/settings.js';
+import { openStore, type Db } from './store/db.js';
+import { readSettings, writeSettings } from './store/settings.js';
+import { startServer } from './serve.js';
+
+interface DataOpts {
+  data: string;
+  json?: boolean;
+}
+
+const print = (opts: DataOpts, data: unknown, human: string) => console.log(opts.json ? JSON.stringify(data) : human);
+
+/** One line saying why, then a non-zero exit. */
+function fail(err: unknown): never {
+  if (err instanceof BerthError) {
+    const fields = Object.entries(err.details.errors ?? {}).map(([f, msgs]) => `${f}: ${msgs.join(' ')}`);
+    console.error(`berth: ${fields.length ? fields.join('; ') : err.message}`);
+  } else {
+    console.error(`berth: ${(err as Error).message}`);
+  }
+  process.exit(1);
+}
+
+/** Every command takes --data (env BERTH_DATA); commands that print data also take --json. */
+function command(parent: Command, name: string, description: string, json = true): Command {
+  const c = parent
+    .command(name)
+    .description(description)
+    .addOption(new Option('--data <dir>', 'data directory').env('BERTH_DATA').default('./.berth'));
+  if (json) c.option('--json', 'print JSON');
+  return c;
+}
+
+/** Runs an action on the store, closing it afterwards whatever happens. */
+function withStore<O extends DataOpts>(fn: (db: Db, opts: O) => Promise<void>) {
+  return async (opts: O) => {
+    let db: Db | undefined;
+    try {
+      db = await openStore(path.resolve(opts.data));
+      await fn(db, opts);
+      await db.destroy();
+    } catch (err) {
+      await db?.destroy();
+      fail(err);
+    }
+  };
+}
+
+const program = new Command('berth')
+  .description('Team-scoped infrastructure management for AI agents: HTTP API and MCP server.')
+  .showHelpAfterError()
+  .configureOutput({ outputError: (s, write) => write(s.split('\n')[0] + '\n') });
+
+command(program, 'init', 'create the root team, its owner and a root token')
+  .option('--email <email>', "the owner's e-mail")
+  .option('--team <name>', 'name of the root team', 'Root Team')
+  .option('--api-disabled', 'start with the API turned off')
+  .action(
+    withStore<DataOpts & { email?: string; team: string; apiDisabled?: boolean }>(async (db, o) => {
+      const r = await admin.initInstance(db, { email: o.email, team: o.team, apiEnabled: !o.apiDisabled });
+      print(o, r, `Created team "${r.team.name}" (id ${r.team.id}) owned by ${r.user.email}.\nRoot token (shown once, store it now):\n${r.token}`);
+    }),
+  );
+
+command(program, 'serve', 'run the HTTP API (and the workers)', false)
+  .addOption(new Option('--host <host>', 'address to listen on').env('HOST'))
+  .addOption(new Option('--port <port>', 'port to listen on').env('PORT'))
+  .action(async (o: DataOpts & { host?: string; port?: string }) => {
+    try {
+      const config = loadConfig({ ...process.env, BERTH_DATA: o.data, ...(o.host ? { HOST: o.host } : {}), ...(o.port ? { PORT: o.port } : {}) });
+      const server = await startServer(config);
+      console.log(`berth: listening on ${server.url}`);
+      const stop = () => void server.close().then(() => process.exit(0));
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    } catch (err) {
+      fail(err);
+    }
+  });
+
+const user = program.command('user').description('manage users');
+command(user, 'create', 'create a user')
+  .requiredOption('--email <email>', 'e-mail address')
+  .option('--name <name>', 'display name')
+  .action(
+    withStore<DataOpts & { email: string; name?: string }>(async (db, o) => {
+      const u = await admin.createUser(db, { email: o.email, name: o.name });
+      print(o, u, `Created user ${u.email} (id ${u.id}).`);
+    }),
+  );
+
+const team = program.command('team').description('manage teams and memberships');
+command(team, 'create', 'create a team with an owner')
+  .requiredOption('--name <name>', 'team name')
+  .requiredOption('--owner <email>', "owner's e-mail")
+  .action(
+    withStore<DataOpts & { name: string; owner: string }>(async (db, o) => {
+      const t = await admin.createTeam(db, { name: o.name, owner: o.owner });
+      print(o, t, `Created team "${t.name}" (id ${t.id}).`);
+    }),
+  );
+command(team, 'add-member', 'add a user to a team, or change their role')
+  .requiredOption('--team <team>', 'team id or name')
+  .requiredOption('--email <email>', "member's e-mail")
+  .requiredOption('--role <role>', 'owner, admin or member')
+  .action(
+    withStore<DataOpts & { team: string; email: string; role: string }>(async (db, o) => {
+      const r = await admin.addMember(db, o);
+      print(o, r, `${r.user.email} is now ${r.role} of "${r.team.name}".`);
+    }),
+  );
+command(team, 'remove-member', "remove a user from a team (their tokens for it stop working)")
+  .requiredOption('--team <team>', 'team id or name')
+  .requiredOption('--email <email>', "member's e-mail")
+  .action(
+    withStore<DataOpts & { team: string; email: string }>(async (db, o) => {
+      const r = await admin.removeMember(db, o);
+      print(o, r, `${r.user.email} left "${r.team.name}".`);
+    }),
+  );
+
+const token = program.command('token').description('manage API tokens');
+command(token, 'create', 'create a token (its value is printed once)')
+  .requiredOption('--email <email>', "owner's e-mail")
+  .requiredOption('--team <team>', 'team id or name')
+  .requiredOption('--name <name>', 'token name')
+  .requiredOption('--permissions <list>', 'comma-separated: read, read:sensitive, write, deploy, root')
+  .requiredOption('--expires <period>', '7d, 30d, 60d, 90d, 1y or never')
+  .action(
+    withStore<DataOpts & { email: string; team: string; name: string; permissions: string; expires: string }>(async (db, o) => {
+      const permissions = o.permissions.split(',').map((p) => p.trim()).filter(Boolean);
+      const t = await admin.createToken(db, { email: o.email, team: o.team, name: o.name, permissions: permissions as never, expires: o.expires as never });
+      print(o, t, `Token ${t.id} created (expires ${t.expires_at ?? 'never'}). Shown once, store it now:\n${t.token}`);
+    }),
+  );
+command(token, 'list', "list a team's tokens (never their values)")
+  .requiredOption('--team <team>', 'team id or name')
+  .action(
+    withStore<DataOpts & { team: string }>(async (db, o) => {
+      const rows = await admin.listTokens(db, o.team);
+      const lines = rows.map((r) => `${r.id}\t${r.name}\t${r.email}\t${r.permissions.join(',')}\texpires ${r.expires_at ?? 'never'}\tlast used ${r.last_used_at ?? 'never'}`);
+      print(o, rows, lines.join('\n') || 'No tokens.');
+    }),
+  );
+command(token, 'revoke', 'delete a token; it stops working at once')
+  .argument('<id>', 'token id')
+  .action(async (id: string, o: DataOpts) =>
+    withStore<DataOpts>(async (db) => {
+      await admin.revokeToken(db, /^[0-9]+$/.test(id) ? Number(id) : NaN);
+      print(o, { id: Number(id), revoked: true }, `Token ${id} revoked.`);
+    })(o),
+  );
+
+const settings = program.command('settings').description('instance settings');
+command(settings, 'get', 'show the settings').action(
+  withStore<DataOpts>(async (db, o) => {
+    const s = await readSettings(db);
+    const data = { api_enabled: s.apiEnabled, allowed_ips: s.allowedIps, root_team_id: s.rootTeamId };
+    print(o, data, `api-enabled: ${s.apiEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}\nroot-team: ${s.rootTeamId ?? '(not initialized)'}`);
+  }),
+);
+command(settings, 'set', 'change a setting: api-enabled true|false, allowed-ips "LIST"')
+  .argument('<key>', 'api-enabled or allowed-ips')
+  .argument('<value>', 'the new value')
+  .action(async (key: string, value: string, o: DataOpts) =>
+    withStore<DataOpts>(async (db) => {
+      if (key === 'api-enabled') {
+        if (value !== 'true' && value !== 'false') throw new BerthError('validation', { errors: { 'api-enabled': ['Use true or false.'] } });
+        await writeSettings(db, { apiEnabled: value === 'true' });
+      } else if (key === 'allowed-ips') {
+        await writeSettings(db, { allowedIps: allowListOr422(value, 'allowed-ips') });
+      } else {
+        throw new BerthError('validation', { errors: { key: [`Unknown setting "${key}"; use api-enabled or allowed-ips.`] } });
+      }
+      const s = await readSettings(db);
+      print(o, { api_enabled: s.apiEnabled, allowed_ips: s.allowedIps }, `api-enabled: ${s.apiEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}`);
+    })(o),
+  );
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,55 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Every environment variable berth reads, declared once. Read at start only: a changed value
+ * needs a restart (the spec says so for API_RATE_LIMIT; we keep one rule for all).
+ */
+const envSchema = z.object({
+  BERTH_DATA: z.string().min(1).default('./.berth'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Comma-separated addresses/CIDRs of proxies whose X-Forwarded-For is believed. */
+  TRUST_PROXY: z.string().default(''),
+  SMTP_URL: z.string().default(''),
+  SMTP_FROM: z.string().default('berth <berth@localhost>'),
+  FEEDBACK_WEBHOOK_URL: z.string().default(''),
+  /** How often the expiry-warning worker looks for tokens close to expiry. */
+  BERTH_EXPIRY_SCAN_MS: z.coerce.number().int().min(50).default(60_000),
+});
+
+export type EnvConfig = z.infer<typeof envSchema>;
+
+export interface Config {
+  dataDir: string;
+  host: string;
+  port: number;
+  logLevel: EnvConfig['LOG_LEVEL'];
+  trustProxy: string[];
+  smtpUrl: string | null;
+  smtpFrom: string;
+  feedbackWebhookUrl: string | null;
+  expiryScanMs: number;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw new Error(`Invalid environment variable ${first?.path.join('.')}: ${first?.message}`);
+  }
+  const e = parsed.data;
+  return {
+    dataDir: path.resolve(e.BERTH_DATA),
+    host: e.HOST,
+    port: e.PORT,
+    logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean),
+    smtpUrl: e.SMTP_URL || null,
+    smtpFrom: e.SMTP_FROM,
+    feedbackWebhookUrl: e.FEEDBACK_WEBHOOK_URL || null,
+    expiryScanMs: e.BERTH_EXPIRY_SCAN_MS,
+    ...overrides,
+  };
+}

@@ -1,0 +1,219 @@
+import { z } from 'zod';
+import { mayGrantRoot, PERMISSIONS, ROLES, type Permission, type Role } from '../auth/permissions.js';
+import { EXPIRATIONS, expiresAt, formatToken, hashSecret, mintSecret, type Expiration } from '../auth/token.js';
+import { nowIso, type Db } from '../store/db.js';
+import type { TeamRow, UserRow } from '../store/schema.js';
+import { readSettings, writeSettings } from '../store/settings.js';
+import { BerthError, validationError } from './errors.js';
+import { issuesToErrors } from './validation.js';
+
+/**
+ * Instance administration: what the `berth` command does on the store directly (creating the
+ * instance, users, teams, memberships and tokens). Inputs are validated here, so every caller
+ * gets the same rules; every change is one transaction.
+ */
+function parse<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
+  const r = schema.safeParse(input);
+  if (!r.success) throw validationError(issuesToErrors(r.error.issues));
+  return r.data;
+}
+
+const conflict = (message: string) => new BerthError('conflict', { message });
+
+const email = z.email().max(254).transform((e) => e.toLowerCase());
+const teamName = z.string().trim().min(1).max(100);
+const userName = z.string().trim().min(1).max(100);
+
+export const tokenInput = z.strictObject({
+  email,
+  team: z.string().min(1),
+  name: z.string().trim().min(1).max(255),
+  permissions: z
+    .array(z.enum(PERMISSIONS, { error: (i) => `Unknown permission "${String(i.input)}"; use ${PERMISSIONS.join(', ')}.` }))
+    .min(1, 'At least one permission is required.'),
+  expires: z.enum(Object.keys(EXPIRATIONS) as [Expiration, ...Expiration[]]),
+});
+
+export interface IssuedToken {
+  id: number;
+  token: string;
+  expires_at: string | null;
+}
+
+type Tx = Db;
+
+async function insertToken(
+  trx: Tx,
+  t: { name: string; userId: number; teamId: number; permissions: Permission[]; expires: Expiration },
+): Promise<IssuedToken> {
+  const secret = mintSecret();
+  const expires_at = expiresAt(t.expires);
+  const row = await trx
+    .insertInto('api_tokens')
+    .values({
+      name: t.name,
+      user_id: t.userId,
+      team_id: t.teamId,
+      token_hash: hashSecret(secret),
+      permissions: JSON.stringify([...new Set(t.permissions)]),
+      expires_at,
+      last_used_at: null,
+      created_at: nowIso(),
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return { id: row.id, token: formatToken(row.id, secret), expires_at };
+}
+
+async function insertUser(trx: Tx, emailAddr: string, name: string): Promise<UserRow> {
+  if (await trx.selectFrom('users').select('id').where('email', '=', emailAddr).executeTakeFirst()) {
+    throw conflict(`A user with e-mail ${emailAddr} already exists.`);
+  }
+  const now = nowIso();
+  return trx.insertInto('users').values({ email: emailAddr, name, created_at: now, updated_at: now }).returningAll().executeTakeFirstOrThrow();
+}
+
+async function insertTeam(trx: Tx, name: string, ownerId: number, description: string | null): Promise<TeamRow> {
+  if (await trx.selectFrom('teams').select('id').where('name', '=', name).executeTakeFirst()) {
+    throw conflict(`A team named "${name}" already exists.`);
+  }
+  const now = nowIso();
+  const team = await trx
+    .insertInto('teams')
+    .values({ name, description, personal_team: 0, created_at: now, updated_at: now })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await trx.insertInto('team_members').values({ team_id: team.id, user_id: ownerId, role: 'owner', created_at: now }).execute();
+  return team;
+}
+
+async function userByEmail(db: Tx, emailAddr: string): Promise<UserRow> {
+  const u = await db.selectFrom('users').selectAll().where('email', '=', emailAddr.toLowerCase()).executeTakeFirst();
+  if (!u) throw validationError({ email: [`No user with e-mail ${emailAddr}.`] });
+  return u;
+}
+
+/** A team by numeric id or by name. */
+export async function teamByRef(db: Tx, ref: string): Promise<TeamRow> {
+  const q = db.selectFrom('teams').selectAll();
+  const t = /^[1-9][0-9]*$/.test(ref)
+    ? await q.where('id', '=', Number(ref)).executeTakeFirst()
+    : await q.where('name', '=', ref).executeTakeFirst();
+  if (!t) throw validationError({ team: [`No team "${ref}".`] });
+  return t;
+}
+
+export async function isInitialized(db: Db): Promise<boolean> {
+  return (await readSettings(db)).rootTeamId !== null;
+}
+
+export interface InitResult {
+  team: { id: number; name: string };
+  user: { id: number; email: string };
+  token: string;
+}
+
+export async function initInstance(
+  db: Db,
+  input: { email?: string; team?: string; apiEnabled?: boolean },
+): Promise<InitResult> {
+  const i = parse(
+    z.object({ email, team: teamName, apiEnabled: z.boolean() }),
+    { email: input.email ?? 'admin@localhost.localdomain', team: input.team ?? 'Root Team', apiEnabled: input.apiEnabled ?? true },
+  );
+  return db.transaction().execute(async (trx) => {
+    if (await isInitialized(trx)) throw conflict('This data directory already holds an initialized berth instance; nothing was changed.');
+    const user = await insertUser(trx, i.email, 'Owner');
+    const team = await insertTeam(trx, i.team, user.id, "The instance's root team.");
+    const token = await insertToken(trx, { name: 'root', userId: user.id, teamId: team.id, permissions: ['root'], expires: 'never' });
+    await writeSettings(trx, { rootTeamId: team.id, apiEnabled: i.apiEnabled, allowedIps: '' });
+    return { team: { id: team.id, name: team.name }, user: { id: user.id, email: user.email }, token: token.token };
+  });
+}
+
+export async function createUser(db: Db, input: { email: string; name?: string }) {
+  const i = parse(z.object({ email, name: userName.optional() }), input);
+  return db.transaction().execute(async (trx) => {
+    const u = await insertUser(trx, i.email, i.name ?? i.email.split('@')[0]!);
+    return { id: u.id, email: u.email, name: u.name };
+  });
+}
+
+export async function createTeam(db: Db, input: { name: string; owner: string; description?: string }) {
+  const i = parse(z.object({ name: teamName, owner: email, description: z.string().max(1000).optional() }), input);
+  return db.transaction().execute(async (trx) => {
+    const owner = await userByEmail(trx, i.owner);
+    const t = await insertTeam(trx, i.name, owner.id, i.description ?? null);
+    return { id: t.id, name: t.name };
+  });
+}
+
+export async function addMember(db: Db, input: { team: string; email: string; role: string }) {
+  const i = parse(z.object({ team: z.string().min(1), email, role: z.enum(ROLES as [Role, ...Role[]]) }), input);
+  return db.transaction().execute(async (trx) => {
+    const team = await teamByRef(trx, i.team);
+    const user = await userByEmail(trx, i.email);
+    await trx
+      .insertInto('team_members')
+      .values({ team_id: team.id, user_id: user.id, role: i.role, created_at: nowIso() })
+      .onConflict((oc) => oc.columns(['team_id', 'user_id']).doUpdateSet({ role: i.role }))
+      .execute();
+    return { team: { id: team.id, name: team.name }, user: { id: user.id, email: user.email }, role: i.role };
+  });
+}
+
+/** Removing a member ends their tokens for that team at once (authentication checks membership). */
+export async function removeMember(db: Db, input: { team: string; email: string }) {
+  const i = parse(z.object({ team: z.string().min(1), email }), input);
+  return db.transaction().execute(async (trx) => {
+    const team = await teamByRef(trx, i.team);
+    const user = await userByEmail(trx, i.email);
+    const owners = await trx
+      .selectFrom('team_members')
+      .select('user_id')
+      .where('team_id', '=', team.id)
+      .where('role', '=', 'owner')
+      .execute();
+    if (owners.length === 1 && owners[0]!.user_id === user.id) throw conflict('A team must keep at least one owner.');
+    const r = await trx.deleteFrom('team_members').where('team_id', '=', team.id).where('user_id', '=', user.id).executeTakeFirst();
+    if (r.numDeletedRows === 0n) throw validationError({ email: [`${i.email} is not a member of ${team.name}.`] });
+    return { team: { id: team.id, name: team.name }, user: { id: user.id, email: user.email } };
+  });
+}
+
+export async function createToken(db: Db, input: z.input<typeof tokenInput>): Promise<IssuedToken> {
+  const i = parse(tokenInput, input);
+  return db.transaction().execute(async (trx) => {
+    const user = await userByEmail(trx, i.email);
+    const team = await teamByRef(trx, i.team);
+    const m = await trx
+      .selectFrom('team_members')
+      .select('role')
+      .where('team_id', '=', team.id)
+      .where('user_id', '=', user.id)
+      .executeTakeFirst();
+    if (!m) throw validationError({ team: [`${i.email} is not a member of ${team.name}.`] });
+    if (i.permissions.includes('root') && !mayGrantRoot(m.role)) {
+      throw validationError({ permissions: ['root can be granted only to a team owner or admin.'] });
+    }
+    return insertToken(trx, { name: i.name, userId: user.id, teamId: team.id, permissions: i.permissions, expires: i.expires });
+  });
+}
+
+export async function listTokens(db: Db, teamRef: string) {
+  const team = await teamByRef(db, teamRef);
+  const rows = await db
+    .selectFrom('api_tokens as t')
+    .innerJoin('users as u', 'u.id', 't.user_id')
+    .select(['t.id', 't.name', 'u.email', 't.permissions', 't.expires_at', 't.last_used_at', 't.created_at'])
+    .where('t.team_id', '=', team.id)
+    .orderBy('t.id')
+    .execute();
+  return rows.map((r) => ({ ...r, permissions: JSON.parse(r.permissions) as string[] }));
+}
+
+export async function revokeToken(db: Db, id: number): Promise<void> {
+  if (!Number.isSafeInteger(id) || id <= 0) throw validationError({ id: ['Token id must be a positive integer.'] });
+  const r = await db.deleteFrom('api_tokens').where('id', '=', id).executeTakeFirst();
+  if (r.numDeletedRows === 0n) throw new BerthError('not_found');
+}

@@ -1,0 +1,18 @@
+import type { Permission } from '../auth/permissions.js';
+
+/** Who is calling: the only way into the core. Built by authentication, never by a door. */
+export interface Caller {
+  userId: number;
+  teamId: number;
+  tokenId: number;
+  permissions: ReadonlySet<Permission>;
+  /** The token belongs to the instance's root team. */
+  rootTeam: boolean;
+  sourceIp: string;
+}
+
+/** What a door knows about a request before authentication. */
+export interface RequestAccess {
+  authorization: string | undefined;
+  sourceIp: string;
+}

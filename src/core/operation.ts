@@ -1,0 +1,66 @@
+import type { z } from 'zod';
+import type { Logger } from 'pino';
+import type { RequiredPermission } from '../auth/permissions.js';
+import type { Config } from '../config/config.js';
+import type { Db } from '../store/db.js';
+import type { Caller } from './caller.js';
+
+/** Tool groups an MCP client can select with --toolsets. */
+export const TOOLSETS = ['teams', 'servers', 'applications', 'databases', 'services', 'deployments', 'settings', 'feedback'] as const;
+export type Toolset = (typeof TOOLSETS)[number];
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+export interface OperationContext {
+  caller: Caller;
+  db: Db;
+  config: Config;
+  logger: Logger;
+}
+
+/**
+ * An operation, declared once as data. The REST router, the MCP tool list and the OpenAPI
+ * document are all derived from these declarations.
+ */
+export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType> {
+  /** snake_case; also the MCP tool name. */
+  name: string;
+  summary: string;
+  /** What the caller's token must hold; 'authenticated' means any valid token. */
+  permission: RequiredPermission | 'authenticated';
+  toolset: Toolset;
+  /** Path parameters, query and body fields together, by their REST names. Strict. */
+  input: I;
+  output: O;
+  annotations: {
+    readOnly: boolean;
+    destructive: boolean;
+    idempotent: boolean;
+    /** Reaches beyond berth's own store (engines, webhooks). */
+    openWorld: boolean;
+  };
+  http: {
+    method: HttpMethod;
+    /** Full path, parameters as {name} (OpenAPI style). */
+    path: string;
+    /** Success status; 200 unless given. */
+    status?: number;
+  };
+  access?: {
+    /** Reachable while the API is disabled (only POST /enable). */
+    whenApiDisabled?: boolean;
+    /** Instance-wide: needs a token of the root team, on top of the permission. */
+    rootTeamOnly?: boolean;
+  };
+  run(ctx: OperationContext, input: z.infer<I>): Promise<z.infer<O>>;
+}
+
+/** Identity function that keeps the input/output types of one declaration tied together. */
+export function defineOperation<I extends z.ZodObject, O extends z.ZodType>(op: Operation<I, O>): Operation<I, O> {
+  return op;
+}
+
+/** Path parameter names of a path template, in order. */
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!);
+}

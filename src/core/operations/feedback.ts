@@ -1,0 +1,58 @@
+import { request } from 'undici';
+import { z } from 'zod';
+import { nowIso } from '../../store/db.js';
+import { defineOperation, type OperationContext } from '../operation.js';
+
+const FORWARD_TIMEOUT_MS = 3_000;
+
+/**
+ * Best effort: the feedback is already stored, so a slow or failing webhook is logged and
+ * never turns into an error for the caller.
+ */
+async function forward(ctx: OperationContext, id: number, content: string): Promise<void> {
+  const url = ctx.config.feedbackWebhookUrl;
+  if (!url) return;
+  try {
+    const res = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id, content, team_id: ctx.caller.teamId, created_at: nowIso() }),
+      headersTimeout: FORWARD_TIMEOUT_MS,
+      bodyTimeout: FORWARD_TIMEOUT_MS,
+      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+    });
+    await res.body.dump();
+    if (res.statusCode >= 300) throw new Error(`webhook answered ${res.statusCode}`);
+    await ctx.db.updateTable('feedback').set({ forwarded_at: nowIso() }).where('id', '=', id).execute();
+  } catch (err) {
+    ctx.logger.warn({ err: (err as Error).message, feedbackId: id }, 'feedback forward failed');
+  }
+}
+
+export const feedbackOperations = [
+  defineOperation({
+    name: 'send_feedback',
+    summary: 'Send feedback about berth to the instance operators.',
+    permission: 'authenticated',
+    toolset: 'feedback',
+    input: z.strictObject({ content: z.string().trim().min(10).max(2000) }),
+    output: z.object({ message: z.string(), id: z.number().int() }),
+    annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: true },
+    http: { method: 'POST', path: '/api/feedback', status: 201 },
+    async run(ctx, { content }) {
+      const row = await ctx.db
+        .insertInto('feedback')
+        .values({
+          content,
+          user_id: ctx.caller.userId,
+          team_id: ctx.caller.teamId,
+          source_ip: ctx.caller.sourceIp,
+          created_at: nowIso(),
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      void forward(ctx, row.id, content);
+      return { message: 'Feedback received.', id: row.id };
+    },
+  }),
+];

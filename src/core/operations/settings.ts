@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { AllowListError, normalizeAllowList } from '../../auth/allowlist.js';
+import { readSettings, writeSettings } from '../../store/settings.js';
+import { validationError } from '../errors.js';
+import { defineOperation } from '../operation.js';
+
+const messageSchema = z.object({ message: z.string() });
+const instanceWide = { rootTeamOnly: true };
+
+export const settingsSchema = z.object({
+  api_enabled: z.boolean(),
+  allowed_ips: z.string().describe('Normalized comma-separated allow-list; empty allows every address.'),
+});
+
+/** Validates and normalizes an allow-list, as a 422 on the given field when invalid. */
+export function allowListOr422(value: string, field = 'allowed_ips'): string {
+  try {
+    return normalizeAllowList(value);
+  } catch (e) {
+    if (e instanceof AllowListError) {
+      throw validationError({ [field]: e.invalid.map((x) => `"${x}" is not a valid IP address or CIDR range.`) });
+    }
+    throw e;
+  }
+}
+
+export const settingsOperations = [
+  defineOperation({
+    name: 'enable_api',
+    summary: 'Turn API access on for the whole instance (root token of the root team).',
+    permission: 'root',
+    toolset: 'settings',
+    input: z.strictObject({}),
+    output: messageSchema,
+    annotations: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
+    http: { method: 'POST', path: '/api/v1/enable' },
+    access: { whenApiDisabled: true, ...instanceWide },
+    async run({ db }) {
+      await writeSettings(db, { apiEnabled: true });
+      return { message: 'API enabled.' };
+    },
+  }),
+  defineOperation({
+    name: 'disable_api',
+    summary: 'Turn API access off for the whole instance; every door refuses until it is enabled again.',
+    permission: 'root',
+    toolset: 'settings',
+    input: z.strictObject({}),
+    output: messageSchema,
+    annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
+    http: { method: 'POST', path: '/api/v1/disable' },
+    access: instanceWide,
+    async run({ db }) {
+      await writeSettings(db, { apiEnabled: false });
+      return { message: 'API disabled.' };
+    },
+  }),
+  defineOperation({
+    name: 'get_settings',
+    summary: 'Read the instance-wide API settings (API toggle, IP allow-list).',
+    permission: 'root',
+    toolset: 'settings',
+    input: z.strictObject({}),
+    output: settingsSchema,
+    annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: false },
+    http: { method: 'GET', path: '/api/v1/settings' },
+    access: instanceWide,
+    async run({ db }) {
+      const s = await readSettings(db);
+      return { api_enabled: s.apiEnabled, allowed_ips: s.allowedIps };
+    },
+  }),
+  defineOperation({
+    name: 'update_settings',
+    summary: 'Change the IP allow-list (normalized on save) or the API toggle.',
+    permission: 'root',
+    toolset: 'settings',
+    input: z.strictObject({
+      api_enabled: z.boolean().optional(),
+      allowed_ips: z.string().max(10_000).optional(),
+    }),
+    output: settingsSchema,
+    annotations: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
+    http: { method: 'PATCH', path: '/api/v1/settings' },
+    access: instanceWide,
+    async run({ db }, input) {
+      const allowedIps = input.allowed_ips === undefined ? undefined : allowListOr422(input.allowed_ips);
+      await writeSettings(db, { apiEnabled: input.api_enabled, allowedIps });
+      const s = await readSettings(db);
+      return { api_enabled: s.apiEnabled, allowed_ips: s.allowedIps };
+    },
+  }),
+];

@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import type { Db } from '../../store/db.js';
+import type { TeamRow } from '../../store/schema.js';
+import { notFound } from '../errors.js';
+import { defineOperation } from '../operation.js';
+
+export const teamSchema = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  description: z.string().nullable(),
+  personal_team: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const memberSchema = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  email: z.string(),
+  role: z.enum(['owner', 'admin', 'member']),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const teamView = (t: TeamRow): z.infer<typeof teamSchema> => ({
+  id: t.id,
+  name: t.name,
+  description: t.description,
+  personal_team: t.personal_team === 1,
+  created_at: t.created_at,
+  updated_at: t.updated_at,
+});
+
+/** The caller's own team; any other id is "not found", with the same bytes as a missing one. */
+async function ownTeam(db: Db, callerTeamId: number, id: number): Promise<TeamRow> {
+  if (id !== callerTeamId) throw notFound();
+  const team = await db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!team) throw notFound();
+  return team;
+}
+
+async function members(db: Db, teamId: number) {
+  // Only profile fields are selected: nothing secret about a user leaves the store.
+  return db
+    .selectFrom('team_members as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select(['u.id', 'u.name', 'u.email', 'm.role', 'u.created_at', 'u.updated_at'])
+    .where('m.team_id', '=', teamId)
+    .orderBy('u.id')
+    .execute();
+}
+
+const teamIdInput = z.strictObject({ id: z.coerce.number().int().positive() });
+const readOnly = { readOnly: true, destructive: false, idempotent: true, openWorld: false };
+
+export const teamOperations = [
+  defineOperation({
+    name: 'list_teams',
+    summary: 'List the teams visible to this token (its own team).',
+    permission: 'read',
+    toolset: 'teams',
+    input: z.strictObject({}),
+    output: z.array(teamSchema),
+    annotations: readOnly,
+    http: { method: 'GET', path: '/api/v1/teams' },
+    async run({ db, caller }) {
+      return [teamView(await ownTeam(db, caller.teamId, caller.teamId))];
+    },
+  }),
+  defineOperation({
+    name: 'get_current_team',
+    summary: 'Get the team the token is bound to.',
+    permission: 'read',
+    toolset: 'teams',
+    input: z.strictObject({}),
+    output: teamSchema,
+    annotations: readOnly,
+    http: { method: 'GET', path: '/api/v1/teams/current' },
+    async run({ db, caller }) {
+      return teamView(await ownTeam(db, caller.teamId, caller.teamId));
+    },
+  }),
+  defineOperation({
+    name: 'list_current_team_members',
+    summary: "List the members of the token's team.",
+    permission: 'read',
+    toolset: 'teams',
+    input: z.strictObject({}),
+    output: z.array(memberSchema),
+    annotations: readOnly,
+    http: { method: 'GET', path: '/api/v1/teams/current/members' },
+    async run({ db, caller }) {
+      return members(db, caller.teamId);
+    },
+  }),
+  defineOperation({
+    name: 'get_team',
+    summary: 'Get a team by id (only the token’s own team is visible).',
+    permission: 'read',
+    toolset: 'teams',
+    input: teamIdInput,
+    output: teamSchema,
+    annotations: readOnly,
+    http: { method: 'GET', path: '/api/v1/teams/{id}' },
+    async run({ db, caller }, { id }) {
+      return teamView(await ownTeam(db, caller.teamId, id));
+    },
+  }),
+  defineOperation({
+    name: 'list_team_members',
+    summary: 'List the members of a team by id (only the token’s own team is visible).',
+    permission: 'read',
+    toolset: 'teams',
+    input: teamIdInput,
+    output: z.array(memberSchema),
+    annotations: readOnly,
+    http: { method: 'GET', path: '/api/v1/teams/{id}/members' },
+    async run({ db, caller }, { id }) {
+      return members(db, (await ownTeam(db, caller.teamId, id)).id);
+    },
+  }),
+];

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+
+/**
+ * Sensitive fields are declared on the output schema with `sensitive(...)`; redact() removes
+ * them from a value by walking that schema. One place, so no operation can forget.
+ */
+const SENSITIVE = 'berth.sensitive';
+
+export function sensitive<T extends z.ZodType>(schema: T): T {
+  return schema.meta({ [SENSITIVE]: true, description: `${schema.description ?? ''} (sensitive: needs read:sensitive or root)`.trim() }) as T;
+}
+
+type AnyDef = { type: string; innerType?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType>; options?: z.ZodType[] };
+const defOf = (s: z.ZodType): AnyDef => (s as unknown as { _zod: { def: AnyDef } })._zod.def;
+
+const WRAPPERS = new Set(['optional', 'nullable', 'default', 'readonly', 'prefault', 'nonoptional', 'catch']);
+
+export function isSensitive(schema: z.ZodType): boolean {
+  let s: z.ZodType | undefined = schema;
+  while (s) {
+    if (z.globalRegistry.get(s)?.[SENSITIVE]) return true;
+    const d = defOf(s);
+    s = WRAPPERS.has(d.type) ? d.innerType : undefined;
+  }
+  return false;
+}
+
+function unwrap(schema: z.ZodType): z.ZodType {
+  let s = schema;
+  while (WRAPPERS.has(defOf(s).type)) s = defOf(s).innerType!;
+  return s;
+}
+
+/** Whether any field reachable from this schema is sensitive (skip the walk when none is). */
+export function hasSensitive(schema: z.ZodType): boolean {
+  if (isSensitive(schema)) return true;
+  const d = defOf(unwrap(schema));
+  if (d.type === 'object') return Object.values(d.shape!).some(hasSensitive);
+  if (d.type === 'array') return hasSensitive(d.element!);
+  if (d.type === 'union') return d.options!.some(hasSensitive);
+  return false;
+}
+
+export function redact(schema: z.ZodType, value: unknown): unknown {
+  if (value === null || value === undefined) return value;
+  const d = defOf(unwrap(schema));
+  if (d.type === 'array' && Array.isArray(value)) return value.map((v) => redact(d.element!, v));
+  if (d.type === 'union') return d.options!.reduce<unknown>((v, o) => redact(o, v), value);
+  if (d.type === 'object' && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      const field = d.shape![k];
+      if (field && isSensitive(field)) continue;
+      out[k] = field ? redact(field, v) : v;
+    }
+    return out;
+  }
+  return value;
+}

@@ -1,0 +1,109 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { BerthError, toWire, validationError, type WireError } from '../core/errors.js';
+import type { Core } from '../core/gate.js';
+import { pathParams, type Operation } from '../core/operation.js';
+import { compileRoutes, type RouteEntry } from './routes.js';
+
+export interface HttpAppOptions {
+  core: Core;
+  operations: readonly Operation[];
+  config: Config;
+  logger: Logger;
+}
+
+function send(reply: FastifyReply, wire: WireError): FastifyReply {
+  return reply.code(wire.status).headers(wire.headers).send(wire.body);
+}
+
+/** Fastify's own failures (bad JSON, wrong content type, ...) in the contract's terms. */
+function fromFastifyError(err: Error & { code?: string; statusCode?: number }): BerthError {
+  if (err instanceof BerthError) return err;
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return validationError({ body: ['The body is not valid JSON.'] });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return validationError({ body: ['Send the body as application/json.'] });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return validationError({ body: ['The body is too large.'] });
+  }
+  if (err instanceof SyntaxError) return validationError({ body: ['The body is not valid JSON.'] });
+  return new BerthError('internal');
+}
+
+/** Path, query and body as one input object; a body may not set what the path already names. */
+function inputOf(op: Operation, req: FastifyRequest): Record<string, unknown> {
+  const body = req.body;
+  if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
+    throw validationError({ body: ['Expected a JSON object.'] });
+  }
+  const params = (req.params ?? {}) as Record<string, string>;
+  const names = pathParams(op.http.path);
+  const fromBody = (body ?? {}) as Record<string, unknown>;
+  const clash = names.filter((n) => Object.hasOwn(fromBody, n));
+  if (clash.length) throw validationError(Object.fromEntries(clash.map((n) => [n, ['This field is taken from the path and cannot be set in the body.']])));
+  return { ...(req.query as Record<string, unknown>), ...fromBody, ...params };
+}
+
+export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstance> {
+  const { core, operations, config, logger } = opts;
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    trustProxy: config.trustProxy.length ? config.trustProxy : false,
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  // An empty body on a JSON POST (POST /enable with Content-Type set) means "no fields".
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = (body as string).trim();
+    if (text === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(validationError({ body: ['The body is not valid JSON.'] }), undefined);
+    }
+  });
+
+  app.setErrorHandler((err: Error & { code?: string }, req, reply) => {
+    const e = fromFastifyError(err);
+    if (e.kind === 'internal') req.log.error({ err }, 'unhandled error');
+    return send(reply, toWire(e));
+  });
+
+  const routes: RouteEntry[] = compileRoutes([
+    ...operations.map((o) => ({ method: o.http.method, path: o.http.path })),
+    { method: 'GET', path: '/api/health' },
+  ]);
+
+  app.setNotFoundHandler((req, reply) => {
+    const url = req.url.split('?')[0]!.replace(/\/+$/, '') || '/';
+    const allow = routes.filter((r) => r.pattern.test(url)).map((r) => r.method);
+    if (allow.length) {
+      if (allow.includes('GET')) allow.push('HEAD');
+      return send(reply, toWire(new BerthError('method_not_allowed', { allow: [...new Set(allow)] })));
+    }
+    return send(reply, toWire(new BerthError('route_not_found')));
+  });
+
+  app.get('/api/health', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('OK'));
+
+  for (const op of operations) {
+    app.route({
+      method: op.http.method,
+      url: op.http.path.replace(/\{([a-z_]+)\}/g, ':$1'),
+      handler: async (req, reply) => {
+        const access = { authorization: req.headers.authorization, sourceIp: req.ip };
+        const caller = await core.admit(access, op);
+        const output = await core.run(op, caller, inputOf(op, req));
+        return reply.code(op.http.status ?? 200).send(output);
+      },
+    });
+  }
+
+  return app;
+}

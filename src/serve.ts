@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config/config.js';
+import { initInstance, isInitialized } from './core/admin.js';
+import { Core } from './core/gate.js';
+import { operations } from './core/operations/index.js';
+import { buildHttpApp } from './http-api/app.js';
+import { ExpiryWarnings } from './jobs/expiry-warnings.js';
+import { createLogger } from './logging/logger.js';
+import { createMailer } from './mail/mailer.js';
+import { openStore } from './store/db.js';
+
+export interface RunningServer {
+  url: string;
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+/**
+ * `berth serve`: the store, the core, the HTTP listener and the workers. On the first start of
+ * an empty data directory it creates the instance and prints the root token once.
+ */
+export async function startServer(config: Config, out: (line: string) => void = console.log): Promise<RunningServer> {
+  const logger = createLogger({ level: config.logLevel, destination: 'stdout' });
+  const db = await openStore(config.dataDir);
+  if (!(await isInitialized(db))) {
+    const init = await initInstance(db, {});
+    out(`berth: created a new instance in ${config.dataDir} (team "${init.team.name}", owner ${init.user.email}).`);
+    out('berth: root token (shown once, store it now):');
+    out(init.token);
+  }
+  const core = new Core({ db, config, logger });
+  const app = await buildHttpApp({ core, operations, config, logger });
+  const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
+  const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
+
+  await app.listen({ host: config.host, port: config.port });
+  await expiry.start();
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    app,
+    close: () =>
+      (closing ??= (async () => {
+        await app.close();
+        await expiry.stop();
+        mailer?.close();
+        await db.destroy();
+        logger.flush();
+      })()),
+  };
+}

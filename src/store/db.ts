@@ -1,0 +1,41 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import type { Database } from './schema.js';
+import { setMigrationDialect } from './portable.js';
+import * as m001 from './migrations/001-identity.js';
+
+/** Migrations are compiled in (no directory scan), so the built package is self-contained. */
+const migrations: Record<string, Migration> = {
+  '001-identity': m001,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export type Db = Kysely<Database>;
+
+export const DATABASE_FILE = 'berth.sqlite';
+
+/** Opens (creating if needed) the embedded store in dataDir and brings its schema up to date. */
+export async function openStore(dataDir: string): Promise<Db> {
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const file = path.join(dataDir, DATABASE_FILE);
+  const sqlite = new SQLite(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  // WAL makes NORMAL durable against process crashes; only an OS crash can lose the last commit.
+  sqlite.pragma('synchronous = NORMAL');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  setMigrationDialect('sqlite');
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  if (error) {
+    await db.destroy();
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`Store migration ${failed} failed: ${(error as Error).message}`);
+  }
+  return db;
+}
+
+export const nowIso = (): string => new Date().toISOString();
