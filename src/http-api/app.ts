@@ -34,9 +34,15 @@ function fromFastifyError(err: Error & { code?: string; statusCode?: number }): 
   return new BerthError('internal');
 }
 
+/** A body that could not be read as JSON; reported as a validation error in its turn. */
+class BadBody {
+  constructor(readonly reason: string) {}
+}
+
 /** Path, query and body as one input object; a body may not set what the path already names. */
 function inputOf(op: Operation, req: FastifyRequest): Record<string, unknown> {
   const body = req.body;
+  if (body instanceof BadBody) throw validationError({ body: [body.reason] });
   if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
     throw validationError({ body: ['Expected a JSON object.'] });
   }
@@ -58,16 +64,19 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     routerOptions: { ignoreTrailingSlash: true },
   });
 
-  // An empty body on a JSON POST (POST /enable with Content-Type set) means "no fields".
+  // Bodies are parsed leniently and judged in the handler, after authentication and the
+  // permission check, so a bad body never answers before the contract's earlier checks.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = (body as string).trim();
+    // An empty body on a JSON POST (POST /enable with Content-Type set) means "no fields".
     if (text === '') return done(null, undefined);
     try {
       done(null, JSON.parse(text));
     } catch {
-      done(validationError({ body: ['The body is not valid JSON.'] }), undefined);
+      done(null, new BadBody('The body is not valid JSON.'));
     }
   });
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null, new BadBody('Send the body as application/json.')));
 
   app.setErrorHandler((err: Error & { code?: string }, req, reply) => {
     const e = fromFastifyError(err);
