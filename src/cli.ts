@@ -7,7 +7,7 @@ import { BerthError } from './core/errors.js';
 import { allowListOr422 } from './core/operations/settings.js';
 import { openStore, type Db } from './store/db.js';
 import { readSettings, writeSettings } from './store/settings.js';
-import { startServer } from './serve.js';
+import { TOOLSETS, type Toolset } from './core/operation.js';
 
 interface DataOpts {
   data: string;
@@ -74,11 +74,28 @@ command(program, 'serve', 'run the HTTP API (and the workers)', false)
   .action(async (o: DataOpts & { host?: string; port?: string }) => {
     try {
       const config = loadConfig({ ...process.env, BERTH_DATA: o.data, ...(o.host ? { HOST: o.host } : {}), ...(o.port ? { PORT: o.port } : {}) });
+      const { startServer } = await import('./serve.js');
       const server = await startServer(config);
       console.log(`berth: listening on ${server.url}`);
       const stop = () => void server.close().then(() => process.exit(0));
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+    } catch (err) {
+      fail(err);
+    }
+  });
+
+command(program, 'mcp', 'serve MCP on stdio for a desktop agent (token from BERTH_TOKEN)', false)
+  .option('--read-only', 'expose read-only tools only')
+  .option('--toolsets <list>', `comma-separated tool groups: ${TOOLSETS.join(', ')}`)
+  .action(async (o: DataOpts & { readOnly?: boolean; toolsets?: string }) => {
+    try {
+      const toolsets = o.toolsets?.split(',').map((t) => t.trim()).filter(Boolean);
+      const unknown = toolsets?.filter((t) => !(TOOLSETS as readonly string[]).includes(t)) ?? [];
+      if (unknown.length) throw new Error(`unknown toolset ${unknown.join(', ')}; use ${TOOLSETS.join(', ')}`);
+      const config = loadConfig({ ...process.env, BERTH_DATA: o.data });
+      const { runStdio } = await import('./server/stdio.js');
+      await runStdio(config, { token: process.env.BERTH_TOKEN, readOnly: Boolean(o.readOnly), toolsets: toolsets as Toolset[] | undefined });
     } catch (err) {
       fail(err);
     }

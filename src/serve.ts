@@ -8,6 +8,7 @@ import { ExpiryWarnings } from './jobs/expiry-warnings.js';
 import { createLogger } from './logging/logger.js';
 import { createMailer } from './mail/mailer.js';
 import { openStore } from './store/db.js';
+import { tools } from './tools/index.js';
 
 export interface RunningServer {
   url: string;
@@ -29,7 +30,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
     out(init.token);
   }
   const core = new Core({ db, config, logger });
-  const app = await buildHttpApp({ core, operations, config, logger });
+  const app = await buildHttpApp({ core, operations, tools, config, logger });
   const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
 

@@ -27,6 +27,9 @@ function parseAddress(text: string): Addr | null {
     return ipaddr.IPv4.parse(text);
   }
   if (!text.includes(':') || !ipaddr.IPv6.isValid(text)) return null;
+  // The same rule for a dotted tail (::ffff:010.1.1.1), which ipaddr.js would read as decimal.
+  const tail = text.slice(text.lastIndexOf(':') + 1);
+  if (tail.includes('.') && tail.split('.').some((p) => p.length > 1 && p.startsWith('0'))) return null;
   const v6 = ipaddr.IPv6.parse(text);
   // Zone ids (fe80::1%eth0) name an interface, not an address a client connects from.
   if (v6.zoneId) return null;
@@ -69,7 +72,8 @@ function covers(wide: Entry, narrow: Entry): boolean {
 function format(e: Entry): string {
   const max = e.addr.kind() === 'ipv4' ? 32 : 128;
   const a = e.addr.kind() === 'ipv4' ? e.addr.toString() : (e.addr as ipaddr.IPv6).toRFC5952String();
-  return e.prefix === max ? a : `${a}/${e.prefix}`;
+  // The single address 0.0.0.0 keeps its "/32": written bare it would mean "allow all".
+  return e.prefix === max && a !== ALLOW_ALL ? a : `${a}/${e.prefix}`;
 }
 
 const ALLOW_ALL = '0.0.0.0';

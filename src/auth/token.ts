@@ -24,7 +24,8 @@ export interface ParsedToken {
   secret: string;
 }
 
-const TOKEN_SHAPE = /^([1-9][0-9]{0,14})\|([A-Za-z0-9]{1,256})$/;
+// Up to 16 digits: every safe integer fits; the isSafeInteger check below refuses the rest.
+const TOKEN_SHAPE = /^([1-9][0-9]{0,15})\|([A-Za-z0-9]{1,256})$/;
 
 /**
  * Splits `<token_id>|<secret>`. Anything else (no bar, a non-numeric or zero id, an empty or

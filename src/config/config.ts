@@ -15,6 +15,10 @@ const envSchema = z.object({
   SMTP_URL: z.string().default(''),
   SMTP_FROM: z.string().default('berth <berth@localhost>'),
   FEEDBACK_WEBHOOK_URL: z.string().default(''),
+  /** Browser origins allowed to call /mcp (comma-separated, exact match); none by default. */
+  MCP_ALLOWED_ORIGINS: z.string().default(''),
+  /** Host names accepted on /mcp; defaults to the loopback names when bound to loopback. */
+  MCP_ALLOWED_HOSTS: z.string().default(''),
   /** How often the expiry-warning worker looks for tokens close to expiry. */
   BERTH_EXPIRY_SCAN_MS: z.coerce.number().int().min(50).default(60_000),
 });
@@ -31,7 +35,11 @@ export interface Config {
   smtpFrom: string;
   feedbackWebhookUrl: string | null;
   expiryScanMs: number;
+  mcpAllowedOrigins: string[];
+  mcpAllowedHosts: string[];
 }
+
+const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const parsed = envSchema.safeParse(env);
@@ -45,11 +53,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     host: e.HOST,
     port: e.PORT,
     logLevel: e.LOG_LEVEL,
-    trustProxy: e.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean),
+    trustProxy: list(e.TRUST_PROXY),
     smtpUrl: e.SMTP_URL || null,
     smtpFrom: e.SMTP_FROM,
     feedbackWebhookUrl: e.FEEDBACK_WEBHOOK_URL || null,
     expiryScanMs: e.BERTH_EXPIRY_SCAN_MS,
+    mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
+    mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     ...overrides,
   };
 }

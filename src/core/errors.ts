@@ -20,6 +20,8 @@ export const errorCatalogue = {
   api_disabled: { status: 403, message: 'API is disabled.' },
   ip_not_allowed: { status: 403, message: 'You are not allowed to access the API.' },
   missing_permissions: { status: 403, message: 'Missing required permissions.' },
+  origin_not_allowed: { status: 403, message: 'Origin not allowed.' },
+  host_not_allowed: { status: 403, message: 'Host not allowed.' },
   root_team_only: { status: 403, message: "Only a token of the instance's root team may do this." },
   not_found: { status: 404, message: 'Resource not found.' },
   route_not_found: { status: 404, message: 'Not found.' },

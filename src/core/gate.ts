@@ -8,7 +8,7 @@ import { readSettings } from '../store/settings.js';
 import { authenticate } from './authenticate.js';
 import type { Caller, RequestAccess } from './caller.js';
 import { BerthError, validationError } from './errors.js';
-import type { Operation } from './operation.js';
+import type { CallOptions, Operation } from './operation.js';
 import { hasSensitive, redact } from './redact.js';
 import { issuesToErrors } from './validation.js';
 
@@ -28,6 +28,13 @@ export class Core {
 
   constructor(readonly deps: CoreDeps) {}
 
+  /** Authentication only: who is calling (stdio uses it at start to fail fast on a bad token). */
+  async identify(access: RequestAccess): Promise<Caller> {
+    const caller = await authenticate(this.deps.db, access);
+    const settings = await readSettings(this.deps.db);
+    return { ...caller, rootTeam: caller.teamId === settings.rootTeamId };
+  }
+
   /** Authentication and the instance-wide checks that do not depend on the operation. */
   async admit(access: RequestAccess, op?: Pick<Operation, 'access'>): Promise<Caller> {
     const caller = await authenticate(this.deps.db, access);
@@ -38,7 +45,7 @@ export class Core {
   }
 
   /** Permission, validation, action and redaction for an already admitted caller. */
-  async run(op: Operation, caller: Caller, rawInput: unknown): Promise<unknown> {
+  async run(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions = {}): Promise<unknown> {
     if (op.permission !== 'authenticated') {
       const missing = missingFor(caller.permissions, op.permission);
       if (missing.length) throw new BerthError('missing_permissions', { missingPermissions: missing });
@@ -46,7 +53,7 @@ export class Core {
     if (op.access?.rootTeamOnly && !caller.rootTeam) throw new BerthError('root_team_only');
     const parsed = op.input.safeParse(rawInput ?? {});
     if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues));
-    const output = await op.run({ caller, ...this.deps }, parsed.data);
+    const output = await op.run({ ...options, caller, ...this.deps }, parsed.data);
     return this.redactFor(op, caller, output);
   }
 

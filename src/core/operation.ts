@@ -11,7 +11,15 @@ export type Toolset = (typeof TOOLSETS)[number];
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
-export interface OperationContext {
+export type ProgressReporter = (p: { progress: number; total?: number; message?: string }) => Promise<void>;
+
+/** What a door may add for one call: progress reports (MCP progress tokens) and cancellation. */
+export interface CallOptions {
+  progress?: ProgressReporter;
+  signal?: AbortSignal;
+}
+
+export interface OperationContext extends CallOptions {
   caller: Caller;
   db: Db;
   config: Config;

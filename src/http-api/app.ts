@@ -4,11 +4,15 @@ import type { Config } from '../config/config.js';
 import { BerthError, toWire, validationError, type WireError } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
 import { pathParams, type Operation } from '../core/operation.js';
+import { registerMcpRoute } from '../server/http-mcp.js';
+import type { ToolDefinition } from '../tools/registry.js';
+import { BadBody } from './body.js';
 import { compileRoutes, type RouteEntry } from './routes.js';
 
 export interface HttpAppOptions {
   core: Core;
   operations: readonly Operation[];
+  tools: readonly ToolDefinition[];
   config: Config;
   logger: Logger;
 }
@@ -34,11 +38,6 @@ function fromFastifyError(err: Error & { code?: string; statusCode?: number }): 
   return new BerthError('internal');
 }
 
-/** A body that could not be read as JSON; reported as a validation error in its turn. */
-class BadBody {
-  constructor(readonly reason: string) {}
-}
-
 /** Path, query and body as one input object; a body may not set what the path already names. */
 function inputOf(op: Operation, req: FastifyRequest): Record<string, unknown> {
   const body = req.body;
@@ -55,7 +54,7 @@ function inputOf(op: Operation, req: FastifyRequest): Record<string, unknown> {
 }
 
 export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstance> {
-  const { core, operations, config, logger } = opts;
+  const { core, operations, tools, config, logger } = opts;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     trustProxy: config.trustProxy.length ? config.trustProxy : false,
@@ -87,6 +86,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   const routes: RouteEntry[] = compileRoutes([
     ...operations.map((o) => ({ method: o.http.method, path: o.http.path })),
     { method: 'GET', path: '/api/health' },
+    { method: 'POST', path: '/mcp' },
   ]);
 
   app.setNotFoundHandler((req, reply) => {
@@ -114,5 +114,6 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     });
   }
 
+  registerMcpRoute(app, { core, tools, config, logger });
   return app;
 }

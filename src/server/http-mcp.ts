@@ -1,0 +1,78 @@
+import { createMcpHandler, type AuthInfo } from '@modelcontextprotocol/server';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { Caller } from '../core/caller.js';
+import { BerthError } from '../core/errors.js';
+import type { Core } from '../core/gate.js';
+import { BadBody } from '../http-api/body.js';
+import { visibleTools, type ToolDefinition } from '../tools/registry.js';
+import { buildMcpServer } from './mcp-server.js';
+
+interface McpRouteOptions {
+  core: Core;
+  tools: readonly ToolDefinition[];
+  config: Config;
+  logger: Logger;
+}
+
+/** What one /mcp request carries into the server factory (through the SDK's authInfo.extra). */
+interface RequestState {
+  caller: Caller;
+  tools: ToolDefinition[];
+}
+
+const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]', '::1'];
+const isLoopback = (host: string) => host === 'localhost' || host.startsWith('127.') || host === '::1';
+
+/**
+ * Transport guards the SDK leaves to us: browser origins (none allowed unless configured) and,
+ * when bound to loopback, the Host header (DNS rebinding).
+ */
+function guard(req: FastifyRequest, config: Config): void {
+  const origin = req.headers.origin;
+  if (origin !== undefined && !config.mcpAllowedOrigins.includes(origin)) throw new BerthError('origin_not_allowed');
+  const allowedHosts = config.mcpAllowedHosts.length ? config.mcpAllowedHosts : isLoopback(config.host) ? LOOPBACK_HOSTS : null;
+  if (allowedHosts) {
+    let hostname = '';
+    try {
+      hostname = new URL(`http://${req.headers.host ?? ''}`).hostname.toLowerCase();
+    } catch {
+      /* an unparsable Host is refused below */
+    }
+    if (!allowedHosts.includes(hostname)) throw new BerthError('host_not_allowed');
+  }
+}
+
+/**
+ * POST /mcp: stateless streamable HTTP. Each request is authenticated and checked like any API
+ * request, then served by a fresh MCP server holding only the tools this caller may see.
+ */
+export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): void {
+  const { core, tools, config, logger } = opts;
+  const handler = createMcpHandler(
+    (ctx) => {
+      const state = ctx.authInfo?.extra as RequestState | undefined;
+      if (!state) throw new Error('MCP request reached the server factory without an admitted caller');
+      return buildMcpServer({ core, logger, tools: state.tools, callerFor: async () => state.caller });
+    },
+    { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected') },
+  );
+  const serve = toNodeHandler(handler);
+
+  app.post('/mcp', async (req, reply) => {
+    guard(req, config);
+    const caller = await core.admit({ authorization: req.headers.authorization, sourceIp: req.ip });
+    // The header can only narrow what the token allows, never widen it.
+    const readOnly = String(req.headers['x-berth-read-only'] ?? '').toLowerCase() === 'true';
+    const state: RequestState = { caller, tools: visibleTools(tools, caller, { readOnly }) };
+    if (req.body instanceof BadBody) {
+      return reply.code(400).send({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${req.body.reason}` } });
+    }
+    const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
+    (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
+    reply.hijack();
+    await serve(req.raw, reply.raw, req.body);
+  });
+}

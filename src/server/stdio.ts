@@ -1,0 +1,47 @@
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import type { Config } from '../config/config.js';
+import type { RequestAccess } from '../core/caller.js';
+import { BerthError } from '../core/errors.js';
+import { Core } from '../core/gate.js';
+import type { Toolset } from '../core/operation.js';
+import { createLogger } from '../logging/logger.js';
+import { openStore } from '../store/db.js';
+import { tools } from '../tools/index.js';
+import { visibleTools } from '../tools/registry.js';
+import { buildMcpServer } from './mcp-server.js';
+
+export interface StdioOptions {
+  token: string | undefined;
+  readOnly: boolean;
+  toolsets?: Toolset[];
+}
+
+/**
+ * `berth mcp`: the MCP server on stdin/stdout, the core in-process on the same store as `serve`.
+ * stdout carries JSON-RPC only; every log line goes to stderr. A stdio client is a local process,
+ * so it is checked and charged as the loopback address.
+ */
+export async function runStdio(config: Config, opts: StdioOptions): Promise<void> {
+  const logger = createLogger({ level: config.logLevel, destination: 'stderr' });
+  if (!opts.token) throw new Error('set BERTH_TOKEN to an API token (<id>|<secret>) to use berth mcp');
+  const db = await openStore(config.dataDir);
+  const core = new Core({ db, config, logger });
+  const access: RequestAccess = { authorization: `Bearer ${opts.token}`, sourceIp: '127.0.0.1' };
+  let caller;
+  try {
+    caller = await core.identify(access);
+  } catch (err) {
+    await db.destroy();
+    if (err instanceof BerthError) throw new Error(`BERTH_TOKEN was refused: ${err.message}`);
+    throw err;
+  }
+  // A token's permissions and team are fixed for its life, so its tool list is too.
+  const visible = visibleTools(tools, caller, { readOnly: opts.readOnly, toolsets: opts.toolsets });
+  const handle = serveStdio(() =>
+    buildMcpServer({ core, logger, tools: visible, callerFor: (tool) => core.admit(access, tool.op) }),
+  );
+  logger.info({ tools: visible.length, teamId: caller.teamId }, 'berth mcp ready on stdio');
+  process.stdin.once('end', () => {
+    void handle.close().finally(() => db.destroy());
+  });
+}

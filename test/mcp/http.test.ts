@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operations } from '../../src/core/operations/index.js';
+import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { CLIENT_KINDS, errorBody, httpClient } from '../helpers/mcp.js';
+
+let s: TestServer;
+let other: { id: number; rootToken: string };
+beforeAll(async () => {
+  s = await startTestServer();
+  other = await s.team('Neighbours');
+});
+afterAll(() => s.stop());
+
+const names = async (token: string, headers?: Record<string, string>) => {
+  const c = await httpClient('v2-modern', s.url, token, headers);
+  try {
+    return (await c.listTools()).tools.map((t) => t.name).sort();
+  } finally {
+    await c.close();
+  }
+};
+
+describe.each(CLIENT_KINDS)('MCP over streamable HTTP with the %s client', (kind) => {
+  it('lists every tool for a root token of the root team, each with schemas and annotations', async () => {
+    const c = await httpClient(kind, s.url, s.rootToken);
+    const { tools } = await c.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(operations.map((o) => o.name).sort());
+    for (const t of tools) {
+      expect(t.outputSchema).toBeTruthy();
+      expect(Object.keys(t.annotations ?? {})).toEqual(expect.arrayContaining(['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']));
+    }
+    await c.close();
+  });
+
+  it('get_current_team returns structured content matching the REST answer', async () => {
+    const c = await httpClient(kind, s.url, s.rootToken);
+    const r = await c.callTool('get_current_team');
+    expect(r.isError).toBeFalsy();
+    const rest = await call(s.url, 'GET', '/api/v1/teams/current', { token: s.rootToken });
+    expect(r.structuredContent).toEqual(rest.json);
+    expect(JSON.parse(r.content[0]!.text!)).toEqual(rest.json);
+    const list = await c.callTool('list_teams');
+    expect(list.structuredContent).toEqual({ items: [rest.json] });
+    await c.close();
+  });
+
+  it('not found, validation and unknown tools come back as errors with the REST bodies', async () => {
+    const c = await httpClient(kind, s.url, s.rootToken);
+    const foreign = errorBody(await c.callTool('get_team', { id: other.id }));
+    const missing = errorBody(await c.callTool('get_team', { id: 99999 }));
+    expect(foreign).toEqual({ message: 'Resource not found.' });
+    expect(missing).toEqual(foreign);
+    const invalid = errorBody(await c.callTool('send_feedback', { content: 'short', extra: 1 }));
+    expect(invalid.message).toBe('Validation error.');
+    expect(Object.keys(invalid.errors as object).sort()).toEqual(['content', 'extra']);
+    await expect(c.callTool('no_such_tool')).rejects.toThrow(/not found/i);
+    await c.close();
+  });
+});
+
+describe('tool visibility', () => {
+  it('a read token sees only read tools (and feedback), never write or root tools', async () => {
+    const t = await s.token({ permissions: ['read'] });
+    expect(await names(t.token)).toEqual(['get_current_team', 'get_team', 'list_current_team_members', 'list_team_members', 'list_teams', 'send_feedback']);
+  });
+
+  it('a write-only token sees no read tools', async () => {
+    const t = await s.token({ permissions: ['write'] });
+    expect(await names(t.token)).toEqual(['send_feedback']);
+  });
+
+  it("another team's root token does not see the instance-wide tools", async () => {
+    const list = await names(other.rootToken);
+    expect(list).not.toContain('disable_api');
+    expect(list).not.toContain('update_settings');
+    expect(list).toContain('get_current_team');
+  });
+
+  it('X-Berth-Read-Only: true keeps only read-only tools, and calling a hidden tool is an unknown tool', async () => {
+    const list = await names(s.rootToken, { 'X-Berth-Read-Only': 'true' });
+    expect(list).toEqual(['get_current_team', 'get_settings', 'get_team', 'list_current_team_members', 'list_team_members', 'list_teams']);
+    const c = await httpClient('v2-modern', s.url, s.rootToken, { 'X-Berth-Read-Only': 'true' });
+    await expect(c.callTool('disable_api')).rejects.toThrow(/not found/i);
+    await c.close();
+    const reader = await s.token({ permissions: ['read'] });
+    const rc = await httpClient('v1', s.url, reader.token);
+    await expect(rc.callTool('update_settings', { allowed_ips: '' })).rejects.toThrow(/not found/i);
+    await rc.close();
+  });
+
+  it('team isolation: a neighbour token sees its own team only', async () => {
+    const c = await httpClient('v2-modern', s.url, other.rootToken);
+    expect((await c.callTool('get_current_team')).structuredContent).toMatchObject({ id: other.id });
+    expect(errorBody(await c.callTool('get_team', { id: s.rootTeamId }))).toEqual({ message: 'Resource not found.' });
+    await c.close();
+  });
+});
+
+describe('HTTP transport rules', () => {
+  const rpc = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+  const accept = { accept: 'application/json, text/event-stream' };
+
+  it('no token → 401 with WWW-Authenticate; bad token → 401 Invalid token.', async () => {
+    const r = await call(s.url, 'POST', '/mcp', { body: rpc, headers: accept });
+    expect(r.status).toBe(401);
+    expect(r.headers['www-authenticate']).toMatch(/^Bearer/);
+    expect(r.json).toEqual({ message: 'Unauthenticated.' });
+    expect((await call(s.url, 'POST', '/mcp', { body: rpc, headers: accept, token: '1|wrong' })).json).toEqual({ message: 'Invalid token.' });
+  });
+
+  it('GET and DELETE /mcp → 405', async () => {
+    for (const m of ['GET', 'DELETE']) {
+      const r = await call(s.url, m, '/mcp', { token: s.rootToken });
+      expect(r.status).toBe(405);
+      expect(r.headers.allow).toBe('POST');
+    }
+  });
+
+  it('a foreign Origin → 403; a Host other than loopback → 403 (DNS rebinding)', async () => {
+    const o = await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: rpc, headers: { ...accept, origin: 'http://evil.example' } });
+    expect(o.status).toBe(403);
+    expect(o.json).toEqual({ message: 'Origin not allowed.' });
+    const h = await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: rpc, headers: { ...accept, host: 'evil.example:8000' } });
+    expect(h.status).toBe(403);
+    expect(h.json).toEqual({ message: 'Host not allowed.' });
+    const ok = await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: rpc, headers: { ...accept, host: 'localhost:1234' } });
+    expect(ok.status).toBe(200);
+  });
+
+  it('an unsupported MCP-Protocol-Version → 400', async () => {
+    const list = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} };
+    const r = await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: list, headers: { ...accept, 'mcp-protocol-version': '1999-01-01' } });
+    expect(r.status).toBe(400);
+  });
+
+  it('the API toggle applies to /mcp', async () => {
+    await call(s.url, 'POST', '/api/v1/disable', { token: s.rootToken });
+    try {
+      const r = await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: rpc, headers: accept });
+      expect(r.status).toBe(403);
+      expect(r.json).toEqual({ message: 'API is disabled.' });
+    } finally {
+      await call(s.url, 'POST', '/api/v1/enable', { token: s.rootToken });
+    }
+  });
+});

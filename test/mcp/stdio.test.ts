@@ -1,0 +1,85 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as admin from '../../src/core/admin.js';
+import { CLI, CLIENT_KINDS, errorBody, stdioClient } from '../helpers/mcp.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer();
+});
+afterAll(() => s.stop());
+
+/** Runs `berth mcp` with raw stdin lines; returns stdout lines, stderr and the exit code. */
+function rawStdio(env: Record<string, string>, lines: unknown[], waitFor = lines.filter((l) => (l as { id?: unknown }).id !== undefined).length) {
+  return new Promise<{ out: string[]; err: string; code: number | null }>((resolve) => {
+    const p = spawn(process.execPath, [CLI, 'mcp', '--data', s.dataDir], { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', ...env } });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => {
+      out += d;
+      if (out.split('\n').filter(Boolean).length >= waitFor) p.stdin.end();
+    });
+    p.stderr.on('data', (d) => (err += d));
+    p.on('close', (code) => resolve({ out: out.split('\n').filter(Boolean), err, code }));
+    for (const l of lines) p.stdin.write(JSON.stringify(l) + '\n');
+    if (waitFor === 0) p.stdin.end();
+  });
+}
+
+describe.each(CLIENT_KINDS)('MCP over stdio with the %s client', (kind) => {
+  it('lists tools for the token and answers get_current_team from the same store as serve', async () => {
+    const c = await stdioClient(kind, s.dataDir, s.rootToken);
+    const { tools } = await c.listTools();
+    expect(tools.map((t) => t.name)).toContain('get_current_team');
+    const r = await c.callTool('get_current_team');
+    expect(r.structuredContent).toMatchObject({ id: s.rootTeamId, name: 'Root Team' });
+    await c.close();
+  });
+});
+
+describe('berth mcp (stdio)', () => {
+  it('stdout carries only JSON-RPC, even with debug logging; logs go to stderr; the token never appears', async () => {
+    const { out, err } = await rawStdio({ BERTH_TOKEN: s.rootToken }, [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_current_team', arguments: {} } },
+    ]);
+    expect(out.length).toBe(2);
+    for (const line of out) expect(JSON.parse(line).jsonrpc).toBe('2.0');
+    expect(err).toContain('berth mcp ready');
+    const secret = s.rootToken.split('|')[1]!;
+    expect(out.join('\n') + err).not.toContain(secret);
+  });
+
+  it('a missing or bad token fails at start: a clear message on stderr, nothing on stdout, non-zero exit', async () => {
+    for (const env of [{}, { BERTH_TOKEN: '1|not-the-secret' }, { BERTH_TOKEN: 'garbage' }] as Record<string, string>[]) {
+      const r = await rawStdio(env, [], 0);
+      expect(r.code).not.toBe(0);
+      expect(r.out).toEqual([]);
+      expect(r.err).toMatch(/BERTH_TOKEN/);
+    }
+  });
+
+  it('--read-only and --toolsets narrow the list', async () => {
+    const c = await stdioClient('v2-legacy', s.dataDir, s.rootToken, ['--read-only', '--toolsets', 'settings']);
+    expect((await c.listTools()).tools.map((t) => t.name)).toEqual(['get_settings']);
+    await c.close();
+  });
+
+  it('the API toggle applies per call; enable_api stays reachable; revocation takes effect at once', async () => {
+    const c = await stdioClient('v2-legacy', s.dataDir, s.rootToken);
+    expect((await c.callTool('disable_api')).structuredContent).toEqual({ message: 'API disabled.' });
+    expect(errorBody(await c.callTool('get_current_team'))).toEqual({ message: 'API is disabled.' });
+    expect((await c.callTool('enable_api')).structuredContent).toEqual({ message: 'API enabled.' });
+    expect((await c.callTool('get_current_team')).isError).toBeFalsy();
+    await c.close();
+
+    const t = await s.token({ permissions: ['read'] });
+    const rc = await stdioClient('v1', s.dataDir, t.token);
+    expect((await rc.callTool('get_current_team')).isError).toBeFalsy();
+    await admin.revokeToken(s.db, t.id);
+    expect(errorBody(await rc.callTool('get_current_team'))).toEqual({ message: 'Invalid token.' });
+    await rc.close();
+  });
+});
