@@ -20,7 +20,7 @@ describe('authentication', () => {
   });
 
   it('no Authorization header is 401 Unauthenticated with WWW-Authenticate: Bearer', async () => {
-    for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }]) {
       const r = await current(undefined, headers);
       expect(r.status).toBe(401);
       expect(r.text).toBe('{"message":"Unauthenticated."}');

@@ -42,7 +42,7 @@ describe('permission matrix (root team, so only permissions decide)', () => {
   for (const op of operations) {
     it(`${op.http.method} ${op.http.path} requires ${op.permission}`, async () => {
       for (const [label, perms] of Object.entries(grants)) {
-        const role = perms.includes('root') ? 'admin' : 'member';
+        const role = (perms as readonly string[]).includes('root') ? 'admin' : 'member';
         const t = await s.token({ permissions: [...perms], role });
         const { path, body } = sample(op.name, s.rootTeamId);
         const url = op.http.path.replace(/\{(\w+)\}/g, (_, k: string) => path[k]!);
