@@ -1,0 +1,28 @@
+import type { Operation } from '../core/operation.js';
+import type { ToolDefinition } from './registry.js';
+
+/** README tables derived from the declarations, so the docs cannot drift from the code. */
+const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+const permissionOf = (op: Operation) =>
+  op.permission === 'authenticated' ? 'any token' : op.access?.rootTeamOnly ? `${op.permission} (root team)` : op.permission;
+
+export function renderToolTable(tools: readonly ToolDefinition[]): string {
+  const rows = tools.map((t) => `| \`${t.name}\` | ${permissionOf(t.op)} | ${t.annotations.readOnlyHint ? 'yes' : 'no'} | ${cell(t.description)} |`);
+  return ['| tool | permission | read-only | description |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+export function renderRouteTable(operations: readonly Operation[]): string {
+  const rows = operations.map((o) => `| ${o.http.method} | \`${o.http.path}\` | ${permissionOf(o)} | ${cell(o.summary)} |`);
+  return ['| method | path | permission | what it does |', '|---|---|---|---|', ...rows, '| GET | `/api/health` | none | Health check: `OK`. |'].join('\n');
+}
+
+/** Replaces the text between `<!-- name:start -->` and `<!-- name:end -->`. */
+export function replaceSection(doc: string, name: string, body: string): string {
+  const start = `<!-- ${name}:start -->`;
+  const end = `<!-- ${name}:end -->`;
+  const i = doc.indexOf(start);
+  const j = doc.indexOf(end);
+  if (i === -1 || j === -1) throw new Error(`README has no ${name} section markers`);
+  return `${doc.slice(0, i + start.length)}\n${body}\n${doc.slice(j)}`;
+}

@@ -1,0 +1,76 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operations } from '../../src/core/operations/index.js';
+import { renderRouteTable, renderToolTable, replaceSection } from '../../src/tools/docs.js';
+import { tools } from '../../src/tools/index.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { httpClient } from '../helpers/mcp.js';
+
+const SNAP_DIR = path.resolve(import.meta.dirname, '../__toolsnaps__');
+const UPDATE = process.env.UPDATE_TOOLSNAPS === '1';
+
+let s: TestServer;
+let wire: Array<Record<string, unknown> & { name: string }>;
+beforeAll(async () => {
+  s = await startTestServer();
+  const c = await httpClient('v2-legacy', s.url, s.rootToken);
+  wire = (await c.listTools()).tools as never;
+  await c.close();
+});
+afterAll(() => s.stop());
+
+describe('tool metadata', () => {
+  it('every tool has a snake_case name, a title, a description, annotations and object schemas', () => {
+    expect(wire.length).toBe(operations.length);
+    for (const t of wire) {
+      expect(t.name).toMatch(/^[a-z]+(_[a-z]+)*$/);
+      expect(typeof t.title).toBe('string');
+      expect(String(t.description).length).toBeGreaterThan(30);
+      const a = t.annotations as Record<string, unknown>;
+      for (const k of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']) expect(typeof a[k], `${t.name}.${k}`).toBe('boolean');
+      expect((t.inputSchema as { type: string }).type).toBe('object');
+      expect((t.outputSchema as { type: string }).type).toBe('object');
+    }
+  });
+
+  it('the spec’s operations have exactly their names, and disable_api is destructive', () => {
+    const names = new Set(wire.map((t) => t.name));
+    for (const n of ['list_teams', 'get_current_team', 'enable_api', 'disable_api']) expect(names.has(n)).toBe(true);
+    const disable = wire.find((t) => t.name === 'disable_api')!;
+    expect((disable.annotations as { destructiveHint: boolean }).destructiveHint).toBe(true);
+    for (const t of wire) {
+      const a = t.annotations as { readOnlyHint: boolean; destructiveHint: boolean };
+      if (a.readOnlyHint) expect(a.destructiveHint, t.name).toBe(false);
+    }
+  });
+});
+
+describe('tool schema snapshots (the tools/list wire form)', () => {
+  it('match the reviewed snapshots; UPDATE_TOOLSNAPS=1 rewrites them', () => {
+    fs.mkdirSync(SNAP_DIR, { recursive: true });
+    const changed: string[] = [];
+    for (const t of wire) {
+      const file = path.join(SNAP_DIR, `${t.name}.snap.json`);
+      const text = JSON.stringify(t, null, 2) + '\n';
+      const exists = fs.existsSync(file);
+      if (UPDATE || (!exists && !process.env.CI)) {
+        fs.writeFileSync(file, text);
+      } else if (!exists || fs.readFileSync(file, 'utf8') !== text) {
+        changed.push(t.name);
+      }
+    }
+    const orphans = fs.readdirSync(SNAP_DIR).filter((f) => !wire.some((t) => `${t.name}.snap.json` === f));
+    expect(changed, 'tool schemas changed: review, then run UPDATE_TOOLSNAPS=1 npm test').toEqual([]);
+    expect(orphans, 'snapshots of tools that no longer exist').toEqual([]);
+  });
+});
+
+describe('generated docs', () => {
+  it('the README tables match the declarations (npm run docs regenerates them)', () => {
+    const readme = fs.readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
+    let expected = replaceSection(readme, 'routes', renderRouteTable(operations));
+    expected = replaceSection(expected, 'tools', renderToolTable(tools));
+    expect(readme).toBe(expected);
+  });
+});
