@@ -54,7 +54,6 @@ function withStore<O extends DataOpts>(fn: (db: Db, opts: O) => Promise<void>) {
 
 const program = new Command('berth')
   .description('Team-scoped infrastructure management for AI agents: HTTP API and MCP server.')
-  .showHelpAfterError()
   .configureOutput({ outputError: (s, write) => write(s.split('\n')[0] + '\n') });
 
 command(program, 'init', 'create the root team, its owner and a root token')

@@ -5,6 +5,7 @@ import { Core } from './core/gate.js';
 import { operations } from './core/operations/index.js';
 import { buildHttpApp } from './http-api/app.js';
 import { ExpiryWarnings } from './jobs/expiry-warnings.js';
+import { RateLimits } from './limits/rate-limits.js';
 import { createLogger } from './logging/logger.js';
 import { createMailer } from './mail/mailer.js';
 import { openStore } from './store/db.js';
@@ -29,7 +30,8 @@ export async function startServer(config: Config, out: (line: string) => void = 
     out('berth: root token (shown once, store it now):');
     out(init.token);
   }
-  const core = new Core({ db, config, logger });
+  const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
+  const core = new Core({ db, config, logger, limits });
   const app = await buildHttpApp({ core, operations, tools, config, logger });
   const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
@@ -49,6 +51,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
       (closing ??= (async () => {
         await app.close();
         await expiry.stop();
+        await limits.close();
         mailer?.close();
         await db.destroy();
         logger.flush();

@@ -15,6 +15,15 @@ const envSchema = z.object({
   SMTP_URL: z.string().default(''),
   SMTP_FROM: z.string().default('berth <berth@localhost>'),
   FEEDBACK_WEBHOOK_URL: z.string().default(''),
+  /** Requests per window per user (per source address without a user); 0 turns the limit off. */
+  API_RATE_LIMIT: z.coerce.number().int().min(0).default(200),
+  /** The rate-limit window; the spec's minute. Shorter only for tests. */
+  BERTH_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(60_000),
+  /** Shares rate-limit buckets and job queues between berth processes. */
+  REDIS_URL: z.string().default(''),
+  /** Jobs (deployments, migrations) running at once per server, and how many may wait. */
+  BERTH_QUEUE_CONCURRENCY: z.coerce.number().int().min(1).default(2),
+  BERTH_QUEUE_CAP: z.coerce.number().int().min(1).default(20),
   /** Browser origins allowed to call /mcp (comma-separated, exact match); none by default. */
   MCP_ALLOWED_ORIGINS: z.string().default(''),
   /** Host names accepted on /mcp; defaults to the loopback names when bound to loopback. */
@@ -35,6 +44,11 @@ export interface Config {
   smtpFrom: string;
   feedbackWebhookUrl: string | null;
   expiryScanMs: number;
+  apiRateLimit: number;
+  rateWindowMs: number;
+  redisUrl: string | null;
+  queueConcurrency: number;
+  queueCap: number;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
 }
@@ -58,6 +72,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     smtpFrom: e.SMTP_FROM,
     feedbackWebhookUrl: e.FEEDBACK_WEBHOOK_URL || null,
     expiryScanMs: e.BERTH_EXPIRY_SCAN_MS,
+    apiRateLimit: e.API_RATE_LIMIT,
+    rateWindowMs: e.BERTH_RATE_WINDOW_MS,
+    redisUrl: e.REDIS_URL || null,
+    queueConcurrency: e.BERTH_QUEUE_CONCURRENCY,
+    queueCap: e.BERTH_QUEUE_CAP,
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     ...overrides,

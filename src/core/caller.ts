@@ -1,4 +1,5 @@
 import type { Permission } from '../auth/permissions.js';
+import type { RateDecision } from '../limits/buckets.js';
 
 /** Who is calling: the only way into the core. Built by authentication, never by a door. */
 export interface Caller {
@@ -15,4 +16,6 @@ export interface Caller {
 export interface RequestAccess {
   authorization: string | undefined;
   sourceIp: string;
+  /** Set by the core when it charges (or reads) the request's rate-limit bucket, for headers. */
+  rate?: RateDecision;
 }

@@ -41,6 +41,10 @@ export interface ErrorDetails {
   allow?: string[];
   /** Seconds until a retry may succeed (429s). */
   retryAfter?: number;
+  /** Unix seconds when another request may be made (rate limit 429). */
+  resetAt?: number;
+  /** The bucket state behind a rate-limit answer, for its headers. */
+  rate?: { limit: number; remaining: number };
   /** Overrides the catalogue's message where the kind allows a specific one (conflict). */
   message?: string;
 }
@@ -83,7 +87,7 @@ export function toWire(err: BerthError): WireError {
     const seconds = Math.max(1, Math.ceil(d.retryAfter));
     headers['Retry-After'] = String(seconds);
     if (err.kind === 'rate_limited') {
-      headers['X-RateLimit-Reset'] = String(Math.ceil(Date.now() / 1000) + seconds);
+      headers['X-RateLimit-Reset'] = String(d.resetAt ?? Math.ceil(Date.now() / 1000) + seconds);
     }
   }
   return { status: spec.status, headers, body };

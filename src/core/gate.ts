@@ -4,6 +4,7 @@ import { missingFor } from '../auth/permissions.js';
 import { seesSensitive } from '../auth/permissions.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../store/db.js';
+import { rateLimited, type LimitSpec, type RateLimits } from '../limits/rate-limits.js';
 import { readSettings } from '../store/settings.js';
 import { authenticate } from './authenticate.js';
 import type { Caller, RequestAccess } from './caller.js';
@@ -16,6 +17,7 @@ export interface CoreDeps {
   db: Db;
   config: Config;
   logger: Logger;
+  limits: RateLimits;
 }
 
 /**
@@ -35,13 +37,43 @@ export class Core {
     return { ...caller, rootTeam: caller.teamId === settings.rootTeamId };
   }
 
-  /** Authentication and the instance-wide checks that do not depend on the operation. */
-  async admit(access: RequestAccess, op?: Pick<Operation, 'access'>): Promise<Caller> {
-    const caller = await authenticate(this.deps.db, access);
+  /**
+   * Authentication, the instance-wide checks and the rate-limit charge: one unit per admitted
+   * request, charged to the user, or to the source address when there is no valid token.
+   */
+  async admit(access: RequestAccess, op?: Pick<Operation, 'access' | 'rateLimit'>): Promise<Caller> {
+    const spec = op?.rateLimit ?? this.deps.limits.general;
+    let caller: Omit<Caller, 'rootTeam'>;
+    try {
+      caller = await authenticate(this.deps.db, access);
+    } catch (err) {
+      if (err instanceof BerthError) await this.charge(access, spec, `addr:${access.sourceIp}`);
+      throw err;
+    }
+    const key = op?.rateLimit ? `addr:${access.sourceIp}` : `user:${caller.userId}`;
     const settings = await readSettings(this.deps.db);
-    if (!settings.apiEnabled && !op?.access?.whenApiDisabled) throw new BerthError('api_disabled');
-    if (!isAllowed(parseAllowList(settings.allowedIps), access.sourceIp)) throw new BerthError('ip_not_allowed');
+    if (!settings.apiEnabled && !op?.access?.whenApiDisabled) throw await this.refuse(access, spec, key, 'api_disabled');
+    if (!isAllowed(parseAllowList(settings.allowedIps), access.sourceIp)) throw await this.refuse(access, spec, key, 'ip_not_allowed');
+    await this.charge(access, spec, key);
     return { ...caller, rootTeam: caller.teamId === settings.rootTeamId };
+  }
+
+  /** Charges an address for a request that never reached an operation (unknown routes). */
+  async chargeAddress(access: RequestAccess): Promise<void> {
+    await this.charge(access, this.deps.limits.general, `addr:${access.sourceIp}`);
+  }
+
+  private async charge(access: RequestAccess, spec: LimitSpec | null, key: string): Promise<void> {
+    if (!spec) return;
+    const d = await this.deps.limits.charge(spec, key);
+    access.rate = d;
+    if (!d.allowed) throw rateLimited(d);
+  }
+
+  /** A refusal before the charge still reports the bucket's state in its headers. */
+  private async refuse(access: RequestAccess, spec: LimitSpec | null, key: string, kind: 'api_disabled' | 'ip_not_allowed'): Promise<BerthError> {
+    if (spec) access.rate = await this.deps.limits.peek(spec, key);
+    return new BerthError(kind);
   }
 
   /** Permission, validation, action and redaction for an already admitted caller. */

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { Logger } from 'pino';
 import type { RequiredPermission } from '../auth/permissions.js';
 import type { Config } from '../config/config.js';
+import type { LimitSpec } from '../limits/rate-limits.js';
 import type { Db } from '../store/db.js';
 import type { Caller } from './caller.js';
 
@@ -60,6 +61,8 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
     /** Instance-wide: needs a token of the root team, on top of the permission. */
     rootTeamOnly?: boolean;
   };
+  /** A limit of its own per source address, instead of the general per-user bucket. */
+  rateLimit?: LimitSpec;
   run(ctx: OperationContext, input: z.infer<I>): Promise<z.infer<O>>;
 }
 

@@ -3,9 +3,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { BerthError, toWire, validationError, type WireError } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
+import { HEALTH_LIMIT, rateHeaders, rateLimited } from '../limits/rate-limits.js';
 import { pathParams, type Operation } from '../core/operation.js';
 import { registerMcpRoute } from '../server/http-mcp.js';
 import type { ToolDefinition } from '../tools/registry.js';
+import { accessOf } from './access.js';
 import { BadBody } from './body.js';
 import { compileRoutes, type RouteEntry } from './routes.js';
 
@@ -77,6 +79,12 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   });
   app.addContentTypeParser('*', (_req, _payload, done) => done(null, new BadBody('Send the body as application/json.')));
 
+  // Every API and /mcp response carries the bucket's state once the core has charged it.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.berthAccess?.rate) reply.headers(rateHeaders(req.berthAccess.rate));
+    return payload;
+  });
+
   app.setErrorHandler((err: Error & { code?: string }, req, reply) => {
     const e = fromFastifyError(err);
     if (e.kind === 'internal') req.log.error({ err }, 'unhandled error');
@@ -89,8 +97,10 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     { method: 'POST', path: '/mcp' },
   ]);
 
-  app.setNotFoundHandler((req, reply) => {
+  app.setNotFoundHandler(async (req, reply) => {
     const url = req.url.split('?')[0]!.replace(/\/+$/, '') || '/';
+    // A request to the API's space is charged even when no route matches, so probing costs too.
+    if (url.startsWith('/api/v1/') || url === '/mcp') await core.chargeAddress(accessOf(req));
     const allow = routes.filter((r) => r.pattern.test(url)).map((r) => r.method);
     if (allow.length) {
       if (allow.includes('GET')) allow.push('HEAD');
@@ -99,15 +109,19 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     return send(reply, toWire(new BerthError('route_not_found')));
   });
 
-  app.get('/api/health', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('OK'));
+  app.get('/api/health', async (req, reply) => {
+    const access = accessOf(req);
+    access.rate = await core.deps.limits.charge(HEALTH_LIMIT, `addr:${req.ip}`);
+    if (!access.rate.allowed) throw rateLimited(access.rate);
+    return reply.type('text/plain; charset=utf-8').send('OK');
+  });
 
   for (const op of operations) {
     app.route({
       method: op.http.method,
       url: op.http.path.replace(/\{([a-z_]+)\}/g, ':$1'),
       handler: async (req, reply) => {
-        const access = { authorization: req.headers.authorization, sourceIp: req.ip };
-        const caller = await core.admit(access, op);
+        const caller = await core.admit(accessOf(req), op);
         const output = await core.run(op, caller, inputOf(op, req));
         return reply.code(op.http.status ?? 200).send(output);
       },

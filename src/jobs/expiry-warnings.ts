@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { nowIso, type Db } from '../store/db.js';
 import type { Mailer } from '../mail/mailer.js';
@@ -16,6 +17,7 @@ const MAX_ATTEMPTS = 5;
 export class ExpiryWarnings {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
+  private stopped = false;
 
   constructor(
     private readonly db: Db,
@@ -30,12 +32,15 @@ export class ExpiryWarnings {
   }
 
   private schedule(): void {
+    // A timer that fired during the last tick chains the next one after it; none after stop().
+    if (this.stopped) return;
     this.running = this.tick().catch((err) => this.logger.error({ err }, 'expiry warning scan failed'));
     this.timer = setTimeout(() => void this.running.then(() => this.schedule()), this.intervalMs);
     this.timer.unref();
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
   }
@@ -55,6 +60,11 @@ export class ExpiryWarnings {
       .where('t.expires_at', 'is not', null)
       .where('t.expires_at', '>', new Date(now).toISOString())
       .where('t.expires_at', '<=', new Date(now + WARN_BEFORE_MS).toISOString())
+      // Tokens already queued are skipped rather than re-inserted: even an ignored insert into the
+      // outbox commits a write (AUTOINCREMENT), which every scan would repeat for every such token.
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(selectFrom('outbox as o').select('o.id').where('o.dedupe_key', '=', sql<string>`'token-expiry:' || ${sql.ref('t.id')}`))),
+      )
       .execute();
     for (const t of due) {
       const r = await this.db

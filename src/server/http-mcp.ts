@@ -6,7 +6,9 @@ import type { Config } from '../config/config.js';
 import type { Caller } from '../core/caller.js';
 import { BerthError } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
+import { accessOf } from '../http-api/access.js';
 import { BadBody } from '../http-api/body.js';
+import { rateHeaders } from '../limits/rate-limits.js';
 import { visibleTools, type ToolDefinition } from '../tools/registry.js';
 import { buildMcpServer } from './mcp-server.js';
 
@@ -63,7 +65,8 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
 
   app.post('/mcp', async (req, reply) => {
     guard(req, config);
-    const caller = await core.admit({ authorization: req.headers.authorization, sourceIp: req.ip });
+    const access = accessOf(req);
+    const caller = await core.admit(access);
     // The header can only narrow what the token allows, never widen it.
     const readOnly = String(req.headers['x-berth-read-only'] ?? '').toLowerCase() === 'true';
     const state: RequestState = { caller, tools: visibleTools(tools, caller, { readOnly }) };
@@ -72,6 +75,8 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     }
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
+    // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.
+    if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
     reply.hijack();
     await serve(req.raw, reply.raw, req.body);
   });

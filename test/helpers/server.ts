@@ -85,7 +85,7 @@ const agents = new Map<string, Dispatcher>();
 function agentFor(from: string | undefined): Dispatcher | undefined {
   if (!from) return undefined;
   let a = agents.get(from);
-  if (!a) agents.set(from, (a = new Agent({ connect: { localAddress: from } })));
+  if (!a) agents.set(from, (a = new Agent({ localAddress: from })));
   return a;
 }
 

@@ -39,6 +39,8 @@ export const feedbackOperations = [
     output: z.object({ message: z.string(), id: z.number().int() }),
     annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: true },
     http: { method: 'POST', path: '/api/feedback', status: 201 },
+    // Outside /api/v1: not in the general bucket, but a small per-address limit of its own.
+    rateLimit: { bucket: 'feedback', limit: 10 },
     async run(ctx, { content }) {
       const row = await ctx.db
         .insertInto('feedback')

@@ -1,0 +1,156 @@
+import Bottleneck from 'bottleneck';
+import { request, type Dispatcher } from 'undici';
+
+export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** Methods that may be sent again without risk of doing the change twice. */
+const SAFE = new Set<Method>(['GET', 'HEAD']);
+
+export interface PacedClientOptions {
+  baseUrl: string;
+  headers?: Record<string, string>;
+  /** Requests per minute to stay under; the server's X-RateLimit-Remaining also pauses us. */
+  perMinute?: number;
+  /** Requests in flight at once. */
+  concurrency?: number;
+  /** Retries of one safe request after 429/503 or a network error. */
+  maxRetries?: number;
+  /** Past this total wait, give up with RetryLaterError. */
+  maxWaitMs?: number;
+  /** First backoff step; each retry doubles the cap of the full-jitter draw. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  timeoutMs?: number;
+  dispatcher?: Dispatcher;
+  /** Told about every wait, e.g. to send MCP progress while a tool call waits. */
+  onWait?: (ms: number, reason: string) => void;
+  random?: () => number;
+}
+
+export interface PacedResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** A request that could not be made now; retry after `seconds`. */
+export class RetryLaterError extends Error {
+  constructor(readonly seconds: number, readonly response?: PacedResponse) {
+    super(`retry after ${seconds} s`);
+    this.name = 'RetryLaterError';
+  }
+}
+
+const header = (h: PacedResponse['headers'], name: string) => {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/** The server's own hint of when to come back, in ms from now (Retry-After, then X-RateLimit-Reset). */
+export function serverWaitMs(h: PacedResponse['headers'], now = Date.now()): number | undefined {
+  const retryAfter = header(h, 'retry-after');
+  if (retryAfter !== undefined) {
+    const s = Number(retryAfter);
+    if (Number.isFinite(s)) return Math.max(0, s * 1000);
+    const at = Date.parse(retryAfter);
+    if (!Number.isNaN(at)) return Math.max(0, at - now);
+  }
+  const reset = Number(header(h, 'x-ratelimit-reset'));
+  return Number.isFinite(reset) && reset > 0 ? Math.max(0, reset * 1000 - now) : undefined;
+}
+
+/**
+ * An HTTP client that paces itself to a budget (Bottleneck reservoir), honours Retry-After and
+ * X-RateLimit-Reset, then backs off exponentially with full jitter. Retries of one request run
+ * inside that request's own job, one after another: never in parallel. POST/PUT/PATCH/DELETE
+ * are never retried automatically; a 429 on them is returned to the caller as RetryLaterError.
+ */
+export class PacedClient {
+  private readonly limiter: Bottleneck;
+  /** While the server says the budget is spent, no request leaves before this time. */
+  private pausedUntil = 0;
+
+  constructor(private readonly opts: PacedClientOptions) {
+    const perMinute = opts.perMinute;
+    this.limiter = new Bottleneck({
+      maxConcurrent: opts.concurrency ?? 4,
+      ...(perMinute ? { reservoir: perMinute, reservoirRefreshAmount: perMinute, reservoirRefreshInterval: 60_000 } : {}),
+    });
+  }
+
+  request(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<PacedResponse> {
+    return this.limiter.schedule(() => this.withRetries(method, path, body, headers));
+  }
+
+  private backoffMs(attempt: number): number {
+    const base = this.opts.baseDelayMs ?? 250;
+    const cap = Math.min(this.opts.maxDelayMs ?? 30_000, base * 2 ** attempt);
+    return Math.floor((this.opts.random ?? Math.random)() * cap);
+  }
+
+  private async wait(ms: number, reason: string): Promise<void> {
+    if (ms <= 0) return;
+    this.opts.onWait?.(ms, reason);
+    await new Promise((r) => setTimeout(r, ms));
+  }
+
+  private async withRetries(method: Method, path: string, body: unknown, headers: Record<string, string>): Promise<PacedResponse> {
+    const maxRetries = this.opts.maxRetries ?? 4;
+    const maxWait = this.opts.maxWaitMs ?? 60_000;
+    let waited = 0;
+    for (let attempt = 0; ; attempt++) {
+      const pause = this.pausedUntil - Date.now();
+      if (pause > 0) {
+        if (waited + pause > maxWait) throw new RetryLaterError(Math.ceil(pause / 1000));
+        await this.wait(pause, 'rate limit budget spent');
+        waited += pause;
+      }
+      let res: PacedResponse;
+      try {
+        res = await this.send(method, path, body, headers);
+      } catch (err) {
+        if (!SAFE.has(method) || attempt >= maxRetries) throw err;
+        const ms = this.backoffMs(attempt);
+        if (waited + ms > maxWait) throw err;
+        await this.wait(ms, `network error: ${(err as Error).message}`);
+        waited += ms;
+        continue;
+      }
+      this.notePace(res);
+      if (res.status !== 429 && res.status !== 503) return res;
+      const hint = serverWaitMs(res.headers);
+      const ms = Math.max(hint ?? 0, this.backoffMs(attempt));
+      if (!SAFE.has(method) || attempt >= maxRetries || waited + ms > maxWait) {
+        throw new RetryLaterError(Math.max(1, Math.ceil((hint ?? ms) / 1000)), res);
+      }
+      await this.wait(ms, `server answered ${res.status}`);
+      waited += ms;
+    }
+  }
+
+  /** X-RateLimit-Remaining: 0 means the next request would be refused until the window resets. */
+  private notePace(res: PacedResponse): void {
+    const remaining = Number(header(res.headers, 'x-ratelimit-remaining'));
+    if (remaining !== 0) return;
+    // Without a reset time (the spec puts it on 429s only) the next answer tells us how long.
+    const ms = serverWaitMs({ 'x-ratelimit-reset': header(res.headers, 'x-ratelimit-reset') });
+    if (ms !== undefined) this.pausedUntil = Math.max(this.pausedUntil, Date.now() + ms);
+  }
+
+  private async send(method: Method, path: string, body: unknown, headers: Record<string, string>): Promise<PacedResponse> {
+    const timeout = this.opts.timeoutMs ?? 30_000;
+    const res = await request(new URL(path, this.opts.baseUrl), {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...this.opts.headers, ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+      dispatcher: this.opts.dispatcher,
+    });
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
+  }
+
+  async close(): Promise<void> {
+    await this.limiter.stop({ dropWaitingJobs: true }).catch(() => undefined);
+  }
+}

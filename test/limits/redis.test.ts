@@ -1,0 +1,78 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import * as admin from '../../src/core/admin.js';
+import { JobQueues } from '../../src/limits/job-queues.js';
+import { openStore } from '../../src/store/db.js';
+import { freePort, spawnServe, type ServeProcess } from '../helpers/process.js';
+import { tempDir } from '../helpers/server.js';
+
+// A real Redis is part of this feature; outside CI a machine without redis-server skips it.
+const hasRedis = spawnSync('redis-server', ['--version']).status === 0;
+if (!hasRedis && process.env.CI) throw new Error('redis-server is required in CI (.ci/run installs it)');
+
+describe.runIf(hasRedis)('limits shared through Redis', () => {
+  let redis: ChildProcess;
+  let redisUrl: string;
+  beforeAll(async () => {
+    const port = await freePort();
+    redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    redisUrl = `redis://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined);
+      try {
+        await probe.connect();
+        await probe.ping();
+        await probe.quit();
+        break;
+      } catch (err) {
+        probe.disconnect();
+        if (i > 100) throw err;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  });
+  afterAll(() => {
+    redis?.kill();
+  });
+
+  it('three berth processes, one user, round-robin: together they admit exactly the limit', async () => {
+    const dataDir = tempDir();
+    const db = await openStore(dataDir);
+    const init = await admin.initInstance(db, { email: 'owner@example.test' });
+    await db.destroy();
+    const env = { REDIS_URL: redisUrl, API_RATE_LIMIT: '30' };
+    const procs: ServeProcess[] = await Promise.all([spawnServe(dataDir, env), spawnServe(dataDir, env), spawnServe(dataDir, env)]);
+    try {
+      const statuses = await Promise.all(
+        Array.from({ length: 60 }, async (_, i) => {
+          const r = await request(`${procs[i % 3]!.url}/api/v1/teams/current`, { headers: { authorization: `Bearer ${init.token}` } });
+          await r.body.dump();
+          return r.statusCode;
+        }),
+      );
+      expect(statuses.filter((s) => s === 200).length).toBe(30);
+      expect(statuses.filter((s) => s === 429).length).toBe(30);
+    } finally {
+      await Promise.all(procs.map((p) => p.stop()));
+    }
+  });
+
+  it('job queues are shared: the cap counts jobs queued by every process', async () => {
+    const a = new JobQueues({ concurrency: 1, cap: 1, redisUrl });
+    const b = new JobQueues({ concurrency: 1, cap: 1, redisUrl });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const server = `shared-${Date.now()}`;
+    const first = await a.submit(server, () => gate);
+    const second = await b.submit(server, () => gate);
+    await expect(a.submit(server, () => gate)).rejects.toMatchObject({ kind: 'queue_full' });
+    await expect(b.submit(server, () => gate)).rejects.toMatchObject({ kind: 'queue_full' });
+    release();
+    await Promise.all([first.done, second.done]);
+    await a.close();
+    await b.close();
+  });
+});
