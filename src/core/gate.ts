@@ -5,8 +5,7 @@ import { seesSensitive } from '../auth/permissions.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import { rateLimited, type LimitSpec, type RateLimits } from '../limits/rate-limits.js';
-import { readSettings } from '../store/settings.js';
-import { authenticate } from './authenticate.js';
+import { authenticate, type Authenticated } from './authenticate.js';
 import type { Caller, RequestAccess } from './caller.js';
 import { BerthError, validationError } from './errors.js';
 import type { CallOptions, Operation } from './operation.js';
@@ -32,8 +31,7 @@ export class Core {
 
   /** Authentication only: who is calling (stdio uses it at start to fail fast on a bad token). */
   async identify(access: RequestAccess): Promise<Caller> {
-    const caller = await authenticate(this.deps.db, access);
-    const settings = await readSettings(this.deps.db);
+    const { caller, settings } = await authenticate(this.deps.db, access);
     return { ...caller, rootTeam: caller.teamId === settings.rootTeamId };
   }
 
@@ -43,15 +41,15 @@ export class Core {
    */
   async admit(access: RequestAccess, op?: Pick<Operation, 'access' | 'rateLimit'>): Promise<Caller> {
     const spec = op?.rateLimit ?? this.deps.limits.general;
-    let caller: Omit<Caller, 'rootTeam'>;
+    let authenticated: Authenticated;
     try {
-      caller = await authenticate(this.deps.db, access);
+      authenticated = await authenticate(this.deps.db, access);
     } catch (err) {
       if (err instanceof BerthError) await this.charge(access, spec, `addr:${access.sourceIp}`);
       throw err;
     }
+    const { caller, settings } = authenticated;
     const key = op?.rateLimit ? `addr:${access.sourceIp}` : `user:${caller.userId}`;
-    const settings = await readSettings(this.deps.db);
     if (!settings.apiEnabled && !op?.access?.whenApiDisabled) throw await this.refuse(access, spec, key, 'api_disabled');
     if (!isAllowed(parseAllowList(settings.allowedIps), access.sourceIp)) throw await this.refuse(access, spec, key, 'ip_not_allowed');
     await this.charge(access, spec, key);

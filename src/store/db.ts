@@ -27,7 +27,7 @@ export async function openStore(dataDir: string): Promise<Db> {
   sqlite.pragma('busy_timeout = 5000');
   // WAL makes NORMAL durable against process crashes; only an OS crash can lose the last commit.
   sqlite.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   setMigrationDialect('sqlite');
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   if (error) {
@@ -36,6 +36,26 @@ export async function openStore(dataDir: string): Promise<Db> {
     throw new Error(`Store migration ${failed} failed: ${(error as Error).message}`);
   }
   return db;
+}
+
+/**
+ * Kysely's SQLite driver prepares every query anew; preparing was the largest single cost of an
+ * authenticated request. The same SQL text reuses its prepared statement (bounded; better-sqlite3
+ * statements are safe to reuse because execution is synchronous).
+ */
+function withStatementCache(sqlite: SQLite.Database, max = 500) {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare: (sql: string) => {
+      let stmt = cache.get(sql);
+      if (!stmt) {
+        if (cache.size >= max) cache.delete(cache.keys().next().value!);
+        cache.set(sql, (stmt = sqlite.prepare(sql)));
+      }
+      return stmt;
+    },
+  };
 }
 
 export const nowIso = (): string => new Date().toISOString();

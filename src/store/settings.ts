@@ -1,4 +1,8 @@
+import { perStore } from './cached.js';
 import type { Db } from './db.js';
+import { prepared } from './prepared.js';
+
+const allSettings = perStore((db) => prepared(db, (q) => q.selectFrom('settings').select(['key', 'value'])));
 
 /** Instance-wide settings, declared once with their stored defaults. */
 export interface InstanceSettings {
@@ -9,17 +13,23 @@ export interface InstanceSettings {
   rootTeamId: number | null;
 }
 
-const KEYS = { apiEnabled: 'api_enabled', allowedIps: 'allowed_ips', rootTeamId: 'root_team_id' } as const;
+export const SETTING_KEYS = { apiEnabled: 'api_enabled', allowedIps: 'allowed_ips', rootTeamId: 'root_team_id' } as const;
+const KEYS = SETTING_KEYS;
+
+/** Stored text values (absent ones undefined or null) → settings with their defaults. */
+export function decodeSettings(get: (key: string) => string | null | undefined): InstanceSettings {
+  const root = get(KEYS.rootTeamId);
+  return {
+    apiEnabled: get(KEYS.apiEnabled) !== 'false',
+    allowedIps: get(KEYS.allowedIps) ?? '',
+    rootTeamId: root === undefined || root === null ? null : Number(root),
+  };
+}
 
 export async function readSettings(db: Db): Promise<InstanceSettings> {
-  const rows = await db.selectFrom('settings').select(['key', 'value']).execute();
+  const rows = await allSettings(db)({});
   const map = new Map(rows.map((r) => [r.key, r.value]));
-  const root = map.get(KEYS.rootTeamId);
-  return {
-    apiEnabled: map.get(KEYS.apiEnabled) !== 'false',
-    allowedIps: map.get(KEYS.allowedIps) ?? '',
-    rootTeamId: root === undefined ? null : Number(root),
-  };
+  return decodeSettings((k) => map.get(k));
 }
 
 export async function writeSettings(db: Db, patch: Partial<InstanceSettings>): Promise<void> {

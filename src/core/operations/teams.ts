@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { perStore } from '../../store/cached.js';
 import type { Db } from '../../store/db.js';
+import { param, prepared } from '../../store/prepared.js';
 import type { TeamRow } from '../../store/schema.js';
 import { notFound } from '../errors.js';
 import { defineOperation } from '../operation.js';
@@ -31,10 +33,12 @@ const teamView = (t: TeamRow): z.infer<typeof teamSchema> => ({
   updated_at: t.updated_at,
 });
 
+const teamById = perStore((db) => prepared(db, (q) => q.selectFrom('teams').selectAll().where('id', '=', param('id'))));
+
 /** The caller's own team; any other id is "not found", with the same bytes as a missing one. */
 async function ownTeam(db: Db, callerTeamId: number, id: number): Promise<TeamRow> {
   if (id !== callerTeamId) throw notFound();
-  const team = await db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
+  const [team] = await teamById(db)({ id });
   if (!team) throw notFound();
   return team;
 }

@@ -1,0 +1,79 @@
+// bench/rest: authenticated GET /api/v1/teams/current requests/s, in one run:
+//   berth (limiter on, limit set high) vs a bare node:http server answering the same JSON, and
+//   berth with the limiter on vs off. Servers run in child processes; autocannon drives them.
+// Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50]
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+
+const seconds = Number(process.argv[2] ?? 5);
+const connections = Number(process.argv[3] ?? 50);
+const cli = path.resolve(import.meta.dirname, '../../dist/cli.js');
+
+function start(args, env = {}) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, args, { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve({ url: m[1], stop: () => new Promise((r) => (proc.once('exit', r), proc.kill('SIGTERM'))) });
+    });
+    proc.stderr.on('data', (d) => (out += d));
+    proc.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
+  });
+}
+
+function load(url, token) {
+  return new Promise((resolve, reject) => {
+    autocannon({ url: `${url}/api/v1/teams/current`, connections, duration: seconds, headers: { authorization: `Bearer ${token}` } }, (err, r) => {
+      if (err) return reject(err);
+      if (r.non2xx) return reject(new Error(`${r.non2xx} non-2xx answers from ${url}`));
+      resolve(r.requests.average);
+    });
+  });
+}
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
+const init = JSON.parse(execFileSync(process.execPath, [cli, 'init', '--json', '--data', dataDir], { encoding: 'utf8' }));
+const team = JSON.parse(execFileSync(process.execPath, [cli, 'settings', 'get', '--json', '--data', dataDir], { encoding: 'utf8' }));
+void team;
+
+// The bare baseline answers the same bytes berth does, checking only that a bearer token is present.
+const body = await (async () => {
+  const s = await start([cli, 'serve', '--port', '0', '--data', dataDir]);
+  const r = await fetch(`${s.url}/api/v1/teams/current`, { headers: { authorization: `Bearer ${init.token}` } });
+  const text = await r.text();
+  await s.stop();
+  return text;
+})();
+const bareSrc = `
+const http = require('node:http');
+const body = ${JSON.stringify(body)};
+const srv = http.createServer((req, res) => {
+  if (!req.headers.authorization) { res.writeHead(401); return res.end(); }
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}).listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + srv.address().port));`;
+
+const results = {};
+for (const [name, args, env] of [
+  ['bare node:http', ['-e', bareSrc], {}],
+  ['berth, limiter on', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000' }],
+  ['berth, limiter off', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '0' }],
+]) {
+  const s = await start(args, env);
+  await load(s.url, init.token).catch(() => 0); // warm-up (JIT, connections)
+  results[name] = await load(s.url, init.token);
+  await s.stop();
+}
+fs.rmSync(dataDir, { recursive: true, force: true });
+
+console.log(`\nGET /api/v1/teams/current, ${connections} connections, ${seconds} s each (req/s):`);
+for (const [k, v] of Object.entries(results)) console.log(`  ${k.padEnd(22)} ${Math.round(v)}`);
+const vsBare = results['berth, limiter on'] / results['bare node:http'];
+const limiterCost = 1 - results['berth, limiter on'] / results['berth, limiter off'];
+console.log(`\nberth / bare:          ${(vsBare * 100).toFixed(1)} %   (goal ≥ 60 %)`);
+console.log(`limiter cost:          ${(limiterCost * 100).toFixed(1)} %   (goal < 10 %)`);
