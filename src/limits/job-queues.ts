@@ -1,6 +1,7 @@
 import Bottleneck from 'bottleneck';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { BerthError } from '../core/errors.js';
+import { redisClient } from './rate-limits.js';
 
 export interface JobQueueConfig {
   /** Jobs running at once per server. */
@@ -48,7 +49,7 @@ export class JobQueues {
   constructor(private readonly config: JobQueueConfig) {
     if (config.redisUrl) {
       this.connection = new Bottleneck.IORedisConnection({ clientOptions: config.redisUrl as never });
-      const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 });
+      const redis = redisClient(config.redisUrl);
       redis.defineCommand('berthTakeSlot', { numberOfKeys: 1, lua: TAKE_SLOT });
       this.redis = redis as RedisWithSlots;
     }

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis as RedisClient } from 'ioredis';
 import { BerthError } from '../core/errors.js';
 import { MemoryBuckets, RedisBuckets, type Buckets, type RateDecision } from './buckets.js';
 
@@ -13,6 +14,12 @@ export interface RateLimitConfig {
   apiRateLimit: number;
   windowMs: number;
   redisUrl: string | null;
+}
+
+/** ioredis is loaded only when Redis is configured: it is a large import for a start-up path (stdio). */
+export function redisClient(url: string): RedisClient {
+  const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+  return new Redis(url, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
 }
 
 /** /api/health's own limit per source address, whatever API_RATE_LIMIT says (spec). */
@@ -31,7 +38,7 @@ export class RateLimits {
   }
 
   static create(config: RateLimitConfig): RateLimits {
-    const buckets = config.redisUrl ? new RedisBuckets(new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true })) : new MemoryBuckets(config.windowMs);
+    const buckets = config.redisUrl ? new RedisBuckets(redisClient(config.redisUrl)) : new MemoryBuckets(config.windowMs);
     return new RateLimits(buckets, config.windowMs, config.apiRateLimit);
   }
 

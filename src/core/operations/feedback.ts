@@ -1,4 +1,3 @@
-import { request } from 'undici';
 import { z } from 'zod';
 import { nowIso } from '../../store/db.js';
 import { defineOperation, type OperationContext } from '../operation.js';
@@ -13,16 +12,15 @@ async function forward(ctx: OperationContext, id: number, content: string): Prom
   const url = ctx.config.feedbackWebhookUrl;
   if (!url) return;
   try {
-    const res = await request(url, {
+    // Node's built-in fetch is undici; using it keeps undici's own import off start-up.
+    const res = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ id, content, team_id: ctx.caller.teamId, created_at: nowIso() }),
-      headersTimeout: FORWARD_TIMEOUT_MS,
-      bodyTimeout: FORWARD_TIMEOUT_MS,
       signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
     });
-    await res.body.dump();
-    if (res.statusCode >= 300) throw new Error(`webhook answered ${res.statusCode}`);
+    await res.body?.cancel();
+    if (res.status >= 300) throw new Error(`webhook answered ${res.status}`);
     await ctx.db.updateTable('feedback').set({ forwarded_at: nowIso() }).where('id', '=', id).execute();
   } catch (err) {
     ctx.logger.warn({ err: (err as Error).message, feedbackId: id }, 'feedback forward failed');
