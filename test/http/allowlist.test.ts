@@ -1,9 +1,8 @@
 import http from 'node:http';
 import net from 'node:net';
-import { Agent, request, type Dispatcher } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { writeSettings } from '../../src/store/settings.js';
-import { call as helperCall, startTestServer, type CallOptions, type Reply, type TestServer } from '../helpers/server.js';
+import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
 
 /**
  * The source-address allow-list over real HTTP with real source addresses: Linux routes all of
@@ -11,42 +10,6 @@ import { call as helperCall, startTestServer, type CallOptions, type Reply, type
  * calls (no `from`) come from 127.0.0.1, so every list set through the API keeps 127.0.0.1 on it;
  * each test resets the setting through the store afterwards.
  */
-
-/*
- * The shared helper's `from` option puts localAddress under undici's `connect` options, where
- * undici 7 does not apply it (the request leaves from 127.0.0.1). Requests with `from` therefore
- * go through an Agent given `localAddress` at the top level; the first test checks that it works.
- */
-const agents = new Map<string, Dispatcher>();
-function agentFrom(from: string): Dispatcher {
-  let a = agents.get(from);
-  if (!a) agents.set(from, (a = new Agent({ localAddress: from })));
-  return a;
-}
-
-async function call(base: string, method: string, path: string, opts: CallOptions = {}): Promise<Reply> {
-  if (opts.from === undefined) return helperCall(base, method, path, opts);
-  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-  if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
-  let body: string | undefined;
-  if (opts.body !== undefined) {
-    body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
-    headers['content-type'] ??= 'application/json';
-  }
-  const res = await request(base + path, { method: method as Dispatcher.HttpMethod, headers, body, dispatcher: agentFrom(opts.from) });
-  const text = await res.body.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: res.statusCode, headers: res.headers as Record<string, string>, text, json };
-}
-
-afterAll(async () => {
-  await Promise.all([...agents.values()].map((a) => a.close()));
-});
 
 const NOT_ALLOWED = '{"message":"You are not allowed to access the API."}';
 const invalidMsg = (e: string) => `"${e}" is not a valid IP address or CIDR range.`;

@@ -1,7 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Agent, request } from 'undici';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
 
 /**
@@ -82,31 +81,16 @@ async function until<T>(what: string, fn: () => T | undefined | null | false | P
 
 /**
  * Each request comes from its own loopback address (Linux routes all of 127.0.0.0/8 to lo), so
- * the per-address feedback rate limit never decides an outcome here. The shared helper's `from`
- * option does not take effect with undici 7 (it nests localAddress under `connect`), so this
- * file binds the address with an Agent of its own.
+ * the per-address feedback rate limit never decides an outcome here.
  */
 let addr = 0;
 const nextAddr = () => {
   addr++;
   return `127.0.${20 + (addr >> 8)}.${(addr & 255) || 1}`;
 };
-const agents: Agent[] = [];
 async function post(base: string, body: unknown, token?: string): Promise<Reply & { from: string }> {
   const from = nextAddr();
-  const dispatcher = new Agent({ localAddress: from });
-  agents.push(dispatcher);
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (token !== undefined) headers.authorization = `Bearer ${token}`;
-  const res = await request(base + '/api/feedback', { method: 'POST', headers, body: JSON.stringify(body), dispatcher });
-  const text = await res.body.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.statusCode, headers: res.headers as Record<string, string>, text, json, from };
+  return { ...(await call(base, 'POST', '/api/feedback', { body, token, from })), from };
 }
 
 /** n characters without surrounding whitespace (the content is trimmed before its length is checked). */
@@ -121,7 +105,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.stop();
   await hook?.close();
-  await Promise.all(agents.map((a) => a.close()));
 });
 
 const feedbackRow = (id: number) => s.db.selectFrom('feedback').selectAll().where('id', '=', id).executeTakeFirst();
