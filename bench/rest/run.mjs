@@ -10,7 +10,7 @@ import autocannon from 'autocannon';
 
 const seconds = Number(process.argv[2] ?? 5);
 const connections = Number(process.argv[3] ?? 50);
-const cli = path.resolve(import.meta.dirname, '../../dist/cli.js');
+const cli = path.resolve(import.meta.dirname, '../../dist/bundle/cli.js');
 
 function start(args, env = {}) {
   return new Promise((resolve, reject) => {

@@ -10,11 +10,11 @@ import { openStore } from '../../src/store/db.js';
 import { call, tempDir, type Reply } from '../helpers/server.js';
 
 /**
- * The built `berth` command (dist/cli.js, built by `npm run build` before the tests), run as a
+ * The built `berth` command (dist/bundle/cli.js, built by `npm run build` before the tests), run as a
  * real child process over temporary data directories.
  */
 
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/bundle/cli.js', import.meta.url));
 const DAY = 86_400_000;
 const TOKEN_LINE = /^(\d+)\|([A-Za-z0-9]{40,})$/m;
 /** Each CLI run is a fresh Node process (~0.3 s here); tests that make many get room on slow machines. */

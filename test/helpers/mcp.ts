@@ -6,7 +6,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1HttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport as V1StdioTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-export const CLI = path.resolve(import.meta.dirname, '../../dist/cli.js');
+export const CLI = path.resolve(import.meta.dirname, '../../dist/bundle/cli.js');
 
 /** What the tests need of a client, whichever SDK generation it comes from. */
 export interface AnyClient {
