@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/config.js';
 import { initInstance, isInitialized } from './core/admin.js';
-import { Core } from './core/gate.js';
+import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
 import { buildHttpApp } from './http-api/app.js';
 import { ExpiryWarnings } from './jobs/expiry-warnings.js';
-import { RateLimits } from './limits/rate-limits.js';
 import { createLogger } from './logging/logger.js';
 import { createMailer } from './mail/mailer.js';
 import { openStore } from './store/db.js';
@@ -30,14 +29,15 @@ export async function startServer(config: Config, out: (line: string) => void = 
     out('berth: root token (shown once, store it now):');
     out(init.token);
   }
-  const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
-  const core = new Core({ db, config, logger, limits });
+  const assembled = assembleCore(db, config, logger);
+  const { core } = assembled;
   const app = await buildHttpApp({ core, operations, tools, config, logger });
   const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
 
   await app.listen({ host: config.host, port: config.port });
   await expiry.start();
+  await assembled.jobs.start();
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -51,7 +51,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
       (closing ??= (async () => {
         await app.close();
         await expiry.stop();
-        await limits.close();
+        await assembled.close();
         mailer?.close();
         await db.destroy();
         logger.flush();

@@ -2,8 +2,11 @@
 export const PERMISSIONS = ['read', 'read:sensitive', 'write', 'deploy', 'root'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
-/** What an operation may require: one of read, write, deploy, or root (the API toggle). */
-export type RequiredPermission = 'read' | 'write' | 'deploy' | 'root';
+/**
+ * What an operation may require: one of read, write, deploy; root for the API toggle; and
+ * read:sensitive for operations whose whole answer is secret (container logs).
+ */
+export type RequiredPermission = 'read' | 'read:sensitive' | 'write' | 'deploy' | 'root';
 
 export function isPermission(name: string): name is Permission {
   return (PERMISSIONS as readonly string[]).includes(name);

@@ -3,7 +3,9 @@ import type { Logger } from 'pino';
 import type { RequiredPermission } from '../auth/permissions.js';
 import type { Config } from '../config/config.js';
 import type { LimitSpec } from '../limits/rate-limits.js';
+import type { Jobs } from '../jobs/jobs.js';
 import type { Db } from '../store/db.js';
+import type { Runtime } from './runtime.js';
 import type { Caller } from './caller.js';
 
 /** Tool groups an MCP client can select with --toolsets. */
@@ -25,6 +27,8 @@ export interface OperationContext extends CallOptions {
   db: Db;
   config: Config;
   logger: Logger;
+  runtime: Runtime;
+  jobs: Jobs;
 }
 
 /**
@@ -54,6 +58,10 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
     path: string;
     /** Success status; 200 unless given. */
     status?: number;
+    /** The output is a page (listOf): REST sends its items as a bare array and the rest as headers. */
+    list?: boolean;
+    /** REST sends this output field as text/plain (Coolify's GET /version). */
+    text?: string;
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */

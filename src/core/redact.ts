@@ -6,8 +6,9 @@ import { z } from 'zod';
  */
 const SENSITIVE = 'berth.sensitive';
 
-export function sensitive<T extends z.ZodType>(schema: T): T {
-  return schema.meta({ [SENSITIVE]: true, description: `${schema.description ?? ''} (sensitive: needs read:sensitive or root)`.trim() }) as T;
+/** Marks a field sensitive; it is optional in the schema because redaction removes it. */
+export function sensitive<T extends z.ZodType>(schema: T): z.ZodOptional<T> {
+  return (schema.meta({ [SENSITIVE]: true, description: `${schema.description ?? ''} (sensitive: needs read:sensitive or root)`.trim() }) as T).optional();
 }
 
 type AnyDef = { type: string; innerType?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType>; options?: z.ZodType[] };

@@ -8,6 +8,7 @@ import { pathParams, type Operation } from '../core/operation.js';
 import { registerMcpRoute } from '../server/http-mcp.js';
 import type { ToolDefinition } from '../tools/registry.js';
 import { accessOf } from './access.js';
+import { buildOpenApi } from './openapi.js';
 import { BadBody } from './body.js';
 import { compileRoutes, type RouteEntry } from './routes.js';
 
@@ -94,6 +95,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   const routes: RouteEntry[] = compileRoutes([
     ...operations.map((o) => ({ method: o.http.method, path: o.http.path })),
     { method: 'GET', path: '/api/health' },
+    { method: 'GET', path: '/api/v1/openapi.json' },
     { method: 'POST', path: '/mcp' },
   ]);
 
@@ -116,14 +118,24 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     return reply.type('text/plain; charset=utf-8').send('OK');
   });
 
+  // Public, like Coolify's published document: it describes the API, not anyone's data.
+  let openapi: string | undefined;
+  app.get('/api/v1/openapi.json', async (_req, reply) => reply.type('application/json; charset=utf-8').send((openapi ??= JSON.stringify(buildOpenApi(operations)))));
+
   for (const op of operations) {
     app.route({
       method: op.http.method,
       url: op.http.path.replace(/\{([a-z_]+)\}/g, ':$1'),
       handler: async (req, reply) => {
         const caller = await core.admit(accessOf(req), op);
-        const output = await core.run(op, caller, inputOf(op, req));
-        return reply.code(op.http.status ?? 200).send(output);
+        const output = (await core.run(op, caller, inputOf(op, req))) as Record<string, unknown>;
+        reply.code(op.http.status ?? 200);
+        if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));
+        if (op.http.list) {
+          const { items, total, page, per_page } = output as { items: unknown[]; total: number; page: number; per_page: number };
+          return reply.headers({ 'X-Total-Count': String(total), 'X-Page': String(page), 'X-Per-Page': String(per_page) }).send(items);
+        }
+        return reply.send(output);
       },
     });
   }

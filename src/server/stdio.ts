@@ -2,9 +2,8 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Config } from '../config/config.js';
 import type { RequestAccess } from '../core/caller.js';
 import { BerthError } from '../core/errors.js';
-import { Core } from '../core/gate.js';
+import { assembleCore } from '../assemble.js';
 import type { Toolset } from '../core/operation.js';
-import { RateLimits } from '../limits/rate-limits.js';
 import { createLogger } from '../logging/logger.js';
 import { openStore } from '../store/db.js';
 import { tools } from '../tools/index.js';
@@ -26,15 +25,15 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   const logger = createLogger({ level: config.logLevel, destination: 'stderr' });
   if (!opts.token) throw new Error('set BERTH_TOKEN to an API token (<id>|<secret>) to use berth mcp');
   const db = await openStore(config.dataDir);
-  const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
-  const core = new Core({ db, config, logger, limits });
+  const assembled = assembleCore(db, config, logger);
+  const { core } = assembled;
   const access: RequestAccess = { authorization: `Bearer ${opts.token}`, sourceIp: '127.0.0.1' };
   let caller;
   try {
     caller = await core.identify(access);
   } catch (err) {
     await db.destroy();
-    await limits.close();
+    await assembled.close();
     if (err instanceof BerthError) throw new Error(`BERTH_TOKEN was refused: ${err.message}`);
     throw err;
   }
@@ -45,6 +44,6 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   );
   logger.info({ tools: visible.length, teamId: caller.teamId }, 'berth mcp ready on stdio');
   process.stdin.once('end', () => {
-    void handle.close().finally(() => Promise.all([db.destroy(), limits.close()]));
+    void handle.close().finally(() => Promise.all([db.destroy(), assembled.close()]));
   });
 }

@@ -69,6 +69,136 @@ export interface FeedbackTable {
   created_at: string;
 }
 
+interface Timestamps {
+  created_at: string;
+  updated_at: string;
+}
+
+export interface PrivateKeysTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  name: string;
+  description: string | null;
+  private_key: string;
+  fingerprint: string;
+}
+
+export interface ServersTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  name: string;
+  description: string | null;
+  ip: string;
+  port: number;
+  user: string;
+  private_key_id: number | null;
+  engine_endpoint: string | null;
+  /** JSON { ca, cert, key } PEM strings, or null. */
+  engine_tls: string | null;
+  is_reachable: number;
+  is_usable: number;
+  validated_at: string | null;
+  validation_logs: string | null;
+}
+
+export interface DestinationsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  server_id: number;
+  name: string;
+  network: string;
+}
+
+export interface ProjectsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  name: string;
+  description: string | null;
+}
+
+export interface EnvironmentsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  project_id: number;
+  name: string;
+  description: string | null;
+}
+
+export type ResourceKind = 'application' | 'service' | 'postgresql' | 'mysql' | 'mariadb' | 'redis' | 'mongodb';
+
+export interface ResourcesTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  kind: ResourceKind;
+  environment_id: number;
+  destination_id: number;
+  name: string;
+  description: string | null;
+  status: string;
+  /** JSON: the kind's own fields (image, ports, passwords, compose, ...). */
+  config: string;
+  tags: string;
+}
+
+export interface EnvironmentVariablesTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  resource_id: number;
+  key: string;
+  value: string | null;
+  is_preview: number;
+  is_literal: number;
+  is_multiline: number;
+  is_shown_once: number;
+  is_runtime: number;
+  is_buildtime: number;
+  comment: string | null;
+}
+
+export interface StoragesTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  resource_id: number;
+  name: string;
+  mount_path: string;
+  container: string | null;
+}
+
+export interface DeploymentsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  resource_id: number;
+  server_id: number;
+  /** deploy, start, stop, restart */
+  kind: string;
+  status: 'queued' | 'in_progress' | 'finished' | 'failed' | 'cancelled';
+  force: number;
+  logs: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export interface MigrationJobsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  resource_id: number;
+  from_destination_id: number;
+  to_destination_id: number;
+  migrate_volumes: number;
+  moves_data: number;
+  status: string;
+  progress: string;
+  error: string | null;
+  finished_at: string | null;
+}
+
 export interface Database {
   settings: SettingsTable;
   users: UsersTable;
@@ -77,6 +207,16 @@ export interface Database {
   api_tokens: ApiTokensTable;
   outbox: OutboxTable;
   feedback: FeedbackTable;
+  private_keys: PrivateKeysTable;
+  servers: ServersTable;
+  destinations: DestinationsTable;
+  projects: ProjectsTable;
+  environments: EnvironmentsTable;
+  resources: ResourcesTable;
+  environment_variables: EnvironmentVariablesTable;
+  storages: StoragesTable;
+  deployments: DeploymentsTable;
+  migrations_jobs: MigrationJobsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -7,7 +7,7 @@ export interface ToolText {
   description: string;
 }
 
-export const toolTexts: Record<string, ToolText> = {
+const explicit: Record<string, ToolText> = {
   list_teams: {
     title: 'List teams',
     description:
@@ -53,4 +53,128 @@ export const toolTexts: Record<string, ToolText> = {
     title: 'Send feedback',
     description: 'Send feedback about berth (10 to 2000 characters) to the people who run this instance. Any valid token may call it.',
   },
+  get_version: { title: 'Get berth version', description: 'The version of this berth instance. Read-only; useful to check which API features are available.' },
+  list_resources: {
+    title: 'List all resources',
+    description: 'Every application, database and service of your team in one paginated list, with status, type and where each lives (server_uuid, destination_uuid, project_uuid). Start here to find a uuid.',
+  },
+  list_private_keys: { title: 'List private keys', description: "List the team's SSH private keys (name, fingerprint, public key). Key material never appears in a list." },
+  create_private_key: { title: 'Store a private key', description: 'Store a PEM private key (for SSH access to servers). Returns its uuid; use it as private_key_uuid when creating a server.' },
+  get_private_key: { title: 'Get a private key', description: 'Get one private key. The key material is included only for tokens with read:sensitive or root.' },
+  update_private_key: { title: 'Update a private key', description: "Change a private key's name, description or key material." },
+  delete_private_key: { title: 'Delete a private key', description: 'Delete a private key. Refused while a server still uses it.' },
+  list_servers: { title: 'List servers', description: "List the team's servers with their engine endpoint and state (is_reachable, is_usable, is_managed). Use the uuid for create_application and migrate." },
+  create_server: {
+    title: 'Register a server',
+    description:
+      'Register a server. Give engine_endpoint (unix:///path.sock or tcp://host:port, TLS optional) so berth can run containers there, then call validate_server. A default destination is created with it.',
+  },
+  get_server: { title: 'Get a server', description: 'Get a server: address, engine endpoint, and whether it is reachable and managed (validated engine). TLS key material needs read:sensitive.' },
+  update_server: { title: 'Update a server', description: 'Change a server. Changing engine_endpoint or engine_tls clears its validation: call validate_server again.' },
+  delete_server: { title: 'Delete a server', description: 'Delete a server and its destinations. Refused while applications, databases or services live on it: migrate or delete them first.' },
+  validate_server: {
+    title: 'Validate a server',
+    description: "Check the server's Docker engine and record whether it is reachable and usable. A server must be validated (managed) for berth to deploy to it and to move volume data during migrations.",
+  },
+  list_server_destinations: { title: 'List destinations of a server', description: 'List the destinations (Docker networks) of one server. Resources are placed on a destination.' },
+  create_server_destination: { title: 'Add a destination', description: 'Add a destination (a Docker network) to a server. Use its uuid as destination_uuid when creating or migrating resources.' },
+  list_server_resources: { title: 'List resources on a server', description: 'List the applications, databases and services that live on one server.' },
+  list_destinations: { title: 'List destinations', description: "List every destination (Docker network) on the team's servers; a migration's target is a destination_uuid from here." },
+  get_destination: { title: 'Get a destination', description: 'Get one destination and the server it belongs to.' },
+  update_destination: { title: 'Rename a destination', description: 'Rename a destination. The Docker network itself does not change.' },
+  delete_destination: { title: 'Delete a destination', description: 'Delete a destination. Refused while resources are attached to it.' },
+  list_projects: { title: 'List projects', description: "List the team's projects. Resources live in a project's environment." },
+  create_project: { title: 'Create a project', description: 'Create a project. It starts with one environment, "production". Returns its uuid for create_application and friends.' },
+  get_project: { title: 'Get a project', description: 'Get a project with its environments.' },
+  update_project: { title: 'Update a project', description: "Change a project's name or description." },
+  delete_project: { title: 'Delete a project', description: 'Delete a project and its environments. Refused while it holds resources.' },
+  list_environments: { title: 'List environments', description: 'List the environments of a project (production, staging, ...).' },
+  create_environment: { title: 'Create an environment', description: 'Add an environment to a project; use its name or uuid when creating resources.' },
+  list_applications: { title: 'List applications', description: "List the team's applications (paginated; filter by tag)." },
+  create_application: {
+    title: 'Create an application from an image',
+    description:
+      'Create an application that runs a Docker image on a server, in a project environment. Needs project_uuid, server_uuid, environment_name (or environment_uuid) and docker_registry_image_name. Nothing runs until you deploy (or pass instant_deploy: true).',
+  },
+  get_application: { title: 'Get an application', description: 'Get an application: image, ports, domains, status and where it lives.' },
+  update_application: { title: 'Update an application', description: 'Change an application (image, ports, domains, name). Call deploy afterwards for the running container to pick it up.' },
+  delete_application: { title: 'Delete an application', description: 'Delete an application and its variables, storages and deployment history from berth.' },
+  list_databases: { title: 'List databases', description: "List the team's databases. Passwords and connection URLs are included only with read:sensitive." },
+  get_database: { title: 'Get a database', description: 'Get a database. Passwords and internal_db_url need read:sensitive.' },
+  update_database: { title: 'Update a database', description: 'Change a database (name, image, credentials of its own type). Restart it for the change to apply.' },
+  delete_database: { title: 'Delete a database', description: 'Delete a database and its records from berth.' },
+  list_services: { title: 'List services', description: "List the team's services (docker compose stacks) with their containers and volumes." },
+  create_service: {
+    title: 'Create a service from compose',
+    description:
+      'Create a service from a docker compose file (docker_compose_raw, base64 as Coolify expects, or plain YAML). Only named volumes; no privileged or host-reaching settings unless the token is root. Nothing runs until you deploy.',
+  },
+  get_service: { title: 'Get a service', description: 'Get a service with its containers and volumes. The compose file itself needs read:sensitive.' },
+  update_service: { title: 'Update a service', description: 'Change a service or replace its compose file (same rules as create). Redeploy to apply.' },
+  delete_service: { title: 'Delete a service', description: 'Delete a service and its records from berth.' },
+  deploy: {
+    title: 'Deploy resources',
+    description:
+      'Queue a deployment for each resource named by uuid (comma-separated) or tag. Returns deployment uuids: follow them with get_deployment. A full server queue answers with the seconds to wait before retrying.',
+  },
+  list_deployments: { title: 'List running deployments', description: "List the team's deployments that are queued or in progress." },
+  get_deployment: { title: 'Get a deployment', description: 'Get a deployment: status (queued, in_progress, finished, failed, cancelled) and, with read:sensitive, its logs (pass full: "true" for all of it).' },
+  cancel_deployment: { title: 'Cancel a deployment', description: 'Cancel a queued or running deployment. Finished ones cannot be cancelled.' },
+  list_application_deployments: { title: 'List deployments of an application', description: "An application's deployment history, newest first." },
+  list_migrations: { title: 'List migrations', description: "The team's migrations, newest first, with their volume transfer status." },
+  get_migration: { title: 'Get a migration', description: 'Follow a migration started by migrate_application, migrate_database or migrate_service: status and progress (volumes done, bytes).' },
 };
+
+const COLLECTION_WORDS: Record<string, string> = { application: 'an application', database: 'a database', service: 'a service' };
+
+/** Texts for the per-collection families (envs, storages, logs, lifecycle, migrate, database creation). */
+function familyText(name: string): ToolText | undefined {
+  let m = /^(list|create|update|delete)_(application|database|service)_envs?$/.exec(name);
+  if (m) {
+    const what = COLLECTION_WORDS[m[2]!]!;
+    return {
+      list: { title: `List ${m[2]} variables`, description: `List the environment variables of ${what}. Values are shown only with read:sensitive (never for is_shown_once variables).` },
+      create: { title: `Add a ${m[2]} variable`, description: `Add an environment variable (key, value) to ${what}. Redeploy or restart for it to reach the container.` },
+      update: { title: `Change a ${m[2]} variable`, description: `Change the environment variable of ${what} that has the given key. Redeploy or restart to apply.` },
+      delete: { title: `Delete a ${m[2]} variable`, description: `Delete an environment variable of ${what} by its uuid (env_uuid).` },
+    }[m[1] as 'list']!;
+  }
+  m = /^(list|create|delete)_(application|database|service)_storages?$/.exec(name);
+  if (m) {
+    const what = COLLECTION_WORDS[m[2]!]!;
+    return {
+      list: { title: `List ${m[2]} volumes`, description: `List the persistent volumes of ${what}: name, mount path, and the engine volume that holds the data (what a migration copies).` },
+      create: { title: `Add a ${m[2]} volume`, description: `Add a persistent named volume to ${what} at mount_path (absolute, no ".."). Redeploy to mount it.` },
+      delete: { title: `Remove a ${m[2]} volume`, description: `Remove a persistent volume from ${what}'s records. The data on the engine is not deleted.` },
+    }[m[1] as 'list']!;
+  }
+  m = /^get_(application|database|service)_logs$/.exec(name);
+  if (m) return { title: `Get ${m[1]} logs`, description: `Recent container logs of ${COLLECTION_WORDS[m[1]!]} (lines, default 100). Needs read:sensitive; long logs are cut unless full is "true".` };
+  m = /^(start|stop|restart)_(application|database|service)$/.exec(name);
+  if (m) {
+    const what = COLLECTION_WORDS[m[2]!]!;
+    const effect = { start: 'Start', stop: 'Stop', restart: 'Restart' }[m[1] as 'start'];
+    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what} on its server. Queued like a deployment: follow the returned deployment_uuid with get_deployment.` };
+  }
+  m = /^migrate_(application|database|service)$/.exec(name);
+  if (m) {
+    const what = COLLECTION_WORDS[m[1]!]!;
+    return {
+      title: `Migrate ${what.replace(/^an? /, '')}`,
+      description: `Move ${what} to another destination (destination_uuid, usually on another server). It is stopped first; its volume data is copied when migrate_volumes is true (default) and both servers are managed. It is NOT redeployed: follow migration_uuid with get_migration, then call deploy (or start) yourself when it is done.`,
+    };
+  }
+  m = /^create_(postgresql|mysql|mariadb|redis|mongodb)_database$/.exec(name);
+  if (m) {
+    return {
+      title: `Create a ${m[1]} database`,
+      description: `Create a ${m[1]} database with a persistent data volume on a server, in a project environment (project_uuid, server_uuid, environment_name). Passwords are generated unless given. Nothing runs until you deploy or start it.`,
+    };
+  }
+  return undefined;
+}
+
+/** The agent-facing text of every tool; undefined means the operation still needs one. */
+export function toolText(name: string): ToolText | undefined {
+  return explicit[name] ?? familyText(name);
+}

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { satisfies } from '../auth/permissions.js';
 import type { Caller } from '../core/caller.js';
 import type { Operation, Toolset } from '../core/operation.js';
-import { toolTexts } from './descriptions.js';
+import { toolText } from './descriptions.js';
 import { toolSchema } from './schema.js';
 
 /** One MCP tool: an operation plus what an agent needs to read about it. */
@@ -22,7 +22,7 @@ const isArraySchema = (s: z.ZodType) => (s as unknown as { _zod: { def: { type: 
 
 export function buildToolDefinitions(operations: readonly Operation[]): ToolDefinition[] {
   return operations.map((op) => {
-    const text = toolTexts[op.name];
+    const text = toolText(op.name);
     if (!text) throw new Error(`Operation ${op.name} has no tool description in src/tools/descriptions.ts`);
     const wrapsArray = isArraySchema(op.output);
     const output = wrapsArray ? z.object({ items: op.output }) : op.output;

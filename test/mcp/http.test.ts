@@ -59,14 +59,32 @@ describe.each(CLIENT_KINDS)('MCP over streamable HTTP with the %s client', (kind
 });
 
 describe('tool visibility', () => {
-  it('a read token sees only read tools (and feedback), never write or root tools', async () => {
+  const namesWhere = (pred: (o: (typeof operations)[number]) => boolean) => operations.filter(pred).map((o) => o.name).sort();
+
+  it('a read token sees only read tools (and feedback), never write, deploy, secret or root tools', async () => {
     const t = await s.token({ permissions: ['read'] });
-    expect(await names(t.token)).toEqual(['get_current_team', 'get_team', 'list_current_team_members', 'list_team_members', 'list_teams', 'send_feedback']);
+    const list = await names(t.token);
+    expect(list).toEqual(namesWhere((o) => o.permission === 'read' || o.permission === 'authenticated'));
+    expect(list).toEqual(expect.arrayContaining(['get_current_team', 'list_applications', 'get_deployment', 'list_servers']));
+    for (const hidden of ['create_application', 'deploy', 'migrate_application', 'get_application_logs', 'disable_api']) expect(list).not.toContain(hidden);
   });
 
-  it('a write-only token sees no read tools', async () => {
+  it('read:sensitive adds the log tools; deploy sees only deploy tools', async () => {
+    const sens = await names((await s.token({ permissions: ['read:sensitive'] })).token);
+    expect(sens).toContain('get_application_logs');
+    expect(sens).toContain('list_applications');
+    const dep = await names((await s.token({ permissions: ['deploy'] })).token);
+    expect(dep).toEqual(namesWhere((o) => o.permission === 'deploy' || o.permission === 'authenticated'));
+    expect(dep).toContain('deploy');
+    expect(dep).not.toContain('list_applications');
+  });
+
+  it('a write-only token sees write tools and no read tools', async () => {
     const t = await s.token({ permissions: ['write'] });
-    expect(await names(t.token)).toEqual(['send_feedback']);
+    const list = await names(t.token);
+    expect(list).toEqual(namesWhere((o) => o.permission === 'write' || o.permission === 'authenticated'));
+    expect(list).toContain('migrate_service');
+    expect(list).not.toContain('get_current_team');
   });
 
   it("another team's root token does not see the instance-wide tools", async () => {
@@ -78,7 +96,9 @@ describe('tool visibility', () => {
 
   it('X-Berth-Read-Only: true keeps only read-only tools, and calling a hidden tool is an unknown tool', async () => {
     const list = await names(s.rootToken, { 'X-Berth-Read-Only': 'true' });
-    expect(list).toEqual(['get_current_team', 'get_settings', 'get_team', 'list_current_team_members', 'list_team_members', 'list_teams']);
+    expect(list).toEqual(namesWhere((o) => o.annotations.readOnly));
+    expect(list).toContain('get_settings');
+    expect(list).not.toContain('deploy');
     const c = await httpClient('v2-modern', s.url, s.rootToken, { 'X-Berth-Read-Only': 'true' });
     await expect(c.callTool('disable_api')).rejects.toThrow(/not found/i);
     await c.close();

@@ -1,0 +1,34 @@
+import type { Logger } from 'pino';
+import type { Config } from './config/config.js';
+import { Core } from './core/gate.js';
+import { recordOnlyRuntime, type Runtime } from './core/runtime.js';
+import { Jobs } from './jobs/jobs.js';
+import { JobQueues } from './limits/job-queues.js';
+import { RateLimits } from './limits/rate-limits.js';
+import type { Db } from './store/db.js';
+
+export interface Assembled {
+  core: Core;
+  jobs: Jobs;
+  limits: RateLimits;
+  queues: JobQueues;
+  close(): Promise<void>;
+}
+
+/** The core with its limits, queues, runtime and job runner: the same for `serve` and `berth mcp`. */
+export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Runtime = recordOnlyRuntime): Assembled {
+  const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
+  const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
+  const jobs = new Jobs(db, queues, runtime, logger);
+  const core = new Core({ db, config, logger, limits, runtime, jobs });
+  return {
+    core,
+    jobs,
+    limits,
+    queues,
+    async close() {
+      await queues.close();
+      await limits.close();
+    },
+  };
+}

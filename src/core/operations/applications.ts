@@ -1,0 +1,172 @@
+import { z } from 'zod';
+import { nowIso } from '../../store/db.js';
+import { validationError } from '../errors.js';
+import { newUuid } from '../ids.js';
+import { ownedResource } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { listOf, pageInput } from '../pagination.js';
+import { description, domains, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
+import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
+import { queueDeployment } from './deployments.js';
+import { config, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
+
+export interface ApplicationConfig {
+  build_pack: 'dockerimage';
+  docker_registry_image_name: string;
+  docker_registry_image_tag: string;
+  ports_exposes: string | null;
+  ports_mappings: string | null;
+  fqdn: string | null;
+}
+
+export const applicationSchema = z.object({
+  ...placedSchema,
+  build_pack: z.literal('dockerimage'),
+  docker_registry_image_name: z.string(),
+  docker_registry_image_tag: z.string(),
+  ports_exposes: z.string().nullable(),
+  ports_mappings: z.string().nullable(),
+  fqdn: z.string().nullable(),
+});
+
+async function view(db: import('../../store/db.js').Db, r: ResourceRow): Promise<z.infer<typeof applicationSchema>> {
+  const c = config<ApplicationConfig>(r);
+  return { ...(await placedView(db, r)), ...c };
+}
+
+/** Image name and tag as Coolify stores them: a tag inside the name wins over the default. */
+function image(nameRef: string, tag: string | undefined): { docker_registry_image_name: string; docker_registry_image_tag: string } {
+  const parsed = splitImage(nameRef);
+  if (!parsed) throw validationError({ docker_registry_image_name: ['Invalid image reference.'] });
+  return { docker_registry_image_name: parsed.name, docker_registry_image_tag: parsed.tag ?? tag ?? 'latest' };
+}
+
+const appFields = {
+  name: name.optional(),
+  description: description.optional(),
+  docker_registry_image_name: imageName,
+  docker_registry_image_tag: imageTag.optional(),
+  ports_exposes: portsExposes.nullable().optional(),
+  ports_mappings: portsMappings.nullable().optional(),
+  domains: domains.nullable().optional(),
+  tags: tags.optional(),
+};
+
+export const applicationOperations = [
+  defineOperation({
+    name: 'list_applications',
+    summary: 'List the applications of the team.',
+    permission: 'read',
+    toolset: 'applications',
+    input: z.strictObject({ ...pageInput, tag: z.string().max(64).optional() }),
+    output: listOf(applicationSchema),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/applications', list: true },
+    async run({ db, caller }, { tag, ...p }) {
+      let rows = await db.selectFrom('resources').selectAll().where('team_id', '=', caller.teamId).where('kind', '=', 'application').orderBy('id').execute();
+      if (tag) rows = rows.filter((r) => (JSON.parse(r.tags) as string[]).includes(tag));
+      const page = rows.slice((p.page - 1) * p.per_page, p.page * p.per_page);
+      return { items: await Promise.all(page.map((r) => view(db, r))), total: rows.length, ...p };
+    },
+  }),
+  defineOperation({
+    name: 'create_application',
+    summary: 'Create an application from a Docker image (not deployed unless instant_deploy).',
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({ ...placementInput, ...appFields, instant_deploy: z.boolean().optional() }),
+    output: z.object({ uuid: z.string(), domains: z.string().nullable(), deployment_uuid: z.string().optional() }),
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/applications/dockerimage', status: 201 },
+    async run(ctx, i) {
+      const { db, caller } = ctx;
+      const place = await resolvePlacement(db, caller.teamId, i);
+      const uuid = newUuid();
+      const c: ApplicationConfig = {
+        build_pack: 'dockerimage',
+        ...image(i.docker_registry_image_name, i.docker_registry_image_tag),
+        ports_exposes: i.ports_exposes ?? null,
+        ports_mappings: i.ports_mappings ?? null,
+        fqdn: i.domains?.split(',').map((d) => d.trim()).join(',') ?? null,
+      };
+      const row = await db
+        .insertInto('resources')
+        .values({
+          uuid,
+          team_id: caller.teamId,
+          kind: 'application',
+          environment_id: place.environmentId,
+          destination_id: place.destinationId,
+          name: i.name ?? `docker-image-${uuid}`,
+          description: i.description ?? null,
+          status: 'exited',
+          config: JSON.stringify(c),
+          tags: JSON.stringify(i.tags ?? []),
+          ...stamps(),
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;
+      return { uuid, domains: c.fqdn, ...(deployment ? { deployment_uuid: deployment.uuid } : {}) };
+    },
+  }),
+  defineOperation({
+    name: 'get_application',
+    summary: 'Get an application.',
+    permission: 'read',
+    toolset: 'applications',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: applicationSchema,
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/applications/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      return view(db, await ownedResource(db, uuid, caller.teamId, ['application']));
+    },
+  }),
+  defineOperation({
+    name: 'update_application',
+    summary: 'Change an application; redeploy for the change to reach the running container.',
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({ uuid: uuidParam, ...appFields, docker_registry_image_name: imageName.optional() }),
+    output: z.object({ uuid: z.string() }),
+    annotations: UPDATE,
+    http: { method: 'PATCH', path: '/api/v1/applications/{uuid}' },
+    async run({ db, caller }, { uuid, ...i }) {
+      const r = await ownedResource(db, uuid, caller.teamId, ['application']);
+      const c = config<ApplicationConfig>(r);
+      if (i.docker_registry_image_name !== undefined) Object.assign(c, image(i.docker_registry_image_name, i.docker_registry_image_tag ?? c.docker_registry_image_tag));
+      else if (i.docker_registry_image_tag !== undefined) c.docker_registry_image_tag = i.docker_registry_image_tag;
+      if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;
+      if (i.ports_mappings !== undefined) c.ports_mappings = i.ports_mappings;
+      if (i.domains !== undefined) c.fqdn = i.domains;
+      await db
+        .updateTable('resources')
+        .set({
+          name: i.name ?? r.name,
+          description: i.description === undefined ? r.description : i.description,
+          tags: i.tags ? JSON.stringify(i.tags) : r.tags,
+          config: JSON.stringify(c),
+          updated_at: nowIso(),
+        })
+        .where('id', '=', r.id)
+        .execute();
+      return { uuid };
+    },
+  }),
+  defineOperation({
+    name: 'delete_application',
+    summary: 'Delete an application’s records (its envs, storages and deployments too).',
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: messageSchema,
+    annotations: DELETE,
+    http: { method: 'DELETE', path: '/api/v1/applications/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      const r = await ownedResource(db, uuid, caller.teamId, ['application']);
+      await db.deleteFrom('resources').where('id', '=', r.id).execute();
+      return { message: 'Application deleted.' };
+    },
+  }),
+];

@@ -1,0 +1,223 @@
+import { z } from 'zod';
+import type { Db } from '../../store/db.js';
+import type { DeploymentsTable } from '../../store/schema.js';
+import { BerthError, notFound, validationError } from '../errors.js';
+import { newUuid } from '../ids.js';
+import { owned, ownedResource } from '../lookup.js';
+import { defineOperation, type OperationContext } from '../operation.js';
+import { listOf, pageInput } from '../pagination.js';
+import { sensitive } from '../redact.js';
+import { RECORD_ONLY_NOTE } from '../runtime.js';
+import { uuidParam } from '../validators.js';
+import { ENGINE, READ, stamps } from './common.js';
+import { KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection, type ResourceRow } from './resource-common.js';
+
+export type DeploymentKind = 'deploy' | 'start' | 'stop' | 'restart';
+type DeploymentRow = Omit<DeploymentsTable, 'id'> & { id: number };
+
+/** Log text longer than this is cut (with a marker) unless the caller asks for it in full. */
+const LOG_PREVIEW_CHARS = 10_000;
+
+export const deploymentSchema = z.object({
+  id: z.number().int(),
+  deployment_uuid: z.string(),
+  kind: z.enum(['deploy', 'start', 'stop', 'restart']),
+  status: z.enum(['queued', 'in_progress', 'finished', 'failed', 'cancelled']),
+  force_rebuild: z.boolean(),
+  resource_uuid: z.string(),
+  resource_name: z.string(),
+  resource_type: z.string(),
+  server_uuid: z.string(),
+  server_name: z.string(),
+  logs: sensitive(z.string()),
+  logs_truncated: z.boolean(),
+  started_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export function truncateLog(text: string, full: boolean): { text: string; truncated: boolean } {
+  if (full || text.length <= LOG_PREVIEW_CHARS) return { text, truncated: false };
+  return { text: `[… ${text.length - LOG_PREVIEW_CHARS} earlier characters cut; ask with full=true …]\n${text.slice(-LOG_PREVIEW_CHARS)}`, truncated: true };
+}
+
+async function views(db: Db, rows: DeploymentRow[], full = false): Promise<z.infer<typeof deploymentSchema>[]> {
+  return Promise.all(
+    rows.map(async (d) => {
+      const r = await db.selectFrom('resources').select(['uuid', 'name', 'kind']).where('id', '=', d.resource_id).executeTakeFirstOrThrow();
+      const s = await db.selectFrom('servers').select(['uuid', 'name']).where('id', '=', d.server_id).executeTakeFirst();
+      const log = truncateLog(d.logs, full);
+      return {
+        id: d.id,
+        deployment_uuid: d.uuid,
+        kind: d.kind as DeploymentKind,
+        status: d.status,
+        force_rebuild: d.force === 1,
+        resource_uuid: r.uuid,
+        resource_name: r.name,
+        resource_type: r.kind,
+        server_uuid: s?.uuid ?? '',
+        server_name: s?.name ?? '',
+        logs: log.text,
+        logs_truncated: log.truncated,
+        started_at: d.started_at,
+        finished_at: d.finished_at,
+        created_at: d.created_at,
+        updated_at: d.updated_at,
+      };
+    }),
+  );
+}
+
+/**
+ * Records a deployment and puts it on its server's queue. When the queue is full the record is
+ * removed again and the caller gets 429 "Deployment queue is full.": nothing half-queued stays.
+ */
+export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' | 'caller'>, r: ResourceRow, kind: DeploymentKind, force: boolean) {
+  const server = await serverOf(ctx.db, r);
+  const d = await ctx.db
+    .insertInto('deployments')
+    .values({ uuid: newUuid(), team_id: ctx.caller.teamId, resource_id: r.id, server_id: server.id, kind, status: 'queued', force: force ? 1 : 0, logs: '', started_at: null, finished_at: null, ...stamps() })
+    .returning(['id', 'uuid'])
+    .executeTakeFirstOrThrow();
+  try {
+    await ctx.jobs.enqueue(d.id, server.id);
+  } catch (err) {
+    await ctx.db.deleteFrom('deployments').where('id', '=', d.id).execute();
+    throw err;
+  }
+  return d;
+}
+
+const note = (live: boolean) => (live ? '' : ` ${RECORD_ONLY_NOTE}`);
+
+const deployResult = z.object({
+  deployments: z.array(z.object({ message: z.string(), resource_uuid: z.string(), deployment_uuid: z.string() })),
+});
+
+export const deploymentOperations = [
+  defineOperation({
+    name: 'deploy',
+    summary: 'Queue deployments of resources by uuid (comma list) or tag.',
+    permission: 'deploy',
+    toolset: 'deployments',
+    input: z.strictObject({
+      uuid: z.string().max(4096).regex(/^[A-Za-z0-9]+(,[A-Za-z0-9]+)*$/, 'Comma-separated uuids.').optional(),
+      tag: z.string().max(1024).regex(/^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$/, 'Comma-separated tag names.').optional(),
+      force: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
+    }),
+    output: deployResult,
+    annotations: ENGINE,
+    http: { method: 'POST', path: '/api/v1/deploy' },
+    async run(ctx, i) {
+      if (i.uuid && i.tag) throw validationError({ uuid: ['You can only use uuid or tag, not both.'] });
+      if (!i.uuid && !i.tag) throw validationError({ uuid: ['You must provide uuid or tag.'] });
+      const all = await ctx.db.selectFrom('resources').selectAll().where('team_id', '=', ctx.caller.teamId).orderBy('id').execute();
+      const wanted = i.uuid
+        ? all.filter((r) => i.uuid!.split(',').includes(r.uuid))
+        : all.filter((r) => (JSON.parse(r.tags) as string[]).some((t) => i.tag!.split(',').includes(t)));
+      if (!wanted.length) throw notFound();
+      const deployments = [];
+      for (const r of wanted) {
+        const d = await queueDeployment(ctx, r, 'deploy', Boolean(i.force));
+        const label = SINGULAR[collectionOf(r)];
+        deployments.push({ message: `${label[0]!.toUpperCase()}${label.slice(1)} ${r.name} deployment queued.${note(ctx.runtime.live)}`, resource_uuid: r.uuid, deployment_uuid: d.uuid });
+      }
+      return { deployments };
+    },
+  }),
+  defineOperation({
+    name: 'list_deployments',
+    summary: 'List the team’s deployments that are queued or in progress.',
+    permission: 'read',
+    toolset: 'deployments',
+    input: z.strictObject({ ...pageInput }),
+    output: listOf(deploymentSchema),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/deployments', list: true },
+    async run({ db, caller }, p) {
+      const base = db.selectFrom('deployments').where('team_id', '=', caller.teamId).where('status', 'in', ['queued', 'in_progress']);
+      const rows = await base.selectAll().orderBy('id', 'desc').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
+      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return { items: await views(db, rows), total: Number(n), ...p };
+    },
+  }),
+  defineOperation({
+    name: 'get_deployment',
+    summary: 'Get a deployment with its status (and logs with read:sensitive).',
+    permission: 'read',
+    toolset: 'deployments',
+    input: z.strictObject({ uuid: uuidParam, full: z.enum(['true', 'false']).transform((v) => v === 'true').optional() }),
+    output: deploymentSchema,
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/deployments/{uuid}' },
+    async run({ db, caller }, { uuid, full }) {
+      const [v] = await views(db, [await owned(db, 'deployments', uuid, caller.teamId)], full);
+      return v!;
+    },
+  }),
+  defineOperation({
+    name: 'cancel_deployment',
+    summary: 'Cancel a queued or running deployment.',
+    permission: 'deploy',
+    toolset: 'deployments',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: z.object({ message: z.string(), deployment_uuid: z.string(), status: z.literal('cancelled') }),
+    annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
+    http: { method: 'POST', path: '/api/v1/deployments/{uuid}/cancel' },
+    async run({ db, caller, jobs }, { uuid }) {
+      const d = await owned(db, 'deployments', uuid, caller.teamId);
+      if (!(await jobs.cancel(d.id))) {
+        throw new BerthError('conflict', { message: `Deployment cannot be cancelled. Current status: ${d.status}` });
+      }
+      return { message: 'Deployment cancelled successfully.', deployment_uuid: uuid, status: 'cancelled' as const };
+    },
+  }),
+  defineOperation({
+    name: 'list_application_deployments',
+    summary: 'List an application’s deployments, newest first.',
+    permission: 'read',
+    toolset: 'deployments',
+    input: z.strictObject({ uuid: uuidParam, ...pageInput }),
+    output: listOf(deploymentSchema),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/deployments/applications/{uuid}', list: true },
+    async run({ db, caller }, { uuid, ...p }) {
+      const r = await ownedResource(db, uuid, caller.teamId, ['application']);
+      const base = db.selectFrom('deployments').where('resource_id', '=', r.id);
+      const rows = await base.selectAll().orderBy('id', 'desc').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
+      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return { items: await views(db, rows), total: Number(n), ...p };
+    },
+  }),
+];
+
+export function collectionOf(r: Pick<ResourceRow, 'kind'>): Collection {
+  return r.kind === 'application' ? 'applications' : r.kind === 'service' ? 'services' : 'databases';
+}
+
+const VERB: Record<'start' | 'stop' | 'restart', string> = { start: 'starting', stop: 'stopping', restart: 'restarting' };
+
+/** start/stop/restart for one collection: each queues a deployment of that kind. */
+export function lifecycleOperations(collection: Collection) {
+  const singular = SINGULAR[collection];
+  return (['start', 'stop', 'restart'] as const).map((action) =>
+    defineOperation({
+      name: `${action}_${singular}`,
+      summary: `${action[0]!.toUpperCase()}${action.slice(1)} a ${singular} on its server.`,
+      permission: 'deploy',
+      toolset: TOOLSET_OF[collection],
+      input: z.strictObject({ uuid: uuidParam }),
+      output: z.object({ message: z.string(), deployment_uuid: z.string() }),
+      annotations: { readOnly: false, destructive: action === 'stop', idempotent: false, openWorld: true },
+      http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}` },
+      async run(ctx, { uuid }) {
+        const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, KINDS_OF[collection]);
+        const d = await queueDeployment(ctx, r, action, false);
+        const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
+        return { message: `${label} ${VERB[action]} request queued.${note(ctx.runtime.live)}`, deployment_uuid: d.uuid };
+      },
+    }),
+  );
+}

@@ -1,0 +1,149 @@
+import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
+import { z } from 'zod';
+import type { PrivateKeysTable } from '../../store/schema.js';
+import { nowIso } from '../../store/db.js';
+import { BerthError, validationError } from '../errors.js';
+import { newUuid } from '../ids.js';
+import { owned } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { listOf, pageInput } from '../pagination.js';
+import { sensitive } from '../redact.js';
+import { description, name, privateKeyPem, uuidParam } from '../validators.js';
+import { CREATE, DELETE, READ, UPDATE, messageSchema, stamps, uuidSchema } from './common.js';
+
+export const keySchema = z.object({
+  id: z.number().int(),
+  uuid: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  fingerprint: z.string(),
+  public_key: z.string(),
+  /** Never in lists; in a single key only with read:sensitive or root. */
+  private_key: sensitive(z.string()),
+  team_id: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+/** The public half and its SHA-256 fingerprint; throws a 422 when the PEM is not a private key. */
+function inspectKey(pem: string): { publicKey: string; fingerprint: string } {
+  try {
+    const pub = createPublicKey(createPrivateKey(pem));
+    const der = pub.export({ type: 'spki', format: 'der' });
+    return {
+      publicKey: pub.export({ type: 'spki', format: 'pem' }).toString(),
+      fingerprint: `SHA256:${createHash('sha256').update(der).digest('base64').replace(/=+$/, '')}`,
+    };
+  } catch {
+    throw validationError({ private_key: ['Invalid private key.'] });
+  }
+}
+
+type KeyRow = Omit<PrivateKeysTable, 'id'> & { id: number };
+
+function view(k: KeyRow, withKey: boolean) {
+  const { publicKey } = inspectKey(k.private_key);
+  const base = { id: k.id, uuid: k.uuid, name: k.name, description: k.description, fingerprint: k.fingerprint, public_key: publicKey, team_id: k.team_id, created_at: k.created_at, updated_at: k.updated_at };
+  return withKey ? { ...base, private_key: k.private_key } : base;
+}
+
+async function assertUniqueFingerprint(db: import('../../store/db.js').Db, teamId: number, fingerprint: string, exceptId?: number) {
+  let q = db.selectFrom('private_keys').select('id').where('team_id', '=', teamId).where('fingerprint', '=', fingerprint);
+  if (exceptId !== undefined) q = q.where('id', '!=', exceptId);
+  if (await q.executeTakeFirst()) throw validationError({ private_key: ['Private key already exists.'] });
+}
+
+const keyFields = { name: name.optional(), description: description.optional(), private_key: privateKeyPem };
+
+export const keyOperations = [
+  defineOperation({
+    name: 'list_private_keys',
+    summary: 'List the private keys of the team (never the key material).',
+    permission: 'read',
+    toolset: 'servers',
+    input: z.strictObject({ ...pageInput }),
+    output: listOf(keySchema.omit({ private_key: true })),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/security/keys', list: true },
+    async run({ db, caller }, p) {
+      const base = db.selectFrom('private_keys').where('team_id', '=', caller.teamId);
+      const rows = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
+      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return { items: rows.map((k) => view(k, false)), total: Number(n), ...p };
+    },
+  }),
+  defineOperation({
+    name: 'create_private_key',
+    summary: 'Store a private key for reaching servers.',
+    permission: 'write',
+    toolset: 'servers',
+    input: z.strictObject(keyFields),
+    output: uuidSchema,
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/security/keys', status: 201 },
+    async run({ db, caller }, i) {
+      const { fingerprint } = inspectKey(i.private_key);
+      await assertUniqueFingerprint(db, caller.teamId, fingerprint);
+      const uuid = newUuid();
+      await db
+        .insertInto('private_keys')
+        .values({ uuid, team_id: caller.teamId, name: i.name ?? `key-${uuid.slice(0, 8)}`, description: i.description ?? null, private_key: i.private_key, fingerprint, ...stamps() })
+        .execute();
+      return { uuid };
+    },
+  }),
+  defineOperation({
+    name: 'get_private_key',
+    summary: 'Get a private key (the key itself only with read:sensitive).',
+    permission: 'read',
+    toolset: 'servers',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: keySchema,
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/security/keys/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      return view(await owned(db, 'private_keys', uuid, caller.teamId), true) as z.infer<typeof keySchema>;
+    },
+  }),
+  defineOperation({
+    name: 'update_private_key',
+    summary: 'Change a private key’s name, description or key material.',
+    permission: 'write',
+    toolset: 'servers',
+    input: z.strictObject({ uuid: uuidParam, ...keyFields, private_key: privateKeyPem.optional() }),
+    output: uuidSchema,
+    annotations: UPDATE,
+    http: { method: 'PATCH', path: '/api/v1/security/keys/{uuid}', status: 201 },
+    async run({ db, caller }, { uuid, ...i }) {
+      const key = await owned(db, 'private_keys', uuid, caller.teamId);
+      const patch: Partial<KeyRow> = { updated_at: nowIso() };
+      if (i.name !== undefined) patch.name = i.name;
+      if (i.description !== undefined) patch.description = i.description;
+      if (i.private_key !== undefined) {
+        const { fingerprint } = inspectKey(i.private_key);
+        await assertUniqueFingerprint(db, caller.teamId, fingerprint, key.id);
+        Object.assign(patch, { private_key: i.private_key, fingerprint });
+      }
+      await db.updateTable('private_keys').set(patch).where('id', '=', key.id).execute();
+      return { uuid };
+    },
+  }),
+  defineOperation({
+    name: 'delete_private_key',
+    summary: 'Delete a private key that no server uses.',
+    permission: 'write',
+    toolset: 'servers',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: messageSchema,
+    annotations: DELETE,
+    http: { method: 'DELETE', path: '/api/v1/security/keys/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      const key = await owned(db, 'private_keys', uuid, caller.teamId);
+      if (await db.selectFrom('servers').select('id').where('private_key_id', '=', key.id).executeTakeFirst()) {
+        throw new BerthError('conflict', { message: 'Private Key is in use and cannot be deleted.' });
+      }
+      await db.deleteFrom('private_keys').where('id', '=', key.id).execute();
+      return { message: 'Private Key deleted.' };
+    },
+  }),
+];

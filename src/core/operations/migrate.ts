@@ -1,0 +1,165 @@
+import { z } from 'zod';
+import { nowIso } from '../../store/db.js';
+import type { MigrationJobsTable } from '../../store/schema.js';
+import { validationError } from '../errors.js';
+import { newUuid } from '../ids.js';
+import { owned, ownedResource } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { listOf, pageInput } from '../pagination.js';
+import { uuidParam } from '../validators.js';
+import { READ, stamps } from './common.js';
+import { KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection } from './resource-common.js';
+
+export const migrationSchema = z.object({
+  migration_uuid: z.string(),
+  resource_uuid: z.string(),
+  from_destination_uuid: z.string(),
+  destination_uuid: z.string(),
+  migrate_volumes: z.boolean(),
+  /** Whether volume data moves: migrate_volumes and both servers managed. */
+  moves_data: z.boolean(),
+  status: z.string(),
+  progress: z.object({ volumes_total: z.number().int(), volumes_done: z.number().int(), bytes: z.number().int() }).partial(),
+  error: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  finished_at: z.string().nullable(),
+});
+
+type MigrationRow = Omit<MigrationJobsTable, 'id'> & { id: number };
+
+async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow): Promise<z.infer<typeof migrationSchema>> {
+  const [r, from, to] = await Promise.all([
+    db.selectFrom('resources').select('uuid').where('id', '=', m.resource_id).executeTakeFirstOrThrow(),
+    db.selectFrom('destinations').select('uuid').where('id', '=', m.from_destination_id).executeTakeFirst(),
+    db.selectFrom('destinations').select('uuid').where('id', '=', m.to_destination_id).executeTakeFirst(),
+  ]);
+  return {
+    migration_uuid: m.uuid,
+    resource_uuid: r.uuid,
+    from_destination_uuid: from?.uuid ?? '',
+    destination_uuid: to?.uuid ?? '',
+    migrate_volumes: m.migrate_volumes === 1,
+    moves_data: m.moves_data === 1,
+    status: m.status,
+    progress: JSON.parse(m.progress),
+    error: m.error,
+    created_at: m.created_at,
+    updated_at: m.updated_at,
+    finished_at: m.finished_at,
+  };
+}
+
+const managed = (s: { engine_endpoint: string | null; is_reachable: number; is_usable: number }) =>
+  s.engine_endpoint !== null && s.is_reachable === 1 && s.is_usable === 1;
+
+/**
+ * The spec's migrate: stop the resource, move its records to the destination, never redeploy.
+ * Volume data moves only with migrate_volumes and both servers managed; that transfer is a job
+ * of its own (a migration record), pending until the runtime moves it.
+ */
+export function migrateOperation(collection: Collection) {
+  const singular = SINGULAR[collection];
+  return defineOperation({
+    name: `migrate_${singular}`,
+    summary: `Move a ${singular} to another destination/server: stops it, moves volume data when both servers are managed, does not redeploy.`,
+    permission: 'write',
+    toolset: TOOLSET_OF[collection],
+    input: z.strictObject({ uuid: uuidParam, destination_uuid: uuidParam, migrate_volumes: z.boolean().default(true) }),
+    output: z.object({
+      message: z.string(),
+      uuid: z.string(),
+      destination_uuid: z.string(),
+      migrate_volumes: z.boolean(),
+      moves_data: z.boolean(),
+      async: z.boolean(),
+      volume_jobs: z.number().int(),
+      migration_uuid: z.string(),
+      status: z.string(),
+    }),
+    annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
+    http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/migrate` },
+    async run({ db, caller }, i) {
+      const r = await ownedResource(db, i.uuid, caller.teamId, KINDS_OF[collection]);
+      const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
+      if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
+      const [fromServer, toServer] = await Promise.all([serverOf(db, r), db.selectFrom('servers').selectAll().where('id', '=', target.server_id).executeTakeFirstOrThrow()]);
+      const volumes = await db.selectFrom('storages').select('id').where('resource_id', '=', r.id).execute();
+      const crossServer = fromServer.id !== toServer.id;
+      const movesData = i.migrate_volumes && crossServer && managed(fromServer) && managed(toServer) && volumes.length > 0;
+      const migrationUuid = newUuid();
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('migrations_jobs')
+          .values({
+            uuid: migrationUuid,
+            team_id: caller.teamId,
+            resource_id: r.id,
+            from_destination_id: r.destination_id,
+            to_destination_id: target.id,
+            migrate_volumes: i.migrate_volumes ? 1 : 0,
+            moves_data: movesData ? 1 : 0,
+            status: movesData ? 'pending' : 'finished',
+            progress: JSON.stringify(movesData ? { volumes_total: volumes.length, volumes_done: 0, bytes: 0 } : {}),
+            error: null,
+            finished_at: movesData ? null : nowIso(),
+            ...stamps(),
+          })
+          .execute();
+        await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', updated_at: nowIso() }).where('id', '=', r.id).execute();
+      });
+      const why = !i.migrate_volumes
+        ? 'migrate_volumes is false, so no volume data moves.'
+        : !crossServer
+          ? 'Both destinations are on the same server, so the volumes stay where they are.'
+          : volumes.length === 0
+            ? 'It has no persistent volumes.'
+            : !movesData
+              ? 'One of the servers is not managed by berth (no validated engine), so no volume data moves.'
+              : `Its ${volumes.length} volume(s) will be copied to the new server (migration ${migrationUuid}); the transfer is pending.`;
+      return {
+        message: `${singular[0]!.toUpperCase()}${singular.slice(1)} stopped and moved to the new destination. ${why} Redeploy when ready.`,
+        uuid: r.uuid,
+        destination_uuid: target.uuid,
+        migrate_volumes: i.migrate_volumes,
+        moves_data: movesData,
+        async: movesData,
+        volume_jobs: movesData ? volumes.length : 0,
+        migration_uuid: migrationUuid,
+        status: movesData ? 'pending' : 'finished',
+      };
+    },
+  });
+}
+
+export const migrationOperations = [
+  defineOperation({
+    name: 'list_migrations',
+    summary: 'List the team’s migrations, newest first.',
+    permission: 'read',
+    toolset: 'deployments',
+    input: z.strictObject({ ...pageInput }),
+    output: listOf(migrationSchema),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/migrations', list: true },
+    async run({ db, caller }, p) {
+      const base = db.selectFrom('migrations_jobs').where('team_id', '=', caller.teamId);
+      const rows = await base.selectAll().orderBy('id', 'desc').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
+      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return { items: await Promise.all(rows.map((m) => migrationView(db, m))), total: Number(n), ...p };
+    },
+  }),
+  defineOperation({
+    name: 'get_migration',
+    summary: 'Get a migration: its status and volume transfer progress.',
+    permission: 'read',
+    toolset: 'deployments',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: migrationSchema,
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/migrations/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      return migrationView(db, await owned(db, 'migrations_jobs', uuid, caller.teamId));
+    },
+  }),
+];

@@ -1,0 +1,168 @@
+import { z } from 'zod';
+import { nowIso } from '../../store/db.js';
+import { BerthError } from '../errors.js';
+import { newUuid } from '../ids.js';
+import { owned, ownedEnvironment } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { listOf, pageInput } from '../pagination.js';
+import { description, name, uuidParam } from '../validators.js';
+import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
+
+/** Every project starts with this environment (as in Coolify). */
+export const DEFAULT_ENVIRONMENT = 'production';
+
+export const environmentSchema = z.object({
+  id: z.number().int(),
+  uuid: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  project_id: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const projectSchema = z.object({
+  id: z.number().int(),
+  uuid: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  team_id: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const projectWithEnvs = projectSchema.extend({ environments: z.array(environmentSchema) });
+
+const conflict = (message: string) => new BerthError('conflict', { message });
+
+export const projectOperations = [
+  defineOperation({
+    name: 'list_projects',
+    summary: 'List the projects of the team.',
+    permission: 'read',
+    toolset: 'applications',
+    input: z.strictObject({ ...pageInput }),
+    output: listOf(projectSchema),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/projects', list: true },
+    async run({ db, caller }, p) {
+      const base = db.selectFrom('projects').where('team_id', '=', caller.teamId);
+      const items = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
+      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return { items, total: Number(n), ...p };
+    },
+  }),
+  defineOperation({
+    name: 'create_project',
+    summary: 'Create a project; it starts with a "production" environment.',
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({ name, description: description.optional() }),
+    output: uuidSchema,
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/projects', status: 201 },
+    async run({ db, caller }, i) {
+      const uuid = newUuid();
+      await db.transaction().execute(async (trx) => {
+        const p = await trx
+          .insertInto('projects')
+          .values({ uuid, team_id: caller.teamId, name: i.name, description: i.description ?? null, ...stamps() })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        await trx.insertInto('environments').values({ uuid: newUuid(), project_id: p.id, name: DEFAULT_ENVIRONMENT, description: null, ...stamps() }).execute();
+      });
+      return { uuid };
+    },
+  }),
+  defineOperation({
+    name: 'get_project',
+    summary: 'Get a project with its environments.',
+    permission: 'read',
+    toolset: 'applications',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: projectWithEnvs,
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/projects/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      const p = await owned(db, 'projects', uuid, caller.teamId);
+      const environments = await db.selectFrom('environments').selectAll().where('project_id', '=', p.id).orderBy('id').execute();
+      return { ...p, environments };
+    },
+  }),
+  defineOperation({
+    name: 'update_project',
+    summary: 'Rename a project or change its description.',
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({ uuid: uuidParam, name: name.optional(), description: description.optional() }),
+    output: z.object({ uuid: z.string(), name: z.string(), description: z.string().nullable() }),
+    annotations: UPDATE,
+    http: { method: 'PATCH', path: '/api/v1/projects/{uuid}', status: 201 },
+    async run({ db, caller }, { uuid, ...i }) {
+      const p = await owned(db, 'projects', uuid, caller.teamId);
+      const next = { name: i.name ?? p.name, description: i.description === undefined ? p.description : i.description };
+      await db.updateTable('projects').set({ ...next, updated_at: nowIso() }).where('id', '=', p.id).execute();
+      return { uuid, ...next };
+    },
+  }),
+  defineOperation({
+    name: 'delete_project',
+    summary: 'Delete a project that holds no resources.',
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: messageSchema,
+    annotations: DELETE,
+    http: { method: 'DELETE', path: '/api/v1/projects/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      const p = await owned(db, 'projects', uuid, caller.teamId);
+      const used = await db
+        .selectFrom('resources as r')
+        .innerJoin('environments as e', 'e.id', 'r.environment_id')
+        .select('r.id')
+        .where('e.project_id', '=', p.id)
+        .executeTakeFirst();
+      if (used) throw conflict('Project has resources, so it cannot be deleted.');
+      await db.deleteFrom('projects').where('id', '=', p.id).execute();
+      return { message: 'Project deleted.' };
+    },
+  }),
+  defineOperation({
+    name: 'list_environments',
+    summary: 'List the environments of a project.',
+    permission: 'read',
+    toolset: 'applications',
+    input: z.strictObject({ uuid: uuidParam, ...pageInput }),
+    output: listOf(environmentSchema),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/projects/{uuid}/environments', list: true },
+    async run({ db, caller }, { uuid, ...p }) {
+      const project = await owned(db, 'projects', uuid, caller.teamId);
+      const base = db.selectFrom('environments').where('project_id', '=', project.id);
+      const items = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
+      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return { items, total: Number(n), ...p };
+    },
+  }),
+  defineOperation({
+    name: 'create_environment',
+    summary: 'Add an environment (e.g. staging) to a project.',
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({ uuid: uuidParam, name, description: description.optional() }),
+    output: uuidSchema,
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/projects/{uuid}/environments', status: 201 },
+    async run({ db, caller }, i) {
+      const project = await owned(db, 'projects', i.uuid, caller.teamId);
+      const exists = await ownedEnvironment(db, project.id, { name: i.name }).then(
+        () => true,
+        () => false,
+      );
+      if (exists) throw conflict('Environment with this name already exists.');
+      const uuid = newUuid();
+      await db.insertInto('environments').values({ uuid, project_id: project.id, name: i.name, description: i.description ?? null, ...stamps() }).execute();
+      return { uuid };
+    },
+  }),
+];

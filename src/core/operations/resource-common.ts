@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import type { Db } from '../../store/db.js';
+import type { ResourceKind, ResourcesTable } from '../../store/schema.js';
+import { notFound, validationError } from '../errors.js';
+import { owned, ownedEnvironment } from '../lookup.js';
+import { uuidParam } from '../validators.js';
+
+export type ResourceRow = Omit<ResourcesTable, 'id'> & { id: number };
+
+export const DATABASE_KINDS = ['postgresql', 'mysql', 'mariadb', 'redis', 'mongodb'] as const;
+export type DatabaseKind = (typeof DATABASE_KINDS)[number];
+
+/** The REST collection each kind lives under. */
+export type Collection = 'applications' | 'databases' | 'services';
+export const KINDS_OF: Record<Collection, readonly ResourceKind[]> = {
+  applications: ['application'],
+  databases: DATABASE_KINDS,
+  services: ['service'],
+};
+export const SINGULAR: Record<Collection, string> = { applications: 'application', databases: 'database', services: 'service' };
+export const TOOLSET_OF = { applications: 'applications', databases: 'databases', services: 'services' } as const;
+
+/** Where a new resource goes, as Coolify's create bodies name it. */
+export const placementInput = {
+  project_uuid: uuidParam,
+  server_uuid: uuidParam,
+  environment_name: z.string().min(1).max(255).optional(),
+  environment_uuid: uuidParam.optional(),
+  destination_uuid: uuidParam.optional(),
+};
+
+export interface Placement {
+  environmentId: number;
+  destinationId: number;
+}
+
+/**
+ * Resolves project, environment, server and destination inside the caller's team. A reference
+ * to another team's object is the same 404 as a missing one, and nothing is created.
+ */
+export async function resolvePlacement(
+  db: Db,
+  teamId: number,
+  i: { project_uuid: string; server_uuid: string; environment_name?: string; environment_uuid?: string; destination_uuid?: string },
+): Promise<Placement> {
+  if (!i.environment_name && !i.environment_uuid) {
+    throw validationError({ environment_name: ['You need to provide at least one of environment_name or environment_uuid.'] });
+  }
+  const project = await owned(db, 'projects', i.project_uuid, teamId);
+  const env = await ownedEnvironment(db, project.id, { name: i.environment_name, uuid: i.environment_uuid });
+  const server = await owned(db, 'servers', i.server_uuid, teamId);
+  const destinations = await db.selectFrom('destinations').select(['id', 'uuid']).where('server_id', '=', server.id).orderBy('id').execute();
+  let destinationId: number;
+  if (i.destination_uuid) {
+    const d = await owned(db, 'destinations', i.destination_uuid, teamId);
+    if (d.server_id !== server.id) throw validationError({ destination_uuid: ['The destination is not on the given server.'] });
+    destinationId = d.id;
+  } else if (destinations.length === 1) {
+    destinationId = destinations[0]!.id;
+  } else if (destinations.length === 0) {
+    throw validationError({ server_uuid: ['Server has no destinations.'] });
+  } else {
+    throw validationError({ destination_uuid: ['Server has multiple destinations and you do not set destination_uuid.'] });
+  }
+  return { environmentId: env.id, destinationId };
+}
+
+/** Fields every application, database and service shows, with the uuids of where it lives. */
+export const placedSchema = {
+  uuid: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  status: z.string(),
+  environment_id: z.number().int(),
+  destination_id: z.number().int(),
+  environment_uuid: z.string(),
+  project_uuid: z.string(),
+  destination_uuid: z.string(),
+  server_uuid: z.string(),
+  tags: z.array(z.string()),
+  created_at: z.string(),
+  updated_at: z.string(),
+};
+
+export async function placedView(db: Db, r: ResourceRow) {
+  const where = await db
+    .selectFrom('destinations as d')
+    .innerJoin('servers as s', 's.id', 'd.server_id')
+    .innerJoin('environments as e', (j) => j.on('e.id', '=', r.environment_id))
+    .innerJoin('projects as p', 'p.id', 'e.project_id')
+    .select(['d.uuid as destination_uuid', 's.uuid as server_uuid', 'e.uuid as environment_uuid', 'p.uuid as project_uuid'])
+    .where('d.id', '=', r.destination_id)
+    .executeTakeFirst();
+  if (!where) throw notFound();
+  return {
+    uuid: r.uuid,
+    name: r.name,
+    description: r.description,
+    status: r.status,
+    environment_id: r.environment_id,
+    destination_id: r.destination_id,
+    ...where,
+    tags: JSON.parse(r.tags) as string[],
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+/** The server a resource currently lives on. */
+export async function serverOf(db: Db, r: Pick<ResourceRow, 'destination_id'>) {
+  return db
+    .selectFrom('destinations as d')
+    .innerJoin('servers as s', 's.id', 'd.server_id')
+    .selectAll('s')
+    .where('d.id', '=', r.destination_id)
+    .executeTakeFirstOrThrow();
+}
+
+export function config<T>(r: Pick<ResourceRow, 'config'>): T {
+  return JSON.parse(r.config) as T;
+}

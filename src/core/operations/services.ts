@@ -1,0 +1,173 @@
+import { z } from 'zod';
+import type { Db } from '../../store/db.js';
+import { nowIso } from '../../store/db.js';
+import { composeInput, parseCompose, type ComposeContainer } from '../compose.js';
+import { newUuid } from '../ids.js';
+import { ownedResource } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { listOf, pageInput } from '../pagination.js';
+import { sensitive } from '../redact.js';
+import { description, name, tags, uuidParam } from '../validators.js';
+import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
+import { queueDeployment } from './deployments.js';
+import { config, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
+
+export interface ServiceConfig {
+  docker_compose_raw: string;
+  containers: ComposeContainer[];
+  volumes: string[];
+}
+
+export const serviceSchema = z.object({
+  ...placedSchema,
+  service_type: z.null(),
+  /** The compose file as YAML (decoded); sensitive. */
+  docker_compose_raw: sensitive(z.string()),
+  containers: z.array(z.object({ name: z.string(), image: z.string(), volumes: z.array(z.string()) })),
+  volumes: z.array(z.string()),
+});
+
+async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchema>> {
+  const c = config<ServiceConfig>(r);
+  return {
+    ...(await placedView(db, r)),
+    service_type: null,
+    docker_compose_raw: c.docker_compose_raw,
+    containers: c.containers.map((k) => ({ name: k.name, image: k.image, volumes: k.mounts.map((m) => m.volume) })),
+    volumes: c.volumes,
+  };
+}
+
+/** One storage row per named volume, at the first place a container mounts it. */
+async function syncStorages(db: Db, resourceId: number, containers: ComposeContainer[]) {
+  const wanted = new Map<string, { target: string; container: string }>();
+  for (const k of containers) for (const m of k.mounts) if (!wanted.has(m.volume)) wanted.set(m.volume, { target: m.target, container: k.name });
+  const existing = await db.selectFrom('storages').select(['id', 'name']).where('resource_id', '=', resourceId).execute();
+  for (const e of existing) if (!wanted.has(e.name)) await db.deleteFrom('storages').where('id', '=', e.id).execute();
+  for (const [volume, w] of wanted) {
+    const e = existing.find((x) => x.name === volume);
+    if (e) await db.updateTable('storages').set({ mount_path: w.target, container: w.container, updated_at: nowIso() }).where('id', '=', e.id).execute();
+    else await db.insertInto('storages').values({ uuid: newUuid(), resource_id: resourceId, name: volume, mount_path: w.target, container: w.container, ...stamps() }).execute();
+  }
+}
+
+const isRoot = (p: ReadonlySet<string>) => p.has('root');
+
+export const serviceOperations = [
+  defineOperation({
+    name: 'list_services',
+    summary: 'List the services (compose stacks) of the team.',
+    permission: 'read',
+    toolset: 'services',
+    input: z.strictObject({ ...pageInput }),
+    output: listOf(serviceSchema),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/services', list: true },
+    async run({ db, caller }, p) {
+      const base = db.selectFrom('resources').where('team_id', '=', caller.teamId).where('kind', '=', 'service');
+      const rows = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
+      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return { items: await Promise.all(rows.map((r) => view(db, r))), total: Number(n), ...p };
+    },
+  }),
+  defineOperation({
+    name: 'create_service',
+    summary: 'Create a service from a docker compose file (base64 or YAML).',
+    permission: 'write',
+    toolset: 'services',
+    input: z.strictObject({
+      ...placementInput,
+      name: name.optional(),
+      description: description.optional(),
+      docker_compose_raw: composeInput,
+      instant_deploy: z.boolean().optional(),
+      tags: tags.optional(),
+    }),
+    output: z.object({ uuid: z.string(), domains: z.array(z.string()), deployment_uuid: z.string().optional() }),
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/services', status: 201 },
+    async run(ctx, i) {
+      const { db, caller } = ctx;
+      const compose = parseCompose(i.docker_compose_raw, { root: isRoot(caller.permissions) });
+      const place = await resolvePlacement(db, caller.teamId, i);
+      const uuid = newUuid();
+      const c: ServiceConfig = { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes };
+      const row = await db.transaction().execute(async (trx) => {
+        const r = await trx
+          .insertInto('resources')
+          .values({
+            uuid,
+            team_id: caller.teamId,
+            kind: 'service',
+            environment_id: place.environmentId,
+            destination_id: place.destinationId,
+            name: i.name ?? `service-${uuid.slice(0, 10)}`,
+            description: i.description ?? null,
+            status: 'exited',
+            config: JSON.stringify(c),
+            tags: JSON.stringify(i.tags ?? []),
+            ...stamps(),
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await syncStorages(trx, r.id, compose.containers);
+        return r;
+      });
+      const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;
+      return { uuid, domains: [], ...(deployment ? { deployment_uuid: deployment.uuid } : {}) };
+    },
+  }),
+  defineOperation({
+    name: 'get_service',
+    summary: 'Get a service with its containers and volumes (the compose file needs read:sensitive).',
+    permission: 'read',
+    toolset: 'services',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: serviceSchema,
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/services/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      return view(db, await ownedResource(db, uuid, caller.teamId, ['service']));
+    },
+  }),
+  defineOperation({
+    name: 'update_service',
+    summary: 'Change a service or replace its compose file; redeploy to apply.',
+    permission: 'write',
+    toolset: 'services',
+    input: z.strictObject({ uuid: uuidParam, name: name.optional(), description: description.optional(), docker_compose_raw: composeInput.optional(), tags: tags.optional() }),
+    output: z.object({ uuid: z.string(), domains: z.array(z.string()) }),
+    annotations: UPDATE,
+    http: { method: 'PATCH', path: '/api/v1/services/{uuid}' },
+    async run({ db, caller }, { uuid, ...i }) {
+      const r = await ownedResource(db, uuid, caller.teamId, ['service']);
+      const compose = i.docker_compose_raw === undefined ? undefined : parseCompose(i.docker_compose_raw, { root: isRoot(caller.permissions) });
+      await db.transaction().execute(async (trx) => {
+        const c = config<ServiceConfig>(r);
+        if (compose) Object.assign(c, { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes });
+        await trx
+          .updateTable('resources')
+          .set({ name: i.name ?? r.name, description: i.description === undefined ? r.description : i.description, tags: i.tags ? JSON.stringify(i.tags) : r.tags, config: JSON.stringify(c), updated_at: nowIso() })
+          .where('id', '=', r.id)
+          .execute();
+        if (compose) await syncStorages(trx, r.id, compose.containers);
+      });
+      return { uuid, domains: [] };
+    },
+  }),
+  defineOperation({
+    name: 'delete_service',
+    summary: 'Delete a service’s records (its envs, storages and deployments too).',
+    permission: 'write',
+    toolset: 'services',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: messageSchema,
+    annotations: DELETE,
+    http: { method: 'DELETE', path: '/api/v1/services/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      const r = await ownedResource(db, uuid, caller.teamId, ['service']);
+      await db.deleteFrom('resources').where('id', '=', r.id).execute();
+      return { message: 'Service deleted.' };
+    },
+  }),
+];

@@ -1,0 +1,25 @@
+import { z } from 'zod';
+
+/** `page` (from 1) and `per_page` (at most 100) on every list. */
+export const pageInput = {
+  page: z.coerce.number().int().min(1).default(1),
+  per_page: z.coerce.number().int().min(1).max(100).default(100),
+};
+
+export interface Page {
+  page: number;
+  per_page: number;
+}
+
+/**
+ * A list's output: the page of items and the total. Over REST the items are the body (a bare
+ * array, as Coolify clients expect) and the rest goes into headers; MCP gets the whole object.
+ */
+export function listOf<T extends z.ZodType>(item: T) {
+  return z.object({ items: z.array(item), total: z.number().int(), page: z.number().int(), per_page: z.number().int() });
+}
+
+export function pageOf<T>(all: T[], p: Page): { items: T[]; total: number; page: number; per_page: number } {
+  const start = (p.page - 1) * p.per_page;
+  return { items: all.slice(start, start + p.per_page), total: all.length, page: p.page, per_page: p.per_page };
+}

@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import { errorCatalogue } from '../core/errors.js';
+import { pathParams, type Operation } from '../core/operation.js';
+import { BERTH_VERSION } from '../core/operations/platform.js';
+import { toolText } from '../tools/descriptions.js';
+
+type JsonSchema = Record<string, unknown>;
+
+const schemaOf = (s: z.ZodType, io: 'input' | 'output'): JsonSchema => {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(s, { io, unrepresentable: 'any' }) as JsonSchema;
+  return rest;
+};
+
+const errorBody = (extra: JsonSchema = {}) => ({
+  type: 'object',
+  properties: { message: { type: 'string' }, ...extra },
+  required: ['message'],
+});
+
+const ERROR_RESPONSES: Record<string, { description: string; schema: JsonSchema }> = {
+  '401': { description: `${errorCatalogue.unauthenticated.message} / ${errorCatalogue.invalid_token.message}`, schema: errorBody() },
+  '403': {
+    description: 'Missing permissions, API disabled, or source address not allowed.',
+    schema: errorBody({ missing_permissions: { type: 'array', items: { type: 'string' } } }),
+  },
+  '404': { description: errorCatalogue.not_found.message, schema: errorBody() },
+  '422': {
+    description: errorCatalogue.validation.message,
+    schema: errorBody({ errors: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } } }),
+  },
+  '429': { description: `${errorCatalogue.rate_limited.message} / ${errorCatalogue.queue_full.message}`, schema: errorBody() },
+};
+
+function operationObject(op: Operation): JsonSchema {
+  const shape = op.input.shape as Record<string, z.ZodType>;
+  const inPath = pathParams(op.http.path);
+  const rest = Object.keys(shape).filter((k) => !inPath.includes(k));
+  const inQuery = op.http.method === 'GET' || op.http.method === 'DELETE';
+  const parameters = [
+    ...inPath.map((n) => ({ name: n, in: 'path', required: true, schema: schemaOf(shape[n]!, 'input') })),
+    ...(inQuery ? rest.map((n) => ({ name: n, in: 'query', required: !shape[n]!.safeParse(undefined).success, schema: schemaOf(shape[n]!, 'input') })) : []),
+  ];
+  const body = !inQuery && rest.length ? z.strictObject(Object.fromEntries(rest.map((k) => [k, shape[k]!]))) : undefined;
+  let success: JsonSchema;
+  let headers: JsonSchema | undefined;
+  if (op.http.text) success = { 'text/plain': { schema: { type: 'string' } } };
+  else if (op.http.list) {
+    const item = (op.output as unknown as z.ZodObject).shape.items as z.ZodType;
+    success = { 'application/json': { schema: schemaOf(item, 'output') } };
+    headers = { 'X-Total-Count': { schema: { type: 'integer' } }, 'X-Page': { schema: { type: 'integer' } }, 'X-Per-Page': { schema: { type: 'integer' } } };
+  } else success = { 'application/json': { schema: schemaOf(op.output, 'output') } };
+  return {
+    operationId: op.name,
+    summary: op.summary,
+    description: toolText(op.name)?.description ?? op.summary,
+    tags: [op.toolset],
+    'x-berth-permission': op.permission,
+    ...(op.access?.rootTeamOnly ? { 'x-berth-root-team-only': true } : {}),
+    security: [{ bearer: [] }],
+    ...(parameters.length ? { parameters } : {}),
+    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(body, 'input') } } } } : {}),
+    responses: {
+      [String(op.http.status ?? 200)]: { description: 'Success.', content: success, ...(headers ? { headers } : {}) },
+      ...Object.fromEntries(Object.entries(ERROR_RESPONSES).map(([code, r]) => [code, { description: r.description, content: { 'application/json': { schema: r.schema } } }])),
+    },
+  };
+}
+
+/** OpenAPI 3.1 for the REST door, derived from the operation table. */
+export function buildOpenApi(operations: readonly Operation[]): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const op of operations) (paths[op.http.path] ??= {})[op.http.method.toLowerCase()] = operationObject(op);
+  paths['/api/health'] = { get: { operationId: 'health', summary: 'Health check.', security: [], responses: { '200': { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } } } } };
+  paths['/api/v1/openapi.json'] = { get: { operationId: 'openapi', summary: 'This document.', security: [], responses: { '200': { description: 'OpenAPI 3.1 document.' } } } };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'berth API', version: BERTH_VERSION, description: 'Team-scoped infrastructure management. Every request carries Authorization: Bearer <id>|<secret>.' },
+    servers: [{ url: '/' }],
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API token: <token_id>|<secret>.' } } },
+    paths,
+  };
+}
