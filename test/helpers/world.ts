@@ -1,0 +1,79 @@
+import { call, type TestServer } from './server.js';
+
+/** One of everything a team can own, created through the REST API with a root token. */
+export interface World {
+  token: string;
+  keyUuid: string;
+  serverUuid: string;
+  server2Uuid: string;
+  destinationUuid: string;
+  destination2Uuid: string;
+  projectUuid: string;
+  environmentUuid: string;
+  appUuid: string;
+  appEnvUuid: string;
+  appStorageUuid: string;
+  databaseUuid: string;
+  databaseEnvUuid: string;
+  databaseStorageUuid: string;
+  serviceUuid: string;
+  serviceEnvUuid: string;
+  deploymentUuid: string;
+  migrationUuid: string;
+}
+
+export const TEST_KEY = `-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEICQoNB7XUAbZAk8sqCmpVae3Ht7afwkmFD6cCql5q3bz
+-----END PRIVATE KEY-----
+
+`;
+
+export const COMPOSE = `services:
+  web:
+    image: nginx:1.27
+    environment:
+      GREETING: hello
+    volumes:
+      - web-data:/usr/share/nginx/html
+  cache:
+    image: redis:7
+    volumes:
+      - cache-data:/data
+volumes:
+  web-data:
+  cache-data:
+`;
+
+async function ok(s: TestServer, token: string, method: string, path: string, body?: unknown) {
+  const r = await call(s.url, method, path, { token, body });
+  if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${r.text}`);
+  return r.json;
+}
+
+/** Builds a world for a team whose root token is given (default: the instance's root team). */
+export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'): Promise<World> {
+  const keyUuid = (await ok(s, token, 'POST', '/api/v1/security/keys', { name: `${tag}-key`, private_key: TEST_KEY })).uuid;
+  const serverUuid = (await ok(s, token, 'POST', '/api/v1/servers', { name: `${tag}-one`, ip: '10.0.0.1', private_key_uuid: keyUuid })).uuid;
+  const server2Uuid = (await ok(s, token, 'POST', '/api/v1/servers', { name: `${tag}-two`, ip: '10.0.0.2' })).uuid;
+  const destinationUuid = (await ok(s, token, 'GET', `/api/v1/servers/${serverUuid}/destinations`))[0].uuid;
+  const destination2Uuid = (await ok(s, token, 'GET', `/api/v1/servers/${server2Uuid}/destinations`))[0].uuid;
+  const projectUuid = (await ok(s, token, 'POST', '/api/v1/projects', { name: `${tag} project` })).uuid;
+  const environmentUuid = (await ok(s, token, 'GET', `/api/v1/projects/${projectUuid}/environments`))[0].uuid;
+  const place = { project_uuid: projectUuid, server_uuid: serverUuid, environment_name: 'production' };
+  const appUuid = (await ok(s, token, 'POST', '/api/v1/applications/dockerimage', { ...place, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80', tags: ['web'] })).uuid;
+  const appEnvUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/envs`, { key: 'API_KEY', value: 'app-secret-value' })).uuid;
+  const appStorageUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' })).uuid;
+  const databaseUuid = (await ok(s, token, 'POST', '/api/v1/databases/postgresql', { ...place, postgres_password: 'db-secret-password' })).uuid;
+  const databaseEnvUuid = (await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/envs`, { key: 'PGTZ', value: 'UTC' })).uuid;
+  const databaseStorageUuid = (await ok(s, token, 'GET', `/api/v1/databases/${databaseUuid}/storages`)).persistent_storages[0].uuid;
+  const serviceUuid = (await ok(s, token, 'POST', '/api/v1/services', { ...place, docker_compose_raw: Buffer.from(COMPOSE).toString('base64') })).uuid;
+  const serviceEnvUuid = (await ok(s, token, 'POST', `/api/v1/services/${serviceUuid}/envs`, { key: 'MODE', value: 'service-secret' })).uuid;
+  const deploymentUuid = (await ok(s, token, 'POST', `/api/v1/deploy?uuid=${appUuid}`)).deployments[0].deployment_uuid;
+  // A finished migration record: the database moves to the second server and back.
+  const migrationUuid = (await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/migrate`, { destination_uuid: destination2Uuid })).migration_uuid;
+  await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/migrate`, { destination_uuid: destinationUuid });
+  return {
+    token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
+    databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid,
+  };
+}
