@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { Core } from './core/gate.js';
-import { recordOnlyRuntime, type Runtime } from './core/runtime.js';
+import type { Runtime } from './core/runtime.js';
 import { Jobs } from './jobs/jobs.js';
 import { JobQueues } from './limits/job-queues.js';
 import { RateLimits } from './limits/rate-limits.js';
+import { LiveRuntime } from './runtime/live-runtime.js';
 import type { Db } from './store/db.js';
 
 export interface Assembled {
@@ -16,7 +17,7 @@ export interface Assembled {
 }
 
 /** The core with its limits, queues, runtime and job runner: the same for `serve` and `berth mcp`. */
-export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Runtime = recordOnlyRuntime): Assembled {
+export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Runtime = new LiveRuntime(db, logger, config.helperImage)): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
   const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
   const jobs = new Jobs(db, queues, runtime, logger);
@@ -28,6 +29,7 @@ export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Ru
     queues,
     async close() {
       await queues.close();
+      await runtime.close();
       await limits.close();
     },
   };

@@ -24,6 +24,8 @@ const envSchema = z.object({
   /** Jobs (deployments, migrations) running at once per server, and how many may wait. */
   BERTH_QUEUE_CONCURRENCY: z.coerce.number().int().min(1).default(2),
   BERTH_QUEUE_CAP: z.coerce.number().int().min(1).default(20),
+  /** Image of the never-started helper containers that read and write volumes during migrations. */
+  BERTH_HELPER_IMAGE: z.string().min(1).default('busybox:latest'),
   /** Browser origins allowed to call /mcp (comma-separated, exact match); none by default. */
   MCP_ALLOWED_ORIGINS: z.string().default(''),
   /** Host names accepted on /mcp; defaults to the loopback names when bound to loopback. */
@@ -49,6 +51,7 @@ export interface Config {
   redisUrl: string | null;
   queueConcurrency: number;
   queueCap: number;
+  helperImage: string;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
 }
@@ -77,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     redisUrl: e.REDIS_URL || null,
     queueConcurrency: e.BERTH_QUEUE_CONCURRENCY,
     queueCap: e.BERTH_QUEUE_CAP,
+    helperImage: e.BERTH_HELPER_IMAGE,
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     ...overrides,

@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { validationError } from './errors.js';
@@ -125,8 +126,9 @@ export function parseCompose(raw: string, opts: { root: boolean }): ParsedCompos
       if (!source) {
         problems.push(`${at}.volumes: anonymous volumes are not supported; name the volume.`);
       } else if (/^[/.~]/.test(source)) {
-        const normalized = source.replace(/\/+$/, '');
-        if (normalized === '' || normalized === '/') problems.push(`${at}.volumes: mounting the host's root directory is never allowed.`);
+        // Normalized, so `/.`, `//` or `/srv/..` are seen for what they are: the host's root.
+        const normalized = source.startsWith('/') ? posix.normalize(source) : source;
+        if (normalized === '/') problems.push(`${at}.volumes: mounting the host's root directory is never allowed.`);
         else if (!opts.root) problems.push(`${at}.volumes: host paths ("${source}") need a root token; use a named volume.`);
         else if (source.split('/').includes('..')) problems.push(`${at}.volumes: host paths must not contain "..".`);
         else binds.push({ source, target, readOnly });

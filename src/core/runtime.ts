@@ -2,8 +2,8 @@ import type { Db } from '../store/db.js';
 
 /**
  * What the core asks of the machinery that runs things on engines. The core records intent and
- * state; a runtime makes it real. Until a runtime is wired in, `recordOnlyRuntime` keeps the
- * records and says so in every result.
+ * state; a runtime makes it real. A server without an engine endpoint is not managed: for it,
+ * `recordOnlyRuntime` keeps the records and says so in every result.
  */
 export interface ServerEngine {
   id: number;
@@ -24,25 +24,45 @@ export interface RuntimeJobContext {
   signal: AbortSignal;
 }
 
+export interface MigrationProgress {
+  volumes_total: number;
+  volumes_done: number;
+  bytes: number;
+  current_volume?: string;
+}
+
+export interface MigrationJobContext {
+  db: Db;
+  signal: AbortSignal;
+  progress(p: MigrationProgress): Promise<void>;
+}
+
 export interface Runtime {
-  /** True when actions reach real engines; false when only records change. */
-  readonly live: boolean;
+  /** True when actions on this server reach a real engine; false when only records change. */
+  isLive(server: ServerEngine): boolean;
   validateServer(server: ServerEngine): Promise<ValidationResult>;
   /** Runs a deployment (deploy, start, stop, restart) of a resource; resolves with its final status. */
   runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'>;
+  /** Stops a resource's containers where it lives now (migrate's first step). */
+  stopResource(resourceId: number, signal?: AbortSignal): Promise<void>;
+  /** Copies a migrating resource's volumes to staging volumes on the target; returns their names by storage id. */
+  copyVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>>;
+  /** Removes staging volumes a failed migration left on the target (never a source volume). */
+  discardStaging(migrationId: number): Promise<void>;
   /** Recent logs of a resource's containers. */
   logs(resourceId: number, opts: { lines: number }): Promise<string>;
+  close(): Promise<void>;
 }
 
-export const RECORD_ONLY_NOTE = 'No engine runtime is wired in yet: berth recorded the change but did not act on any engine.';
+export const RECORD_ONLY_NOTE = 'The server has no engine endpoint: berth recorded the change but did not act on any engine.';
 
 export const recordOnlyRuntime: Runtime = {
-  live: false,
+  isLive: () => false,
   async validateServer(server) {
     return {
       reachable: false,
       usable: false,
-      logs: server.engine_endpoint ? RECORD_ONLY_NOTE : 'The server has no engine_endpoint, so berth cannot manage it.',
+      logs: server.engine_endpoint ? 'No engine runtime is available in this process.' : 'The server has no engine_endpoint, so berth cannot manage it.',
     };
   },
   async runDeployment(id, ctx) {
@@ -55,7 +75,13 @@ export const recordOnlyRuntime: Runtime = {
     await ctx.log(RECORD_ONLY_NOTE);
     return 'finished';
   },
+  async stopResource() {},
+  async copyVolumes() {
+    throw new Error('Volume data moves only between servers with validated engines.');
+  },
+  async discardStaging() {},
   async logs() {
     return '';
   },
+  async close() {},
 };

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Runtime } from '../core/runtime.js';
+import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
 
@@ -13,6 +13,7 @@ const MAX_LOG_CHARS = 1_000_000;
  */
 export class Jobs {
   private readonly running = new Map<number, AbortController>();
+  private readonly migrationListeners = new Map<number, Set<(p: MigrationProgress) => void>>();
 
   constructor(
     private readonly db: Db,
@@ -21,8 +22,19 @@ export class Jobs {
     private readonly logger: Logger,
   ) {}
 
-  /** Resumes after a restart: cut-off deployments fail, queued ones are queued again. */
+  /**
+   * Resumes after a restart: cut-off deployments fail, queued ones are queued again, and
+   * migrations that were waiting or copying continue (volumes already verified are kept).
+   */
   async start(): Promise<void> {
+    const migrations = await this.db
+      .selectFrom('migrations_jobs as m')
+      .innerJoin('destinations as d', 'd.id', 'm.to_destination_id')
+      .select(['m.id', 'd.server_id'])
+      .where('m.status', 'in', ['pending', 'copying'])
+      .orderBy('m.id')
+      .execute();
+    for (const m of migrations) await this.enqueueMigration(m.id, m.server_id).catch((err) => this.logger.error({ err, migrationId: m.id }, 'could not resume a migration'));
     const cut = await this.db
       .updateTable('deployments')
       .set({ status: 'failed', finished_at: nowIso(), updated_at: nowIso() })
@@ -37,6 +49,59 @@ export class Jobs {
   async enqueue(deploymentId: number, serverId: number): Promise<void> {
     const { done } = await this.queues.submit(String(serverId), () => this.run(deploymentId));
     done.catch((err) => this.logger.error({ err, deploymentId }, 'deployment job failed'));
+  }
+
+  /**
+   * Queues a migration's volume transfer on the target server's queue. `done` settles when the
+   * migration has finished or failed; `onProgress` hears every progress update.
+   */
+  async enqueueMigration(migrationId: number, serverId: number, onProgress?: (p: MigrationProgress) => void): Promise<{ done: Promise<void> }> {
+    if (onProgress) {
+      let set = this.migrationListeners.get(migrationId);
+      if (!set) this.migrationListeners.set(migrationId, (set = new Set()));
+      set.add(onProgress);
+    }
+    const { done } = await this.queues.submit(String(serverId), () => this.runMigration(migrationId));
+    done.catch((err) => this.logger.error({ err, migrationId }, 'migration job failed'));
+    return { done: done.finally(() => onProgress && this.migrationListeners.get(migrationId)?.delete(onProgress)) };
+  }
+
+  /**
+   * Stop on the source, copy every volume into staging volumes on the target, then switch in one
+   * transaction: storages point at the copies, the resource at its new destination. Until that
+   * commit the resource is where it was and its source volumes are untouched; a failure leaves
+   * exactly that and discards the copies.
+   */
+  private async runMigration(migrationId: number): Promise<void> {
+    const m = await this.db.selectFrom('migrations_jobs').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
+    if (m.status !== 'pending' && m.status !== 'copying') return;
+    await this.db.updateTable('migrations_jobs').set({ status: 'copying', updated_at: nowIso() }).where('id', '=', m.id).execute();
+    const controller = new AbortController();
+    try {
+      await this.runtime.stopResource(m.resource_id, controller.signal);
+      const staged = await this.runtime.copyVolumes(m.id, {
+        db: this.db,
+        signal: controller.signal,
+        progress: async (p) => {
+          await this.db.updateTable('migrations_jobs').set({ progress: JSON.stringify(p), updated_at: nowIso() }).where('id', '=', m.id).execute();
+          for (const l of this.migrationListeners.get(m.id) ?? []) l(p);
+        },
+      });
+      await this.db.transaction().execute(async (trx) => {
+        for (const [storageId, volume] of staged) {
+          await trx.updateTable('storages').set({ engine_volume: volume, updated_at: nowIso() }).where('id', '=', storageId).execute();
+        }
+        await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
+        await trx.updateTable('migrations_jobs').set({ status: 'finished', finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', m.id).execute();
+      });
+    } catch (err) {
+      const message = (err as Error).message;
+      this.logger.warn({ migrationId: m.id, err: message }, 'migration failed; the resource stays where it was');
+      await this.db.updateTable('migrations_jobs').set({ status: 'failed', error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', m.id).execute();
+      await this.db.updateTable('resources').set({ status: 'exited', updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
+      await this.runtime.discardStaging(m.id).catch(() => undefined);
+      throw err;
+    }
   }
 
   /** Cancels a queued or running deployment; false when it already ended. */

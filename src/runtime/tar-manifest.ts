@@ -50,15 +50,17 @@ const FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile']);
 export class ManifestSink {
   readonly done: Promise<Manifest>;
   private readonly parser: Parser;
+  private sawEntry = false;
+  private onlyZeros = true;
 
   constructor(opts: { hash?: boolean; onFile?: (size: number) => void } = {}) {
     const entries = new Map<string, ManifestEntry>();
     const hash = opts.hash ?? true;
     const manifest: Manifest = { entries, files: 0, directories: 0, bytes: 0 };
-    let failure: Error | undefined;
     this.parser = new Parser({
       strict: true,
       onReadEntry: (entry: ReadEntry) => {
+        this.sawEntry = true;
         const path = normalizeTarPath(entry.path);
         const isFile = FILE_TYPES.has(entry.type);
         const e: ManifestEntry = {
@@ -92,27 +94,28 @@ export class ManifestSink {
         }
       },
     });
-    this.parser.on('error', (err: Error) => (failure ??= err));
-    this.parser.on('warn', (code: string, message: string | Error) => {
-      // strict mode turns bad entries into errors; warnings left are about unsupported fields.
-      if (code === 'TAR_BAD_ARCHIVE' || code === 'TAR_ABORT') failure ??= new Error(`${code}: ${String(message)}`);
-    });
     const parser = this.parser;
-    this.done = (async () => {
-      await once(parser, 'end');
-      if (failure) throw failure;
-      return manifest;
-    })();
+    this.done = new Promise<Manifest>((resolve, reject) => {
+      parser.on('error', (err: Error & { code?: string }) => {
+        // node-tar calls a tar with no entry at all "Unrecognized archive format"; an engine
+        // sends exactly that (only zero blocks, or nothing) for an empty directory.
+        if (err.code === 'TAR_BAD_ARCHIVE' && !this.sawEntry && this.onlyZeros) return;
+        reject(err);
+      });
+      parser.on('end', () => resolve(manifest));
+    });
     this.done.catch(() => undefined);
   }
 
   /** false: wait for 'drain' (see `drained`). */
   write(chunk: Buffer): boolean {
+    if (this.onlyZeros && !this.sawEntry && chunk.some((b) => b !== 0)) this.onlyZeros = false;
     return this.parser.write(chunk);
   }
 
   drained(signal?: AbortSignal): Promise<unknown> {
-    return once(this.parser, 'drain', signal ? { signal } : {});
+    // A parser that failed never drains: its failure ends the wait instead.
+    return Promise.race([once(this.parser, 'drain', signal ? { signal } : {}), this.done]);
   }
 
   end(): void {

@@ -49,6 +49,15 @@ export interface CopyVolumeOptions {
   checksums?: boolean;
   /** Labels put on the helper containers (e.g. the job id), besides berth.volume-copy. */
   helperLabels?: Record<string, string>;
+  /**
+   * How file owners (uid/gid) reach the destination:
+   * - `archive`: as the source's archive reports them (Docker does);
+   * - `fixup`: podman's archive download reports every entry as owned by the helper's user, so
+   *   owners are listed on the source and re-applied on the destination by helper containers that
+   *   run (the helper image then needs sh, find, stat, sort, sha256sum, chown, chmod: busybox);
+   * - `auto` (default): `fixup` when the source engine is podman, else `archive`.
+   */
+  ownership?: 'auto' | 'archive' | 'fixup';
 }
 
 export interface CopyVolumeResult {
@@ -58,6 +67,8 @@ export interface CopyVolumeResult {
   directories: number;
   /** Tar stream bytes moved. */
   transferredBytes: number;
+  /** How owners were carried over (see CopyVolumeOptions.ownership), and how many entries needed it. */
+  ownership: { mode: 'archive' | 'fixup'; entries: number };
   verified: true;
 }
 
@@ -104,6 +115,8 @@ export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeRes
   await Promise.all([ensureImage(from.engine, opts.helperImage, { signal }), ensureImage(to.engine, opts.helperImage, { signal })]);
 
   const labels = opts.helperLabels ?? {};
+  const wanted = opts.ownership ?? 'auto';
+  const ownershipMode = wanted === 'auto' ? ((await isPodman(from.engine, signal)) ? 'fixup' : 'archive') : wanted;
   let src: string | undefined;
   let dst: string | undefined;
   try {
@@ -122,7 +135,8 @@ export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeRes
 
     // Verify: read the destination back and compare it with what left the source.
     const dest = await manifestOf(await to.engine.getArchive(dst, `${MOUNT}/.`, { signal }), { hash: checksums, signal });
-    const diffs = compareManifests(source.manifest, dest, { checksums });
+    // Owners in the tar headers are only meaningful when the source engine reports them.
+    const diffs = compareManifests(source.manifest, dest, { checksums, owners: ownershipMode === 'archive' });
     const destRoot = await to.engine.statPath(dst, MOUNT, { signal });
     if (destRoot.mode !== rootStat.mode) diffs.push(`volume root: mode ${rootStat.mode.toString(8)} → ${destRoot.mode.toString(8)}`);
     if (diffs.length > 0) {
@@ -131,11 +145,14 @@ export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeRes
         diffs,
       );
     }
+    const ownership: CopyVolumeResult['ownership'] =
+      ownershipMode === 'fixup' ? { mode: 'fixup', entries: await fixOwnership(opts, labels) } : { mode: 'archive', entries: 0 };
     return {
       bytes: source.manifest.bytes,
       files: source.manifest.files,
       directories: source.manifest.directories,
       transferredBytes: source.transferredBytes,
+      ownership,
       verified: true,
     };
   } finally {
@@ -224,5 +241,88 @@ async function transfer(
     throw putError ?? err;
   } finally {
     signal?.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+async function isPodman(engine: EngineClient, signal?: AbortSignal): Promise<boolean> {
+  const v = await engine.version({ signal });
+  return (v.Components ?? []).some((c) => /podman/i.test(c.Name));
+}
+
+/**
+ * Lists, sorted, `uid:gid:mode:./path` of the volume root and of every entry not owned by
+ * root:root, into /tmp/berth-owners of the helper's own filesystem, and prints
+ * `<lines> <sha256 of the list>`.
+ */
+const LIST_OWNERS = `cd ${MOUNT} && { stat -c '%u:%g:%a:%n' . && find . -mindepth 1 \\( ! -user 0 -o ! -group 0 \\) -exec stat -c '%u:%g:%a:%n' {} + ; } | sort > /tmp/berth-owners`;
+const REPORT = `echo "$(wc -l < /tmp/berth-owners) $(sha256sum < /tmp/berth-owners | cut -d ' ' -f 1)"`;
+/** Applies /tmp/berth-owners (as uploaded from the source) to the volume: chown, then the mode again (chown clears setuid/setgid). */
+const APPLY_OWNERS = `cd ${MOUNT} && while IFS= read -r line; do
+  u=\${line%%:*}; r=\${line#*:}; g=\${r%%:*}; r=\${r#*:}; m=\${r%%:*}; p=\${r#*:}
+  chown -h "$u:$g" "$p" || exit 3
+  if [ ! -L "$p" ]; then chmod "$m" "$p" || exit 4; fi
+done < /tmp/berth-owners.src`;
+
+async function runHelper(
+  engine: EngineClient,
+  volume: string,
+  readOnly: boolean,
+  script: string,
+  image: string,
+  labels: Record<string, string>,
+  signal: AbortSignal | undefined,
+  cleanup: { engine: EngineClient; id: string }[],
+  before?: (id: string) => Promise<void>,
+): Promise<{ id: string; output: string }> {
+  const name = `berth-vcopy-${randomUUID().slice(0, 13)}`;
+  const { Id } = await engine.createContainer(
+    name,
+    {
+      image,
+      cmd: ['sh', '-c', script],
+      volumes: [{ volume, target: MOUNT, readOnly, noCopy: true }],
+      networkMode: 'none',
+      labels: { [HELPER_LABEL]: 'ownership', ...labels },
+    },
+    { signal },
+  );
+  cleanup.push({ engine, id: Id });
+  if (before) await before(Id);
+  await engine.startContainer(Id, { signal });
+  const { StatusCode } = await engine.waitContainer(Id, { signal });
+  const logs = await engine.containerLogs(Id, { signal, tty: false, maxBytes: 64 * 1024 });
+  const output = logs.entries.map((e) => `${e.stream === 'stderr' ? '! ' : ''}${e.line}`).join('\n');
+  if (StatusCode !== 0) {
+    throw new Error(`ownership helper on ${engine.endpoint} (volume ${volume}) exited with ${StatusCode}: ${output.slice(0, 500)}`);
+  }
+  return { id: Id, output: logs.entries.filter((e) => e.stream === 'stdout').map((e) => e.line).join('\n').trim() };
+}
+
+/**
+ * Carries owners over from source to destination when the archive did not (podman). The list
+ * moves between the engines as an archive stream too, never through memory whole; both sides'
+ * lists are compared by sha256. Returns how many entries it covered.
+ */
+async function fixOwnership(opts: CopyVolumeOptions, labels: Record<string, string>): Promise<number> {
+  const { from, to, signal } = opts;
+  const helpers: { engine: EngineClient; id: string }[] = [];
+  try {
+    const listed = await runHelper(from.engine, from.volume, true, `${LIST_OWNERS} && ${REPORT}`, opts.helperImage, labels, signal, helpers);
+    const [count, sourceSum] = listed.output.split(' ');
+    const lines = Number(count);
+    if (!Number.isFinite(lines) || !sourceSum) throw new Error(`ownership helper on ${from.engine.endpoint} printed ${JSON.stringify(listed.output)}`);
+    const script = `mv /tmp/berth-owners /tmp/berth-owners.src && ${APPLY_OWNERS} && ${LIST_OWNERS} && ${REPORT}`;
+    const applied = await runHelper(to.engine, to.volume, false, script, opts.helperImage, labels, signal, helpers, async (id) => {
+      await to.engine.putArchive(id, '/tmp', await from.engine.getArchive(listed.id, '/tmp/berth-owners', { signal }), { signal });
+    });
+    if (applied.output !== listed.output) {
+      throw new VerificationError(
+        `owners of volume ${to.volume} (${to.engine.endpoint}) do not match ${from.volume} (${from.engine.endpoint}) after the copy`,
+        [`source owners list: ${listed.output}`, `destination owners list: ${applied.output}`],
+      );
+    }
+    return lines;
+  } finally {
+    await Promise.allSettled(helpers.map((h) => h.engine.removeContainer(h.id, { force: true, removeVolumes: false })));
   }
 }

@@ -167,6 +167,7 @@ export interface StoragesTable extends Timestamps {
   name: string;
   mount_path: string;
   container: string | null;
+  engine_volume: string | null;
 }
 
 export interface DeploymentsTable extends Timestamps {

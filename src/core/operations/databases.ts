@@ -154,7 +154,7 @@ function createOperation(kind: DatabaseKind) {
           })
           .returningAll()
           .executeTakeFirstOrThrow();
-        await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name: 'data', mount_path: ENGINES[kind].dataDir, container: null, ...stamps() }).execute();
+        await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name: 'data', mount_path: ENGINES[kind].dataDir, container: null, engine_volume: null, ...stamps() }).execute();
         return r;
       });
       const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;

@@ -74,7 +74,8 @@ async function views(db: Db, rows: DeploymentRow[], full = false): Promise<z.inf
  * Records a deployment and puts it on its server's queue. When the queue is full the record is
  * removed again and the caller gets 429 "Deployment queue is full.": nothing half-queued stays.
  */
-export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' | 'caller'>, r: ResourceRow, kind: DeploymentKind, force: boolean) {
+export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' | 'caller' | 'runtime'>, r: ResourceRow, kind: DeploymentKind, force: boolean) {
+  if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; deploy it when the migration has finished.' });
   const server = await serverOf(ctx.db, r);
   const d = await ctx.db
     .insertInto('deployments')
@@ -87,7 +88,7 @@ export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' 
     await ctx.db.deleteFrom('deployments').where('id', '=', d.id).execute();
     throw err;
   }
-  return d;
+  return { ...d, live: ctx.runtime.isLive(server) };
 }
 
 const note = (live: boolean) => (live ? '' : ` ${RECORD_ONLY_NOTE}`);
@@ -122,7 +123,7 @@ export const deploymentOperations = [
       for (const r of wanted) {
         const d = await queueDeployment(ctx, r, 'deploy', Boolean(i.force));
         const label = SINGULAR[collectionOf(r)];
-        deployments.push({ message: `${label[0]!.toUpperCase()}${label.slice(1)} ${r.name} deployment queued.${note(ctx.runtime.live)}`, resource_uuid: r.uuid, deployment_uuid: d.uuid });
+        deployments.push({ message: `${label[0]!.toUpperCase()}${label.slice(1)} ${r.name} deployment queued.${note(d.live)}`, resource_uuid: r.uuid, deployment_uuid: d.uuid });
       }
       return { deployments };
     },
@@ -216,7 +217,7 @@ export function lifecycleOperations(collection: Collection) {
         const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, KINDS_OF[collection]);
         const d = await queueDeployment(ctx, r, action, false);
         const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
-        return { message: `${label} ${VERB[action]} request queued.${note(ctx.runtime.live)}`, deployment_uuid: d.uuid };
+        return { message: `${label} ${VERB[action]} request queued.${note(d.live)}`, deployment_uuid: d.uuid };
       },
     }),
   );

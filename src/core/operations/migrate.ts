@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { nowIso } from '../../store/db.js';
 import type { MigrationJobsTable } from '../../store/schema.js';
-import { validationError } from '../errors.js';
+import { BerthError, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
@@ -79,35 +79,28 @@ export function migrateOperation(collection: Collection) {
     }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/migrate` },
-    async run({ db, caller }, i) {
+    async run(ctx, i) {
+      const { db, caller } = ctx;
       const r = await ownedResource(db, i.uuid, caller.teamId, KINDS_OF[collection]);
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
+      if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; wait for that migration to finish.' });
       const [fromServer, toServer] = await Promise.all([serverOf(db, r), db.selectFrom('servers').selectAll().where('id', '=', target.server_id).executeTakeFirstOrThrow()]);
       const volumes = await db.selectFrom('storages').select('id').where('resource_id', '=', r.id).execute();
       const crossServer = fromServer.id !== toServer.id;
       const movesData = i.migrate_volumes && crossServer && managed(fromServer) && managed(toServer) && volumes.length > 0;
       const migrationUuid = newUuid();
-      await db.transaction().execute(async (trx) => {
-        await trx
-          .insertInto('migrations_jobs')
-          .values({
-            uuid: migrationUuid,
-            team_id: caller.teamId,
-            resource_id: r.id,
-            from_destination_id: r.destination_id,
-            to_destination_id: target.id,
-            migrate_volumes: i.migrate_volumes ? 1 : 0,
-            moves_data: movesData ? 1 : 0,
-            status: movesData ? 'pending' : 'finished',
-            progress: JSON.stringify(movesData ? { volumes_total: volumes.length, volumes_done: 0, bytes: 0 } : {}),
-            error: null,
-            finished_at: movesData ? null : nowIso(),
-            ...stamps(),
-          })
-          .execute();
-        await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', updated_at: nowIso() }).where('id', '=', r.id).execute();
-      });
+      const row = {
+        uuid: migrationUuid,
+        team_id: caller.teamId,
+        resource_id: r.id,
+        from_destination_id: r.destination_id,
+        to_destination_id: target.id,
+        migrate_volumes: i.migrate_volumes ? 1 : 0,
+        moves_data: movesData ? 1 : 0,
+        error: null,
+        ...stamps(),
+      };
       const why = !i.migrate_volumes
         ? 'migrate_volumes is false, so no volume data moves.'
         : !crossServer
@@ -116,9 +109,10 @@ export function migrateOperation(collection: Collection) {
             ? 'It has no persistent volumes.'
             : !movesData
               ? 'One of the servers is not managed by berth (no validated engine), so no volume data moves.'
-              : `Its ${volumes.length} volume(s) will be copied to the new server (migration ${migrationUuid}); the transfer is pending.`;
-      return {
-        message: `${singular[0]!.toUpperCase()}${singular.slice(1)} stopped and moved to the new destination. ${why} Redeploy when ready.`,
+              : `Its ${volumes.length} volume(s) are being copied to the new server; it moves there when the copy is verified (follow migration ${migrationUuid}).`;
+      const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
+      const result = (status: string) => ({
+        message: status === 'finished' ? `${label} stopped and moved to the new destination. ${why} Redeploy when ready.` : status === 'failed' ? `${label} migration failed; it stays on its old destination.` : `${label} stopped. ${why} Redeploy when it has moved.`,
         uuid: r.uuid,
         destination_uuid: target.uuid,
         migrate_volumes: i.migrate_volumes,
@@ -126,8 +120,49 @@ export function migrateOperation(collection: Collection) {
         async: movesData,
         volume_jobs: movesData ? volumes.length : 0,
         migration_uuid: migrationUuid,
-        status: movesData ? 'pending' : 'finished',
-      };
+        status,
+      });
+
+      if (!movesData) {
+        await ctx.runtime.stopResource(r.id, ctx.signal);
+        await db.transaction().execute(async (trx) => {
+          await trx.insertInto('migrations_jobs').values({ ...row, status: 'finished', progress: '{}', finished_at: nowIso() }).execute();
+          await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', updated_at: nowIso() }).where('id', '=', r.id).execute();
+        });
+        return result('finished');
+      }
+
+      const m = await db.transaction().execute(async (trx) => {
+        const inserted = await trx
+          .insertInto('migrations_jobs')
+          .values({ ...row, status: 'pending', progress: JSON.stringify({ volumes_total: volumes.length, volumes_done: 0, bytes: 0 }), finished_at: null })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        await trx.updateTable('resources').set({ status: 'migrating', updated_at: nowIso() }).where('id', '=', r.id).execute();
+        return inserted;
+      });
+      let done: Promise<void>;
+      try {
+        const onProgress = ctx.progress
+          ? (p: { volumes_total: number; volumes_done: number; bytes: number; current_volume?: string }) =>
+              void ctx.progress!({ progress: p.volumes_done, total: p.volumes_total, message: `${p.volumes_done}/${p.volumes_total} volumes, ${p.bytes} bytes${p.current_volume ? ` (copying ${p.current_volume})` : ''}` }).catch(() => undefined)
+          : undefined;
+        ({ done } = await ctx.jobs.enqueueMigration(m.id, toServer.id, onProgress));
+      } catch (err) {
+        // A full queue leaves nothing behind: no migration record, the resource as it was.
+        await db.transaction().execute(async (trx) => {
+          await trx.deleteFrom('migrations_jobs').where('id', '=', m.id).execute();
+          await trx.updateTable('resources').set({ status: r.status, updated_at: nowIso() }).where('id', '=', r.id).execute();
+        });
+        throw err;
+      }
+      // A caller that asked for progress (an MCP progress token) waits for the transfer.
+      if (ctx.progress) {
+        await done.catch(() => undefined);
+        const final = await db.selectFrom('migrations_jobs').select('status').where('id', '=', m.id).executeTakeFirstOrThrow();
+        return result(final.status);
+      }
+      return result('pending');
     },
   });
 }

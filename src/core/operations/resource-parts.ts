@@ -171,7 +171,7 @@ export const volumeName = (resourceUuid: string, storageName: string) => `${reso
 
 async function storages(db: Db, resource: { id: number; uuid: string }) {
   const rows = await db.selectFrom('storages').selectAll().where('resource_id', '=', resource.id).orderBy('id').execute();
-  return rows.map((s) => ({ uuid: s.uuid, name: s.name, mount_path: s.mount_path, container: s.container, volume_name: volumeName(resource.uuid, s.name), created_at: s.created_at, updated_at: s.updated_at }));
+  return rows.map((s) => ({ uuid: s.uuid, name: s.name, mount_path: s.mount_path, container: s.container, volume_name: s.engine_volume ?? volumeName(resource.uuid, s.name), created_at: s.created_at, updated_at: s.updated_at }));
 }
 
 /** Persistent storages (named volumes) of one collection. Services derive theirs from compose. */
@@ -213,7 +213,7 @@ export function storageOperations(collection: Collection) {
         const taken = await db.selectFrom('storages').select(['name', 'mount_path']).where('resource_id', '=', r.id).execute();
         if (taken.some((s) => s.name === name)) throw validationError({ name: ['A storage with this name already exists.'] });
         if (taken.some((s) => s.mount_path === mount_path)) throw validationError({ mount_path: ['Another storage is mounted there.'] });
-        const s = await db.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name, mount_path, container: null, ...stamps() }).returningAll().executeTakeFirstOrThrow();
+        const s = await db.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name, mount_path, container: null, engine_volume: null, ...stamps() }).returningAll().executeTakeFirstOrThrow();
         return { uuid: s.uuid, name, mount_path, container: null, volume_name: volumeName(r.uuid, name), created_at: s.created_at, updated_at: s.updated_at };
       },
     }),

@@ -47,7 +47,7 @@ async function syncStorages(db: Db, resourceId: number, containers: ComposeConta
   for (const [volume, w] of wanted) {
     const e = existing.find((x) => x.name === volume);
     if (e) await db.updateTable('storages').set({ mount_path: w.target, container: w.container, updated_at: nowIso() }).where('id', '=', e.id).execute();
-    else await db.insertInto('storages').values({ uuid: newUuid(), resource_id: resourceId, name: volume, mount_path: w.target, container: w.container, ...stamps() }).execute();
+    else await db.insertInto('storages').values({ uuid: newUuid(), resource_id: resourceId, name: volume, mount_path: w.target, container: w.container, engine_volume: null, ...stamps() }).execute();
   }
 }
 

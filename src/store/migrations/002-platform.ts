@@ -109,7 +109,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .addColumn('name', 'text', (c) => c.notNull())
       .addColumn('mount_path', 'text', (c) => c.notNull())
       /** Which container of a service mounts it; null for applications and databases. */
-      .addColumn('container', 'text'),
+      .addColumn('container', 'text')
+      /** The engine volume holding the data when it is not the derived `<uuid>-<name>` (after a migration). */
+      .addColumn('engine_volume', 'text'),
   )
     .addUniqueConstraint('storage_name_per_resource', ['resource_id', 'name'])
     .execute();

@@ -1,0 +1,253 @@
+import type { Logger } from 'pino';
+import { volumeName } from '../core/operations/resource-parts.js';
+import { recordOnlyRuntime, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
+import { nowIso, type Db } from '../store/db.js';
+import { EngineClient, ensureImage } from './engine.js';
+import { NotFoundError } from './errors.js';
+import { LABEL_MANAGED, planResource, type Plan } from './plan.js';
+import { copyVolume } from './volume-copy.js';
+
+/** Marks staging volumes with their migration, so only those are ever discarded. */
+const LABEL_MIGRATION = 'berth.migration';
+
+/** Networks berth never creates: the engine's own modes. */
+const BUILTIN_NETWORKS = new Set(['none', 'host', 'bridge', 'default']);
+
+/**
+ * The runtime that acts on real Docker-compatible engines: validates servers, turns deployments
+ * into containers matching the records (replacing old ones, never touching volumes), moves volume
+ * data for migrations, and reads logs. Servers registered without an engine endpoint are not
+ * managed: for them it keeps the records only, and says so.
+ */
+export class LiveRuntime implements Runtime {
+  private readonly engines = new Map<string, EngineClient>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly logger: Logger,
+    /** Image for the never-started helper containers of a volume copy. */
+    private readonly helperImage: string,
+  ) {}
+
+  isLive(server: ServerEngine): boolean {
+    return server.engine_endpoint !== null;
+  }
+
+  private async serverOfResource(resourceId: number) {
+    return this.db
+      .selectFrom('resources as r')
+      .innerJoin('destinations as d', 'd.id', 'r.destination_id')
+      .innerJoin('servers as s', 's.id', 'd.server_id')
+      .select(['s.id', 's.engine_endpoint', 's.engine_tls'])
+      .where('r.id', '=', resourceId)
+      .executeTakeFirstOrThrow();
+  }
+
+  /** One client per endpoint and TLS material; a changed endpoint gets a new client. */
+  engineFor(server: ServerEngine): EngineClient {
+    if (!server.engine_endpoint) throw new Error('The server has no engine_endpoint.');
+    const key = `${server.engine_endpoint}\n${server.engine_tls ?? ''}`;
+    let e = this.engines.get(key);
+    if (!e) {
+      const tls = server.engine_tls ? (JSON.parse(server.engine_tls) as { ca: string; cert: string; key: string }) : undefined;
+      e = new EngineClient({ endpoint: server.engine_endpoint, ...(tls ? { tls } : {}) });
+      this.engines.set(key, e);
+    }
+    return e;
+  }
+
+  async engineForServerId(serverId: number): Promise<EngineClient> {
+    const s = await this.db.selectFrom('servers').select(['id', 'engine_endpoint', 'engine_tls']).where('id', '=', serverId).executeTakeFirstOrThrow();
+    return this.engineFor(s);
+  }
+
+  async validateServer(server: ServerEngine): Promise<ValidationResult> {
+    if (!server.engine_endpoint) return { reachable: false, usable: false, logs: 'The server has no engine_endpoint, so berth cannot manage it.' };
+    try {
+      const engine = this.engineFor(server);
+      await engine.ping();
+      const v = await engine.version();
+      // Usable: berth can read what it needs to manage (containers and volumes).
+      await engine.listContainers({ labels: { 'berth.managed': 'true' } });
+      await engine.listVolumes();
+      return { reachable: true, usable: true, logs: `Docker-compatible engine ${v.Version} (API ${v.ApiVersion}, ${v.Os ?? '?'}/${v.Arch ?? '?'}) at ${server.engine_endpoint}.` };
+    } catch (err) {
+      return { reachable: false, usable: false, logs: (err as Error).message };
+    }
+  }
+
+  async runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'> {
+    const d = await ctx.db.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirstOrThrow();
+    if (!this.isLive(await this.serverOfResource(d.resource_id))) return recordOnlyRuntime.runDeployment(deploymentId, ctx);
+    const plan = await planResource(ctx.db, d.resource_id);
+    const engine = await this.engineForServerId(plan.serverId);
+    const setStatus = (status: string) => ctx.db.updateTable('resources').set({ status, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
+    switch (d.kind) {
+      case 'stop':
+        await this.stopAll(engine, plan, ctx);
+        await setStatus('exited');
+        return 'finished';
+      case 'start': {
+        const missing = await this.missing(engine, plan);
+        if (missing.length === 0) {
+          for (const c of plan.containers) await engine.startContainer(c.name, { signal: ctx.signal });
+          await ctx.log(`started ${plan.containers.length} container(s)`);
+          await setStatus('running');
+          return 'finished';
+        }
+        await ctx.log(`${missing.length} container(s) do not exist yet; deploying instead`);
+        break;
+      }
+      case 'restart':
+        await this.stopAll(engine, plan, ctx);
+        for (const c of plan.containers) await engine.startContainer(c.name, { signal: ctx.signal });
+        await setStatus('running');
+        await ctx.log('restarted');
+        return 'finished';
+    }
+    await this.deploy(engine, plan, ctx);
+    await setStatus('running');
+    return 'finished';
+  }
+
+  private async missing(engine: EngineClient, plan: Plan): Promise<string[]> {
+    const out: string[] = [];
+    for (const c of plan.containers) {
+      try {
+        await engine.inspectContainer(c.name);
+      } catch (err) {
+        if (err instanceof NotFoundError) out.push(c.name);
+        else throw err;
+      }
+    }
+    return out;
+  }
+
+  private async stopAll(engine: EngineClient, plan: Plan, ctx: Pick<RuntimeJobContext, 'log' | 'signal'>): Promise<void> {
+    for (const c of plan.containers) {
+      try {
+        await engine.stopContainer(c.name, 10, { signal: ctx.signal });
+        await ctx.log(`stopped ${c.name}`);
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+      }
+    }
+  }
+
+  /** Replaces every container of the plan with a fresh one from the records; volumes persist. */
+  private async deploy(engine: EngineClient, plan: Plan, ctx: RuntimeJobContext): Promise<void> {
+    if (!BUILTIN_NETWORKS.has(plan.network)) {
+      try {
+        await engine.inspectNetwork(plan.network, { signal: ctx.signal });
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+        await engine.createNetwork(plan.network, { labels: { 'berth.managed': 'true' }, signal: ctx.signal });
+        await ctx.log(`created network ${plan.network}`);
+      }
+    }
+    for (const v of plan.volumes) {
+      try {
+        await engine.inspectVolume(v, { signal: ctx.signal });
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+        await engine.createVolume(v, { labels: { 'berth.managed': 'true' }, signal: ctx.signal });
+        await ctx.log(`created volume ${v}`);
+      }
+    }
+    for (const c of plan.containers) {
+      await ensureImage(engine, c.spec.image, { signal: ctx.signal });
+      try {
+        await engine.removeContainer(c.name, { force: true, signal: ctx.signal });
+        await ctx.log(`removed the previous ${c.name}`);
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+      }
+      await engine.createContainer(c.name, c.spec, { signal: ctx.signal });
+      await engine.startContainer(c.name, { signal: ctx.signal });
+      await ctx.log(`started ${c.name} from ${c.spec.image}`);
+    }
+  }
+
+  async stopResource(resourceId: number, signal?: AbortSignal): Promise<void> {
+    if (!this.isLive(await this.serverOfResource(resourceId))) return;
+    const plan = await planResource(this.db, resourceId);
+    await this.stopAll(await this.engineForServerId(plan.serverId), plan, { log: async () => undefined, signal: signal ?? new AbortController().signal });
+  }
+
+  private async migrationParts(migrationId: number) {
+    const m = await this.db.selectFrom('migrations_jobs').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
+    const r = await this.db.selectFrom('resources').select(['id', 'uuid']).where('id', '=', m.resource_id).executeTakeFirstOrThrow();
+    const serverOf = (destinationId: number) =>
+      this.db.selectFrom('destinations as d').innerJoin('servers as s', 's.id', 'd.server_id').select(['s.id', 's.engine_endpoint', 's.engine_tls']).where('d.id', '=', destinationId).executeTakeFirstOrThrow();
+    const [from, to] = await Promise.all([serverOf(m.from_destination_id), serverOf(m.to_destination_id)]);
+    return { m, r, from: this.engineFor(from), to: this.engineFor(to) };
+  }
+
+  /**
+   * Copies each volume into a staging volume on the target, one after another; a volume already
+   * copied and verified (recorded in the progress) is not copied again when a job resumes, and a
+   * half-copied staging volume from a cut-off attempt is discarded first. Sources are only read.
+   */
+  async copyVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>> {
+    const { m, r, from, to } = await this.migrationParts(migrationId);
+    const storages = await this.db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).orderBy('id').execute();
+    const saved = JSON.parse(m.progress) as MigrationProgress & { staged?: Record<string, string> };
+    const staged: Record<string, string> = { ...(saved.staged ?? {}) };
+    let bytesDone = saved.bytes ?? 0;
+    const report = (extra: Partial<MigrationProgress> = {}) =>
+      ctx.progress({ volumes_total: storages.length, volumes_done: Object.keys(staged).length, bytes: bytesDone, ...extra, ...({ staged } as object) });
+    for (const s of storages) {
+      if (staged[s.id]) continue;
+      const source = s.engine_volume ?? volumeName(r.uuid, s.name);
+      const staging = `${volumeName(r.uuid, s.name)}-${m.uuid.slice(0, 8)}`;
+      try {
+        await to.removeVolume(staging, { force: true, signal: ctx.signal });
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+      }
+      const before = bytesDone;
+      const result = await copyVolume({
+        from: { engine: from, volume: source },
+        to: { engine: to, volume: staging, labels: { [LABEL_MANAGED]: 'true', [LABEL_MIGRATION]: m.uuid } },
+        helperImage: this.helperImage,
+        helperLabels: { [LABEL_MIGRATION]: m.uuid },
+        signal: ctx.signal,
+        onProgress: (p) => {
+          bytesDone = before + p.bytes;
+          void report({ current_volume: s.name }).catch(() => undefined);
+        },
+      });
+      bytesDone = before + result.bytes;
+      staged[s.id] = staging;
+      await report();
+    }
+    return new Map(Object.entries(staged).map(([k, v]) => [Number(k), v]));
+  }
+
+  async discardStaging(migrationId: number): Promise<void> {
+    const { m, to } = await this.migrationParts(migrationId);
+    const vols = await to.listVolumes({ labels: { [LABEL_MIGRATION]: m.uuid } });
+    for (const v of vols) await to.removeVolume(v.Name, { force: true }).catch((err) => this.logger.warn({ err, volume: v.Name }, 'could not discard a staging volume'));
+  }
+
+  async logs(resourceId: number, opts: { lines: number }): Promise<string> {
+    if (!this.isLive(await this.serverOfResource(resourceId))) return '';
+    const plan = await planResource(this.db, resourceId);
+    const engine = await this.engineForServerId(plan.serverId);
+    const parts: string[] = [];
+    for (const c of plan.containers) {
+      try {
+        const { entries } = await engine.containerLogs(c.name, { tail: opts.lines, timestamps: true });
+        const lines = entries.map((e) => `${e.timestamp ?? ''} ${e.line}`.trim());
+        parts.push(plan.containers.length > 1 ? lines.map((l) => `[${c.name}] ${l}`).join('\n') : lines.join('\n'));
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+      }
+    }
+    return parts.filter(Boolean).join('\n');
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.engines.values()].map((e) => e.close().catch((err) => this.logger.debug({ err }, 'engine close'))));
+  }
+}

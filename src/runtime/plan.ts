@@ -1,0 +1,118 @@
+import type { ApplicationConfig } from '../core/operations/applications.js';
+import type { DatabaseConfig } from '../core/operations/databases.js';
+import { DATABASE_ENGINES } from '../core/operations/databases.js';
+import type { DatabaseKind } from '../core/operations/resource-common.js';
+import { volumeName } from '../core/operations/resource-parts.js';
+import type { ServiceConfig } from '../core/operations/services.js';
+import type { Db } from '../store/db.js';
+import type { ContainerSpec, PortBinding } from './types.js';
+
+/** Labels berth puts on everything it creates, so it can find (and only touch) its own. */
+export const LABEL_RESOURCE = 'berth.resource';
+export const LABEL_MANAGED = 'berth.managed';
+
+export interface PlannedContainer {
+  name: string;
+  spec: ContainerSpec;
+}
+
+export interface Plan {
+  serverId: number;
+  network: string;
+  containers: PlannedContainer[];
+  volumes: string[];
+}
+
+function ports(mappings: string | null): PortBinding[] {
+  if (!mappings) return [];
+  return mappings.split(',').map((m) => {
+    const [host, container] = m.split(':').map(Number);
+    return { hostPort: host!, containerPort: container! };
+  });
+}
+
+/** Environment of a database container from its type fields, as the official images expect. */
+function databaseEnv(kind: DatabaseKind, f: Record<string, string>): Record<string, string> {
+  switch (kind) {
+    case 'postgresql':
+      return { POSTGRES_USER: f.postgres_user!, POSTGRES_PASSWORD: f.postgres_password!, POSTGRES_DB: f.postgres_db! };
+    case 'mysql':
+      return { MYSQL_ROOT_PASSWORD: f.mysql_root_password!, MYSQL_USER: f.mysql_user!, MYSQL_PASSWORD: f.mysql_password!, MYSQL_DATABASE: f.mysql_database! };
+    case 'mariadb':
+      return { MARIADB_ROOT_PASSWORD: f.mariadb_root_password!, MARIADB_USER: f.mariadb_user!, MARIADB_PASSWORD: f.mariadb_password!, MARIADB_DATABASE: f.mariadb_database! };
+    case 'redis':
+      return { REDIS_PASSWORD: f.redis_password! };
+    case 'mongodb':
+      return { MONGO_INITDB_ROOT_USERNAME: f.mongo_initdb_root_username!, MONGO_INITDB_ROOT_PASSWORD: f.mongo_initdb_root_password!, MONGO_INITDB_DATABASE: f.mongo_initdb_database! };
+  }
+}
+
+const envList = (env: Record<string, string>) => Object.entries(env).map(([k, v]) => `${k}=${v}`);
+
+/**
+ * What a resource should look like on its engine, derived from the records alone: container
+ * names, images, environment, ports and named volumes. A deployment makes the engine match it.
+ */
+export async function planResource(db: Db, resourceId: number): Promise<Plan> {
+  const r = await db.selectFrom('resources').selectAll().where('id', '=', resourceId).executeTakeFirstOrThrow();
+  const dest = await db.selectFrom('destinations').select(['server_id', 'network']).where('id', '=', r.destination_id).executeTakeFirstOrThrow();
+  const envRows = await db.selectFrom('environment_variables').select(['key', 'value']).where('resource_id', '=', r.id).where('is_preview', '=', 0).execute();
+  const storages = await db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute();
+  const userEnv = Object.fromEntries(envRows.map((e) => [e.key, e.value ?? '']));
+  const vol = (name: string) => storages.find((s) => s.name === name)?.engine_volume ?? volumeName(r.uuid, name);
+  const labels = { [LABEL_MANAGED]: 'true', [LABEL_RESOURCE]: r.uuid };
+  const base = { labels, restartPolicy: { name: 'unless-stopped' as const }, networkMode: dest.network };
+  const config = JSON.parse(r.config) as unknown;
+  let containers: PlannedContainer[];
+  if (r.kind === 'application') {
+    const c = config as ApplicationConfig;
+    containers = [
+      {
+        name: r.uuid,
+        spec: {
+          ...base,
+          image: `${c.docker_registry_image_name}:${c.docker_registry_image_tag}`,
+          env: envList(userEnv),
+          ports: ports(c.ports_mappings),
+          volumes: storages.map((s) => ({ volume: vol(s.name), target: s.mount_path })),
+        },
+      },
+    ];
+  } else if (r.kind === 'service') {
+    const c = config as ServiceConfig;
+    containers = c.containers.map((k) => ({
+      name: `${r.uuid}-${k.name}`,
+      spec: {
+        ...base,
+        networkAliases: [k.name],
+        image: k.image,
+        env: envList({ ...k.environment, ...userEnv }),
+        ...(k.command ? { cmd: k.command } : {}),
+        ...(k.entrypoint ? { entrypoint: k.entrypoint } : {}),
+        ports: k.ports.map((p) => {
+          const [a, b] = p.replace(/\/(tcp|udp)$/, '').split(':');
+          return b === undefined ? { containerPort: Number(a) } : { hostPort: Number(a), containerPort: Number(b) };
+        }),
+        volumes: k.mounts.map((m) => ({ volume: vol(m.volume), target: m.target, readOnly: m.readOnly })),
+        binds: k.binds.map((b) => `${b.source}:${b.target}${b.readOnly ? ':ro' : ''}`),
+        labels: { ...labels, 'berth.container': k.name },
+      },
+    }));
+  } else {
+    const c = config as DatabaseConfig;
+    const kind = r.kind as DatabaseKind;
+    containers = [
+      {
+        name: r.uuid,
+        spec: {
+          ...base,
+          image: c.image,
+          env: envList({ ...databaseEnv(kind, c.fields), ...userEnv }),
+          ports: c.is_public && c.public_port ? [{ hostPort: c.public_port, containerPort: DATABASE_ENGINES[kind].port }] : [],
+          volumes: storages.map((s) => ({ volume: vol(s.name), target: s.mount_path })),
+        },
+      },
+    ];
+  }
+  return { serverId: dest.server_id, network: dest.network, containers, volumes: storages.map((s) => vol(s.name)) };
+}
