@@ -78,13 +78,18 @@ export class Core {
     return new BerthError(kind);
   }
 
-  /** Permission, validation, action and redaction for an already admitted caller. */
-  async run(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions = {}): Promise<unknown> {
+  /** The permission checks; a door calls it before it even reads the input. */
+  authorize(op: Operation, caller: Caller): void {
     if (op.permission !== 'authenticated') {
       const missing = missingFor(caller.permissions, op.permission);
       if (missing.length) throw new BerthError('missing_permissions', { missingPermissions: missing });
     }
     if (op.access?.rootTeamOnly && !caller.rootTeam) throw new BerthError('root_team_only');
+  }
+
+  /** Permission, validation, action and redaction for an already admitted caller. */
+  async run(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions = {}): Promise<unknown> {
+    this.authorize(op, caller);
     const parsed = op.input.safeParse(rawInput ?? {});
     if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues));
     const output = await op.run({ ...options, caller, ...this.deps }, parsed.data);

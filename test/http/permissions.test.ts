@@ -1,75 +1,419 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newUuid } from '../../src/core/ids.js';
+import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
-import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { nowIso } from '../../src/store/db.js';
+import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
+import { buildWorld, COMPOSE, type World } from '../helpers/world.js';
+
+/**
+ * The permission matrix over real HTTP, for every operation of the operation table (a new
+ * operation is covered as soon as it is in the table): a token holding exactly one permission
+ * either gets past the permission check (and, with a valid input built from a world, succeeds)
+ * or gets the contract's exact 403. The order of checks around it is checked too:
+ * authentication before permission, permission before validation and lookup.
+ */
+
+const GRANTS = ['read', 'read:sensitive', 'write', 'deploy', 'root'] as const;
+type Grant = (typeof GRANTS)[number];
+type Singular = 'application' | 'database' | 'service';
+
+const ROOT_TEAM_ONLY = `{"message":"Only a token of the instance's root team may do this."}`;
+const missing = (p: string) => JSON.stringify({ message: `Missing required permissions: ${p}`, missing_permissions: [p] });
+
+/** The rules: root passes everything, read:sensitive also satisfies read, nothing else implies anything. */
+function permits(granted: Grant, required: Operation['permission']): boolean {
+  if (required === 'authenticated' || granted === 'root') return true;
+  return granted === required || (required === 'read' && granted === 'read:sensitive');
+}
 
 let s: TestServer;
+let w: World;
+let seq = 0;
+
+/**
+ * Root tokens of one team for arranging data; each token is a user of its own, so a new one is
+ * taken before the per-user rate limit (200/min) could be reached.
+ */
+class Pool {
+  private current: string | undefined;
+  private uses = 0;
+  constructor(private readonly team?: number) {}
+  async token(): Promise<string> {
+    if (!this.current || this.uses >= 150) {
+      this.current = (await s.token({ permissions: ['root'], role: 'admin', team: this.team })).token;
+      this.uses = 0;
+    }
+    this.uses++;
+    return this.current;
+  }
+  async ok(method: string, path: string, body?: unknown): Promise<any> {
+    const r = await call(s.url, method, path, { token: await this.token(), body });
+    if (r.status >= 300) throw new Error(`setup ${method} ${path} → ${r.status} ${r.text}`);
+    return r.json;
+  }
+}
+let setup: Pool;
+
 beforeAll(async () => {
   s = await startTestServer();
+  w = await buildWorld(s);
+  setup = new Pool();
 });
 afterAll(() => s.stop());
 
-/** Minimal valid input per operation, so that a permitted call gets past validation. */
-function sample(name: string, teamId: number): { path: Record<string, string>; body?: unknown } {
-  switch (name) {
-    case 'get_team':
-    case 'list_team_members':
-      return { path: { id: String(teamId) } };
-    case 'send_feedback':
-      return { path: {}, body: { content: 'a useful remark about berth' } };
-    case 'update_settings':
-      return { path: {}, body: { api_enabled: true } };
-    default:
-      return { path: {} };
+// ---- sample inputs, built from the world ------------------------------------------------------
+
+function freshKey(): string {
+  return generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+}
+
+function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: string; storage_uuid?: string; envKey: string }> {
+  return {
+    application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, envKey: 'API_KEY' },
+    database: { uuid: x.databaseUuid, env_uuid: x.databaseEnvUuid, storage_uuid: x.databaseStorageUuid, envKey: 'PGTZ' },
+    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, envKey: 'MODE' },
+  };
+}
+
+/** The world's object for each path parameter, chosen by the path's prefix. */
+function worldParams(path: string, x: World, teamId: number): Record<string, string | undefined> {
+  const rest = path.replace(/^\/api\/v1\//, '');
+  if (rest.startsWith('deployments/applications/')) return { uuid: x.appUuid };
+  const head = rest.split('/')[0]!;
+  const parts = partsOf(x);
+  switch (head) {
+    case 'teams':
+      return { id: String(teamId) };
+    case 'security':
+      return { uuid: x.keyUuid };
+    case 'servers':
+      return { uuid: x.serverUuid };
+    case 'destinations':
+      return { uuid: x.destinationUuid };
+    case 'projects':
+      return { uuid: x.projectUuid };
+    case 'deployments':
+      return { uuid: x.deploymentUuid };
+    case 'migrations':
+      return { uuid: x.migrationUuid };
+    case 'applications':
+      return parts.application;
+    case 'databases':
+      return parts.database;
+    case 'services':
+      return parts.service;
   }
+  return {};
 }
 
-const grants = {
-  read: ['read'],
-  'read:sensitive': ['read:sensitive'],
-  write: ['write'],
-  deploy: ['deploy'],
-  root: ['root'],
-} as const;
-
-/** Whether a token with these permissions may run an operation needing `required`. */
-function expectedAllowed(granted: readonly string[], required: string): boolean {
-  if (required === 'authenticated' || granted.includes('root')) return true;
-  if (granted.includes(required)) return true;
-  return required === 'read' && granted.includes('read:sensitive');
+function fillPath(op: Operation, params: Record<string, string | undefined>): string {
+  return op.http.path.replace(/\{(\w+)\}/g, (_, k: string) => {
+    const v = params[k];
+    if (v === undefined) throw new Error(`no sample value for {${k}} of ${op.name} (${op.http.path}): extend worldParams`);
+    return encodeURIComponent(v);
+  });
 }
 
-describe('permission matrix (root team, so only permissions decide)', () => {
+/** A valid body (or query, for GET) for an operation, by its name. */
+function bodyFor(name: string, x: World): Record<string, unknown> | undefined {
+  const place = { project_uuid: x.projectUuid, server_uuid: x.serverUuid, destination_uuid: x.destinationUuid, environment_name: 'production' };
+  const i = ++seq;
+  switch (name) {
+    case 'update_settings':
+      return { api_enabled: true };
+    case 'send_feedback':
+      return { content: 'A useful remark about berth from the permission matrix.' };
+    case 'create_private_key':
+      return { name: `key-${i}`, private_key: freshKey() };
+    case 'create_server':
+      return { name: `server-${i}`, ip: '10.20.0.1' };
+    case 'create_server_destination':
+      return { network: `net-${i}` };
+    case 'update_destination':
+      return { name: `destination-${i}` };
+    case 'create_project':
+      return { name: `project ${i}` };
+    case 'create_environment':
+      return { name: `env-${i}` };
+    case 'create_application':
+      return { ...place, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80' };
+    case 'create_service':
+      return { ...place, docker_compose_raw: Buffer.from(COMPOSE).toString('base64') };
+    case 'deploy':
+      return { uuid: x.appUuid };
+  }
+  let m: RegExpExecArray | null;
+  if (/^create_\w+_database$/.test(name)) return place;
+  if (/^create_(application|database|service)_env$/.test(name)) return { key: `KEY_${i}`, value: 'value' };
+  if ((m = /^update_(application|database|service)_env$/.exec(name))) return { key: partsOf(x)[m[1] as Singular].envKey, value: `changed-${i}` };
+  if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
+  if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
+  if (/^update_/.test(name)) return { description: `changed ${i}` };
+  return undefined;
+}
+
+async function freshResource(kind: Singular, x: World): Promise<string> {
+  const place = { project_uuid: x.projectUuid, server_uuid: x.serverUuid, destination_uuid: x.destinationUuid, environment_name: 'production' };
+  const i = ++seq;
+  if (kind === 'application') return (await setup.ok('POST', '/api/v1/applications/dockerimage', { ...place, name: `fresh-${i}`, docker_registry_image_name: 'nginx' })).uuid;
+  if (kind === 'database') return (await setup.ok('POST', '/api/v1/databases/postgresql', { ...place, name: `fresh-${i}` })).uuid;
+  return (await setup.ok('POST', '/api/v1/services', { ...place, name: `fresh-${i}`, docker_compose_raw: COMPOSE })).uuid;
+}
+
+/** A deployment still queued (the worker never sees it), so that it can be cancelled. */
+async function queuedDeployment(resourceUuid: string): Promise<string> {
+  const r = await s.db.selectFrom('resources').select(['id', 'team_id', 'destination_id']).where('uuid', '=', resourceUuid).executeTakeFirstOrThrow();
+  const d = await s.db.selectFrom('destinations').select('server_id').where('id', '=', r.destination_id).executeTakeFirstOrThrow();
+  const uuid = newUuid();
+  const now = nowIso();
+  await s.db
+    .insertInto('deployments')
+    .values({ uuid, team_id: r.team_id, resource_id: r.id, server_id: d.server_id, kind: 'deploy', status: 'queued', force: 0, logs: '', started_at: null, finished_at: null, created_at: now, updated_at: now })
+    .execute();
+  return uuid;
+}
+
+type Recipe = (x: World) => Promise<Record<string, string | undefined>>;
+
+/** Destructive operations act on an object made for the one call, so later cases keep their world. */
+function freshRecipe(name: string): Recipe | undefined {
+  switch (name) {
+    case 'delete_private_key':
+      return async () => ({ uuid: (await setup.ok('POST', '/api/v1/security/keys', { private_key: freshKey() })).uuid });
+    case 'delete_server':
+      return async () => ({ uuid: (await setup.ok('POST', '/api/v1/servers', { ip: '10.30.0.1' })).uuid });
+    case 'delete_destination':
+      return async (x) => ({ uuid: (await setup.ok('POST', `/api/v1/servers/${x.serverUuid}/destinations`, { network: `gone-${++seq}` })).uuid });
+    case 'delete_project':
+      return async () => ({ uuid: (await setup.ok('POST', '/api/v1/projects', { name: `gone ${++seq}` })).uuid });
+    case 'cancel_deployment':
+      return async (x) => ({ uuid: await queuedDeployment(x.appUuid) });
+  }
+  let m: RegExpExecArray | null;
+  if ((m = /^(?:delete|migrate)_(application|database|service)$/.exec(name))) {
+    const kind = m[1] as Singular;
+    return async (x) => ({ uuid: await freshResource(kind, x) });
+  }
+  if ((m = /^delete_(application|database|service)_env$/.exec(name))) {
+    const kind = m[1] as Singular;
+    return async (x) => {
+      const uuid = partsOf(x)[kind].uuid;
+      return { uuid, env_uuid: (await setup.ok('POST', `/api/v1/${kind}s/${uuid}/envs`, { key: `GONE_${++seq}`, value: 'x' })).uuid };
+    };
+  }
+  if ((m = /^delete_(application|database|service)_storage$/.exec(name))) {
+    const kind = m[1] as Singular;
+    return async (x) => {
+      const uuid = partsOf(x)[kind].uuid;
+      const i = ++seq;
+      return { uuid, storage_uuid: (await setup.ok('POST', `/api/v1/${kind}s/${uuid}/storages`, { type: 'persistent', name: `gone-${i}`, mount_path: `/gone/${i}` })).uuid };
+    };
+  }
+  return undefined;
+}
+
+/** Destructive operations whose effect is harmless or undone right after the call. */
+const RESTORED = new Set(['disable_api']);
+const harmless = (name: string) => /^stop_/.test(name);
+
+async function send(op: Operation, token: string | undefined, params: Record<string, string | undefined>, body: Record<string, unknown> | undefined, opts: { from?: string } = {}): Promise<Reply> {
+  let url = fillPath(op, params);
+  let payload: unknown = body;
+  if (op.http.method === 'GET' && body) {
+    url += `?${new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)])).toString()}`;
+    payload = undefined;
+  }
+  return call(s.url, op.http.method, url, { token, body: payload, from: opts.from });
+}
+
+async function grantToken(g: Grant, team?: number): Promise<string> {
+  return (await s.token({ permissions: [g], role: g === 'root' ? 'admin' : 'member', team })).token;
+}
+
+/** Path parameters that name nothing and are not even well formed: only validation could tell. */
+function invalidParams(op: Operation): Record<string, string> {
+  return Object.fromEntries(pathParams(op.http.path).map((p) => [p, p === 'id' ? 'not-a-number' : '-not-a-uuid-']));
+}
+
+/** A permission the given operation needs and the returned grant lacks. */
+function refusedGrant(required: Operation['permission']): Grant {
+  return required === 'read' || required === 'root' ? 'write' : 'read';
+}
+
+// ---- the matrix --------------------------------------------------------------------------------
+
+let checked = 0;
+
+describe('permission matrix: one token per permission, every operation (root team)', () => {
   for (const op of operations) {
-    it(`${op.http.method} ${op.http.path} requires ${op.permission}`, async () => {
-      for (const [label, perms] of Object.entries(grants)) {
-        const role = (perms as readonly string[]).includes('root') ? 'admin' : 'member';
-        const t = await s.token({ permissions: [...perms], role });
-        const { path, body } = sample(op.name, s.rootTeamId);
-        const url = op.http.path.replace(/\{(\w+)\}/g, (_, k: string) => path[k]!);
-        const r = await call(s.url, op.http.method, url, { token: t.token, body });
-        const allowed = expectedAllowed(perms, op.permission);
+    it(`${op.name} (${op.http.method} ${op.http.path}) requires ${op.permission}`, async () => {
+      const recipe = freshRecipe(op.name);
+      for (const g of GRANTS) {
+        const token = await grantToken(g);
+        const allowed = permits(g, op.permission);
+        const params = allowed && recipe ? await recipe(w) : worldParams(op.http.path, w, s.rootTeamId);
+        const r = await send(op, token, params, bodyFor(op.name, w));
         if (allowed) {
-          expect(r.status, `${label} on ${op.name}: ${r.text}`).toBe(op.http.status ?? 200);
+          expect([401, 403], `${g} on ${op.name} is refused: ${r.text}`).not.toContain(r.status);
+          expect(r.status, `${g} on ${op.name} should succeed with the sample input: ${r.text}`).toBe(op.http.status ?? 200);
         } else {
-          expect(r.status, `${label} on ${op.name}`).toBe(403);
-          expect(r.json).toEqual({ message: `Missing required permissions: ${op.permission}`, missing_permissions: [op.permission] });
+          expect(r.status, `${g} on ${op.name}: ${r.text}`).toBe(403);
+          expect(r.text).toBe(missing(op.permission));
+          expect(r.headers['content-type']).toMatch(/^application\/json/);
         }
+        checked++;
+        if (allowed && op.name === 'disable_api') await setup.ok('POST', '/api/v1/enable');
       }
-      // Leave the instance as it was for the next operation.
-      await call(s.url, 'POST', '/api/v1/enable', { token: s.rootToken });
     });
   }
 
-  it('every operation requires exactly one of read, write, deploy (root for the toggle and settings)', () => {
-    for (const op of operations) expect(['read', 'write', 'deploy', 'root', 'authenticated']).toContain(op.permission);
-    const rootOnly = operations.filter((o) => o.permission === 'root').map((o) => o.name).sort();
-    expect(rootOnly).toEqual(['disable_api', 'enable_api', 'get_settings', 'update_settings']);
+  it(`covers ${operations.length} operations × ${GRANTS.length} tokens`, () => {
+    expect(checked).toBe(operations.length * GRANTS.length);
   });
 
-  it('write does not imply read', async () => {
-    const t = await s.token({ permissions: ['write', 'deploy'] });
-    const r = await call(s.url, 'GET', '/api/v1/teams', { token: t.token });
+  it('every operation requires one known permission, and root only for the instance-wide ones', () => {
+    for (const op of operations) expect(['read', 'read:sensitive', 'write', 'deploy', 'root', 'authenticated'], op.name).toContain(op.permission);
+    for (const op of operations) expect(op.permission === 'root', `${op.name}: root ⇔ root team only`).toBe(Boolean(op.access?.rootTeamOnly));
+  });
+
+  it('every destructive operation gets a fresh object per call (or is undone), so no case breaks a later one', () => {
+    const unsafe = operations.filter((o) => o.annotations.destructive && !freshRecipe(o.name) && !RESTORED.has(o.name) && !harmless(o.name)).map((o) => o.name);
+    expect(unsafe).toEqual([]);
+  });
+
+  it('write does not imply read, and read:sensitive satisfies read', async () => {
+    const writer = await grantToken('write');
+    const r = await call(s.url, 'GET', '/api/v1/teams', { token: writer });
     expect(r.status).toBe(403);
-    expect(r.json.missing_permissions).toEqual(['read']);
+    expect(r.text).toBe(missing('read'));
+    const sensitive = await grantToken('read:sensitive');
+    expect((await call(s.url, 'GET', '/api/v1/teams', { token: sensitive })).status).toBe(200);
+  });
+
+  it('a token holding several permissions passes the checks of each', async () => {
+    const t = (await s.token({ permissions: ['read', 'deploy'] })).token;
+    expect((await call(s.url, 'GET', `/api/v1/applications/${w.appUuid}`, { token: t })).status).toBe(200);
+    expect((await call(s.url, 'POST', `/api/v1/applications/${w.appUuid}/restart`, { token: t })).status).toBe(200);
+    const r = await call(s.url, 'PATCH', `/api/v1/applications/${w.appUuid}`, { token: t, body: { description: 'x' } });
+    expect(r.status).toBe(403);
+    expect(r.text).toBe(missing('write'));
+  });
+
+  it('a token cannot be created without permissions', async () => {
+    await expect(s.token({ permissions: [] })).rejects.toThrow();
+  });
+});
+
+describe('root-team-only operations', () => {
+  const rootTeamOnly = operations.filter((o) => o.access?.rootTeamOnly);
+
+  it('exist (the API toggle and the settings)', () => {
+    expect(rootTeamOnly.map((o) => o.name)).toEqual(expect.arrayContaining(['enable_api', 'disable_api']));
+  });
+
+  for (const op of rootTeamOnly) {
+    it(`${op.name}: a root token of another team gets 403; a lesser token of it, the missing permission`, async () => {
+      const other = await s.team(`Other ${op.name}`);
+      const params = worldParams(op.http.path, w, s.rootTeamId);
+      const r = await send(op, other.rootToken, params, bodyFor(op.name, w));
+      expect(r.status, r.text).toBe(403);
+      expect(r.text).toBe(ROOT_TEAM_ONLY);
+      const reader = await grantToken('read', other.id);
+      const r2 = await send(op, reader, params, bodyFor(op.name, w));
+      expect(r2.status).toBe(403);
+      expect(r2.text).toBe(missing(op.permission));
+      // The instance is still reachable: the other team's root did not switch it off.
+      expect((await call(s.url, 'GET', '/api/v1/version', { token: reader })).status).toBe(200);
+    });
+  }
+
+  it('a root token of another team passes every other permission check', async () => {
+    const other = await s.team('Other general');
+    for (const op of operations.filter((o) => !o.access?.rootTeamOnly && pathParams(o.http.path).length === 0 && o.annotations.readOnly)) {
+      const r = await send(op, other.rootToken, {}, bodyFor(op.name, w));
+      expect(r.status, `${op.name}: ${r.text}`).toBe(op.http.status ?? 200);
+    }
+  });
+});
+
+// ---- order of checks ---------------------------------------------------------------------------
+
+describe('order: authentication → permission → validation → lookup', () => {
+  const guarded = operations.filter((o) => o.permission !== 'authenticated');
+  const withBody = guarded.filter((o) => o.http.method !== 'GET' && o.http.method !== 'DELETE');
+
+  it(`a refused token gets the 403 even with an invalid input naming nothing (${guarded.length} operations)`, async () => {
+    const tokens = new Map<Grant, string>();
+    for (const op of guarded) {
+      const g = refusedGrant(op.permission);
+      if (!tokens.has(g)) tokens.set(g, await grantToken(g));
+      expect(permits(g, op.permission)).toBe(false);
+      const r = await send(op, tokens.get(g), invalidParams(op), { not_a_field: 'x', page: -1 });
+      expect(r.status, `${op.name}: ${r.text}`).toBe(403);
+      expect(r.text).toBe(missing(op.permission));
+    }
+  });
+
+  it('the same invalid input from a permitted token is a 422 (so the 403 above did come first)', async () => {
+    const root = await grantToken('root');
+    for (const op of guarded) {
+      const r = await send(op, root, invalidParams(op), { not_a_field: 'x' });
+      expect(r.status, `${op.name}: ${r.text}`).toBe(422);
+      expect(r.json.message).toBe('Validation error.');
+    }
+  });
+
+  it(`a read token posting a schema-invalid body to a write route gets 403, not 422 (${withBody.length} routes)`, async () => {
+    const reader = await grantToken('read');
+    for (const op of withBody.filter((o) => !permits('read', o.permission))) {
+      const r = await send(op, reader, worldParams(op.http.path, w, s.rootTeamId), { name: '$(id)', not_a_field: true, private_key: 'nope' });
+      expect(r.status, `${op.name}: ${r.text}`).toBe(403);
+      expect(r.text).toBe(missing(op.permission));
+    }
+  });
+
+  // The permission check runs before the body is read (Core.authorize), so a body that is not
+  // JSON, not an object, or repeats a path parameter cannot answer 422 before the 403.
+  it('a read token sending malformed JSON to a write route gets 403, not 422', async () => {
+    const reader = await grantToken('read');
+    for (const op of withBody.filter((o) => !permits('read', o.permission))) {
+      const r = await call(s.url, op.http.method, fillPath(op, worldParams(op.http.path, w, s.rootTeamId)), { token: reader, body: '{"name": "x",' });
+      expect(r.status, `${op.name}: ${r.text}`).toBe(403);
+      expect(r.text).toBe(missing(op.permission));
+    }
+  });
+
+  it('a read token sending a non-JSON body (text/plain, a JSON array) to a write route gets 403, not 422', async () => {
+    const reader = await grantToken('read');
+    for (const op of withBody.filter((o) => !permits('read', o.permission))) {
+      const path = fillPath(op, worldParams(op.http.path, w, s.rootTeamId));
+      const a = await call(s.url, op.http.method, path, { token: reader, body: 'name=x', headers: { 'content-type': 'text/plain' } });
+      expect(a.status, `${op.name} text/plain: ${a.text}`).toBe(403);
+      const b = await call(s.url, op.http.method, path, { token: reader, body: [1, 2] });
+      expect(b.status, `${op.name} array: ${b.text}`).toBe(403);
+    }
+  });
+
+  it('a read token repeating a path parameter in the body of a write route gets 403, not 422', async () => {
+    const reader = await grantToken('read');
+    for (const op of withBody.filter((o) => !permits('read', o.permission) && pathParams(o.http.path).length > 0)) {
+      const params = worldParams(op.http.path, w, s.rootTeamId);
+      const r = await send(op, reader, params, { ...(bodyFor(op.name, w) ?? {}), ...params });
+      expect(r.status, `${op.name}: ${r.text}`).toBe(403);
+    }
+  });
+
+  it(`authentication comes first: no token or a bad token gets 401 whatever the permission or input (${operations.length} operations)`, async () => {
+    for (const op of operations) {
+      const params = invalidParams(op);
+      const none = await send(op, undefined, params, { not_a_field: 'x' }, { from: '127.0.0.21' });
+      expect(none.status, `${op.name} without a token: ${none.text}`).toBe(401);
+      expect(none.text).toBe('{"message":"Unauthenticated."}');
+      const bad = await send(op, '999999|notARealSecret0123456789', params, { not_a_field: 'x' }, { from: '127.0.0.22' });
+      expect(bad.status, `${op.name} with a bad token: ${bad.text}`).toBe(401);
+      expect(bad.text).toBe('{"message":"Invalid token."}');
+    }
   });
 });

@@ -1,0 +1,380 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newUuid } from '../../src/core/ids.js';
+import { pathParams, type Operation } from '../../src/core/operation.js';
+import { operations } from '../../src/core/operations/index.js';
+import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
+import { buildWorld, COMPOSE, type World } from '../helpers/world.js';
+
+/**
+ * Team isolation over real HTTP, driven by the operation table: team B's root token, aimed at
+ * team A's real uuids, must get exactly what it gets for uuids that do not exist (the same
+ * status, bytes and content type), for every operation with path parameters and for every
+ * reference inside a body; and nothing of team A (nor of B) may change meanwhile.
+ */
+
+const NOT_FOUND = '{"message":"Resource not found."}';
+type Singular = 'application' | 'database' | 'service';
+type Params = Record<string, string | undefined>;
+
+let s: TestServer;
+let a: World;
+let b: World;
+let teamA: number;
+let teamB: number;
+let onlyA: string;
+let seq = 0;
+
+/**
+ * Root tokens of one team, all made up front (so the team's member list does not change between
+ * snapshots), used in turn below the per-user rate limit (200/min).
+ */
+class Pool {
+  private tokens: string[] = [];
+  private uses: number[] = [];
+  static async of(team: number, size: number): Promise<Pool> {
+    const p = new Pool();
+    for (let i = 0; i < size; i++) {
+      p.tokens.push((await s.token({ permissions: ['root'], role: 'admin', team })).token);
+      p.uses.push(0);
+    }
+    return p;
+  }
+  token(): string {
+    const i = this.uses.findIndex((n) => n < 150);
+    if (i === -1) throw new Error('token pool exhausted: make it larger');
+    this.uses[i]!++;
+    return this.tokens[i]!;
+  }
+}
+let poolA: Pool;
+let poolB: Pool;
+
+// ---- inputs ------------------------------------------------------------------------------------
+
+function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: string; storage_uuid?: string; envKey: string }> {
+  return {
+    application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, envKey: 'API_KEY' },
+    database: { uuid: x.databaseUuid, env_uuid: x.databaseEnvUuid, storage_uuid: x.databaseStorageUuid, envKey: 'PGTZ' },
+    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, envKey: 'MODE' },
+  };
+}
+
+/** The world's object for each path parameter, chosen by the path's prefix. */
+function worldParams(path: string, x: World, teamId: number): Params {
+  const rest = path.replace(/^\/api\/v1\//, '');
+  if (rest.startsWith('deployments/applications/')) return { uuid: x.appUuid };
+  const parts = partsOf(x);
+  switch (rest.split('/')[0]) {
+    case 'teams':
+      return { id: String(teamId) };
+    case 'security':
+      return { uuid: x.keyUuid };
+    case 'servers':
+      return { uuid: x.serverUuid };
+    case 'destinations':
+      return { uuid: x.destinationUuid };
+    case 'projects':
+      return { uuid: x.projectUuid };
+    case 'deployments':
+      return { uuid: x.deploymentUuid };
+    case 'migrations':
+      return { uuid: x.migrationUuid };
+    case 'applications':
+      return parts.application;
+    case 'databases':
+      return parts.database;
+    case 'services':
+      return parts.service;
+  }
+  return {};
+}
+
+/** Values of the same shape as real ones that name nothing. */
+function randomParams(op: Operation): Params {
+  return Object.fromEntries(pathParams(op.http.path).map((p) => [p, p === 'id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid()]));
+}
+
+function fillPath(op: Operation, params: Params): string {
+  return op.http.path.replace(/\{(\w+)\}/g, (_, k: string) => {
+    const v = params[k];
+    if (v === undefined) throw new Error(`no sample value for {${k}} of ${op.name} (${op.http.path}): extend worldParams`);
+    return encodeURIComponent(v);
+  });
+}
+
+/** A valid body for the calling team's world (or query, for GET). */
+function bodyFor(name: string, x: World): Record<string, unknown> | undefined {
+  const place = { project_uuid: x.projectUuid, server_uuid: x.serverUuid, destination_uuid: x.destinationUuid, environment_name: 'production' };
+  const i = ++seq;
+  switch (name) {
+    case 'update_settings':
+      return { api_enabled: true };
+    case 'send_feedback':
+      return { content: 'A useful remark about berth from the isolation test.' };
+    case 'create_server':
+      return { name: `server-${i}`, ip: '10.20.0.1' };
+    case 'create_server_destination':
+      return { network: `net-${i}` };
+    case 'update_destination':
+      return { name: `destination-${i}` };
+    case 'create_project':
+      return { name: `project ${i}` };
+    case 'create_environment':
+      return { name: `env-${i}` };
+    case 'create_application':
+      return { ...place, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80' };
+    case 'create_service':
+      return { ...place, docker_compose_raw: COMPOSE };
+  }
+  let m: RegExpExecArray | null;
+  if (/^create_\w+_database$/.test(name)) return place;
+  if (/^create_(application|database|service)_env$/.test(name)) return { key: `KEY_${i}`, value: 'value' };
+  if ((m = /^update_(application|database|service)_env$/.exec(name))) return { key: partsOf(x)[m[1] as Singular].envKey, value: `changed-${i}` };
+  if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
+  if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
+  if (/^update_/.test(name)) return { description: `changed ${i}` };
+  return undefined;
+}
+
+async function send(op: Operation, token: string, params: Params, body: Record<string, unknown> | undefined): Promise<Reply> {
+  let url = fillPath(op, params);
+  let payload: unknown = body;
+  if (op.http.method === 'GET' && body) {
+    url += `?${new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)])).toString()}`;
+    payload = undefined;
+  }
+  return call(s.url, op.http.method, url, { token, body: payload });
+}
+
+/** Two answers that must not tell a real uuid of another team from a missing one. */
+function expectIndistinguishable(real: Reply, random: Reply, what: string) {
+  expect(real.status, `${what}: status (real: ${real.text}, random: ${random.text})`).toBe(random.status);
+  expect(real.text, `${what}: body`).toBe(random.text);
+  expect(real.headers['content-type'], `${what}: content type`).toBe(random.headers['content-type']);
+  expect(real.headers['content-length'], `${what}: content length`).toBe(random.headers['content-length']);
+  expect(Object.keys(real.headers).sort(), `${what}: header names`).toEqual(Object.keys(random.headers).sort());
+}
+
+/** 404 "Resource not found." — or, where a 422 for the input comes first, the same 422 for both. */
+function expectMissing(r: Reply, what: string) {
+  if (r.status === 422) {
+    expect(r.json.message, what).toBe('Validation error.');
+    return;
+  }
+  expect(r.status, `${what}: ${r.text}`).toBe(404);
+  expect(r.text).toBe(NOT_FOUND);
+  expect(r.headers['content-type']).toMatch(/^application\/json/);
+}
+
+const reads = operations.filter((o) => o.http.method === 'GET');
+
+/** Every GET of a team, with its own root token (sensitive fields included). */
+async function snapshot(x: World, teamId: number, pool: Pool): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const op of reads) {
+    const r = await send(op, pool.token(), worldParams(op.http.path, x, teamId), undefined);
+    out[op.name] = `${r.status} ${r.text}`;
+  }
+  return out;
+}
+
+/** Waits until no deployment of the team is queued or running, so snapshots are stable. */
+async function settle(pool: Pool): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const r = await call(s.url, 'GET', '/api/v1/deployments', { token: pool.token() });
+    if (r.status === 200 && Array.isArray(r.json) && r.json.length === 0) return;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  throw new Error('deployments did not settle');
+}
+
+let beforeA: Record<string, string>;
+let beforeB: Record<string, string>;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  teamA = s.rootTeamId;
+  const B = await s.team('B');
+  teamB = B.id;
+  poolA = await Pool.of(teamA, 2);
+  poolB = await Pool.of(teamB, 4);
+  a = await buildWorld(s, s.rootToken, 'a');
+  b = await buildWorld(s, B.rootToken, 'b');
+  // An application with a tag only team A uses.
+  const r = await call(s.url, 'POST', '/api/v1/applications/dockerimage', {
+    token: poolA.token(),
+    body: { project_uuid: a.projectUuid, server_uuid: a.serverUuid, destination_uuid: a.destinationUuid, environment_name: 'production', docker_registry_image_name: 'nginx', tags: ['only-a'] },
+  });
+  expect(r.status, r.text).toBe(201);
+  onlyA = r.json.uuid;
+  await settle(poolA);
+  await settle(poolB);
+  beforeA = await snapshot(a, teamA, poolA);
+  beforeB = await snapshot(b, teamB, poolB);
+}, 60_000);
+afterAll(() => s.stop());
+
+// ---- every operation with path parameters ------------------------------------------------------
+
+const withParams = operations.filter((o) => pathParams(o.http.path).length > 0);
+const covered = new Set<string>();
+const outcomes = { notFound: 0, validation: 0, mixed: 0 };
+
+describe("team B's root token on team A's uuids gets what it gets for uuids that do not exist", () => {
+  for (const op of withParams) {
+    it(`${op.name} (${op.http.method} ${op.http.path})`, async () => {
+      const body = bodyFor(op.name, b);
+      const real = await send(op, poolB.token(), worldParams(op.http.path, a, teamA), body);
+      const random = await send(op, poolB.token(), randomParams(op), body);
+      expectIndistinguishable(real, random, op.name);
+      if (op.access?.rootTeamOnly) {
+        expect(real.status).toBe(403);
+      } else {
+        expectMissing(real, op.name);
+        outcomes[real.status === 404 ? 'notFound' : 'validation']++;
+      }
+
+      // A parent of B's own with a child of A's (an env or storage of A's under B's resource).
+      const names = pathParams(op.http.path);
+      if (names.length > 1) {
+        const own = worldParams(op.http.path, b, teamB);
+        const fromA = worldParams(op.http.path, a, teamA);
+        const fresh = randomParams(op);
+        const [parent, ...children] = names;
+        const mixedReal: Params = { [parent!]: own[parent!] };
+        const mixedRandom: Params = { [parent!]: own[parent!] };
+        for (const c of children) {
+          mixedReal[c] = fromA[c];
+          mixedRandom[c] = fresh[c];
+        }
+        const r1 = await send(op, poolB.token(), mixedReal, body);
+        const r2 = await send(op, poolB.token(), mixedRandom, body);
+        expectIndistinguishable(r1, r2, `${op.name} (B's ${parent}, A's ${children.join(', ')})`);
+        expectMissing(r1, op.name);
+        outcomes.mixed++;
+      }
+      covered.add(op.name);
+    });
+  }
+
+  it('covers every operation with path parameters', () => {
+    expect(withParams.length).toBeGreaterThan(0);
+    expect(covered.size).toBe(withParams.length);
+    expect([...covered].sort()).toEqual(withParams.map((o) => o.name).sort());
+    expect(outcomes.notFound + outcomes.validation).toBe(withParams.filter((o) => !o.access?.rootTeamOnly).length);
+  });
+});
+
+// ---- references inside bodies ------------------------------------------------------------------
+
+/** Body fields that name another object, and which of a world's objects each one names. */
+const REFERENCE: Record<string, (x: World) => string> = {
+  project_uuid: (x) => x.projectUuid,
+  server_uuid: (x) => x.serverUuid,
+  destination_uuid: (x) => x.destinationUuid,
+  environment_uuid: (x) => x.environmentUuid,
+  private_key_uuid: (x) => x.keyUuid,
+};
+
+function referenceFields(op: Operation): string[] {
+  const params = pathParams(op.http.path);
+  return Object.keys(op.input.shape).filter((k) => k.endsWith('_uuid') && !params.includes(k));
+}
+
+const referencing = operations.flatMap((op) => referenceFields(op).map((field) => ({ op, field })));
+const controls: { op: Operation; params: Params; body: Record<string, unknown> }[] = [];
+
+describe("references inside bodies resolve only inside the caller's team", () => {
+  it('knows every reference field of the operation table', () => {
+    const unknown = referencing.filter((x) => !REFERENCE[x.field]).map((x) => `${x.op.name}.${x.field}`);
+    expect(unknown, 'add the field to REFERENCE').toEqual([]);
+    // create_server/update_server (key), every create of an application, database or service
+    // (project, server, destination, environment), and every migrate (destination).
+    expect(referencing.length).toBeGreaterThanOrEqual(2 + 4 * 7 + 3);
+  });
+
+  for (const { op, field } of referencing) {
+    it(`${op.name} with team A's ${field}: 404, the same as a missing one, nothing created`, async () => {
+      const params = worldParams(op.http.path, b, teamB);
+      const body = bodyFor(op.name, b) ?? {};
+      const real = await send(op, poolB.token(), params, { ...body, [field]: REFERENCE[field]!(a) });
+      const random = await send(op, poolB.token(), params, { ...body, [field]: newUuid() });
+      expectIndistinguishable(real, random, `${op.name}.${field}`);
+      expect(real.status, `${op.name}.${field}: ${real.text}`).toBe(404);
+      expect(real.text).toBe(NOT_FOUND);
+      // B's own object in the same place: the control, run once nothing more is compared.
+      const own = /^migrate_/.test(op.name) ? body.destination_uuid : REFERENCE[field]!(b);
+      controls.push({ op, params, body: { ...body, [field]: own } });
+    });
+  }
+
+  it("deploy by team A's uuid or a tag only A uses: the same 404 as a missing one", async () => {
+    const deploy = operations.find((o) => o.name === 'deploy')!;
+    const t = poolB.token();
+    for (const [real, random] of [
+      [{ uuid: a.appUuid }, { uuid: newUuid() }],
+      [{ uuid: onlyA }, { uuid: newUuid() }],
+      [{ tag: 'only-a' }, { tag: 'no-such-tag' }],
+    ] as const) {
+      const r1 = await send(deploy, t, {}, real);
+      const r2 = await send(deploy, t, {}, random);
+      expectIndistinguishable(r1, r2, `deploy ${JSON.stringify(real)}`);
+      expect(r1.status, r1.text).toBe(404);
+      expect(r1.text).toBe(NOT_FOUND);
+    }
+  });
+});
+
+// ---- lists -------------------------------------------------------------------------------------
+
+describe("team B's reads never show team A's objects", () => {
+  it(`no GET of B's (${reads.length} operations) contains a uuid of A's`, async () => {
+    const secrets = [...Object.entries(a).filter(([k]) => k !== 'token').map(([, v]) => v as string), onlyA, s.ownerEmail];
+    for (const op of reads) {
+      const r = await send(op, poolB.token(), worldParams(op.http.path, b, teamB), undefined);
+      if (op.access?.rootTeamOnly) {
+        expect(r.status).toBe(403);
+        continue;
+      }
+      expect(r.status, `${op.name}: ${r.text}`).toBe(200);
+      for (const v of secrets) expect(r.text, `${op.name} shows ${v} of team A`).not.toContain(v);
+    }
+  });
+
+  it("the team lists hold B's own team only", async () => {
+    const r = await call(s.url, 'GET', '/api/v1/teams', { token: poolB.token() });
+    expect(r.json.map((t: { id: number }) => t.id)).toEqual([teamB]);
+    const lists = ['/api/v1/applications', '/api/v1/databases', '/api/v1/services', '/api/v1/resources', '/api/v1/servers', '/api/v1/projects', '/api/v1/security/keys', '/api/v1/destinations', '/api/v1/migrations'];
+    for (const path of lists) {
+      const mine = await call(s.url, 'GET', path, { token: poolB.token() });
+      const theirs = await call(s.url, 'GET', path, { token: poolA.token() });
+      const ours = new Set(mine.json.map((x: { uuid?: string; migration_uuid?: string }) => x.uuid ?? x.migration_uuid));
+      for (const x of theirs.json as { uuid?: string; migration_uuid?: string }[]) expect(ours.has(x.uuid ?? x.migration_uuid), `${path}`).toBe(false);
+      expect(Number(mine.headers['x-total-count']), path).toBe(mine.json.length);
+    }
+  });
+});
+
+// ---- afterwards --------------------------------------------------------------------------------
+
+describe('afterwards', () => {
+  it('nothing of team A changed', async () => {
+    await settle(poolA);
+    const after = await snapshot(a, teamA, poolA);
+    for (const name of Object.keys(beforeA)) expect(after[name], name).toBe(beforeA[name]);
+  });
+
+  it('nothing of team B changed either (every call above was refused)', async () => {
+    await settle(poolB);
+    const after = await snapshot(b, teamB, poolB);
+    for (const name of Object.keys(beforeB)) expect(after[name], name).toBe(beforeB[name]);
+  });
+
+  it("control: the same bodies with B's own references succeed", async () => {
+    expect(controls.length).toBe(referencing.length);
+    for (const c of controls) {
+      const r = await send(c.op, poolB.token(), c.params, c.body);
+      expect(r.status, `${c.op.name}: ${r.text}`).toBe(c.op.http.status ?? 200);
+    }
+  });
+});
