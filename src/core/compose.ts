@@ -15,6 +15,10 @@ export interface ComposeContainer {
   mounts: { volume: string; target: string; readOnly: boolean }[];
   binds: { source: string; target: string; readOnly: boolean }[];
   privileged: boolean;
+  restart: 'no' | 'always' | 'unless-stopped' | 'on-failure' | null;
+  user: string | null;
+  workingDir: string | null;
+  labels: Record<string, string>;
 }
 
 export interface ParsedCompose {
@@ -23,9 +27,12 @@ export interface ParsedCompose {
   volumes: string[];
 }
 
-/** Service keys berth understands; anything else is refused rather than silently ignored. */
-const KNOWN = new Set(['image', 'environment', 'command', 'entrypoint', 'ports', 'volumes', 'restart', 'labels', 'depends_on', 'healthcheck', 'working_dir', 'user', 'expose', 'container_name', 'privileged', 'stop_grace_period', 'hostname']);
-/** Keys that reach past the container into the host: only a root token may use them (and only privileged). */
+/**
+ * Service keys berth honours; anything else is refused rather than silently ignored.
+ * depends_on and expose change nothing here: containers start in file order on one network.
+ */
+const KNOWN = new Set(['image', 'environment', 'command', 'entrypoint', 'ports', 'volumes', 'restart', 'labels', 'depends_on', 'working_dir', 'user', 'expose', 'privileged']);
+/** Keys that reach past the container into the host: refused for every token (privileged is the one root exception). */
 const HOST_REACHING = ['cap_add', 'devices', 'network_mode', 'pid', 'ipc', 'security_opt', 'userns_mode', 'sysctls', 'cgroup_parent'];
 
 const MAX_COMPOSE_BYTES = 100_000;
@@ -139,7 +146,33 @@ export function parseCompose(raw: string, opts: { root: boolean }): ParsedCompos
         mounts.push({ volume: source, target, readOnly });
       }
     }
-    containers.push({ name, image: String(svc.image), environment, command: asList(svc.command), entrypoint: asList(svc.entrypoint), ports, mounts, binds, privileged });
+    const restart = svc.restart === undefined ? null : String(svc.restart).replace(/:\d+$/, '');
+    if (restart !== null && !['no', 'always', 'unless-stopped', 'on-failure'].includes(restart)) problems.push(`${at}.restart: use no, always, unless-stopped or on-failure.`);
+    const user = svc.user === undefined ? null : String(svc.user);
+    if (user !== null && !/^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/.test(user)) problems.push(`${at}.user: use a name or uid[:gid].`);
+    const workingDir = svc.working_dir === undefined ? null : String(svc.working_dir);
+    if (workingDir !== null && !mountPath.safeParse(workingDir).success) problems.push(`${at}.working_dir: must be an absolute path.`);
+    const labels: Record<string, string> = {};
+    const rawLabels = svc.labels;
+    for (const [k, v] of Array.isArray(rawLabels) ? rawLabels.map((l) => String(l).split('=')) : Object.entries(rawLabels ?? {})) {
+      if (!/^[A-Za-z0-9._/-]+$/.test(String(k)) || String(k).startsWith('berth.')) problems.push(`${at}.labels: "${k}" is not a usable label key.`);
+      else labels[String(k)] = String(v ?? '');
+    }
+    containers.push({
+      name,
+      image: String(svc.image),
+      environment,
+      command: asList(svc.command),
+      entrypoint: asList(svc.entrypoint),
+      ports,
+      mounts,
+      binds,
+      privileged,
+      restart: restart as ComposeContainer['restart'],
+      user,
+      workingDir,
+      labels,
+    });
   }
   for (const v of volumes) if (!engineName.safeParse(v).success) problems.push(`volumes.${v}: not a valid volume name.`);
   if (problems.length) fail();

@@ -27,6 +27,12 @@ export interface PacedClientOptions {
   random?: () => number;
 }
 
+/** What one request may add: its own wait reports (MCP progress) and cancellation. */
+export interface PacedRequestOptions {
+  onWait?: (ms: number, reason: string) => void;
+  signal?: AbortSignal;
+}
+
 export interface PacedResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
@@ -78,8 +84,8 @@ export class PacedClient {
     });
   }
 
-  request(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<PacedResponse> {
-    return this.limiter.schedule(() => this.withRetries(method, path, body, headers));
+  request(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}, options: PacedRequestOptions = {}): Promise<PacedResponse> {
+    return this.limiter.schedule(() => this.withRetries(method, path, body, headers, options));
   }
 
   private backoffMs(attempt: number): number {
@@ -88,13 +94,26 @@ export class PacedClient {
     return Math.floor((this.opts.random ?? Math.random)() * cap);
   }
 
-  private async wait(ms: number, reason: string): Promise<void> {
+  private async wait(ms: number, reason: string, options: PacedRequestOptions): Promise<void> {
     if (ms <= 0) return;
     this.opts.onWait?.(ms, reason);
-    await new Promise((r) => setTimeout(r, ms));
+    options.onWait?.(ms, reason);
+    const signal = options.signal;
+    signal?.throwIfAborted();
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal!.reason);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
-  private async withRetries(method: Method, path: string, body: unknown, headers: Record<string, string>): Promise<PacedResponse> {
+  private async withRetries(method: Method, path: string, body: unknown, headers: Record<string, string>, options: PacedRequestOptions): Promise<PacedResponse> {
     const maxRetries = this.opts.maxRetries ?? 4;
     const maxWait = this.opts.maxWaitMs ?? 60_000;
     let waited = 0;
@@ -102,17 +121,17 @@ export class PacedClient {
       const pause = this.pausedUntil - Date.now();
       if (pause > 0) {
         if (waited + pause > maxWait) throw new RetryLaterError(Math.ceil(pause / 1000));
-        await this.wait(pause, 'rate limit budget spent');
+        await this.wait(pause, 'rate limit budget spent', options);
         waited += pause;
       }
       let res: PacedResponse;
       try {
-        res = await this.send(method, path, body, headers);
+        res = await this.send(method, path, body, headers, options.signal);
       } catch (err) {
-        if (!SAFE.has(method) || attempt >= maxRetries) throw err;
+        if (!SAFE.has(method) || attempt >= maxRetries || options.signal?.aborted) throw err;
         const ms = this.backoffMs(attempt);
         if (waited + ms > maxWait) throw err;
-        await this.wait(ms, `network error: ${(err as Error).message}`);
+        await this.wait(ms, `network error: ${(err as Error).message}`, options);
         waited += ms;
         continue;
       }
@@ -123,7 +142,7 @@ export class PacedClient {
       if (!SAFE.has(method) || attempt >= maxRetries || waited + ms > maxWait) {
         throw new RetryLaterError(Math.max(1, Math.ceil((hint ?? ms) / 1000)), res);
       }
-      await this.wait(ms, `server answered ${res.status}`);
+      await this.wait(ms, `server answered ${res.status}`, options);
       waited += ms;
     }
   }
@@ -137,7 +156,7 @@ export class PacedClient {
     if (ms !== undefined) this.pausedUntil = Math.max(this.pausedUntil, Date.now() + ms);
   }
 
-  private async send(method: Method, path: string, body: unknown, headers: Record<string, string>): Promise<PacedResponse> {
+  private async send(method: Method, path: string, body: unknown, headers: Record<string, string>, signal?: AbortSignal): Promise<PacedResponse> {
     const timeout = this.opts.timeoutMs ?? 30_000;
     const res = await request(new URL(path, this.opts.baseUrl), {
       method,
@@ -146,6 +165,7 @@ export class PacedClient {
       headersTimeout: timeout,
       bodyTimeout: timeout,
       dispatcher: this.opts.dispatcher,
+      signal,
     });
     return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
   }

@@ -357,11 +357,12 @@ export class EngineClient {
     if (this.closed) throw new EngineError(`engine client for ${this.endpoint} is closed`, { endpoint: this.endpoint });
     const idempotent = spec.idempotent ?? (spec.method === 'GET' || spec.method === 'HEAD' || spec.method === 'DELETE');
     if (spec.stream && idempotent) throw new Error('a streamed body cannot be retried'); // programming error
+    // Negotiation is a GET /version with its own retries; its failure is not retried again here.
+    const prefix = spec.versioned === false ? '' : await this.apiPrefix(spec.signal);
     for (let attempt = 0; ; attempt++) {
       let failure: unknown;
       let retryable = false;
       try {
-        const prefix = spec.versioned === false ? '' : await this.apiPrefix(spec.signal);
         const headers: Record<string, string> = { ...spec.headers };
         let body: string | Readable | undefined;
         if (spec.json !== undefined) {
@@ -459,6 +460,7 @@ export class EngineClient {
     };
     const res = await this.request(spec);
     let buffered = '';
+    const decoder = new TextDecoder();
     const handle = (line: string) => {
       if (!line.trim()) return;
       let msg: { error?: string; errorDetail?: { message?: string }; status?: string };
@@ -481,7 +483,7 @@ export class EngineClient {
     };
     try {
       for await (const chunk of res.body) {
-        buffered += (chunk as Buffer).toString('utf8');
+        buffered += decoder.decode(chunk as Buffer, { stream: true });
         let nl: number;
         while ((nl = buffered.indexOf('\n')) >= 0) {
           handle(buffered.slice(0, nl));

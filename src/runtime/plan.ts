@@ -95,7 +95,10 @@ export async function planResource(db: Db, resourceId: number): Promise<Plan> {
         }),
         volumes: k.mounts.map((m) => ({ volume: vol(m.volume), target: m.target, readOnly: m.readOnly })),
         binds: k.binds.map((b) => `${b.source}:${b.target}${b.readOnly ? ':ro' : ''}`),
-        labels: { ...labels, 'berth.container': k.name },
+        ...(k.restart ? { restartPolicy: { name: k.restart } } : {}),
+        ...(k.user ? { user: k.user } : {}),
+        ...(k.workingDir ? { workingDir: k.workingDir } : {}),
+        labels: { ...k.labels, ...labels, 'berth.container': k.name },
       },
     }));
   } else {

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
 import { BerthError, toWire } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
-import type { ProgressReporter } from '../core/operation.js';
+import type { CallOptions, ProgressReporter } from '../core/operation.js';
 import type { ToolDefinition } from '../tools/registry.js';
 
 export const SERVER_INFO = { name: 'berth', version: '0.1.0' };
@@ -24,6 +24,27 @@ export function errorResult(err: BerthError): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
 }
 
+/**
+ * A tool error whose body is already data for the agent (e.g. an upstream's error answer in
+ * remote mode): sent as JSON text with the same isError shape as errorResult.
+ */
+export class ToolCallError extends Error {
+  constructor(readonly body: Record<string, unknown>) {
+    super(typeof body.message === 'string' ? body.message : 'Tool call failed.');
+    this.name = 'ToolCallError';
+  }
+}
+
+/** Runs one tool call and returns the operation's output (before array outputs are wrapped). */
+export type ToolExecutor = (tool: ToolDefinition, args: unknown, options: CallOptions) => Promise<unknown>;
+
+/** A session whose tools run somewhere else than the in-process core (remote mode). */
+export interface ExecutorSession {
+  logger: Logger;
+  tools: readonly ToolDefinition[];
+  execute: ToolExecutor;
+}
+
 export interface McpSession {
   core: Core;
   logger: Logger;
@@ -36,7 +57,11 @@ export interface McpSession {
 }
 
 /** A fresh MCP server exposing exactly the given tools (the SDK wants one per HTTP request). */
-export function buildMcpServer(session: McpSession): McpServer {
+export function buildMcpServer(session: McpSession | ExecutorSession): McpServer {
+  const execute: ToolExecutor =
+    'execute' in session
+      ? session.execute
+      : async (tool, args, options) => session.core.run(tool.op, await session.callerFor(tool), args, options);
   const server = new McpServer(SERVER_INFO, {
     capabilities: { tools: {} },
     instructions:
@@ -59,12 +84,12 @@ export function buildMcpServer(session: McpSession): McpServer {
             ? undefined
             : (p) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } });
         try {
-          const caller = await session.callerFor(tool);
-          const output = await session.core.run(tool.op, caller, args, { progress, signal: ctx.mcpReq.signal });
+          const output = await execute(tool, args, { progress, signal: ctx.mcpReq.signal });
           const structured = (tool.wrapsArray ? { items: output } : output) as Record<string, unknown>;
           return { content: [{ type: 'text', text: render(output) }], structuredContent: structured };
         } catch (err) {
           if (err instanceof BerthError) return errorResult(err);
+          if (err instanceof ToolCallError) return { isError: true, content: [{ type: 'text', text: JSON.stringify(err.body) }] };
           session.logger.error({ err, tool: tool.name }, 'tool failed');
           return errorResult(new BerthError('internal'));
         }

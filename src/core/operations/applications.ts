@@ -41,6 +41,9 @@ function image(nameRef: string, tag: string | undefined): { docker_registry_imag
   return { docker_registry_image_name: parsed.name, docker_registry_image_tag: parsed.tag ?? tag ?? 'latest' };
 }
 
+/** Coolify's fqdn: comma-separated URLs without spaces, the same from create and patch. */
+const normalizeDomains = (v: string | null | undefined): string | null => v?.split(',').map((d) => d.trim()).join(',') ?? null;
+
 const appFields = {
   name: name.optional(),
   description: description.optional(),
@@ -87,7 +90,7 @@ export const applicationOperations = [
         ...image(i.docker_registry_image_name, i.docker_registry_image_tag),
         ports_exposes: i.ports_exposes ?? null,
         ports_mappings: i.ports_mappings ?? null,
-        fqdn: i.domains?.split(',').map((d) => d.trim()).join(',') ?? null,
+        fqdn: normalizeDomains(i.domains),
       };
       const row = await db
         .insertInto('resources')
@@ -139,7 +142,7 @@ export const applicationOperations = [
       else if (i.docker_registry_image_tag !== undefined) c.docker_registry_image_tag = i.docker_registry_image_tag;
       if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;
       if (i.ports_mappings !== undefined) c.ports_mappings = i.ports_mappings;
-      if (i.domains !== undefined) c.fqdn = i.domains;
+      if (i.domains !== undefined) c.fqdn = normalizeDomains(i.domains);
       await db
         .updateTable('resources')
         .set({

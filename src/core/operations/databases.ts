@@ -214,7 +214,9 @@ export const databaseOperations = [
       for (const [k, v] of Object.entries(fields)) if (v !== undefined) c.fields[k] = v as string;
       if (image !== undefined) c.image = image;
       if (public_port !== undefined) c.public_port = public_port;
-      if (is_public !== undefined) c.is_public = is_public && c.public_port !== null;
+      if (is_public !== undefined) c.is_public = is_public;
+      // Public only with a port, as at create: removing the port makes it private again.
+      c.is_public = c.is_public && c.public_port !== null;
       await db
         .updateTable('resources')
         .set({ name: n ?? r.name, description: d === undefined ? r.description : d, tags: t ? JSON.stringify(t) : r.tags, config: JSON.stringify(c), updated_at: nowIso() })

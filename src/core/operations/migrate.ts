@@ -85,6 +85,9 @@ export function migrateOperation(collection: Collection) {
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
       if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; wait for that migration to finish.' });
+      // A deployment still waiting or running would act on the old server after the move.
+      const busy = await db.selectFrom('deployments').select('uuid').where('resource_id', '=', r.id).where('status', 'in', ['queued', 'in_progress']).executeTakeFirst();
+      if (busy) throw new BerthError('conflict', { message: `Deployment ${busy.uuid} of this resource is queued or running; wait for it or cancel it, then migrate.` });
       const [fromServer, toServer] = await Promise.all([serverOf(db, r), db.selectFrom('servers').selectAll().where('id', '=', target.server_id).executeTakeFirstOrThrow()]);
       const volumes = await db.selectFrom('storages').select('id').where('resource_id', '=', r.id).execute();
       const crossServer = fromServer.id !== toServer.id;
@@ -124,7 +127,11 @@ export function migrateOperation(collection: Collection) {
       });
 
       if (!movesData) {
-        await ctx.runtime.stopResource(r.id, ctx.signal);
+        try {
+          await ctx.runtime.stopResource(r.id, ctx.signal);
+        } catch (err) {
+          throw new BerthError('conflict', { message: `Could not stop the resource on its server, so nothing was moved: ${(err as Error).message}` });
+        }
         await db.transaction().execute(async (trx) => {
           await trx.insertInto('migrations_jobs').values({ ...row, status: 'finished', progress: '{}', finished_at: nowIso() }).execute();
           await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', updated_at: nowIso() }).where('id', '=', r.id).execute();
