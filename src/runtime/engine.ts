@@ -591,6 +591,7 @@ export class EngineClient {
       PortBindings: bindings,
     };
     if (spec.binds) hostConfig.Binds = spec.binds;
+    if (spec.privileged) hostConfig.Privileged = true;
     if (spec.networkMode) hostConfig.NetworkMode = spec.networkMode;
     if (spec.restartPolicy) {
       hostConfig.RestartPolicy = { Name: spec.restartPolicy.name, MaximumRetryCount: spec.restartPolicy.maximumRetryCount ?? 0 };

@@ -96,6 +96,7 @@ export async function planResource(db: Db, resourceId: number): Promise<Plan> {
         volumes: k.mounts.map((m) => ({ volume: vol(m.volume), target: m.target, readOnly: m.readOnly })),
         binds: k.binds.map((b) => `${b.source}:${b.target}${b.readOnly ? ':ro' : ''}`),
         ...(k.restart ? { restartPolicy: { name: k.restart } } : {}),
+        ...(k.privileged ? { privileged: true } : {}),
         ...(k.user ? { user: k.user } : {}),
         ...(k.workingDir ? { workingDir: k.workingDir } : {}),
         labels: { ...k.labels, ...labels, 'berth.container': k.name },

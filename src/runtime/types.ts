@@ -168,6 +168,8 @@ export interface ContainerSpec {
   workingDir?: string;
   tty?: boolean;
   stopTimeoutS?: number;
+  /** Only from a root token's compose file (checked where the compose is parsed). */
+  privileged?: boolean;
 }
 
 /** `X-Docker-Container-Path-Stat` of the archive endpoints. */

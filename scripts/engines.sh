@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Two independent Docker-compatible engines on one machine, for berth's runtime tests and benches.
+#
+#   scripts/engines.sh install     apt-get the engine packages when missing (idempotent, quiet)
+#   scripts/engines.sh up DIR      start engines a and b under DIR, import the busybox image, wait
+#   scripts/engines.sh down DIR    stop both engines and remove everything under DIR they made
+#   scripts/engines.sh env DIR     print ENGINE_A_SOCKET=... / ENGINE_B_SOCKET=... / ENGINE_IMAGE=...
+#
+# Each engine is `podman system service` with its own storage root, run root, tmp dir (libpod
+# state, file locks, events), network config dir and volume path, so the two share nothing: a
+# volume or container on one is invisible to the other. Settings needed on these machines
+# (see ../shared/ARCHITECTURE.md): runtime runc, cgroup manager cgroupfs, nofile 1024:1024,
+# network none. With no registry reachable, the image comes from `podman import` of a rootfs
+# built from Debian's busybox-static.
+set -euo pipefail
+
+IMAGE="${BERTH_ENGINE_IMAGE:-localhost/berth-busybox:latest}"
+# overlay needs DIR on a filesystem that is not itself overlayfs; `vfs` works anywhere (slower).
+STORAGE_DRIVER="${BERTH_ENGINE_STORAGE_DRIVER:-overlay}"
+ENGINES=(a b)
+PACKAGES=(podman runc conmon busybox-static containernetworking-plugins curl)
+
+log() { [ -n "${ENGINES_QUIET:-}" ] || echo "engines: $*" >&2; }
+die() { echo "engines: $*" >&2; exit 1; }
+
+cmd_install() {
+  local need=() p
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
+  done
+  [ ${#need[@]} -eq 0 ] && return 0
+  [ "$(id -u)" -eq 0 ] || die "installing ${need[*]} needs root"
+  export DEBIAN_FRONTEND=noninteractive
+  log "installing ${need[*]}"
+  # Try the cached package lists first; refresh them only when that fails.
+  if ! apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+}
+
+# podman global flags for engine $1 under $2. Passed on every podman invocation (the service, the
+# import) and carried by podman into each container's exit command (conmon → `podman container
+# cleanup`), so the cleanup process acts on the right engine too.
+engine_flags() {
+  local d="$2/$1"
+  printf '%s\n' \
+    --root "$d/root" --runroot "$d/run" --tmpdir "$d/tmp" \
+    --volumepath "$d/root/volumes" --network-config-dir "$d/net" \
+    --runtime runc --cgroup-manager cgroupfs --events-backend file --storage-driver "$STORAGE_DRIVER"
+}
+
+write_config() {
+  local d="$2/$1" ulimits='"nofile=1024:1024"' nproc
+  mkdir -p "$d/root" "$d/run" "$d/tmp" "$d/net"
+  # As root, podman gives every container a default RLIMIT_NPROC, and runc fails with "error
+  # setting rlimit type 6: operation not permitted" when that is above the service's own hard
+  # limit. Observed here: a shell with nproc 96365 started a service that ran with 32768
+  # (= kernel.pid_max), and containers asked for 96365. Pin nproc to min(hard limit, pid_max).
+  local pidmax
+  nproc="$(ulimit -Hu)"
+  pidmax="$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 32768)"
+  if [ "$nproc" = unlimited ] || [ "$nproc" -gt "$pidmax" ]; then nproc="$pidmax"; fi
+  ulimits="$ulimits, \"nproc=$nproc:$nproc\""
+  # containers.conf: CONTAINERS_CONF replaces the system files, so nothing in /etc leaks in.
+  cat >"$d/containers.conf" <<EOF
+[containers]
+default_ulimits = [$ulimits]
+netns = "none"
+log_driver = "k8s-file"
+cgroups = "enabled"
+
+[network]
+network_backend = "cni"
+network_config_dir = "$d/net"
+cni_plugin_dirs = ["/usr/lib/cni"]
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "$d/tmp/events.log"
+tmp_dir = "$d/tmp"
+volume_path = "$d/root/volumes"
+static_dir = "$d/root/libpod"
+# File locks under tmp_dir, not the default host-wide /dev/shm/libpod_lock segment: with shm,
+# the second engine's first-start refresh would free the first engine's locks.
+lock_type = "file"
+image_default_transport = "docker://"
+EOF
+  cat >"$d/storage.conf" <<EOF
+[storage]
+driver = "$STORAGE_DRIVER"
+graphroot = "$d/root"
+runroot = "$d/run"
+EOF
+}
+
+engine_env() {
+  local d="$2/$1"
+  echo "CONTAINERS_CONF=$d/containers.conf"
+  echo "CONTAINERS_STORAGE_CONF=$d/storage.conf"
+  echo "CONTAINERS_REGISTRIES_CONF=$d/registries.conf"
+}
+
+run_podman() { # engine dir podman-args...
+  local e="$1" dir="$2"; shift 2
+  local flags=() envs=()
+  mapfile -t flags < <(engine_flags "$e" "$dir")
+  mapfile -t envs < <(engine_env "$e" "$dir")
+  env "${envs[@]}" podman "${flags[@]}" "$@"
+}
+
+build_rootfs_tar() { # out.tar
+  local out="$1" rfs
+  [ -s "$out" ] && return 0
+  [ -x /bin/busybox ] || die "/bin/busybox missing (run: $0 install)"
+  rfs="$(mktemp -d)"
+  chmod 755 "$rfs"
+  mkdir -p "$rfs"/{bin,etc,tmp,root,proc,sys,dev}
+  chmod 1777 "$rfs/tmp"
+  cp /bin/busybox "$rfs/bin/busybox"
+  # One relative symlink per applet (sh, tar, sha256sum, find, ...), all in /bin. (`busybox
+  # --install -s DIR` would point them at this temporary directory's absolute path.)
+  local a
+  for a in $(/bin/busybox --list); do
+    [ "$a" = busybox ] || ln -sf busybox "$rfs/bin/$a"
+  done
+  ln -s bin "$rfs/sbin"
+  mkdir -p "$rfs/usr"
+  ln -s ../bin "$rfs/usr/bin"
+  ln -s ../bin "$rfs/usr/sbin"
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$rfs/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$rfs/etc/group"
+  tar -C "$rfs" --numeric-owner --owner=0 --group=0 -cf "$out.tmp" .
+  mv "$out.tmp" "$out"
+  rm -rf "$rfs"
+}
+
+wait_ping() { # socket deadline-seconds log
+  local sock="$1" until=$((SECONDS + $2))
+  while [ $SECONDS -lt $until ]; do
+    if [ -S "$sock" ] && [ "$(curl -fsS --max-time 2 --unix-socket "$sock" http://d/_ping 2>/dev/null)" = "OK" ]; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "engines: $sock did not answer /_ping; service log:" >&2
+  tail -n 30 "$3" >&2 || true
+  return 1
+}
+
+cmd_up() {
+  local dir="${1:?usage: $0 up DIR}" e
+  command -v podman >/dev/null || die "podman not installed (run: $0 install)"
+  mkdir -p "$dir"
+  dir="$(cd "$dir" && pwd)"
+  [ ${#dir} -le 80 ] || die "DIR too long for a unix socket path: $dir"
+  build_rootfs_tar "$dir/busybox-rootfs.tar"
+  for e in "${ENGINES[@]}"; do
+    local d="$dir/$e"
+    if [ -f "$d/service.pid" ] && kill -0 "$(cat "$d/service.pid")" 2>/dev/null; then
+      log "engine $e already running"
+      continue
+    fi
+    write_config "$e" "$dir"
+    : >"$d/registries.conf"
+    rm -f "$d/engine.sock"
+    local flags=() envs=()
+    mapfile -t flags < <(engine_flags "$e" "$dir")
+    mapfile -t envs < <(engine_env "$e" "$dir")
+    # setsid: the service outlives this script and is not killed with the caller's process group.
+    setsid env "${envs[@]}" podman "${flags[@]}" system service --time=0 "unix://$d/engine.sock" \
+      >"$d/service.log" 2>&1 </dev/null &
+    echo $! >"$d/service.pid"
+  done
+  for e in "${ENGINES[@]}"; do
+    wait_ping "$dir/$e/engine.sock" 30 "$dir/$e/service.log"
+  done
+  for e in "${ENGINES[@]}"; do
+    if ! run_podman "$e" "$dir" image exists "$IMAGE" 2>/dev/null; then
+      run_podman "$e" "$dir" import --quiet --change 'CMD ["/bin/sh"]' \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        "$dir/busybox-rootfs.tar" "$IMAGE" >/dev/null
+    fi
+  done
+  # The image must be visible through the API, not only to the CLI.
+  for e in "${ENGINES[@]}"; do
+    curl -fsS --max-time 5 --unix-socket "$dir/$e/engine.sock" \
+      "http://d/images/$IMAGE/json" >/dev/null || die "engine $e does not list $IMAGE"
+  done
+  log "up: $dir/a/engine.sock $dir/b/engine.sock ($IMAGE)"
+}
+
+cmd_down() {
+  local dir="${1:?usage: $0 down DIR}" e pid pids=()
+  [ -d "$dir" ] || return 0
+  dir="$(cd "$dir" && pwd)"
+  for e in "${ENGINES[@]}"; do
+    local d="$dir/$e"
+    [ -d "$d" ] || continue
+    if [ -S "$d/engine.sock" ] && [ -f "$d/service.pid" ] && kill -0 "$(cat "$d/service.pid")" 2>/dev/null; then
+      # Remove every container (stops them) so no conmon or container process outlives the engine.
+      run_podman "$e" "$dir" rm --all --force --time 0 >/dev/null 2>&1 || true
+    fi
+    if [ -f "$d/service.pid" ]; then
+      pid="$(cat "$d/service.pid")"
+      # Only our own service: its command line names this engine's socket.
+      if kill -0 "$pid" 2>/dev/null && grep -qF "$d/engine.sock" "/proc/$pid/cmdline" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        pids+=("$pid")
+      fi
+    fi
+  done
+  # Both services shut down at once (each takes a second or two).
+  for _ in $(seq 100); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ $alive -eq 0 ] && break
+    sleep 0.05
+  done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for e in "${ENGINES[@]}"; do
+    local d="$dir/$e"
+    [ -d "$d" ] || continue
+    # Storage (overlay mounts under the root) must be released before the files can go.
+    run_podman "$e" "$dir" system reset --force >/dev/null 2>&1 || true
+    { grep -F " $d/" /proc/mounts || true; } | awk '{print $2}' | sort -r | while read -r m; do
+      umount -l "$m" 2>/dev/null || true
+    done
+  done
+  rm -rf "$dir"
+}
+
+cmd_env() {
+  local dir="${1:?usage: $0 env DIR}"
+  dir="$(cd "$dir" && pwd)"
+  echo "ENGINE_A_SOCKET=$dir/a/engine.sock"
+  echo "ENGINE_B_SOCKET=$dir/b/engine.sock"
+  echo "ENGINE_IMAGE=$IMAGE"
+}
+
+case "${1:-}" in
+  install) cmd_install ;;
+  up) shift; cmd_up "$@" ;;
+  down) shift; cmd_down "$@" ;;
+  env) shift; cmd_env "$@" ;;
+  podman) shift; e="${1:?engine}"; dir="${2:?dir}"; shift 2; dir="$(cd "$dir" && pwd)"; run_podman "$e" "$dir" "$@" ;;
+  *) echo "usage: $0 install | up DIR | down DIR | env DIR | podman a|b DIR ARGS..." >&2; exit 2 ;;
+esac
