@@ -62,6 +62,8 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
     list?: boolean;
     /** REST sends this output field as text/plain (Coolify's GET /version). */
     text?: string;
+    /** Further paths for the same operation (Coolify 4.3 renamed /teams/current to /team). */
+    aliases?: string[];
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */

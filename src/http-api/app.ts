@@ -93,7 +93,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   });
 
   const routes: RouteEntry[] = compileRoutes([
-    ...operations.map((o) => ({ method: o.http.method, path: o.http.path })),
+    ...operations.flatMap((o) => [o.http.path, ...(o.http.aliases ?? [])].map((path) => ({ method: o.http.method, path }))),
     { method: 'GET', path: '/api/health' },
     { method: 'GET', path: '/api/v1/openapi.json' },
     { method: 'POST', path: '/mcp' },
@@ -122,10 +122,10 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   let openapi: string | undefined;
   app.get('/api/v1/openapi.json', async (_req, reply) => reply.type('application/json; charset=utf-8').send((openapi ??= JSON.stringify(buildOpenApi(operations)))));
 
-  for (const op of operations) {
+  for (const op of operations) for (const path of [op.http.path, ...(op.http.aliases ?? [])]) {
     app.route({
       method: op.http.method,
-      url: op.http.path.replace(/\{([a-z_]+)\}/g, ':$1'),
+      url: path.replace(/\{([a-z_]+)\}/g, ':$1'),
       handler: async (req, reply) => {
         const caller = await core.admit(accessOf(req), op);
         // Permission before the body is even read: a refused caller never learns about its input.

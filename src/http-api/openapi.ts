@@ -69,7 +69,10 @@ function operationObject(op: Operation): JsonSchema {
 /** OpenAPI 3.1 for the REST door, derived from the operation table. */
 export function buildOpenApi(operations: readonly Operation[]): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
-  for (const op of operations) (paths[op.http.path] ??= {})[op.http.method.toLowerCase()] = operationObject(op);
+  for (const op of operations) {
+    (paths[op.http.path] ??= {})[op.http.method.toLowerCase()] = operationObject(op);
+    for (const alias of op.http.aliases ?? []) (paths[alias] ??= {})[op.http.method.toLowerCase()] = { ...operationObject(op), operationId: `${op.name}_alias`, deprecated: false };
+  }
   paths['/api/health'] = { get: { operationId: 'health', summary: 'Health check.', security: [], responses: { '200': { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } } } } };
   paths['/api/v1/openapi.json'] = { get: { operationId: 'openapi', summary: 'This document.', security: [], responses: { '200': { description: 'OpenAPI 3.1 document.' } } } };
   return {

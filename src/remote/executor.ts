@@ -85,10 +85,14 @@ export function outputFrom(op: Operation, res: PacedResponse, input: Record<stri
   return { items: json, total, page: intHeader(res.headers, 'x-page') ?? page, per_page: intHeader(res.headers, 'x-per-page') ?? perPage };
 }
 
-/** A mismatch between the upstream's answer and the output schema, naming the fields. */
-export function checkOutput(op: Operation, value: unknown): void {
+/**
+ * The upstream's answer checked against the output schema: a mismatch is a tool error naming the
+ * fields. Fields the schema does not know (Coolify sends many) are dropped, as the MCP client
+ * holds structured content to the tool's declared output schema.
+ */
+export function checkOutput(op: Operation, value: unknown): unknown {
   const r = (op.output as z.ZodType).safeParse(value);
-  if (r.success) return;
+  if (r.success) return conform(value, r.data);
   const errors: Record<string, string[]> = {};
   for (const issue of r.error.issues) {
     const field = issue.path.map(String).join('.') || '(answer)';
@@ -99,6 +103,20 @@ export function checkOutput(op: Operation, value: unknown): void {
     message: `The upstream's answer to ${op.name} does not match the tool's output schema (field ${first[0]}: ${first[1][0]}).`,
     errors,
   });
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The parsed value, keys in the upstream's order (so the text rendering matches local mode's). */
+function conform(raw: unknown, parsed: unknown): unknown {
+  if (Array.isArray(parsed) && Array.isArray(raw)) return parsed.map((p, i) => conform(raw[i], p));
+  if (isObject(parsed) && isObject(raw)) {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(raw)) if (Object.hasOwn(parsed, k)) out[k] = conform(raw[k], parsed[k]);
+    for (const k of Object.keys(parsed)) if (!Object.hasOwn(out, k)) out[k] = parsed[k];
+    return out;
+  }
+  return parsed;
 }
 
 /** Progress notifications while a call waits: one at the start of a wait, then one a second. */
@@ -117,7 +135,7 @@ function waitReporter(progress: ProgressReporter | undefined, logger: Logger, to
       const until = Date.now() + ms;
       const tick = () => {
         const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
-        progress({ progress: ++n, message: `Waiting ${left} s for the upstream (${reason}) before retrying ${tool}.` }).catch(() => undefined);
+        progress({ progress: ++n, message: `Waiting ${left} s for the upstream (${reason}) before retrying ${tool}.` }).catch((err: unknown) => logger.debug({ err }, 'progress notification not sent'));
       };
       tick();
       timer = setInterval(() => (Date.now() >= until - 200 ? stop() : tick()), 1000);
@@ -162,9 +180,7 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
       waits.stop();
     }
     if (res.status < 200 || res.status >= 300) throw new ToolCallError(upstreamErrorBody(res.status, res.body, secrets));
-    const output = outputFrom(op, res, parsed.data as Record<string, unknown>);
-    checkOutput(op, output);
-    return output;
+    return checkOutput(op, outputFrom(op, res, parsed.data as Record<string, unknown>));
   };
 
   function failure(err: unknown, req: UpstreamRequest): ToolCallError {

@@ -156,12 +156,8 @@ export class LiveRuntime implements Runtime {
     }
     for (const c of plan.containers) {
       await ensureImage(engine, c.spec.image, { signal: ctx.signal });
-      try {
-        await engine.removeContainer(c.name, { force: true, signal: ctx.signal });
-        await ctx.log(`removed the previous ${c.name}`);
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err;
-      }
+      // removeContainer answers false (no error) when there was none to remove.
+      if (await engine.removeContainer(c.name, { force: true, signal: ctx.signal })) await ctx.log(`removed the previous ${c.name}`);
       await engine.createContainer(c.name, c.spec, { signal: ctx.signal });
       await engine.startContainer(c.name, { signal: ctx.signal });
       await ctx.log(`started ${c.name} from ${c.spec.image}`);

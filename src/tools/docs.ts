@@ -13,7 +13,10 @@ export function renderToolTable(tools: readonly ToolDefinition[]): string {
 }
 
 export function renderRouteTable(operations: readonly Operation[]): string {
-  const rows = operations.map((o) => `| ${o.http.method} | \`${o.http.path}\` | ${permissionOf(o)} | ${cell(o.summary)} |`);
+  const rows = operations.map((o) => {
+    const also = o.http.aliases?.length ? ` (also ${o.http.aliases.map((a) => `\`${a}\``).join(', ')})` : '';
+    return `| ${o.http.method} | \`${o.http.path}\`${also} | ${permissionOf(o)} | ${cell(o.summary)} |`;
+  });
   return ['| method | path | permission | what it does |', '|---|---|---|---|', ...rows, '| GET | `/api/health` | none | Health check: `OK`. |'].join('\n');
 }
 

@@ -23,9 +23,11 @@ describe('OpenAPI and the route table', () => {
   it('every route is in the document and every path in it is a route', async () => {
     const doc = (await call(s.url, 'GET', '/api/v1/openapi.json')).json as { paths: Record<string, Record<string, { operationId: string; 'x-berth-permission'?: string }>> };
     const documented = Object.entries(doc.paths).flatMap(([p, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${p}`));
-    const routes = [...operations.map((o) => `${o.http.method} ${o.http.path}`), 'GET /api/health', 'GET /api/v1/openapi.json'];
+    const routes = [...operations.flatMap((o) => [o.http.path, ...(o.http.aliases ?? [])].map((p) => `${o.http.method} ${p}`)), 'GET /api/health', 'GET /api/v1/openapi.json'];
     expect(documented.sort()).toEqual(routes.sort());
-    for (const op of operations) expect(doc.paths[op.http.path]![op.http.method.toLowerCase()]!['x-berth-permission']).toBe(op.permission);
+    for (const op of operations) {
+      for (const p of [op.http.path, ...(op.http.aliases ?? [])]) expect(doc.paths[p]![op.http.method.toLowerCase()]!['x-berth-permission']).toBe(op.permission);
+    }
     // And every documented path answers something other than "no such route".
     for (const [p, methods] of Object.entries(doc.paths)) {
       for (const m of Object.keys(methods)) {
@@ -36,7 +38,13 @@ describe('OpenAPI and the route table', () => {
   });
 
   it('the route table (method, path, permission) matches the reviewed snapshot; UPDATE_ROUTES=1 rewrites it', () => {
-    const table = operations.map((o) => ({ method: o.http.method, path: o.http.path, permission: o.permission, ...(o.access?.rootTeamOnly ? { root_team_only: true } : {}) }));
+    const table = operations.map((o) => ({
+      method: o.http.method,
+      path: o.http.path,
+      ...(o.http.aliases ? { aliases: o.http.aliases } : {}),
+      permission: o.permission,
+      ...(o.access?.rootTeamOnly ? { root_team_only: true } : {}),
+    }));
     const text = JSON.stringify(table, null, 2) + '\n';
     if (process.env.UPDATE_ROUTES === '1' || (!fs.existsSync(SNAPSHOT) && !process.env.CI)) {
       fs.mkdirSync(path.dirname(SNAPSHOT), { recursive: true });

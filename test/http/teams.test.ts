@@ -49,6 +49,15 @@ describe('teams', () => {
     }
   });
 
+  it("Coolify 4.3's /team and /team/members answer like /teams/current and its members", async () => {
+    for (const [alias, path] of [['/api/v1/team', '/api/v1/teams/current'], ['/api/v1/team/members', '/api/v1/teams/current/members']]) {
+      const a = await call(s.url, 'GET', alias!, { token: s.rootToken });
+      const b = await call(s.url, 'GET', path!, { token: s.rootToken });
+      expect(a.status).toBe(200);
+      expect(a.json).toEqual(b.json);
+    }
+  });
+
   it('a non-numeric team id is a validation error', async () => {
     const r = await call(s.url, 'GET', '/api/v1/teams/abc', { token: s.rootToken });
     expect(r.status).toBe(422);

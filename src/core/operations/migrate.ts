@@ -150,9 +150,15 @@ export function migrateOperation(collection: Collection) {
       });
       let done: Promise<void>;
       try {
+        // MCP requires progress to grow with every notification: it counts bytes copied (the
+        // total is not known up front), and an update that moved no bytes is not sent.
+        let sent = -1;
         const onProgress = ctx.progress
-          ? (p: { volumes_total: number; volumes_done: number; bytes: number; current_volume?: string }) =>
-              void ctx.progress!({ progress: p.volumes_done, total: p.volumes_total, message: `${p.volumes_done}/${p.volumes_total} volumes, ${p.bytes} bytes${p.current_volume ? ` (copying ${p.current_volume})` : ''}` }).catch(() => undefined)
+          ? (p: { volumes_total: number; volumes_done: number; bytes: number; current_volume?: string }) => {
+              if (p.bytes <= sent) return;
+              sent = p.bytes;
+              void ctx.progress!({ progress: p.bytes, message: `${p.volumes_done}/${p.volumes_total} volumes, ${p.bytes} bytes${p.current_volume ? ` (copying ${p.current_volume})` : ''}` }).catch(() => undefined);
+            }
           : undefined;
         ({ done } = await ctx.jobs.enqueueMigration(m.id, toServer.id, onProgress));
       } catch (err) {

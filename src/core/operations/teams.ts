@@ -79,7 +79,7 @@ export const teamOperations = [
     input: z.strictObject({}),
     output: teamSchema,
     annotations: readOnly,
-    http: { method: 'GET', path: '/api/v1/teams/current' },
+    http: { method: 'GET', path: '/api/v1/teams/current', aliases: ['/api/v1/team'] },
     async run({ db, caller }) {
       return teamView(await ownTeam(db, caller.teamId, caller.teamId));
     },
@@ -92,7 +92,7 @@ export const teamOperations = [
     input: z.strictObject({}),
     output: z.array(memberSchema),
     annotations: readOnly,
-    http: { method: 'GET', path: '/api/v1/teams/current/members' },
+    http: { method: 'GET', path: '/api/v1/teams/current/members', aliases: ['/api/v1/team/members'] },
     async run({ db, caller }) {
       return members(db, caller.teamId);
     },
