@@ -29,7 +29,9 @@ export async function openStore(dataDir: string): Promise<Db> {
   sqlite.pragma('busy_timeout = 5000');
   // WAL makes NORMAL durable against process crashes; only an OS crash can lose the last commit.
   sqlite.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const cached = withStatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  directExecutors.set(db, (sql, parameters) => cached.prepare(sql).all(...(parameters as unknown[])) as unknown[]);
   setMigrationDialect('sqlite');
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   if (error) {
@@ -59,5 +61,13 @@ function withStatementCache(sqlite: SQLite.Database, max = 500) {
     },
   };
 }
+
+/**
+ * A synchronous way to run a compiled statement on a store, where the driver has one (SQLite):
+ * the hottest lookups skip the async driver plumbing. Compiled by Kysely either way.
+ */
+export type DirectExecutor = (sql: string, parameters: readonly unknown[]) => unknown[];
+const directExecutors = new WeakMap<Db, DirectExecutor>();
+export const directExecutorOf = (db: Db): DirectExecutor | undefined => directExecutors.get(db);
 
 export const nowIso = (): string => new Date().toISOString();

@@ -1,5 +1,5 @@
 import type { Compilable, CompiledQuery } from 'kysely';
-import type { Db } from './db.js';
+import { directExecutorOf, type Db } from './db.js';
 
 /** A named placeholder in a query compiled once. */
 class Param<K extends string> {
@@ -16,8 +16,10 @@ export const param = <K extends string>(name: K): never => new Param(name) as ne
 export function prepared<Row, K extends string>(db: Db, build: (db: Db) => Compilable<Row>) {
   const compiled: CompiledQuery<Row> = build(db).compile();
   const slots = compiled.parameters.map((p) => (p instanceof Param ? (p.name as K) : null));
+  const direct = directExecutorOf(db);
   return async (values: Record<K, unknown>): Promise<Row[]> => {
     const parameters = compiled.parameters.map((p, i) => (slots[i] === null ? p : values[slots[i]!]));
+    if (direct) return direct(compiled.sql, parameters) as Row[];
     const r = await db.executeQuery<Row>({ ...compiled, parameters });
     return r.rows;
   };
