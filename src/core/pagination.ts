@@ -1,3 +1,4 @@
+import type { SelectQueryBuilder } from 'kysely';
 import { z } from 'zod';
 
 /** `page` (from 1) and `per_page` (at most 100) on every list. */
@@ -22,4 +23,23 @@ export function listOf<T extends z.ZodType>(item: T) {
 export function pageOf<T>(all: T[], p: Page): { items: T[]; total: number; page: number; per_page: number } {
   const start = (p.page - 1) * p.per_page;
   return { items: all.slice(start, start + p.per_page), total: all.length, page: p.page, per_page: p.per_page };
+}
+
+// Kysely's builder types are exact per query; this helper only limits, offsets and counts.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyQuery = SelectQueryBuilder<any, any, any>;
+
+/**
+ * One page of a query and the count of all its rows: `select` adds the columns and the order,
+ * `view` turns the page's rows into the list's items.
+ */
+export async function paged<Q extends AnyQuery, R, T>(
+  base: Q,
+  p: Page,
+  select: (q: Q) => { limit(n: number): { offset(n: number): { execute(): Promise<R[]> } } },
+  view: (rows: R[]) => T[] | Promise<T[]>,
+): Promise<{ items: T[]; total: number; page: number; per_page: number }> {
+  const rows = await select(base).limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
+  const { n } = (await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()) as { n: number };
+  return { items: await view(rows), total: Number(n), page: p.page, per_page: p.per_page };
 }

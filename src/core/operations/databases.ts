@@ -6,7 +6,7 @@ import { validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
-import { listOf, pageInput } from '../pagination.js';
+import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
 import { description, imageName, name, tags, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
@@ -175,9 +175,7 @@ export const databaseOperations = [
     http: { method: 'GET', path: '/api/v1/databases', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('resources').where('team_id', '=', caller.teamId).where('kind', 'in', [...DATABASE_KINDS]);
-      const rows = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: await Promise.all(rows.map((r) => view(db, r))), total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => Promise.all(rows.map((r) => view(db, r))));
     },
   }),
   ...DATABASE_KINDS.map(createOperation),

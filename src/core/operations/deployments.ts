@@ -5,7 +5,7 @@ import { BerthError, notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned, ownedResource } from '../lookup.js';
 import { defineOperation, type OperationContext } from '../operation.js';
-import { listOf, pageInput } from '../pagination.js';
+import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { uuidParam } from '../validators.js';
@@ -139,9 +139,7 @@ export const deploymentOperations = [
     http: { method: 'GET', path: '/api/v1/deployments', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('deployments').where('team_id', '=', caller.teamId).where('status', 'in', ['queued', 'in_progress']);
-      const rows = await base.selectAll().orderBy('id', 'desc').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: await views(db, rows), total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id', 'desc'), (rows) => views(db, rows));
     },
   }),
   defineOperation({
@@ -187,9 +185,7 @@ export const deploymentOperations = [
     async run({ db, caller }, { uuid, ...p }) {
       const r = await ownedResource(db, uuid, caller.teamId, ['application']);
       const base = db.selectFrom('deployments').where('resource_id', '=', r.id);
-      const rows = await base.selectAll().orderBy('id', 'desc').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: await views(db, rows), total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id', 'desc'), (rows) => views(db, rows));
     },
   }),
 ];

@@ -6,7 +6,7 @@ import { BerthError, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned } from '../lookup.js';
 import { defineOperation } from '../operation.js';
-import { listOf, pageInput } from '../pagination.js';
+import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
 import { description, name, privateKeyPem, uuidParam } from '../validators.js';
 import { CREATE, DELETE, READ, UPDATE, messageSchema, stamps, uuidSchema } from './common.js';
@@ -67,9 +67,7 @@ export const keyOperations = [
     http: { method: 'GET', path: '/api/v1/security/keys', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('private_keys').where('team_id', '=', caller.teamId);
-      const rows = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: rows.map((k) => view(k, false)), total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => rows.map((k) => view(k, false)));
     },
   }),
   defineOperation({

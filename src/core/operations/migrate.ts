@@ -5,7 +5,7 @@ import { BerthError, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
-import { listOf, pageInput } from '../pagination.js';
+import { listOf, paged, pageInput } from '../pagination.js';
 import { uuidParam } from '../validators.js';
 import { READ, stamps } from './common.js';
 import { KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection } from './resource-common.js';
@@ -42,7 +42,8 @@ async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow
     migrate_volumes: m.migrate_volumes === 1,
     moves_data: m.moves_data === 1,
     status: m.status,
-    progress: JSON.parse(m.progress),
+    // Only the public counters: the job also keeps its own bookkeeping in there (staged volumes).
+    progress: (({ volumes_total, volumes_done, bytes }) => ({ volumes_total, volumes_done, bytes }))(JSON.parse(m.progress) as Record<string, number>),
     error: m.error,
     created_at: m.created_at,
     updated_at: m.updated_at,
@@ -192,9 +193,7 @@ export const migrationOperations = [
     http: { method: 'GET', path: '/api/v1/migrations', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('migrations_jobs').where('team_id', '=', caller.teamId);
-      const rows = await base.selectAll().orderBy('id', 'desc').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: await Promise.all(rows.map((m) => migrationView(db, m))), total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id', 'desc'), (rows) => Promise.all(rows.map((m) => migrationView(db, m))));
     },
   }),
   defineOperation({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineOperation } from '../operation.js';
-import { listOf, pageInput } from '../pagination.js';
+import { listOf, paged, pageInput } from '../pagination.js';
 import { READ } from './common.js';
 import { placedSchema, placedView } from './resource-common.js';
 
@@ -31,12 +31,9 @@ export const platformOperations = [
     http: { method: 'GET', path: '/api/v1/resources', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('resources').where('team_id', '=', caller.teamId);
-      const rows = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      const items = await Promise.all(
-        rows.map(async (r) => ({ ...(await placedView(db, r)), type: r.kind === 'application' || r.kind === 'service' ? r.kind : `standalone-${r.kind}` })),
+      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) =>
+        Promise.all(rows.map(async (r) => ({ ...(await placedView(db, r)), type: r.kind === 'application' || r.kind === 'service' ? r.kind : `standalone-${r.kind}` }))),
       );
-      return { items, total: Number(n), ...p };
     },
   }),
 ];

@@ -4,7 +4,7 @@ import { BerthError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned, ownedEnvironment } from '../lookup.js';
 import { defineOperation } from '../operation.js';
-import { listOf, pageInput } from '../pagination.js';
+import { listOf, paged, pageInput } from '../pagination.js';
 import { description, name, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
 
@@ -47,9 +47,7 @@ export const projectOperations = [
     http: { method: 'GET', path: '/api/v1/projects', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('projects').where('team_id', '=', caller.teamId);
-      const items = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items, total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => rows);
     },
   }),
   defineOperation({
@@ -139,9 +137,7 @@ export const projectOperations = [
     async run({ db, caller }, { uuid, ...p }) {
       const project = await owned(db, 'projects', uuid, caller.teamId);
       const base = db.selectFrom('environments').where('project_id', '=', project.id);
-      const items = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items, total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => rows);
     },
   }),
   defineOperation({

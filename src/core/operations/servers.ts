@@ -6,7 +6,7 @@ import { BerthError, notFound } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned } from '../lookup.js';
 import { defineOperation } from '../operation.js';
-import { listOf, pageInput } from '../pagination.js';
+import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
 import { description, engineEndpoint, engineName, engineTls, hostAddress, name, sshUser, uuidParam } from '../validators.js';
 import { bool, CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
@@ -106,9 +106,7 @@ export const serverOperations = [
     http: { method: 'GET', path: '/api/v1/servers', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('servers').where('team_id', '=', caller.teamId);
-      const rows = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: await Promise.all(rows.map((r) => serverView(db, r))), total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => Promise.all(rows.map((r) => serverView(db, r))));
     },
   }),
   defineOperation({
@@ -245,9 +243,7 @@ export const serverOperations = [
     async run({ db, caller }, { uuid, ...p }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
       const base = db.selectFrom('destinations').where('server_id', '=', s.id);
-      const rows = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: rows.map((d) => destinationView(d, s.uuid)), total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => rows.map((d) => destinationView(d, s.uuid)));
     },
   }),
   defineOperation({
@@ -284,14 +280,7 @@ export const serverOperations = [
     async run({ db, caller }, { uuid, ...p }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
       const base = db.selectFrom('resources as r').innerJoin('destinations as d', 'd.id', 'r.destination_id').where('d.server_id', '=', s.id);
-      const rows = await base
-        .select(['r.uuid', 'r.name', 'r.kind', 'r.status', 'r.created_at', 'r.updated_at'])
-        .orderBy('r.id')
-        .limit(p.per_page)
-        .offset((p.page - 1) * p.per_page)
-        .execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: rows.map(({ kind, ...r }) => ({ ...r, type: kind })), total: Number(n), ...p };
+      return paged(base, p, (q) => q.select(['r.uuid', 'r.name', 'r.kind', 'r.status', 'r.created_at', 'r.updated_at']).orderBy('r.id'), (rows) => rows.map(({ kind, ...r }) => ({ ...r, type: kind })));
     },
   }),
 ];
@@ -308,9 +297,7 @@ export const destinationOperations = [
     http: { method: 'GET', path: '/api/v1/destinations', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('destinations as d').innerJoin('servers as s', 's.id', 'd.server_id').where('d.team_id', '=', caller.teamId);
-      const rows = await base.selectAll('d').select('s.uuid as server_uuid').orderBy('d.id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: rows.map((d) => destinationView(d, d.server_uuid)), total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll('d').select('s.uuid as server_uuid').orderBy('d.id'), (rows) => rows.map((d) => destinationView(d, d.server_uuid)));
     },
   }),
   defineOperation({

@@ -5,7 +5,7 @@ import { composeInput, parseCompose, type ComposeContainer } from '../compose.js
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
-import { listOf, pageInput } from '../pagination.js';
+import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
 import { description, name, tags, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
@@ -65,9 +65,7 @@ export const serviceOperations = [
     http: { method: 'GET', path: '/api/v1/services', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('resources').where('team_id', '=', caller.teamId).where('kind', '=', 'service');
-      const rows = await base.selectAll().orderBy('id').limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-      const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { items: await Promise.all(rows.map((r) => view(db, r))), total: Number(n), ...p };
+      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => Promise.all(rows.map((r) => view(db, r))));
     },
   }),
   defineOperation({
