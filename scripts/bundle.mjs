@@ -1,7 +1,11 @@
 // Bundles the compiled CLI into a few files: Node 20 spends most of a cold start resolving and
 // loading hundreds of small ES modules (Kysely, the MCP SDK), which matters for `berth mcp`,
 // spawned by a desktop client for every session. `serve` and `mcp` stay separate chunks.
+import fs from 'node:fs';
 import { build } from 'esbuild';
+
+// Chunk names change with their content: start empty so stale chunks never pile up.
+fs.rmSync('dist/bundle', { recursive: true, force: true });
 
 await build({
   entryPoints: ['dist/cli.js'],

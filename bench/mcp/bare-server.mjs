@@ -7,6 +7,7 @@
 //   node bench/mcp/bare-server.mjs http    → prints `listening on http://127.0.0.1:PORT/mcp`
 //   node bench/mcp/bare-server.mjs stdio   → serves the same server on stdin/stdout
 import http from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { localhostHostValidation, localhostOriginValidation, toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
@@ -43,17 +44,23 @@ function buildServer() {
   return server;
 }
 
-if (process.argv[2] === 'stdio') {
-  const { serveStdio } = await import('@modelcontextprotocol/server/stdio');
-  serveStdio(() => buildServer());
-} else {
+/** The node:http request handler of the bare server (bench/mcp/inproc.mjs injects requests into it). */
+export function bareNodeHandler() {
   const mcp = toNodeHandler(createMcpHandler(() => buildServer()));
   const validateHost = localhostHostValidation();
   const validateOrigin = localhostOriginValidation();
-  const server = http.createServer(async (req, res) => {
+  return async (req, res) => {
     if (!validateHost(req, res) || !validateOrigin(req, res)) return;
     await mcp(req, res);
-  });
+  };
+}
+
+const main = process.argv[1] === fileURLToPath(import.meta.url);
+if (main && process.argv[2] === 'stdio') {
+  const { serveStdio } = await import('@modelcontextprotocol/server/stdio');
+  serveStdio(() => buildServer());
+} else if (main) {
+  const server = http.createServer(bareNodeHandler());
   server.listen(0, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${server.address().port}/mcp`));
   const stop = () => {
     server.closeAllConnections();

@@ -12,7 +12,7 @@
 // Both eras: modern 2026-07-28 (JSON answer) and legacy 2025-11-25 (what v1 clients send; the
 // SDK's stateless fallback answers as SSE). Same client loop, same request bytes for both servers.
 //
-// stdio: spawn → first tool result (initialize → initialized + tools/call for the legacy era;
+// stdio (dist/bundle/cli.js, and dist/cli.js for comparison): spawn → first tool result (initialize → initialized + tools/call for the legacy era;
 // a bare tools/call with the _meta envelope for the modern one), median of --spawns runs, then
 // --rtt sequential round trips on the same process (p50/p99). Baselines: the bare SDK server on
 // stdio (serveStdio) and a 10-line node script that answers one JSON-RPC line (Node's own floor).
@@ -28,7 +28,10 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = path.join(ROOT, 'dist', 'cli.js');
+// The shipped `berth` command (package.json bin) is the esbuild bundle of dist/cli.js; the
+// unbundled entry is measured next to it on stdio, where module loading dominates start-up.
+const CLI = path.join(ROOT, 'dist', 'bundle', 'cli.js');
+const UNBUNDLED_CLI = path.join(ROOT, 'dist', 'cli.js');
 const BARE = path.join(ROOT, 'bench', 'mcp', 'bare-server.mjs');
 
 const argv = process.argv.slice(2);
@@ -364,6 +367,7 @@ async function stdioBench(token, dataDir) {
   const subjects = [
     { name: 'berth mcp', era: 'legacy', args: [CLI, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) },
     { name: 'berth mcp', era: 'modern', args: [CLI, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) },
+    ...['legacy', 'modern'].map((era) => ({ name: 'berth mcp, unbundled dist/cli.js', era, args: [UNBUNDLED_CLI, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) })),
     ...(CANDIDATE
       ? ['legacy', 'modern'].map((era) => ({ name: 'berth candidate mcp', era, args: [CANDIDATE, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) }))
       : []),
@@ -397,7 +401,7 @@ const pad = (s, n) => String(s).padEnd(n);
 const lpad = (s, n) => String(s).padStart(n);
 
 async function main() {
-  if (!fs.existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first');
+  if (!fs.existsSync(CLI) || !fs.existsSync(UNBUNDLED_CLI)) throw new Error('dist/bundle/cli.js or dist/cli.js is missing: run `npm run build` first');
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
   const dataDir = path.join(work, 'data');
   const report = {
@@ -435,9 +439,9 @@ async function main() {
   if (report.stdio) {
     out.push('');
     out.push(`stdio: spawn → first tool result (median of ${SPAWNS} spawns, min–max), then ${RTT_COUNT} sequential round trips`);
-    out.push(`  ${pad('', 36)}${lpad('first ms', 10)}${lpad('min–max', 13)}${lpad('RTT p50', 10)}${lpad('RTT p99', 10)}`);
+    out.push(`  ${pad('', 46)}${lpad('first ms', 10)}${lpad('min–max', 13)}${lpad('RTT p50', 10)}${lpad('RTT p99', 10)}`);
     for (const s of report.stdio) {
-      out.push(`  ${pad(`${s.name}, ${s.era}`, 36)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}`);
+      out.push(`  ${pad(`${s.name}, ${s.era}`, 46)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}`);
     }
     const get = (name, era) => report.stdio.find((s) => s.name.startsWith(name) && s.era === era);
     for (const era of ['legacy', 'modern']) {

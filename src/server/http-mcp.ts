@@ -69,7 +69,12 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     const caller = await core.admit(access);
     // The header can only narrow what the token allows, never widen it.
     const readOnly = String(req.headers['x-berth-read-only'] ?? '').toLowerCase() === 'true';
-    const state: RequestState = { caller, tools: visibleTools(tools, caller, { readOnly }) };
+    const visible = visibleTools(tools, caller, { readOnly });
+    // Building a server with every visible tool dominated a call's cost: a tools/call needs only
+    // the tool it names (none when hidden, which the SDK answers as an unknown tool, as before).
+    const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
+    const called = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
+    const state: RequestState = { caller, tools: typeof called === 'string' ? visible.filter((t) => t.name === called) : visible };
     if (req.body instanceof BadBody) {
       return reply.code(400).send({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${req.body.reason}` } });
     }
