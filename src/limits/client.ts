@@ -66,26 +66,67 @@ export function serverWaitMs(h: PacedResponse['headers'], now = Date.now()): num
 }
 
 /**
+ * At most `max` jobs at once, the rest in FIFO order. Without a budget to pace to, this is all
+ * the client needs of a limiter, and it costs nothing per request: Bottleneck's local store
+ * yields to a timer several times per job (~5 ms a request on these machines, measured by
+ * bench/remote), which would dominate a loopback tool call.
+ */
+class Gate {
+  private running = 0;
+  private readonly waiting: Array<{ start: () => void; drop: (err: Error) => void }> = [];
+  private closed = false;
+
+  constructor(private readonly max: number) {}
+
+  async run<T>(job: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new Error('This client has been closed.');
+    if (this.running < this.max) this.running++;
+    // A finishing job hands its slot straight to the next in line.
+    else await new Promise<void>((start, drop) => this.waiting.push({ start, drop }));
+    try {
+      return await job();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next.start();
+      else this.running--;
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const w of this.waiting.splice(0)) w.drop(new Error('This client has been closed.'));
+  }
+}
+
+/**
  * An HTTP client that paces itself to a budget (Bottleneck reservoir), honours Retry-After and
  * X-RateLimit-Reset, then backs off exponentially with full jitter. Retries of one request run
  * inside that request's own job, one after another: never in parallel. POST/PUT/PATCH/DELETE
  * are never retried automatically; a 429 on them is returned to the caller as RetryLaterError.
  */
 export class PacedClient {
-  private readonly limiter: Bottleneck;
+  /** Bottleneck when there is a budget to pace to (its reservoir); otherwise a plain gate. */
+  private readonly limiter: Bottleneck | undefined;
+  private readonly gate: Gate;
   /** While the server says the budget is spent, no request leaves before this time. */
   private pausedUntil = 0;
 
   constructor(private readonly opts: PacedClientOptions) {
     const perMinute = opts.perMinute;
-    this.limiter = new Bottleneck({
-      maxConcurrent: opts.concurrency ?? 4,
-      ...(perMinute ? { reservoir: perMinute, reservoirRefreshAmount: perMinute, reservoirRefreshInterval: 60_000 } : {}),
-    });
+    this.gate = new Gate(opts.concurrency ?? 4);
+    this.limiter = perMinute
+      ? new Bottleneck({
+          maxConcurrent: opts.concurrency ?? 4,
+          reservoir: perMinute,
+          reservoirRefreshAmount: perMinute,
+          reservoirRefreshInterval: 60_000,
+        })
+      : undefined;
   }
 
   request(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}, options: PacedRequestOptions = {}): Promise<PacedResponse> {
-    return this.limiter.schedule(() => this.withRetries(method, path, body, headers, options));
+    const job = () => this.withRetries(method, path, body, headers, options);
+    return this.limiter ? this.limiter.schedule(job) : this.gate.run(job);
   }
 
   private backoffMs(attempt: number): number {
@@ -171,6 +212,7 @@ export class PacedClient {
   }
 
   async close(): Promise<void> {
-    await this.limiter.stop({ dropWaitingJobs: true }).catch(() => undefined);
+    this.gate.close();
+    await this.limiter?.stop({ dropWaitingJobs: true }).catch(() => undefined);
   }
 }

@@ -52,11 +52,11 @@ const intHeader = (h: PacedResponse['headers'], name: string) => {
   return Number.isInteger(n) ? n : undefined;
 };
 
-function notJson(op: Operation, res: PacedResponse): ToolCallError {
+function notJson(op: Operation, res: PacedResponse, secrets: readonly string[]): ToolCallError {
   return new ToolCallError({
     message: `The upstream's answer to ${op.name} is not JSON.`,
     upstream_status: res.status,
-    upstream_body: redactText(res.body).slice(0, ERROR_BODY_LIMIT),
+    upstream_body: redactText(res.body, secrets).slice(0, ERROR_BODY_LIMIT),
   });
 }
 
@@ -66,13 +66,13 @@ function notJson(op: Operation, res: PacedResponse): ToolCallError {
  * sends the whole list without those headers (Coolify) is paged here, so total is its length —
  * and a text answer (GET /version) into `{ [field]: text }`.
  */
-export function outputFrom(op: Operation, res: PacedResponse, input: Record<string, unknown>): unknown {
+export function outputFrom(op: Operation, res: PacedResponse, input: Record<string, unknown>, secrets: readonly string[] = []): unknown {
   if (op.http.text) return { [op.http.text]: res.body.trim() };
   let json: unknown;
   try {
     json = res.body.trim() === '' ? {} : JSON.parse(res.body);
   } catch {
-    throw notJson(op, res);
+    throw notJson(op, res, secrets);
   }
   if (!op.http.list) return json;
   if (!Array.isArray(json)) {
@@ -180,7 +180,7 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
       waits.stop();
     }
     if (res.status < 200 || res.status >= 300) throw new ToolCallError(upstreamErrorBody(res.status, res.body, secrets));
-    return checkOutput(op, outputFrom(op, res, parsed.data as Record<string, unknown>));
+    return checkOutput(op, outputFrom(op, res, parsed.data as Record<string, unknown>, secrets));
   };
 
   function failure(err: unknown, req: UpstreamRequest): ToolCallError {
@@ -189,7 +189,7 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
       const body = err.response ? upstreamErrorBody(err.response.status, err.response.body, secrets) : { message: 'Too many requests.' };
       const why = unsafe
         ? `not retried automatically, because repeating a ${req.method} could make the change twice`
-        : 'waiting longer than this server allows for one call';
+        : 'gave up: one call waits at most BERTH_API_MAX_WAIT_MS, over a few tries';
       return new ToolCallError({ ...body, retry_after: err.seconds, hint: `The upstream is busy: retry after ${err.seconds} s (${why}).` });
     }
     if ((err as Error)?.name === 'AbortError' || (err as { code?: string })?.code === 'ABORT_ERR') return new ToolCallError({ message: 'The call was cancelled.' });

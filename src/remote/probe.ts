@@ -57,8 +57,8 @@ const ROOT_TEAM_ONLY = "Only a token of the instance's root team may do this.";
  * berth checks the permission before it validates input, so a request with a deliberately
  * invalid field answers 403 (permission missing) or 422 (permission held) and changes nothing.
  */
-export async function probeUpstream(client: PacedClient, upstream: Upstream, secrets: readonly string[]): Promise<UpstreamFacts> {
-  const ask = async (method: Method, path: string, body?: unknown): Promise<Answer> => {
+export async function probeUpstream(clients: { fast: PacedClient; patient: PacedClient }, upstream: Upstream, secrets: readonly string[]): Promise<UpstreamFacts> {
+  const once = async (client: PacedClient, method: Method, path: string, body?: unknown): Promise<Answer> => {
     try {
       const res = await client.request(method, `${upstream.basePath}${path}`, body);
       return { res, json: parseJson(res.body) };
@@ -66,6 +66,14 @@ export async function probeUpstream(client: PacedClient, upstream: Upstream, sec
       if (error instanceof RetryLaterError && error.response) return { res: error.response, json: parseJson(error.response.body), error };
       return { error };
     }
+  };
+  // Without retries first, so a wrong URL fails at once; a rate-limited answer is asked again
+  // through the patient client, which waits as the upstream says (up to the wait bound).
+  const ask = async (method: Method, path: string, body?: unknown): Promise<Answer> => {
+    const first = await once(clients.fast, method, path, body);
+    const busy = first.res?.status === 429 || first.res?.status === 503;
+    // Only a read is asked again: the write probes are never sent twice.
+    return busy && method === 'GET' ? once(clients.patient, method, path, body) : first;
   };
   const where = upstream.display;
   const [version, team, openapi] = await Promise.all([ask('GET', '/api/v1/version'), ask('GET', '/api/v1/teams/current'), ask('GET', '/api/v1/openapi.json')]);
@@ -85,8 +93,8 @@ export async function probeUpstream(client: PacedClient, upstream: Upstream, sec
       throw new StartError(`${where} does not look like a berth or Coolify API: GET /api/v1/version answered ${contentType(v) || 'something'} that is not a version number (is the URL right?)`);
     }
     versionText = text;
-  } else if (v.status === 429) {
-    throw new StartError(`${where} is rate limiting this token: retry after ${(version.error as RetryLaterError).seconds} s`);
+  } else if (v.status === 429 || v.status === 503) {
+    throw new StartError(`${where} is busy (HTTP ${v.status}${messageOf(version) ? `: ${messageOf(version)}` : ''}): retry after ${(version.error as RetryLaterError).seconds} s`);
   } else if (v.status !== 403 || !messageOf(version)) {
     throw new StartError(`${where} does not look like a berth or Coolify API: GET /api/v1/version answered HTTP ${v.status} (is the URL right?)`);
   }

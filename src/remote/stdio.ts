@@ -43,7 +43,7 @@ export async function runRemoteStdio(opts: RemoteStdioOptions): Promise<void> {
 
   let facts;
   try {
-    facts = await probeUpstream(conn.client, upstream, secrets);
+    facts = await probeUpstream({ fast: conn.probeClient, patient: conn.client }, upstream, secrets);
   } catch (err) {
     await conn.close();
     if (err instanceof StartError) throw new Error(err.message);

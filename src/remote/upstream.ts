@@ -39,6 +39,8 @@ export interface UpstreamClientOptions {
 
 export interface UpstreamClient {
   client: PacedClient;
+  /** The same pool, no retries: the start-up probe fails fast on a wrong URL. */
+  probeClient: PacedClient;
   close(): Promise<void>;
 }
 
@@ -57,19 +59,24 @@ export function connectUpstream(upstream: Upstream, token: string, opts: Upstrea
     headersTimeout: opts.timeoutMs,
     bodyTimeout: opts.timeoutMs,
   });
-  const client = new PacedClient({
-    baseUrl: upstream.origin,
-    headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/plain;q=0.9', 'user-agent': 'berth-mcp-remote' },
-    concurrency,
-    maxRetries: 4,
-    maxWaitMs: opts.maxWaitMs,
-    timeoutMs: opts.timeoutMs,
-    dispatcher: agent,
-  });
+  const paced = (maxRetries: number) =>
+    new PacedClient({
+      baseUrl: upstream.origin,
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/plain;q=0.9', 'user-agent': 'berth-mcp-remote' },
+      concurrency,
+      maxRetries,
+      maxWaitMs: opts.maxWaitMs,
+      timeoutMs: opts.timeoutMs,
+      dispatcher: agent,
+    });
+  const client = paced(4);
+  const probeClient = paced(0);
   return {
     client,
+    probeClient,
     async close() {
       await client.close();
+      await probeClient.close();
       await agent.close().catch(() => undefined);
     },
   };

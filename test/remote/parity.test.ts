@@ -1,0 +1,304 @@
+/**
+ * One tool table, two executors: every tool, called through `berth mcp --data` (in-process core)
+ * and through `berth mcp --api-url` (the same tools over HTTP against a real berth), gives the
+ * same result for the same data.
+ *
+ * - Read-only and instance-wide tools run in both modes on one shared world (the root team) and
+ *   must match exactly.
+ * - Tools that change data run on two identical worlds, one per mode, each in its own team (so
+ *   names and keys may repeat); the step sequence is the same. Their results are compared after
+ *   putting symbolic names in place of each world's own uuids and team, and placeholders in place
+ *   of what is new on every run: freshly minted uuids, numeric row ids and timestamps.
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operations } from '../../src/core/operations/index.js';
+import { stdioClient, type AnyClient, type ToolResult } from '../helpers/mcp.js';
+import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { buildWorld, COMPOSE, type World } from '../helpers/world.js';
+import { remoteClient, type RemoteClient } from './helpers.js';
+
+let s: TestServer;
+let w: World;
+let local: AnyClient;
+let remote: RemoteClient;
+
+/** What a tool call gave, in a comparable form. */
+const outcome = (r: ToolResult) => (r.isError ? { error: JSON.parse(r.content[0]!.text!) } : { ok: r.structuredContent });
+
+async function settle(token: string) {
+  // Deployments of the world run (and fail: its servers have no engine) in the server's worker;
+  // wait until none is queued or running so both modes read the same state.
+  for (let i = 0; i < 100; i++) {
+    const r = await call(s.url, 'GET', '/api/v1/deployments', { token });
+    if (r.status === 200 && Array.isArray(r.json) && r.json.length === 0) return;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error('deployments did not settle');
+}
+
+beforeAll(async () => {
+  s = await startTestServer({ apiRateLimit: 0 });
+  w = await buildWorld(s);
+  await settle(s.rootToken);
+  [local, remote] = await Promise.all([stdioClient('v2-modern', s.dataDir, s.rootToken), remoteClient('v2-modern', s.url, s.rootToken)]);
+}, 60_000);
+afterAll(async () => {
+  await Promise.all([local?.close(), remote?.close()]);
+  await s?.stop();
+});
+
+describe('remote mode lists the same tools as local mode', () => {
+  it('same names, schemas, annotations and descriptions for a root token of the root team', async () => {
+    const [l, r] = await Promise.all([local.listTools(), remote.listTools()]);
+    expect(r.tools.map((t) => t.name)).toEqual(l.tools.map((t) => t.name));
+    expect(r.tools.map((t) => t.name).sort()).toEqual(operations.map((o) => o.name).sort());
+    expect(r.tools).toEqual(l.tools);
+  });
+});
+
+describe('read-only and instance-wide tools: identical structured output on one world', () => {
+  const readArgs = (): Array<[string, Record<string, unknown>]> => [
+    ['get_settings', {}],
+    ['update_settings', { allowed_ips: '' }],
+    ['enable_api', {}],
+    ['list_teams', {}],
+    ['get_current_team', {}],
+    ['list_current_team_members', {}],
+    ['get_team', { id: s.rootTeamId }],
+    ['list_team_members', { id: s.rootTeamId }],
+    ['get_version', {}],
+    ['list_resources', {}],
+    ['list_resources', { page: 2, per_page: 2 }],
+    ['list_private_keys', {}],
+    ['get_private_key', { uuid: w.keyUuid }],
+    ['list_servers', {}],
+    ['get_server', { uuid: w.serverUuid }],
+    ['list_server_destinations', { uuid: w.serverUuid }],
+    ['list_server_resources', { uuid: w.serverUuid }],
+    ['list_destinations', {}],
+    ['get_destination', { uuid: w.destinationUuid }],
+    ['list_projects', {}],
+    ['get_project', { uuid: w.projectUuid }],
+    ['list_environments', { uuid: w.projectUuid }],
+    ['list_applications', {}],
+    ['list_applications', { tag: 'web' }],
+    ['get_application', { uuid: w.appUuid }],
+    ['list_application_envs', { uuid: w.appUuid }],
+    ['list_application_storages', { uuid: w.appUuid }],
+    ['get_application_logs', { uuid: w.appUuid }],
+    ['list_databases', {}],
+    ['get_database', { uuid: w.databaseUuid }],
+    ['list_database_envs', { uuid: w.databaseUuid }],
+    ['list_database_storages', { uuid: w.databaseUuid }],
+    ['get_database_logs', { uuid: w.databaseUuid, lines: 10 }],
+    ['list_services', {}],
+    ['get_service', { uuid: w.serviceUuid }],
+    ['list_service_envs', { uuid: w.serviceUuid }],
+    ['list_service_storages', { uuid: w.serviceUuid }],
+    ['get_service_logs', { uuid: w.serviceUuid }],
+    ['list_deployments', {}],
+    ['get_deployment', { uuid: w.deploymentUuid }],
+    ['get_deployment', { uuid: w.deploymentUuid, full: 'true' }],
+    ['list_application_deployments', { uuid: w.appUuid }],
+    ['list_migrations', {}],
+    ['get_migration', { uuid: w.migrationUuid }],
+  ];
+
+  it('every read-only tool (and the idempotent settings tools) gives the same result in both modes', async () => {
+    const covered = new Set<string>();
+    for (const [tool, args] of readArgs()) {
+      covered.add(tool);
+      const l = await local.callTool(tool, args);
+      const r = await remote.callTool(tool, args);
+      expect({ tool, error: l.isError ? l.content[0]?.text : undefined }).toEqual({ tool, error: undefined });
+      expect({ tool, args, ...outcome(r) }).toEqual({ tool, args, ...outcome(l) });
+      if (!l.isError) expect(r.content).toEqual(l.content);
+    }
+    const readOnly = operations.filter((o) => o.annotations.readOnly).map((o) => o.name);
+    expect(readOnly.filter((n) => !covered.has(n))).toEqual([]);
+  });
+
+  it('disable_api then enable_api: same answers, and the disabled API answers the same refusal', async () => {
+    for (const c of [local, remote]) {
+      expect(outcome(await c.callTool('disable_api'))).toEqual({ ok: { message: 'API disabled.' } });
+      expect(outcome(await c.callTool('get_current_team'))).toEqual({ error: { message: 'API is disabled.' } });
+      expect(outcome(await c.callTool('enable_api'))).toEqual({ ok: { message: 'API enabled.' } });
+    }
+  });
+
+  it('errors carry the same bodies: not found, validation (checked before any request), wrong team', async () => {
+    const cases: Array<[string, Record<string, unknown>]> = [
+      ['get_application', { uuid: 'nosuchapplication' }],
+      ['get_team', { id: 99_999 }],
+      ['send_feedback', { content: 'short', extra: 1 }],
+      ['create_project', {}],
+      ['list_resources', { page: 0 }],
+      ['delete_destination', { uuid: w.destinationUuid }],
+    ];
+    for (const [tool, args] of cases) {
+      const l = await local.callTool(tool, args);
+      const r = await remote.callTool(tool, args);
+      expect(l.isError).toBe(true);
+      expect({ tool, ...outcome(r) }).toEqual({ tool, ...outcome(l) });
+    }
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// Tools that change data: two identical worlds, the same steps in both modes.
+
+interface Ctx {
+  w: World;
+  /** uuids this mode created in earlier steps, by symbolic name. */
+  made: Record<string, string>;
+  /** value → symbolic name, for normalizing this mode's answers. */
+  names: Map<string, string>;
+}
+
+interface Step {
+  tool: string;
+  args: (c: Ctx) => Record<string, unknown>;
+  /** Name the uuid an answer carries, for later steps. */
+  save?: (out: Record<string, any>) => Record<string, string>;
+}
+
+const KEY2 = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+const place = (c: Ctx) => ({ project_uuid: c.w.projectUuid, server_uuid: c.w.serverUuid, environment_name: 'production' });
+const uuidOf = (name: string) => (out: Record<string, any>) => ({ [name]: String(out.uuid) });
+const deploymentOf = (name: string) => (out: Record<string, any>) => ({ [name]: String(out.deployment_uuid ?? out.deployments?.[0]?.deployment_uuid) });
+
+const steps: Step[] = [
+  { tool: 'create_private_key', args: () => ({ name: 'second key', private_key: KEY2 }), save: uuidOf('key2') },
+  { tool: 'update_private_key', args: (c) => ({ uuid: c.made.key2, description: 'changed' }) },
+  { tool: 'create_server', args: (c) => ({ name: 'three', ip: '10.0.0.3', private_key_uuid: c.made.key2 }), save: uuidOf('server3') },
+  { tool: 'update_server', args: (c) => ({ uuid: c.made.server3, description: 'changed', port: 2222 }) },
+  { tool: 'validate_server', args: (c) => ({ uuid: c.made.server3 }) },
+  { tool: 'create_server_destination', args: (c) => ({ uuid: c.made.server3, network: 'extra', name: 'extra net' }), save: uuidOf('dest3') },
+  { tool: 'update_destination', args: (c) => ({ uuid: c.made.dest3, name: 'renamed' }) },
+  { tool: 'delete_destination', args: (c) => ({ uuid: c.made.dest3 }) },
+  { tool: 'create_project', args: () => ({ name: 'second project', description: 'for parity' }), save: uuidOf('project2') },
+  { tool: 'update_project', args: (c) => ({ uuid: c.made.project2, description: 'changed' }) },
+  { tool: 'create_environment', args: (c) => ({ uuid: c.made.project2, name: 'staging' }), save: uuidOf('env2') },
+  {
+    tool: 'create_application',
+    args: (c) => ({ ...place(c), docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80', name: 'app two', tags: ['two'] }),
+    save: uuidOf('app2'),
+  },
+  { tool: 'update_application', args: (c) => ({ uuid: c.made.app2, description: 'changed', ports_exposes: '80,443' }) },
+  { tool: 'create_application_env', args: (c) => ({ uuid: c.made.app2, key: 'TWO', value: 'value-two' }), save: uuidOf('appEnv2') },
+  { tool: 'update_application_env', args: (c) => ({ uuid: c.made.app2, key: 'TWO', value: 'value-2' }) },
+  { tool: 'delete_application_env', args: (c) => ({ uuid: c.made.app2, env_uuid: c.made.appEnv2 }) },
+  { tool: 'create_application_storage', args: (c) => ({ uuid: c.made.app2, type: 'persistent', name: 'two', mount_path: '/two' }), save: uuidOf('appStorage2') },
+  { tool: 'delete_application_storage', args: (c) => ({ uuid: c.made.app2, storage_uuid: c.made.appStorage2 }) },
+  { tool: 'start_application', args: (c) => ({ uuid: c.made.app2 }), save: deploymentOf('appStart') },
+  { tool: 'stop_application', args: (c) => ({ uuid: c.made.app2 }), save: deploymentOf('appStop') },
+  { tool: 'restart_application', args: (c) => ({ uuid: c.made.app2 }), save: deploymentOf('appRestart') },
+  { tool: 'deploy', args: (c) => ({ uuid: c.w.appUuid }), save: deploymentOf('deploy2') },
+  { tool: 'create_postgresql_database', args: (c) => ({ ...place(c), name: 'pg two', postgres_password: 'pg-secret' }), save: uuidOf('db2') },
+  { tool: 'create_mysql_database', args: (c) => ({ ...place(c), name: 'my two', mysql_password: 'my-secret', mysql_root_password: 'my-root-secret' }), save: uuidOf('mysql2') },
+  { tool: 'create_mariadb_database', args: (c) => ({ ...place(c), name: 'maria two', mariadb_password: 'ma-secret', mariadb_root_password: 'ma-root-secret' }), save: uuidOf('maria2') },
+  { tool: 'create_redis_database', args: (c) => ({ ...place(c), name: 'redis two', redis_password: 'redis-secret' }), save: uuidOf('redis2') },
+  { tool: 'create_mongodb_database', args: (c) => ({ ...place(c), name: 'mongo two', mongo_initdb_root_password: 'mongo-secret' }), save: uuidOf('mongo2') },
+  { tool: 'update_database', args: (c) => ({ uuid: c.made.db2, description: 'changed' }) },
+  { tool: 'create_database_env', args: (c) => ({ uuid: c.made.db2, key: 'TWO', value: 'db-two' }), save: uuidOf('dbEnv2') },
+  { tool: 'update_database_env', args: (c) => ({ uuid: c.made.db2, key: 'TWO', value: 'db-2' }) },
+  { tool: 'delete_database_env', args: (c) => ({ uuid: c.made.db2, env_uuid: c.made.dbEnv2 }) },
+  { tool: 'create_database_storage', args: (c) => ({ uuid: c.made.db2, type: 'persistent', name: 'extra', mount_path: '/extra' }), save: uuidOf('dbStorage2') },
+  { tool: 'delete_database_storage', args: (c) => ({ uuid: c.made.db2, storage_uuid: c.made.dbStorage2 }) },
+  { tool: 'start_database', args: (c) => ({ uuid: c.made.db2 }), save: deploymentOf('dbStart') },
+  { tool: 'stop_database', args: (c) => ({ uuid: c.made.db2 }), save: deploymentOf('dbStop') },
+  { tool: 'restart_database', args: (c) => ({ uuid: c.made.db2 }), save: deploymentOf('dbRestart') },
+  { tool: 'delete_database', args: (c) => ({ uuid: c.made.redis2 }) },
+  { tool: 'create_service', args: (c) => ({ ...place(c), name: 'svc two', docker_compose_raw: COMPOSE }), save: uuidOf('svc2') },
+  { tool: 'update_service', args: (c) => ({ uuid: c.made.svc2, description: 'changed' }) },
+  { tool: 'create_service_env', args: (c) => ({ uuid: c.made.svc2, key: 'TWO', value: 'svc-two' }), save: uuidOf('svcEnv2') },
+  { tool: 'update_service_env', args: (c) => ({ uuid: c.made.svc2, key: 'TWO', value: 'svc-2' }) },
+  { tool: 'delete_service_env', args: (c) => ({ uuid: c.made.svc2, env_uuid: c.made.svcEnv2 }) },
+  { tool: 'start_service', args: (c) => ({ uuid: c.made.svc2 }), save: deploymentOf('svcStart') },
+  { tool: 'stop_service', args: (c) => ({ uuid: c.made.svc2 }), save: deploymentOf('svcStop') },
+  { tool: 'restart_service', args: (c) => ({ uuid: c.made.svc2 }), save: deploymentOf('svcRestart') },
+  { tool: 'migrate_application', args: (c) => ({ uuid: c.made.app2, destination_uuid: c.w.destination2Uuid }), save: (o) => ({ appMigration: String(o.migration_uuid) }) },
+  { tool: 'migrate_database', args: (c) => ({ uuid: c.made.mysql2, destination_uuid: c.w.destination2Uuid, migrate_volumes: false }), save: (o) => ({ dbMigration: String(o.migration_uuid) }) },
+  { tool: 'migrate_service', args: (c) => ({ uuid: c.made.svc2, destination_uuid: c.w.destination2Uuid }), save: (o) => ({ svcMigration: String(o.migration_uuid) }) },
+  { tool: 'delete_service', args: (c) => ({ uuid: c.w.serviceUuid }) },
+  { tool: 'delete_application', args: (c) => ({ uuid: c.w.appUuid }) },
+  { tool: 'delete_server', args: (c) => ({ uuid: c.made.server3 }) },
+  { tool: 'delete_private_key', args: (c) => ({ uuid: c.made.key2 }) },
+  { tool: 'delete_project', args: (c) => ({ uuid: c.made.project2 }) },
+  { tool: 'send_feedback', args: () => ({ content: 'Remote mode parity check: the same tool in both modes.' }) },
+];
+
+/** Symbolic names for this mode's own values; placeholders for what differs on every run. */
+function normalize(value: unknown, names: Map<string, string>, key?: string): unknown {
+  if (typeof value === 'string') {
+    if (names.has(value)) return names.get(value);
+    if (/^\d{4}-\d\d-\d\d[T ]\d\d:\d\d/.test(value)) return '<time>';
+    if (/^[a-z0-9]{24}$/.test(value)) return '<new uuid>';
+    let out = value;
+    for (const [v, n] of names) if (v.length >= 8) out = out.split(v).join(n);
+    return out.replace(/\b[a-z0-9]{24}\b/g, '<new uuid>');
+  }
+  if (typeof value === 'number' && key !== undefined && /(^id$|_id$)/.test(key)) return '<id>';
+  if (Array.isArray(value)) return value.map((v) => normalize(v, names));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalize(v, names, k)]));
+  return value;
+}
+
+describe('tools that change data: the same answers on two identical worlds', () => {
+  let ctxL: Ctx;
+  let ctxR: Ctx;
+  let l: AnyClient;
+  let r: RemoteClient;
+
+  beforeAll(async () => {
+    const [tl, tr] = await Promise.all([s.team('Mirror L'), s.team('Mirror R')]);
+    const [wl, wr] = [await buildWorld(s, tl.rootToken, 'm'), await buildWorld(s, tr.rootToken, 'm')];
+    await Promise.all([settle(tl.rootToken), settle(tr.rootToken)]);
+    const namesOf = (wd: World, team: { id: number; ownerEmail: string }, label: string) =>
+      new Map<string, string>([
+        ...Object.entries(wd).filter(([k]) => k !== 'token').map(([k, v]) => [String(v), `<${k}>`] as [string, string]),
+        [team.ownerEmail, '<owner email>'],
+        [`Mirror ${label}`, '<team name>'],
+      ]);
+    ctxL = { w: wl, made: {}, names: namesOf(wl, tl, 'L') };
+    ctxR = { w: wr, made: {}, names: namesOf(wr, tr, 'R') };
+    [l, r] = await Promise.all([stdioClient('v2-modern', s.dataDir, tl.rootToken), remoteClient('v2-legacy', s.url, tr.rootToken)]);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([l?.close(), r?.close()]);
+  });
+
+  it('every tool that changes data gives the same (normalized) answer in both modes', async () => {
+    const covered = new Set<string>();
+    for (const step of steps) {
+      covered.add(step.tool);
+      const argsL = step.args(ctxL);
+      const argsR = step.args(ctxR);
+      const rl = await l.callTool(step.tool, argsL);
+      const rr = await r.callTool(step.tool, argsR);
+      for (const [c, res] of [[ctxL, rl], [ctxR, rr]] as const) {
+        if (step.save && !res.isError) {
+          for (const [name, v] of Object.entries(step.save(res.structuredContent!))) {
+            c.made[name] = v;
+            c.names.set(v, `<${name}>`);
+          }
+        }
+      }
+      const nl = normalize(outcome(rl), ctxL.names);
+      const nr = normalize(outcome(rr), ctxR.names);
+      // Each step is a happy path: a failing step would compare two errors and prove little.
+      expect({ tool: step.tool, error: rl.isError ? rl.content[0]?.text : undefined }).toEqual({ tool: step.tool, error: undefined });
+      expect({ tool: step.tool, ...(nr as object) }).toEqual({ tool: step.tool, ...(nl as object) });
+    }
+    const changing = operations.filter((o) => !o.annotations.readOnly && !o.access?.rootTeamOnly).map((o) => o.name);
+    expect(changing.filter((n) => !covered.has(n) && n !== 'cancel_deployment')).toEqual([]);
+  }, 120_000);
+
+  it('cancel_deployment: same answer for a deployment in the same state', async () => {
+    // The world's deployments are settled (they fail: no engine), so both answer the same refusal.
+    const rl = await l.callTool('cancel_deployment', { uuid: ctxL.w.deploymentUuid });
+    const rr = await r.callTool('cancel_deployment', { uuid: ctxR.w.deploymentUuid });
+    expect(normalize(outcome(rr), ctxR.names)).toEqual(normalize(outcome(rl), ctxL.names));
+  });
+});
