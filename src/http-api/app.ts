@@ -60,6 +60,8 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   const { core, operations, tools, config, logger } = opts;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    // One line per request, written by the onResponse hook below, instead of Fastify's two.
+    disableRequestLogging: true,
     trustProxy: config.trustProxy.length ? config.trustProxy : false,
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
@@ -81,10 +83,16 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   app.addContentTypeParser('*', (_req, _payload, done) => done(null, new BadBody('Send the body as application/json.')));
 
   // Every API and /mcp response carries the bucket's state once the core has charged it.
-  app.addHook('onSend', async (req, reply, payload) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     if (req.berthAccess?.rate) reply.headers(rateHeaders(req.berthAccess.rate));
-    return payload;
+    done(null, payload);
   });
+  if (logger.isLevelEnabled('info')) {
+    app.addHook('onResponse', (req, reply, done) => {
+      req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), ip: req.ip }, 'request');
+      done();
+    });
+  }
 
   app.setErrorHandler((err: Error & { code?: string }, req, reply) => {
     const e = fromFastifyError(err);
