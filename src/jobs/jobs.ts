@@ -63,7 +63,11 @@ export class Jobs {
     }
     const { done } = await this.queues.submit(String(serverId), () => this.runMigration(migrationId));
     done.catch((err) => this.logger.error({ err, migrationId }, 'migration job failed'));
-    return { done: done.finally(() => onProgress && this.migrationListeners.get(migrationId)?.delete(onProgress)) };
+    const settled = done.finally(() => onProgress && this.migrationListeners.get(migrationId)?.delete(onProgress));
+    // Most callers never wait for `done` (REST, a resumed job): its failure, logged above, must
+    // not become an unhandled rejection, which ends the process.
+    settled.catch(() => undefined);
+    return { done: settled };
   }
 
   /**

@@ -10,6 +10,9 @@ import { copyVolume } from './volume-copy.js';
 /** Marks staging volumes with their migration, so only those are ever discarded. */
 const LABEL_MIGRATION = 'berth.migration';
 
+/** How long a stopped container is watched for a restart (see ensureStopped). */
+const RESTART_WATCH_MS = 400;
+
 /** Networks berth never creates: the engine's own modes. */
 const BUILTIN_NETWORKS = new Set(['none', 'host', 'bridge', 'default']);
 
@@ -98,12 +101,19 @@ export class LiveRuntime implements Runtime {
         await ctx.log(`${missing.length} container(s) do not exist yet; deploying instead`);
         break;
       }
-      case 'restart':
+      case 'restart': {
         await this.stopAll(engine, plan, ctx);
-        for (const c of plan.containers) await engine.startContainer(c.name, { signal: ctx.signal });
-        await setStatus('running');
-        await ctx.log('restarted');
-        return 'finished';
+        // A container migrate removed (see ensureStopped) is deployed again instead.
+        const gone = await this.missing(engine, plan);
+        if (gone.length === 0) {
+          for (const c of plan.containers) await engine.startContainer(c.name, { signal: ctx.signal });
+          await setStatus('running');
+          await ctx.log('restarted');
+          return 'finished';
+        }
+        await ctx.log(`${gone.length} container(s) do not exist; deploying instead`);
+        break;
+      }
     }
     await this.deploy(engine, plan, ctx);
     await setStatus('running');
@@ -167,7 +177,40 @@ export class LiveRuntime implements Runtime {
   async stopResource(resourceId: number, signal?: AbortSignal): Promise<void> {
     if (!this.isLive(await this.serverOfResource(resourceId))) return;
     const plan = await planResource(this.db, resourceId);
-    await this.stopAll(await this.engineForServerId(plan.serverId), plan, { log: async () => undefined, signal: signal ?? new AbortController().signal });
+    const engine = await this.engineForServerId(plan.serverId);
+    await this.stopAll(engine, plan, { log: async () => undefined, signal: signal ?? new AbortController().signal });
+    await this.ensureStopped(engine, plan, signal);
+  }
+
+  /**
+   * Migrate must not copy a volume a container is writing, nor leave the resource running on
+   * its old server. podman (4.x) keeps restarting a container that exits at once under a
+   * restart policy, whatever stop answered (304, or even 204 between two restarts). A container
+   * still up, or restarted, shortly after the stop is removed: its volumes are kept, and a
+   * deploy (or start) recreates it from the records.
+   */
+  private async ensureStopped(engine: EngineClient, plan: Plan, signal?: AbortSignal): Promise<void> {
+    const look = async (name: string) => {
+      try {
+        const c = await engine.inspectContainer(name, { signal });
+        return { up: c.State.Running || c.State.Restarting === true, restarts: c.RestartCount ?? 0 };
+      } catch (err) {
+        if (err instanceof NotFoundError) return undefined;
+        throw err;
+      }
+    };
+    const first = await Promise.all(plan.containers.map((c) => look(c.name)));
+    if (first.every((f) => f === undefined)) return;
+    await new Promise((r) => setTimeout(r, RESTART_WATCH_MS));
+    for (const [i, c] of plan.containers.entries()) {
+      const before = first[i];
+      if (!before) continue;
+      const now = await look(c.name);
+      if (now && (before.up || now.up || now.restarts !== before.restarts)) {
+        this.logger.warn({ container: c.name }, 'container keeps restarting after stop; removing it (volumes kept)');
+        await engine.removeContainer(c.name, { force: true, removeVolumes: false, signal });
+      }
+    }
   }
 
   private async migrationParts(migrationId: number) {
@@ -187,11 +230,16 @@ export class LiveRuntime implements Runtime {
   async copyVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>> {
     const { m, r, from, to } = await this.migrationParts(migrationId);
     const storages = await this.db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).orderBy('id').execute();
-    const saved = JSON.parse(m.progress) as MigrationProgress & { staged?: Record<string, string> };
+    const saved = JSON.parse(m.progress) as MigrationProgress & { staged?: Record<string, string>; staged_bytes?: number };
     const staged: Record<string, string> = { ...(saved.staged ?? {}) };
-    let bytesDone = saved.bytes ?? 0;
+    // Bytes of the volumes already verified; a volume cut off mid-copy starts again from zero.
+    let stagedBytes = saved.staged_bytes ?? 0;
+    let bytesDone = stagedBytes;
+    // Helper containers of a cut-off attempt (berth killed mid-copy) still mount its volumes,
+    // which the engine then refuses to remove: clear them first.
+    await Promise.all([this.removeHelpers(from, m.uuid, ctx.signal), this.removeHelpers(to, m.uuid, ctx.signal)]);
     const report = (extra: Partial<MigrationProgress> = {}) =>
-      ctx.progress({ volumes_total: storages.length, volumes_done: Object.keys(staged).length, bytes: bytesDone, ...extra, ...({ staged } as object) });
+      ctx.progress({ volumes_total: storages.length, volumes_done: Object.keys(staged).length, bytes: bytesDone, ...extra, ...({ staged, staged_bytes: stagedBytes } as object) });
     for (const s of storages) {
       if (staged[s.id]) continue;
       const source = s.engine_volume ?? volumeName(r.uuid, s.name);
@@ -213,15 +261,23 @@ export class LiveRuntime implements Runtime {
           void report({ current_volume: s.name }).catch(() => undefined);
         },
       });
-      bytesDone = before + result.bytes;
+      stagedBytes += result.bytes;
+      bytesDone = stagedBytes;
       staged[s.id] = staging;
       await report();
     }
     return new Map(Object.entries(staged).map(([k, v]) => [Number(k), v]));
   }
 
+  /** Removes the volume-copy helper containers of one migration (only they carry its label). */
+  private async removeHelpers(engine: EngineClient, migrationUuid: string, signal?: AbortSignal): Promise<void> {
+    const helpers = await engine.listContainers({ all: true, labels: { [LABEL_MIGRATION]: migrationUuid }, signal });
+    for (const c of helpers) await engine.removeContainer(c.Id, { force: true, removeVolumes: false, signal });
+  }
+
   async discardStaging(migrationId: number): Promise<void> {
-    const { m, to } = await this.migrationParts(migrationId);
+    const { m, from, to } = await this.migrationParts(migrationId);
+    await Promise.all([this.removeHelpers(from, m.uuid), this.removeHelpers(to, m.uuid)]).catch((err) => this.logger.warn({ err, migration: m.uuid }, 'could not remove volume-copy helpers'));
     const vols = await to.listVolumes({ labels: { [LABEL_MIGRATION]: m.uuid } });
     for (const v of vols) await to.removeVolume(v.Name, { force: true }).catch((err) => this.logger.warn({ err, volume: v.Name }, 'could not discard a staging volume'));
   }

@@ -1,0 +1,255 @@
+/**
+ * End to end, on two real engines: an application with a persistent volume of known files is
+ * deployed on engine a, migrated to engine b through the REST API and through an MCP client
+ * (with a progress token), and every byte is checked on b with busybox's sha256sum, the source
+ * is checked untouched, the records are checked to point at b, and a redeploy runs it on b with
+ * the copied volume. Then the two cases where no data may move: migrate_volumes false and an
+ * unmanaged destination.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINE_IMAGE, enginesAvailable, useEngines } from '../helpers/engines.js';
+import { httpClient, type AnyClient } from '../helpers/mcp.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import {
+  Api,
+  containersLabelled,
+  containerState,
+  deployed,
+  deploymentCount,
+  ensureSleeperImage,
+  KNOWN_FILES,
+  migrationEnded,
+  registerEngines,
+  SLEEPER_IMAGE,
+  sleep,
+  sumsInContainer,
+  until,
+  volumeExists,
+  volumeNames,
+  volumesLabelled,
+  volumeTruth,
+  writeVolume,
+  type Platform,
+  type VolumeTruth,
+} from './support.js';
+
+describe.skipIf(!enginesAvailable)('migrating an application between two engines', () => {
+  const engines = useEngines();
+  let s: TestServer;
+  let api: Api;
+  let p: Platform;
+  let mcp: AnyClient;
+
+  beforeAll(async () => {
+    ensureSleeperImage(engines);
+    s = await startTestServer({ helperImage: ENGINE_IMAGE });
+    api = new Api(s.url, s.rootToken);
+    p = await registerEngines(api, engines);
+    mcp = await httpClient('v2-modern', s.url, s.rootToken);
+  }, 60_000);
+  afterAll(async () => {
+    await mcp?.close();
+    await s?.stop();
+  });
+
+  /** An application running on engine a, its volume filled with KNOWN_FILES (`mib` MiB in its largest file). */
+  async function runningApp(name: string, mib: number, image = SLEEPER_IMAGE): Promise<{ uuid: string; volume: string; before: VolumeTruth }> {
+    const [repo, tag] = image.split(':');
+    const { uuid } = await api.ok('POST', '/applications/dockerimage', {
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      name,
+      docker_registry_image_name: repo,
+      docker_registry_image_tag: tag,
+    });
+    await api.ok('POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
+    const d = await api.ok('POST', `/deploy?uuid=${uuid}`);
+    await deployed(api, d.deployments[0].deployment_uuid);
+    if (image === SLEEPER_IMAGE) expect(containerState(engines, 'a', uuid)).toMatchObject({ running: true });
+    expect((await api.ok('GET', `/applications/${uuid}`)).status).toBe('running');
+    const volume = (await volumeNames(api, 'applications', uuid)).data!;
+    expect(volumeExists(engines, 'a', volume)).toBe(true);
+    writeVolume(engines, 'a', volume, KNOWN_FILES, [String(mib)]);
+    const before = volumeTruth(engines, 'a', volume);
+    expect(before.listing).toContain('./file with spaces.txt|regular file|12|600|999:998');
+    expect(before.listing).toContain('./empty.txt|regular empty file|0|');
+    expect(before.listing).toContain('./dir one/nested/deeper|directory|');
+    expect(before.files).toBe(46);
+    expect(before.bytes).toBeGreaterThan(mib * 1024 * 1024);
+    return { uuid, volume, before };
+  }
+
+  /**
+   * After a migration with data: records on b, the new volume on b byte for byte the source,
+   * the source untouched, the app stopped on a and not deployed anywhere new, no staging
+   * volume or helper container left over. Returns the volume the app now uses.
+   */
+  async function expectMovedWithData(app: { uuid: string; volume: string; before: VolumeTruth }, migrationUuid: string, deploymentsBefore: number): Promise<string> {
+    const rec = await api.ok('GET', `/applications/${app.uuid}`);
+    expect(rec).toMatchObject({ server_uuid: p.serverB, destination_uuid: p.destB, status: 'exited' });
+    const moved = (await volumeNames(api, 'applications', app.uuid)).data!;
+    expect(moved).not.toBe(app.volume);
+    expect(volumeExists(engines, 'b', moved)).toBe(true);
+
+    const after = volumeTruth(engines, 'b', moved);
+    expect(after.files).toBe(app.before.files);
+    for (const [file, sum] of app.before.hashes) expect(after.hashes.get(file), file).toBe(sum);
+    expect(after.listing).toBe(app.before.listing); // types, sizes, modes, owners too
+    expect(volumeTruth(engines, 'a', app.volume)).toEqual(app.before); // the source is intact
+
+    expect(containerState(engines, 'a', app.uuid)?.running ?? false).toBe(false);
+    expect(containerState(engines, 'b', app.uuid)).toBeNull(); // not redeployed
+    expect(await deploymentCount(api, app.uuid)).toBe(deploymentsBefore);
+
+    expect(volumesLabelled(engines, 'b', `berth.migration=${migrationUuid}`)).toEqual([moved]);
+    expect(volumesLabelled(engines, 'a', `berth.migration=${migrationUuid}`)).toEqual([]);
+    expect(containersLabelled(engines, 'a', 'berth.volume-copy')).toEqual([]);
+    expect(containersLabelled(engines, 'b', 'berth.volume-copy')).toEqual([]);
+    return moved;
+  }
+
+  /** Redeploys through `deploy` and sees the container run on b with the copied volume and its bytes. */
+  async function expectRunsOnB(app: { uuid: string; before: VolumeTruth }, moved: string, deployment: () => Promise<string>) {
+    const dep = await deployed(api, await deployment());
+    expect(dep.server_uuid).toBe(p.serverB);
+    const st = containerState(engines, 'b', app.uuid);
+    expect(st).toMatchObject({ running: true, image: SLEEPER_IMAGE });
+    expect(st!.mounts).toEqual([expect.objectContaining({ Name: moved, Destination: '/data', RW: true })]);
+    expect(sumsInContainer(engines, 'b', app.uuid, '/data')).toBe(app.before.sums);
+    expect(containerState(engines, 'a', app.uuid)).toMatchObject({ running: false });
+    expect((await api.ok('GET', `/applications/${app.uuid}`)).status).toBe('running');
+  }
+
+  it('REST: 200 pending, refuses deploys while migrating, finishes; every byte on b, source intact, runs on b after a redeploy', async () => {
+    const app = await runningApp('rest-app', 3);
+    const deploymentsBefore = await deploymentCount(api, app.uuid);
+
+    const r = await api.req('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB, migrate_volumes: true });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ uuid: app.uuid, destination_uuid: p.destB, migrate_volumes: true, moves_data: true, async: true, volume_jobs: 1, status: 'pending' });
+    expect(r.json.message).toMatch(/being copied/);
+    const migrationUuid = r.json.migration_uuid as string;
+
+    // While the volume moves the app is `migrating` and refuses deploys and a second migrate.
+    expect((await api.ok('GET', `/applications/${app.uuid}`)).status).toBe('migrating');
+    expect((await api.req('POST', `/deploy?uuid=${app.uuid}`)).status).toBe(409);
+    expect((await api.req('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB })).status).toBe(409);
+
+    const m = await migrationEnded(api, migrationUuid);
+    expect(m, JSON.stringify(m)).toMatchObject({ status: 'finished', moves_data: true, error: null, resource_uuid: app.uuid, destination_uuid: p.destB });
+    expect(m.progress).toEqual({ volumes_total: 1, volumes_done: 1, bytes: app.before.bytes });
+
+    const moved = await expectMovedWithData(app, migrationUuid, deploymentsBefore);
+    await expectRunsOnB(app, moved, async () => (await api.ok('POST', `/deploy?uuid=${app.uuid}`)).deployments[0].deployment_uuid);
+  }, 90_000);
+
+  it('MCP with a progress token: the call waits, progress notifications arrive, every byte on b, runs on b after a redeploy', async () => {
+    const app = await runningApp('mcp-app', 24);
+    const deploymentsBefore = await deploymentCount(api, app.uuid);
+
+    const progress: Array<{ progress: number; total?: number; message?: string }> = [];
+    const r = await mcp.callTool('migrate_application', { uuid: app.uuid, destination_uuid: p.destB }, (n) => progress.push(n));
+    expect(r.isError, JSON.stringify(r)).toBeFalsy();
+    expect(r.structuredContent).toMatchObject({ uuid: app.uuid, destination_uuid: p.destB, migrate_volumes: true, moves_data: true, status: 'finished' });
+    expect(r.structuredContent!.message).toMatch(/moved to the new destination/);
+
+    // Notifications came while the data moved; their progress only grows (MCP requires it).
+    expect(progress.length, JSON.stringify(progress)).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress).toBeGreaterThan(progress[i - 1]!.progress);
+    expect(progress.at(-1)!.progress).toBe(app.before.bytes);
+    for (const n of progress) expect(n.message).toMatch(/^\d\/1 volumes/);
+
+    const m = await mcp.callTool('get_migration', { uuid: r.structuredContent!.migration_uuid as string });
+    expect(m.structuredContent).toMatchObject({ status: 'finished', progress: { volumes_done: 1, bytes: app.before.bytes } });
+
+    // The same records through MCP as through REST.
+    const storages = await mcp.callTool('list_application_storages', { uuid: app.uuid });
+    const moved = await expectMovedWithData(app, r.structuredContent!.migration_uuid as string, deploymentsBefore);
+    expect(storages.structuredContent).toMatchObject({ persistent_storages: [{ name: 'data', volume_name: moved }] });
+
+    await expectRunsOnB(app, moved, async () => {
+      const d = await mcp.callTool('deploy', { uuid: app.uuid });
+      expect(d.isError, JSON.stringify(d)).toBeFalsy();
+      return (d.structuredContent as { deployments: Array<{ deployment_uuid: string }> }).deployments[0]!.deployment_uuid;
+    });
+  }, 90_000);
+
+  it('a container that keeps restarting (its command exits at once) is really stopped before the copy, and stays stopped on a', async () => {
+    // busybox's own CMD is a shell that exits at once: under the restart policy podman restarts
+    // it again and again, and a stop does not stick (it answers 304 between two restarts).
+    const app = await runningApp('crash-loop-app', 1, ENGINE_IMAGE);
+    const r0 = containerState(engines, 'a', app.uuid)!.restarts;
+    await sleep(600);
+    expect(containerState(engines, 'a', app.uuid)!.restarts).toBeGreaterThan(r0);
+    const deploymentsBefore = await deploymentCount(api, app.uuid);
+
+    const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB });
+    const m = await migrationEnded(api, r.migration_uuid);
+    expect(m.status, JSON.stringify(m)).toBe('finished');
+    await expectMovedWithData(app, r.migration_uuid, deploymentsBefore);
+    // Not left running (or restarting) on the old server: removed, or stopped for good.
+    const left = containerState(engines, 'a', app.uuid);
+    if (left) {
+      await sleep(800);
+      expect(containerState(engines, 'a', app.uuid)).toMatchObject({ running: false, restarts: left.restarts });
+    }
+  }, 60_000);
+
+  it('migrate_volumes false: the records move, no data moves (nothing staged on b), and the answer says so', async () => {
+    const app = await runningApp('no-volumes-app', 1);
+    const deploymentsBefore = await deploymentCount(api, app.uuid);
+    const volumesOnB = engines.podman('b', ['volume', 'ls', '--format', '{{.Name}}']);
+
+    const r = await api.req('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB, migrate_volumes: false });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ migrate_volumes: false, moves_data: false, async: false, volume_jobs: 0, status: 'finished' });
+    expect(r.json.message).toMatch(/migrate_volumes is false, so no volume data moves/);
+    expect((await api.ok('GET', `/migrations/${r.json.migration_uuid}`)).status).toBe('finished');
+
+    const rec = await api.ok('GET', `/applications/${app.uuid}`);
+    expect(rec).toMatchObject({ server_uuid: p.serverB, destination_uuid: p.destB, status: 'exited' });
+    // The storage keeps its volume name; nothing of it was created or staged on b.
+    expect((await volumeNames(api, 'applications', app.uuid)).data).toBe(app.volume);
+    expect(engines.podman('b', ['volume', 'ls', '--format', '{{.Name}}'])).toBe(volumesOnB);
+    expect(volumesLabelled(engines, 'b', `berth.migration=${r.json.migration_uuid}`)).toEqual([]);
+    expect(volumeExists(engines, 'b', app.volume)).toBe(false);
+    expect(containersLabelled(engines, 'b', 'berth.volume-copy')).toEqual([]);
+    // Stopped on a, source untouched, not redeployed.
+    expect(containerState(engines, 'a', app.uuid)).toMatchObject({ running: false });
+    expect(containerState(engines, 'b', app.uuid)).toBeNull();
+    expect(volumeTruth(engines, 'a', app.volume)).toEqual(app.before);
+    expect(await deploymentCount(api, app.uuid)).toBe(deploymentsBefore);
+  }, 60_000);
+
+  it('an unmanaged destination (no engine endpoint): the records move, no data moves, and the answer says why', async () => {
+    const app = await runningApp('unmanaged-app', 1);
+    const { uuid: serverC } = await api.ok('POST', '/servers', { ip: '10.77.0.1', name: 'no-engine' });
+    expect((await api.ok('GET', `/servers/${serverC}`)).is_managed).toBe(false);
+    const destC = (await api.ok('GET', `/servers/${serverC}/destinations`))[0].uuid as string;
+    const volumesOnB = engines.podman('b', ['volume', 'ls', '--format', '{{.Name}}']);
+
+    // Over MCP with a progress token too: nothing to wait for, so it answers at once.
+    const progress: unknown[] = [];
+    const r = await mcp.callTool('migrate_application', { uuid: app.uuid, destination_uuid: destC, migrate_volumes: true }, (n) => progress.push(n));
+    expect(r.isError, JSON.stringify(r)).toBeFalsy();
+    expect(r.structuredContent).toMatchObject({ migrate_volumes: true, moves_data: false, async: false, volume_jobs: 0, status: 'finished' });
+    expect(r.structuredContent!.message).toMatch(/not managed by berth \(no validated engine\), so no volume data moves/);
+    expect(progress).toEqual([]);
+
+    const rec = await api.ok('GET', `/applications/${app.uuid}`);
+    expect(rec).toMatchObject({ server_uuid: serverC, destination_uuid: destC, status: 'exited' });
+    expect((await volumeNames(api, 'applications', app.uuid)).data).toBe(app.volume);
+    expect(engines.podman('b', ['volume', 'ls', '--format', '{{.Name}}'])).toBe(volumesOnB);
+    expect(containerState(engines, 'a', app.uuid)).toMatchObject({ running: false });
+    expect(volumeTruth(engines, 'a', app.volume)).toEqual(app.before);
+
+    // A deploy there changes records only, and says so.
+    const d = await api.ok('POST', `/deploy?uuid=${app.uuid}`);
+    expect(d.deployments[0].message).toMatch(/no engine endpoint/);
+    await until('record-only deploy', async () => ((await api.ok('GET', `/deployments/${d.deployments[0].deployment_uuid}`)).status === 'finished' ? true : undefined), 10_000);
+    expect(containerState(engines, 'b', app.uuid)).toBeNull();
+    expect(containerState(engines, 'a', app.uuid)).toMatchObject({ running: false });
+  }, 60_000);
+});

@@ -1,0 +1,217 @@
+/**
+ * End to end, on two real engines, with berth as a real `berth serve` process: SIGKILL in the
+ * middle of a large volume transfer leaves the old state (records on a, source intact, nothing
+ * switched in); a restart on the same data directory resumes the migration to a verified end.
+ * And a migration that fails rolls back cleanly (nothing staged left on b), after which a
+ * re-run of migrate is safe and moves every byte.
+ */
+import fs from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import * as admin from '../../src/core/admin.js';
+import { openStore } from '../../src/store/db.js';
+import { ENGINE_IMAGE, enginesAvailable, useEngines } from '../helpers/engines.js';
+import { spawnServe, type ServeProcess } from '../helpers/process.js';
+import { tempDir } from '../helpers/server.js';
+import {
+  Api,
+  containersLabelled,
+  containerState,
+  deployed,
+  deploymentCount,
+  ensureSleeperImage,
+  KNOWN_FILES,
+  LARGE_MIXED,
+  migrationEnded,
+  registerEngines,
+  SLEEPER_IMAGE,
+  until,
+  volumeNames,
+  volumesLabelled,
+  volumeTruth,
+  writeVolume,
+  type Platform,
+  type VolumeTruth,
+} from './support.js';
+
+/** Size of the large volume (MiB); the copy of it must take a few seconds. */
+const LARGE_MIB = Number(process.env.BERTH_E2E_KILL_MIB ?? 320);
+
+describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration', () => {
+  const engines = useEngines();
+  let dataDir: string;
+  let token: string;
+  let serve: ServeProcess | undefined;
+  let api: Api;
+  let p: Platform;
+
+  const env = (helperImage = ENGINE_IMAGE) => ({ BERTH_HELPER_IMAGE: helperImage, LOG_LEVEL: 'warn' });
+  async function restart(helperImage?: string): Promise<void> {
+    if (serve && serve.proc.exitCode === null && serve.proc.signalCode === null) await serve.stop();
+    serve = await spawnServe(dataDir, env(helperImage));
+    api = new Api(serve.url, token);
+  }
+
+  beforeAll(async () => {
+    ensureSleeperImage(engines);
+    dataDir = tempDir('berth-e2e-kill-');
+    const db = await openStore(dataDir);
+    token = (await admin.initInstance(db, { email: 'owner@example.test', team: 'Root Team' })).token;
+    await db.destroy();
+    await restart();
+    p = await registerEngines(api, engines);
+  }, 60_000);
+  afterEach((ctx) => {
+    // A berth that died on its own (not killed by the test) says why in its output.
+    if (ctx.task.result?.state === 'fail' && serve) console.error(`berth serve output:\n${serve.output().slice(-4000)}`);
+  });
+  afterAll(async () => {
+    if (serve && serve.proc.exitCode === null && serve.proc.signalCode === null) await serve.stop();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  async function runningApp(name: string, fill: (volume: string) => void): Promise<{ uuid: string; volume: string; before: VolumeTruth }> {
+    const [repo, tag] = SLEEPER_IMAGE.split(':');
+    const { uuid } = await api.ok('POST', '/applications/dockerimage', {
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      name,
+      docker_registry_image_name: repo,
+      docker_registry_image_tag: tag,
+    });
+    await api.ok('POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
+    await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
+    expect(containerState(engines, 'a', uuid)).toMatchObject({ running: true });
+    const volume = (await volumeNames(api, 'applications', uuid)).data!;
+    fill(volume);
+    return { uuid, volume, before: volumeTruth(engines, 'a', volume) };
+  }
+
+  /** What the store says, read directly (berth may be dead). */
+  async function stored(appUuid: string, migrationUuid: string) {
+    const db = await openStore(dataDir);
+    try {
+      const r = await db
+        .selectFrom('resources as r')
+        .innerJoin('destinations as d', 'd.id', 'r.destination_id')
+        .select(['r.id', 'r.status', 'd.uuid as destination'])
+        .where('r.uuid', '=', appUuid)
+        .executeTakeFirstOrThrow();
+      const storages = await db.selectFrom('storages').select(['name', 'engine_volume']).where('resource_id', '=', r.id).execute();
+      const m = await db.selectFrom('migrations_jobs').select(['status', 'progress']).where('uuid', '=', migrationUuid).executeTakeFirstOrThrow();
+      return { status: r.status, destination: r.destination, storages, migration: { status: m.status, progress: JSON.parse(m.progress) } };
+    } finally {
+      await db.destroy();
+    }
+  }
+
+  /** Records on b, the moved volume byte for byte the source, the source intact, nothing left over. */
+  async function expectMoved(app: { uuid: string; volume: string; before: VolumeTruth }, migrationUuid: string): Promise<void> {
+    expect(await api.ok('GET', `/applications/${app.uuid}`)).toMatchObject({ server_uuid: p.serverB, destination_uuid: p.destB, status: 'exited' });
+    const moved = (await volumeNames(api, 'applications', app.uuid)).data!;
+    expect(moved).not.toBe(app.volume);
+    const after = volumeTruth(engines, 'b', moved);
+    expect(after.files).toBe(app.before.files);
+    expect(after.bytes).toBe(app.before.bytes);
+    for (const [file, sum] of app.before.hashes) expect(after.hashes.get(file), file).toBe(sum);
+    expect(after.listing).toBe(app.before.listing);
+    expect(volumeTruth(engines, 'a', app.volume)).toEqual(app.before);
+    // Exactly the switched-in copy is left of this migration on b; no helper containers anywhere.
+    expect(volumesLabelled(engines, 'b', `berth.migration=${migrationUuid}`)).toEqual([moved]);
+    expect(containersLabelled(engines, 'a', `berth.migration=${migrationUuid}`)).toEqual([]);
+    expect(containersLabelled(engines, 'b', `berth.migration=${migrationUuid}`)).toEqual([]);
+    expect(containerState(engines, 'b', app.uuid)).toBeNull();
+  }
+
+  /** Records on a, the source intact, nothing of this migration left on b. */
+  async function expectRolledBack(app: { uuid: string; volume: string; before: VolumeTruth }, migrationUuid: string): Promise<void> {
+    expect(await api.ok('GET', `/applications/${app.uuid}`)).toMatchObject({ server_uuid: p.serverA, destination_uuid: p.destA, status: 'exited' });
+    expect((await volumeNames(api, 'applications', app.uuid)).data).toBe(app.volume);
+    expect(volumeTruth(engines, 'a', app.volume)).toEqual(app.before);
+    expect(volumesLabelled(engines, 'b', `berth.migration=${migrationUuid}`)).toEqual([]);
+    expect(containersLabelled(engines, 'a', `berth.migration=${migrationUuid}`)).toEqual([]);
+    expect(containersLabelled(engines, 'b', `berth.migration=${migrationUuid}`)).toEqual([]);
+  }
+
+  it(`SIGKILL while copying ${LARGE_MIB} MiB leaves the old state; a restart resumes the migration to a verified end`, async () => {
+    const app = await runningApp('large-app', (v) => writeVolume(engines, 'a', v, LARGE_MIXED, [String(LARGE_MIB)]));
+    expect(app.before.bytes).toBeGreaterThan(LARGE_MIB * 0.95 * 1024 * 1024);
+    const deploymentsBefore = await deploymentCount(api, app.uuid);
+
+    const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB });
+    expect(r).toMatchObject({ moves_data: true, status: 'pending' });
+    const migrationUuid = r.migration_uuid as string;
+
+    // Wait until a good part (but not all) of the data is on its way, then kill berth outright.
+    const seen = await until(
+      'the copy to be under way',
+      async () => {
+        const m = await api.ok('GET', `/migrations/${migrationUuid}`);
+        expect(['pending', 'copying']).toContain(m.status);
+        return m.status === 'copying' && m.progress.bytes >= 24 * 1024 * 1024 ? m : undefined;
+      },
+      60_000,
+      100,
+    );
+    serve!.proc.kill('SIGKILL');
+    await new Promise((res) => (serve!.proc.exitCode !== null || serve!.proc.signalCode !== null ? res(null) : serve!.proc.once('exit', res)));
+    expect(serve!.proc.signalCode).toBe('SIGKILL');
+    expect(seen.progress.bytes).toBeLessThan(app.before.bytes);
+
+    // Dead berth, old state: the resource and its storage still on a, the job cut off mid-copy.
+    const dead = await stored(app.uuid, migrationUuid);
+    expect(dead).toMatchObject({ status: 'migrating', destination: p.destA, storages: [{ name: 'data', engine_volume: null }] });
+    expect(dead.migration.status).toBe('copying');
+    expect(dead.migration.progress.volumes_done).toBe(0);
+    expect(volumeTruth(engines, 'a', app.volume)).toEqual(app.before);
+    expect(containerState(engines, 'a', app.uuid)).toMatchObject({ running: false });
+    // What the cut-off copy left: a half-written staging volume on b (never switched in) and the
+    // two helper containers that were streaming it; the resumed job must cope with both.
+    expect(volumesLabelled(engines, 'b', `berth.migration=${migrationUuid}`)).toHaveLength(1);
+    expect(containersLabelled(engines, 'a', `berth.migration=${migrationUuid}`)).toHaveLength(1);
+    expect(containersLabelled(engines, 'b', `berth.migration=${migrationUuid}`)).toHaveLength(1);
+
+    // Restart on the same data directory: the job resumes and ends.
+    await restart();
+    const m = await migrationEnded(api, migrationUuid, 150_000);
+    if (m.status === 'finished') {
+      // The bytes of the cut-off attempt are not counted twice.
+      expect(m.progress).toEqual({ volumes_total: 1, volumes_done: 1, bytes: app.before.bytes });
+      await expectMoved(app, migrationUuid);
+    } else {
+      // A clean rollback is acceptable too; then a re-run must succeed.
+      expect(m.status, JSON.stringify(m)).toBe('failed');
+      await expectRolledBack(app, migrationUuid);
+      const again = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB });
+      const m2 = await migrationEnded(api, again.migration_uuid, 150_000);
+      expect(m2.status, JSON.stringify(m2)).toBe('finished');
+      await expectMoved(app, again.migration_uuid);
+    }
+    expect(await deploymentCount(api, app.uuid)).toBe(deploymentsBefore);
+  }, 240_000);
+
+  it('a failed migration rolls back (nothing staged left on b); a re-run of migrate then moves every byte', async () => {
+    const app = await runningApp('rerun-app', (v) => writeVolume(engines, 'a', v, KNOWN_FILES, ['2']));
+
+    // A helper image no engine has (and no registry to pull it from): the copy cannot start.
+    await restart('localhost/berth-missing-helper:latest');
+    const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB });
+    const failed = await migrationEnded(api, r.migration_uuid, 60_000);
+    expect(failed.status, JSON.stringify(failed)).toBe('failed');
+    expect(failed.error).toMatch(/berth-missing-helper/);
+    await expectRolledBack(app, r.migration_uuid);
+
+    await restart();
+    // The failed job stays failed after a restart; a new migrate starts afresh.
+    expect((await api.ok('GET', `/migrations/${r.migration_uuid}`)).status).toBe('failed');
+    const again = await api.req('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB });
+    expect(again.status, again.text).toBe(200);
+    expect(again.json.migration_uuid).not.toBe(r.migration_uuid);
+    const m = await migrationEnded(api, again.json.migration_uuid, 60_000);
+    expect(m.status, JSON.stringify(m)).toBe('finished');
+    await expectMoved(app, again.json.migration_uuid);
+    // The failed attempt left nothing behind on b either.
+    expect(volumesLabelled(engines, 'b', `berth.migration=${r.migration_uuid}`)).toEqual([]);
+  }, 120_000);
+});
