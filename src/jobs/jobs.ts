@@ -34,7 +34,14 @@ export class Jobs {
       .where('m.status', 'in', ['pending', 'copying'])
       .orderBy('m.id')
       .execute();
-    for (const m of migrations) await this.enqueueMigration(m.id, m.server_id).catch((err) => this.logger.error({ err, migrationId: m.id }, 'could not resume a migration'));
+    for (const m of migrations) {
+      await this.enqueueMigration(m.id, m.server_id).catch(async (err: Error) => {
+        // Not resumable now (e.g. the target's queue is full): roll back rather than leave the
+        // resource blocked as migrating. Its source volumes were never touched; a re-run is safe.
+        this.logger.error({ err, migrationId: m.id }, 'could not resume a migration; rolling it back');
+        await this.failMigration(m.id, `Could not be resumed after a restart: ${err.message}`);
+      });
+    }
     const cut = await this.db
       .updateTable('deployments')
       .set({ status: 'failed', finished_at: nowIso(), updated_at: nowIso() })
@@ -99,13 +106,18 @@ export class Jobs {
         await trx.updateTable('migrations_jobs').set({ status: 'finished', finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', m.id).execute();
       });
     } catch (err) {
-      const message = (err as Error).message;
-      this.logger.warn({ migrationId: m.id, err: message }, 'migration failed; the resource stays where it was');
-      await this.db.updateTable('migrations_jobs').set({ status: 'failed', error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', m.id).execute();
-      await this.db.updateTable('resources').set({ status: 'exited', updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
-      await this.runtime.discardStaging(m.id).catch(() => undefined);
+      await this.failMigration(m.id, (err as Error).message);
       throw err;
     }
+  }
+
+  /** A failed migration: recorded, the resource left (stopped) where it was, its copies discarded. */
+  private async failMigration(migrationId: number, message: string): Promise<void> {
+    this.logger.warn({ migrationId, err: message }, 'migration failed; the resource stays where it was');
+    const m = await this.db.selectFrom('migrations_jobs').select('resource_id').where('id', '=', migrationId).executeTakeFirstOrThrow();
+    await this.db.updateTable('migrations_jobs').set({ status: 'failed', error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', migrationId).execute();
+    await this.db.updateTable('resources').set({ status: 'exited', updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
+    await this.runtime.discardStaging(migrationId).catch(() => undefined);
   }
 
   /** Cancels a queued or running deployment; false when it already ended. */
