@@ -2,10 +2,16 @@ import type { Logger } from 'pino';
 import { volumeName } from '../core/operations/resource-parts.js';
 import { recordOnlyRuntime, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
-import { EngineClient, ensureImage } from './engine.js';
+import type { EngineClient } from './engine.js';
 import { NotFoundError } from './errors.js';
 import { LABEL_MANAGED, planResource, type Plan } from './plan.js';
-import { copyVolume } from './volume-copy.js';
+
+/**
+ * The engine client and the volume copier pull in undici and node-tar; `berth mcp` starts for
+ * every desktop session and mostly never talks to an engine, so they load on first use.
+ */
+let engineModules: Promise<{ engine: typeof import('./engine.js'); copy: typeof import('./volume-copy.js') }> | undefined;
+const loadEngineModules = () => (engineModules ??= Promise.all([import('./engine.js'), import('./volume-copy.js')]).then(([engine, copy]) => ({ engine, copy })));
 
 /** Marks staging volumes with their migration, so only those are ever discarded. */
 const LABEL_MIGRATION = 'berth.migration';
@@ -47,13 +53,14 @@ export class LiveRuntime implements Runtime {
   }
 
   /** One client per endpoint and TLS material; a changed endpoint gets a new client. */
-  engineFor(server: ServerEngine): EngineClient {
+  async engineFor(server: ServerEngine): Promise<EngineClient> {
+    const { engine } = await loadEngineModules();
     if (!server.engine_endpoint) throw new Error('The server has no engine_endpoint.');
     const key = `${server.engine_endpoint}\n${server.engine_tls ?? ''}`;
     let e = this.engines.get(key);
     if (!e) {
       const tls = server.engine_tls ? (JSON.parse(server.engine_tls) as { ca: string; cert: string; key: string }) : undefined;
-      e = new EngineClient({ endpoint: server.engine_endpoint, ...(tls ? { tls } : {}) });
+      e = new engine.EngineClient({ endpoint: server.engine_endpoint, ...(tls ? { tls } : {}) });
       this.engines.set(key, e);
     }
     return e;
@@ -61,13 +68,13 @@ export class LiveRuntime implements Runtime {
 
   async engineForServerId(serverId: number): Promise<EngineClient> {
     const s = await this.db.selectFrom('servers').select(['id', 'engine_endpoint', 'engine_tls']).where('id', '=', serverId).executeTakeFirstOrThrow();
-    return this.engineFor(s);
+    return await this.engineFor(s);
   }
 
   async validateServer(server: ServerEngine): Promise<ValidationResult> {
     if (!server.engine_endpoint) return { reachable: false, usable: false, logs: 'The server has no engine_endpoint, so berth cannot manage it.' };
     try {
-      const engine = this.engineFor(server);
+      const engine = await this.engineFor(server);
       await engine.ping();
       const v = await engine.version();
       // Usable: berth can read what it needs to manage (containers and volumes).
@@ -165,7 +172,7 @@ export class LiveRuntime implements Runtime {
       }
     }
     for (const c of plan.containers) {
-      await ensureImage(engine, c.spec.image, { signal: ctx.signal });
+      await (await loadEngineModules()).engine.ensureImage(engine, c.spec.image, { signal: ctx.signal });
       // removeContainer answers false (no error) when there was none to remove.
       if (await engine.removeContainer(c.name, { force: true, signal: ctx.signal })) await ctx.log(`removed the previous ${c.name}`);
       await engine.createContainer(c.name, c.spec, { signal: ctx.signal });
@@ -219,7 +226,7 @@ export class LiveRuntime implements Runtime {
     const serverOf = (destinationId: number) =>
       this.db.selectFrom('destinations as d').innerJoin('servers as s', 's.id', 'd.server_id').select(['s.id', 's.engine_endpoint', 's.engine_tls']).where('d.id', '=', destinationId).executeTakeFirstOrThrow();
     const [from, to] = await Promise.all([serverOf(m.from_destination_id), serverOf(m.to_destination_id)]);
-    return { m, r, from: this.engineFor(from), to: this.engineFor(to) };
+    return { m, r, from: await this.engineFor(from), to: await this.engineFor(to) };
   }
 
   /**
@@ -250,7 +257,7 @@ export class LiveRuntime implements Runtime {
         if (!(err instanceof NotFoundError)) throw err;
       }
       const before = bytesDone;
-      const result = await copyVolume({
+      const result = await (await loadEngineModules()).copy.copyVolume({
         from: { engine: from, volume: source },
         to: { engine: to, volume: staging, labels: { [LABEL_MANAGED]: 'true', [LABEL_MIGRATION]: m.uuid } },
         helperImage: this.helperImage,
