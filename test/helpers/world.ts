@@ -1,3 +1,4 @@
+import { type Operation } from '../../src/core/operation.js';
 import { call, type TestServer } from './server.js';
 
 /** One of everything a team can own, created through the REST API with a root token. */
@@ -76,4 +77,57 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
     databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid,
   };
+}
+
+// ---- sample path parameters for operation-table-driven tests ----------------------------------
+
+export type Singular = 'application' | 'database' | 'service';
+export type Params = Record<string, string | undefined>;
+
+/** Per collection: the world's resource, one of its env vars and storages, and an env key. */
+export function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: string; storage_uuid?: string; envKey: string }> {
+  return {
+    application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, envKey: 'API_KEY' },
+    database: { uuid: x.databaseUuid, env_uuid: x.databaseEnvUuid, storage_uuid: x.databaseStorageUuid, envKey: 'PGTZ' },
+    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, envKey: 'MODE' },
+  };
+}
+
+/** The world's object for each path parameter, chosen by the path's prefix. */
+export function worldParams(path: string, x: World, teamId: number): Params {
+  const rest = path.replace(/^\/api\/v1\//, '');
+  if (rest.startsWith('deployments/applications/')) return { uuid: x.appUuid };
+  const parts = partsOf(x);
+  switch (rest.split('/')[0]) {
+    case 'teams':
+      return { id: String(teamId) };
+    case 'security':
+      return { uuid: x.keyUuid };
+    case 'servers':
+      return { uuid: x.serverUuid };
+    case 'destinations':
+      return { uuid: x.destinationUuid };
+    case 'projects':
+      return { uuid: x.projectUuid };
+    case 'deployments':
+      return { uuid: x.deploymentUuid };
+    case 'migrations':
+      return { uuid: x.migrationUuid };
+    case 'applications':
+      return parts.application;
+    case 'databases':
+      return parts.database;
+    case 'services':
+      return parts.service;
+  }
+  return {};
+}
+
+/** An operation's path with its parameters filled in. */
+export function fillPath(op: Operation, params: Params): string {
+  return op.http.path.replace(/\{(\w+)\}/g, (_, k: string) => {
+    const v = params[k];
+    if (v === undefined) throw new Error(`no sample value for {${k}} of ${op.name} (${op.http.path}): extend worldParams`);
+    return encodeURIComponent(v);
+  });
 }

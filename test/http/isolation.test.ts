@@ -3,7 +3,7 @@ import { newUuid } from '../../src/core/ids.js';
 import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
-import { buildWorld, COMPOSE, type World } from '../helpers/world.js';
+import { buildWorld, COMPOSE, fillPath, partsOf, worldParams, type Params, type Singular, type World } from '../helpers/world.js';
 
 /**
  * Team isolation over real HTTP, driven by the operation table: team B's root token, aimed at
@@ -13,8 +13,6 @@ import { buildWorld, COMPOSE, type World } from '../helpers/world.js';
  */
 
 const NOT_FOUND = '{"message":"Resource not found."}';
-type Singular = 'application' | 'database' | 'service';
-type Params = Record<string, string | undefined>;
 
 let s: TestServer;
 let a: World;
@@ -51,55 +49,9 @@ let poolB: Pool;
 
 // ---- inputs ------------------------------------------------------------------------------------
 
-function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: string; storage_uuid?: string; envKey: string }> {
-  return {
-    application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, envKey: 'API_KEY' },
-    database: { uuid: x.databaseUuid, env_uuid: x.databaseEnvUuid, storage_uuid: x.databaseStorageUuid, envKey: 'PGTZ' },
-    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, envKey: 'MODE' },
-  };
-}
-
-/** The world's object for each path parameter, chosen by the path's prefix. */
-function worldParams(path: string, x: World, teamId: number): Params {
-  const rest = path.replace(/^\/api\/v1\//, '');
-  if (rest.startsWith('deployments/applications/')) return { uuid: x.appUuid };
-  const parts = partsOf(x);
-  switch (rest.split('/')[0]) {
-    case 'teams':
-      return { id: String(teamId) };
-    case 'security':
-      return { uuid: x.keyUuid };
-    case 'servers':
-      return { uuid: x.serverUuid };
-    case 'destinations':
-      return { uuid: x.destinationUuid };
-    case 'projects':
-      return { uuid: x.projectUuid };
-    case 'deployments':
-      return { uuid: x.deploymentUuid };
-    case 'migrations':
-      return { uuid: x.migrationUuid };
-    case 'applications':
-      return parts.application;
-    case 'databases':
-      return parts.database;
-    case 'services':
-      return parts.service;
-  }
-  return {};
-}
-
 /** Values of the same shape as real ones that name nothing. */
 function randomParams(op: Operation): Params {
   return Object.fromEntries(pathParams(op.http.path).map((p) => [p, p === 'id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid()]));
-}
-
-function fillPath(op: Operation, params: Params): string {
-  return op.http.path.replace(/\{(\w+)\}/g, (_, k: string) => {
-    const v = params[k];
-    if (v === undefined) throw new Error(`no sample value for {${k}} of ${op.name} (${op.http.path}): extend worldParams`);
-    return encodeURIComponent(v);
-  });
 }
 
 /** A valid body for the calling team's world (or query, for GET). */

@@ -5,7 +5,7 @@ import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
 import { nowIso } from '../../src/store/db.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
-import { buildWorld, COMPOSE, type World } from '../helpers/world.js';
+import { buildWorld, COMPOSE, fillPath, partsOf, worldParams, type Singular, type World } from '../helpers/world.js';
 
 /**
  * The permission matrix over real HTTP, for every operation of the operation table (a new
@@ -17,7 +17,6 @@ import { buildWorld, COMPOSE, type World } from '../helpers/world.js';
 
 const GRANTS = ['read', 'read:sensitive', 'write', 'deploy', 'root'] as const;
 type Grant = (typeof GRANTS)[number];
-type Singular = 'application' | 'database' | 'service';
 
 const ROOT_TEAM_ONLY = `{"message":"Only a token of the instance's root team may do this."}`;
 const missing = (p: string) => JSON.stringify({ message: `Missing required permissions: ${p}`, missing_permissions: [p] });
@@ -67,53 +66,6 @@ afterAll(() => s.stop());
 
 function freshKey(): string {
   return generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-}
-
-function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: string; storage_uuid?: string; envKey: string }> {
-  return {
-    application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, envKey: 'API_KEY' },
-    database: { uuid: x.databaseUuid, env_uuid: x.databaseEnvUuid, storage_uuid: x.databaseStorageUuid, envKey: 'PGTZ' },
-    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, envKey: 'MODE' },
-  };
-}
-
-/** The world's object for each path parameter, chosen by the path's prefix. */
-function worldParams(path: string, x: World, teamId: number): Record<string, string | undefined> {
-  const rest = path.replace(/^\/api\/v1\//, '');
-  if (rest.startsWith('deployments/applications/')) return { uuid: x.appUuid };
-  const head = rest.split('/')[0]!;
-  const parts = partsOf(x);
-  switch (head) {
-    case 'teams':
-      return { id: String(teamId) };
-    case 'security':
-      return { uuid: x.keyUuid };
-    case 'servers':
-      return { uuid: x.serverUuid };
-    case 'destinations':
-      return { uuid: x.destinationUuid };
-    case 'projects':
-      return { uuid: x.projectUuid };
-    case 'deployments':
-      return { uuid: x.deploymentUuid };
-    case 'migrations':
-      return { uuid: x.migrationUuid };
-    case 'applications':
-      return parts.application;
-    case 'databases':
-      return parts.database;
-    case 'services':
-      return parts.service;
-  }
-  return {};
-}
-
-function fillPath(op: Operation, params: Record<string, string | undefined>): string {
-  return op.http.path.replace(/\{(\w+)\}/g, (_, k: string) => {
-    const v = params[k];
-    if (v === undefined) throw new Error(`no sample value for {${k}} of ${op.name} (${op.http.path}): extend worldParams`);
-    return encodeURIComponent(v);
-  });
 }
 
 /** A valid body (or query, for GET) for an operation, by its name. */
