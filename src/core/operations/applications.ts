@@ -6,9 +6,9 @@ import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput } from '../pagination.js';
 import { description, domains, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
-import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
+import { CREATE, DELETE, messageSchema, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { config, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
+import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
 
 export interface ApplicationConfig {
   build_pack: 'dockerimage';
@@ -94,19 +94,7 @@ export const applicationOperations = [
       };
       const row = await db
         .insertInto('resources')
-        .values({
-          uuid,
-          team_id: caller.teamId,
-          kind: 'application',
-          environment_id: place.environmentId,
-          destination_id: place.destinationId,
-          name: i.name ?? `docker-image-${uuid}`,
-          description: i.description ?? null,
-          status: 'exited',
-          config: JSON.stringify(c),
-          tags: JSON.stringify(i.tags ?? []),
-          ...stamps(),
-        })
+        .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `docker-image-${uuid}`, description: i.description, tags: i.tags }, c))
         .returningAll()
         .executeTakeFirstOrThrow();
       const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;

@@ -11,7 +11,7 @@ import { sensitive } from '../redact.js';
 import { description, imageName, name, tags, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { config, DATABASE_KINDS, placedSchema, placedView, placementInput, resolvePlacement, type DatabaseKind, type ResourceRow } from './resource-common.js';
+import { config, DATABASE_KINDS, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type DatabaseKind, type ResourceRow } from './resource-common.js';
 
 /** Per engine: default image, port, data directory, and the fields Coolify names for it. */
 const ENGINES: Record<DatabaseKind, { image: string; port: number; dataDir: string; user?: string; db?: string }> = {
@@ -139,19 +139,7 @@ function createOperation(kind: DatabaseKind) {
       const row = await db.transaction().execute(async (trx) => {
         const r = await trx
           .insertInto('resources')
-          .values({
-            uuid,
-            team_id: caller.teamId,
-            kind,
-            environment_id: place.environmentId,
-            destination_id: place.destinationId,
-            name: i.name ?? `${kind}-database-${uuid}`,
-            description: i.description ?? null,
-            status: 'exited',
-            config: JSON.stringify(c),
-            tags: JSON.stringify(i.tags ?? []),
-            ...stamps(),
-          })
+          .values(newResourceRow({ uuid, teamId: caller.teamId, kind: kind, place, name: i.name ?? `${kind}-database-${uuid}`, description: i.description, tags: i.tags }, c))
           .returningAll()
           .executeTakeFirstOrThrow();
         await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name: 'data', mount_path: ENGINES[kind].dataDir, container: null, engine_volume: null, ...stamps() }).execute();

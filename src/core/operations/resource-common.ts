@@ -4,6 +4,7 @@ import type { ResourceKind, ResourcesTable } from '../../store/schema.js';
 import { notFound, validationError } from '../errors.js';
 import { owned, ownedEnvironment } from '../lookup.js';
 import { uuidParam } from '../validators.js';
+import { stamps } from './common.js';
 
 export type ResourceRow = Omit<ResourcesTable, 'id'> & { id: number };
 
@@ -118,4 +119,24 @@ export async function serverOf(db: Db, r: Pick<ResourceRow, 'destination_id'>) {
 
 export function config<T>(r: Pick<ResourceRow, 'config'>): T {
   return JSON.parse(r.config) as T;
+}
+
+/** The row of a new application, database or service: stopped, placed, with its own config. */
+export function newResourceRow(
+  r: { uuid: string; teamId: number; kind: ResourceKind; place: Placement; name: string; description?: string | null; tags?: string[] },
+  config: unknown,
+) {
+  return {
+    uuid: r.uuid,
+    team_id: r.teamId,
+    kind: r.kind,
+    environment_id: r.place.environmentId,
+    destination_id: r.place.destinationId,
+    name: r.name,
+    description: r.description ?? null,
+    status: 'exited',
+    config: JSON.stringify(config),
+    tags: JSON.stringify(r.tags ?? []),
+    ...stamps(),
+  };
 }

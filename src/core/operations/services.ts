@@ -10,7 +10,7 @@ import { sensitive } from '../redact.js';
 import { description, name, tags, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { config, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
+import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
 
 export interface ServiceConfig {
   docker_compose_raw: string;
@@ -93,19 +93,7 @@ export const serviceOperations = [
       const row = await db.transaction().execute(async (trx) => {
         const r = await trx
           .insertInto('resources')
-          .values({
-            uuid,
-            team_id: caller.teamId,
-            kind: 'service',
-            environment_id: place.environmentId,
-            destination_id: place.destinationId,
-            name: i.name ?? `service-${uuid.slice(0, 10)}`,
-            description: i.description ?? null,
-            status: 'exited',
-            config: JSON.stringify(c),
-            tags: JSON.stringify(i.tags ?? []),
-            ...stamps(),
-          })
+          .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'service', place, name: i.name ?? `service-${uuid.slice(0, 10)}`, description: i.description, tags: i.tags }, c))
           .returningAll()
           .executeTakeFirstOrThrow();
         await syncStorages(trx, r.id, compose.containers);
