@@ -4,7 +4,9 @@ import { nowIso, type Db } from '../store/db.js';
 import type { Mailer } from '../mail/mailer.js';
 
 const WARN_BEFORE_MS = 24 * 3_600_000;
-const MAX_ATTEMPTS = 5;
+/** Enough attempts, with the backoff below capped at an hour, to outlast a day-long SMTP outage. */
+const MAX_ATTEMPTS = 40;
+const MAX_BACKOFF_MS = 3_600_000;
 
 /**
  * Warns a token's owner by e-mail 24 hours before the token expires, once per token.
@@ -79,6 +81,7 @@ export class ExpiryWarnings {
           status: this.mailer ? 'pending' : 'kept',
           attempts: 0,
           last_error: null,
+          next_attempt_at: null,
           created_at: nowIso(),
           sent_at: null,
         })
@@ -96,6 +99,7 @@ export class ExpiryWarnings {
       .selectAll()
       .where('status', 'in', ['pending', 'kept'])
       .where('attempts', '<', MAX_ATTEMPTS)
+      .where((eb) => eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '<=', nowIso())]))
       .orderBy('id')
       .execute();
     for (const m of queued) {
@@ -112,7 +116,13 @@ export class ExpiryWarnings {
         this.logger.info({ outboxId: m.id, to: m.recipient }, 'expiry warning sent');
       } catch (err) {
         const message = (err as Error).message;
-        await this.db.updateTable('outbox').set({ status: 'pending', last_error: message }).where('id', '=', m.id).execute();
+        // Exponential backoff from the scan interval, so an outage is not hammered every scan.
+        const wait = Math.min(MAX_BACKOFF_MS, this.intervalMs * 2 ** m.attempts);
+        await this.db
+          .updateTable('outbox')
+          .set({ status: 'pending', last_error: message, next_attempt_at: new Date(Date.now() + wait).toISOString() })
+          .where('id', '=', m.id)
+          .execute();
         this.logger.warn({ outboxId: m.id, err: message }, 'expiry warning not sent; will retry');
       }
     }

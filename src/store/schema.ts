@@ -55,6 +55,8 @@ export interface OutboxTable {
   status: 'pending' | 'sending' | 'sent' | 'kept' | 'unknown';
   attempts: number;
   last_error: string | null;
+  /** A failed send is retried after an exponential backoff. */
+  next_attempt_at: string | null;
   created_at: string;
   sent_at: string | null;
 }

@@ -1,4 +1,4 @@
-import { type Operation } from '../../src/core/operation.js';
+import type { Operation } from '../../src/core/operation.js';
 import { call, type TestServer } from './server.js';
 
 /** One of everything a team can own, created through the REST API with a root token. */

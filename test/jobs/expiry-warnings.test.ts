@@ -323,6 +323,8 @@ describe('token expiry warnings over SMTP', () => {
     expect(pending.last_error).toMatch(/451|temporarily unavailable/);
     expect(pending.sent_at).toBeNull();
     expect(pending.attempts).toBeGreaterThanOrEqual(1);
+    // The retry waits a backoff (scan interval × 2^attempts), not just the next scan.
+    expect(Date.parse(pending.next_attempt_at!)).toBeGreaterThanOrEqual(Date.parse(pending.created_at) + 500);
     expect(mailsFor(mail.rejected, due).length).toBeGreaterThanOrEqual(1);
     expect(mail.accepted).toHaveLength(0);
 
