@@ -31,7 +31,9 @@ export async function openStore(dataDir: string): Promise<Db> {
   sqlite.pragma('synchronous = NORMAL');
   const cached = withStatementCache(sqlite);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
-  directExecutors.set(db, (sql, parameters) => cached.prepare(sql).all(...(parameters as unknown[])) as unknown[]);
+  // Only between transactions: a Kysely transaction holds this one connection across awaits,
+  // and a synchronous read in that window would see its uncommitted rows.
+  directExecutors.set(db, (sql, parameters) => (sqlite.inTransaction ? undefined : (cached.prepare(sql).all(...(parameters as unknown[])) as unknown[])));
   setMigrationDialect('sqlite');
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   if (error) {
@@ -66,7 +68,7 @@ function withStatementCache(sqlite: SQLite.Database, max = 500) {
  * A synchronous way to run a compiled statement on a store, where the driver has one (SQLite):
  * the hottest lookups skip the async driver plumbing. Compiled by Kysely either way.
  */
-export type DirectExecutor = (sql: string, parameters: readonly unknown[]) => unknown[];
+export type DirectExecutor = (sql: string, parameters: readonly unknown[]) => unknown[] | undefined;
 const directExecutors = new WeakMap<Db, DirectExecutor>();
 export const directExecutorOf = (db: Db): DirectExecutor | undefined => directExecutors.get(db);
 

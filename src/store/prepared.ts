@@ -19,7 +19,8 @@ export function prepared<Row, K extends string>(db: Db, build: (db: Db) => Compi
   const direct = directExecutorOf(db);
   return async (values: Record<K, unknown>): Promise<Row[]> => {
     const parameters = compiled.parameters.map((p, i) => (slots[i] === null ? p : values[slots[i]!]));
-    if (direct) return direct(compiled.sql, parameters) as Row[];
+    const rows = direct?.(compiled.sql, parameters);
+    if (rows) return rows as Row[];
     const r = await db.executeQuery<Row>({ ...compiled, parameters });
     return r.rows;
   };
