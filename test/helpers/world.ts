@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import type { Operation } from '../../src/core/operation.js';
 import { call, type TestServer } from './server.js';
 
@@ -130,4 +131,50 @@ export function fillPath(op: Operation, params: Params): string {
     if (v === undefined) throw new Error(`no sample value for {${k}} of ${op.name} (${op.http.path}): extend worldParams`);
     return encodeURIComponent(v);
   });
+}
+
+let seq = 0;
+
+/** A new private key, so key fingerprints never collide. */
+export function freshKey(): string {
+  return generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+}
+
+/** A valid body (or query, for GET) for an operation, by its name. */
+/** A valid body (or query, for GET) for an operation, by its name, in a team's world. */
+export function sampleBody(name: string, x: World): Record<string, unknown> | undefined {
+  const place = { project_uuid: x.projectUuid, server_uuid: x.serverUuid, destination_uuid: x.destinationUuid, environment_name: 'production' };
+  const i = ++seq;
+  switch (name) {
+    case 'update_settings':
+      return { api_enabled: true };
+    case 'send_feedback':
+      return { content: 'A useful remark about berth from an operation-table test.' };
+    case 'create_private_key':
+      return { name: `key-${i}`, private_key: freshKey() };
+    case 'create_server':
+      return { name: `server-${i}`, ip: '10.20.0.1' };
+    case 'create_server_destination':
+      return { network: `net-${i}` };
+    case 'update_destination':
+      return { name: `destination-${i}` };
+    case 'create_project':
+      return { name: `project ${i}` };
+    case 'create_environment':
+      return { name: `env-${i}` };
+    case 'create_application':
+      return { ...place, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80' };
+    case 'create_service':
+      return { ...place, docker_compose_raw: Buffer.from(COMPOSE).toString('base64') };
+    case 'deploy':
+      return { uuid: x.appUuid };
+  }
+  let m: RegExpExecArray | null;
+  if (/^create_\w+_database$/.test(name)) return place;
+  if (/^create_(application|database|service)_env$/.test(name)) return { key: `KEY_${i}`, value: 'value' };
+  if ((m = /^update_(application|database|service)_env$/.exec(name))) return { key: partsOf(x)[m[1] as Singular].envKey, value: `changed-${i}` };
+  if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
+  if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
+  if (/^update_/.test(name)) return { description: `changed ${i}` };
+  return undefined;
 }

@@ -3,7 +3,7 @@ import { newUuid } from '../../src/core/ids.js';
 import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
-import { buildWorld, COMPOSE, fillPath, partsOf, worldParams, type Params, type Singular, type World } from '../helpers/world.js';
+import { buildWorld, fillPath, partsOf, sampleBody as bodyFor, worldParams, type Params, type Singular, type World } from '../helpers/world.js';
 
 /**
  * Team isolation over real HTTP, driven by the operation table: team B's root token, aimed at
@@ -20,7 +20,6 @@ let b: World;
 let teamA: number;
 let teamB: number;
 let onlyA: string;
-let seq = 0;
 
 /**
  * Root tokens of one team, all made up front (so the team's member list does not change between
@@ -54,39 +53,6 @@ function randomParams(op: Operation): Params {
   return Object.fromEntries(pathParams(op.http.path).map((p) => [p, p === 'id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid()]));
 }
 
-/** A valid body for the calling team's world (or query, for GET). */
-function bodyFor(name: string, x: World): Record<string, unknown> | undefined {
-  const place = { project_uuid: x.projectUuid, server_uuid: x.serverUuid, destination_uuid: x.destinationUuid, environment_name: 'production' };
-  const i = ++seq;
-  switch (name) {
-    case 'update_settings':
-      return { api_enabled: true };
-    case 'send_feedback':
-      return { content: 'A useful remark about berth from the isolation test.' };
-    case 'create_server':
-      return { name: `server-${i}`, ip: '10.20.0.1' };
-    case 'create_server_destination':
-      return { network: `net-${i}` };
-    case 'update_destination':
-      return { name: `destination-${i}` };
-    case 'create_project':
-      return { name: `project ${i}` };
-    case 'create_environment':
-      return { name: `env-${i}` };
-    case 'create_application':
-      return { ...place, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80' };
-    case 'create_service':
-      return { ...place, docker_compose_raw: COMPOSE };
-  }
-  let m: RegExpExecArray | null;
-  if (/^create_\w+_database$/.test(name)) return place;
-  if (/^create_(application|database|service)_env$/.test(name)) return { key: `KEY_${i}`, value: 'value' };
-  if ((m = /^update_(application|database|service)_env$/.exec(name))) return { key: partsOf(x)[m[1] as Singular].envKey, value: `changed-${i}` };
-  if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
-  if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
-  if (/^update_/.test(name)) return { description: `changed ${i}` };
-  return undefined;
-}
 
 async function send(op: Operation, token: string, params: Params, body: Record<string, unknown> | undefined): Promise<Reply> {
   let url = fillPath(op, params);

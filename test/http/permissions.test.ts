@@ -1,11 +1,10 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newUuid } from '../../src/core/ids.js';
 import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
 import { nowIso } from '../../src/store/db.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
-import { buildWorld, COMPOSE, fillPath, partsOf, worldParams, type Singular, type World } from '../helpers/world.js';
+import { buildWorld, COMPOSE, fillPath, freshKey, partsOf, sampleBody as bodyFor, worldParams, type Singular, type World } from '../helpers/world.js';
 
 /**
  * The permission matrix over real HTTP, for every operation of the operation table (a new
@@ -64,47 +63,6 @@ afterAll(() => s.stop());
 
 // ---- sample inputs, built from the world ------------------------------------------------------
 
-function freshKey(): string {
-  return generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-}
-
-/** A valid body (or query, for GET) for an operation, by its name. */
-function bodyFor(name: string, x: World): Record<string, unknown> | undefined {
-  const place = { project_uuid: x.projectUuid, server_uuid: x.serverUuid, destination_uuid: x.destinationUuid, environment_name: 'production' };
-  const i = ++seq;
-  switch (name) {
-    case 'update_settings':
-      return { api_enabled: true };
-    case 'send_feedback':
-      return { content: 'A useful remark about berth from the permission matrix.' };
-    case 'create_private_key':
-      return { name: `key-${i}`, private_key: freshKey() };
-    case 'create_server':
-      return { name: `server-${i}`, ip: '10.20.0.1' };
-    case 'create_server_destination':
-      return { network: `net-${i}` };
-    case 'update_destination':
-      return { name: `destination-${i}` };
-    case 'create_project':
-      return { name: `project ${i}` };
-    case 'create_environment':
-      return { name: `env-${i}` };
-    case 'create_application':
-      return { ...place, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80' };
-    case 'create_service':
-      return { ...place, docker_compose_raw: Buffer.from(COMPOSE).toString('base64') };
-    case 'deploy':
-      return { uuid: x.appUuid };
-  }
-  let m: RegExpExecArray | null;
-  if (/^create_\w+_database$/.test(name)) return place;
-  if (/^create_(application|database|service)_env$/.test(name)) return { key: `KEY_${i}`, value: 'value' };
-  if ((m = /^update_(application|database|service)_env$/.exec(name))) return { key: partsOf(x)[m[1] as Singular].envKey, value: `changed-${i}` };
-  if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
-  if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
-  if (/^update_/.test(name)) return { description: `changed ${i}` };
-  return undefined;
-}
 
 async function freshResource(kind: Singular, x: World): Promise<string> {
   const place = { project_uuid: x.projectUuid, server_uuid: x.serverUuid, destination_uuid: x.destinationUuid, environment_name: 'production' };
