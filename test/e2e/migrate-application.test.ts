@@ -31,6 +31,7 @@ import {
   writeVolume,
   type Platform,
   type VolumeTruth,
+  deployAppWithVolume,
 } from './support.js';
 
 describe.skipIf(!enginesAvailable)('migrating an application between two engines', () => {
@@ -54,22 +55,9 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
 
   /** An application running on engine a, its volume filled with KNOWN_FILES (`mib` MiB in its largest file). */
   async function runningApp(name: string, mib: number, image = SLEEPER_IMAGE): Promise<{ uuid: string; volume: string; before: VolumeTruth }> {
-    const [repo, tag] = image.split(':');
-    const { uuid } = await api.ok('POST', '/applications/dockerimage', {
-      project_uuid: p.project,
-      server_uuid: p.serverA,
-      destination_uuid: p.destA,
-      environment_name: 'production',
-      name,
-      docker_registry_image_name: repo,
-      docker_registry_image_tag: tag,
-    });
-    await api.ok('POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
-    const d = await api.ok('POST', `/deploy?uuid=${uuid}`);
-    await deployed(api, d.deployments[0].deployment_uuid);
+    const { uuid, volume } = await deployAppWithVolume(api, p, name, image);
     if (image === SLEEPER_IMAGE) expect(containerState(engines, 'a', uuid)).toMatchObject({ running: true });
     expect((await api.ok('GET', `/applications/${uuid}`)).status).toBe('running');
-    const volume = (await volumeNames(api, 'applications', uuid)).data!;
     expect(volumeExists(engines, 'a', volume)).toBe(true);
     writeVolume(engines, 'a', volume, KNOWN_FILES, [String(mib)]);
     const before = volumeTruth(engines, 'a', volume);

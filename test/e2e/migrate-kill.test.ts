@@ -16,14 +16,12 @@ import {
   Api,
   containersLabelled,
   containerState,
-  deployed,
   deploymentCount,
   ensureSleeperImage,
   KNOWN_FILES,
   LARGE_MIXED,
   migrationEnded,
   registerEngines,
-  SLEEPER_IMAGE,
   until,
   volumeNames,
   volumesLabelled,
@@ -31,6 +29,7 @@ import {
   writeVolume,
   type Platform,
   type VolumeTruth,
+  deployAppWithVolume,
 } from './support.js';
 
 /** Size of the large volume (MiB); the copy of it must take a few seconds. */
@@ -70,20 +69,8 @@ describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration',
   });
 
   async function runningApp(name: string, fill: (volume: string) => void): Promise<{ uuid: string; volume: string; before: VolumeTruth }> {
-    const [repo, tag] = SLEEPER_IMAGE.split(':');
-    const { uuid } = await api.ok('POST', '/applications/dockerimage', {
-      project_uuid: p.project,
-      server_uuid: p.serverA,
-      destination_uuid: p.destA,
-      environment_name: 'production',
-      name,
-      docker_registry_image_name: repo,
-      docker_registry_image_tag: tag,
-    });
-    await api.ok('POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
-    await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
+    const { uuid, volume } = await deployAppWithVolume(api, p, name);
     expect(containerState(engines, 'a', uuid)).toMatchObject({ running: true });
-    const volume = (await volumeNames(api, 'applications', uuid)).data!;
     fill(volume);
     return { uuid, volume, before: volumeTruth(engines, 'a', volume) };
   }

@@ -262,3 +262,20 @@ while [ $sz -lt $rest ]; do k=$((1 + (i * 37) % 64)); head -c $((k * 1024 - i % 
 `;
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** An application from `image` with a persistent volume at /data, deployed on engine a. */
+export async function deployAppWithVolume(api: Api, p: Platform, name: string, image = SLEEPER_IMAGE): Promise<{ uuid: string; volume: string }> {
+  const [repo, tag] = image.split(':');
+  const { uuid } = await api.ok('POST', '/applications/dockerimage', {
+    project_uuid: p.project,
+    server_uuid: p.serverA,
+    destination_uuid: p.destA,
+    environment_name: 'production',
+    name,
+    docker_registry_image_name: repo,
+    docker_registry_image_tag: tag,
+  });
+  await api.ok('POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
+  await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
+  return { uuid, volume: (await volumeNames(api, 'applications', uuid)).data! };
+}
