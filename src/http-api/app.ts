@@ -4,7 +4,7 @@ import type { Config } from '../config/config.js';
 import { BerthError, toWire, validationError, type WireError } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
 import { HEALTH_LIMIT, rateHeaders, rateLimited } from '../limits/rate-limits.js';
-import { pathParams, type Operation } from '../core/operation.js';
+import type { Operation } from '../core/operation.js';
 import { registerMcpRoute } from '../server/http-mcp.js';
 import type { ToolDefinition } from '../tools/registry.js';
 import { accessOf } from './access.js';
@@ -42,16 +42,16 @@ function fromFastifyError(err: Error & { code?: string; statusCode?: number }): 
 }
 
 /** Path, query and body as one input object; a body may not set what the path already names. */
-function inputOf(op: Operation, req: FastifyRequest): Record<string, unknown> {
+function inputOf(req: FastifyRequest): Record<string, unknown> {
   const body = req.body;
   if (body instanceof BadBody) throw validationError({ body: [body.reason] });
   if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
     throw validationError({ body: ['Expected a JSON object.'] });
   }
   const params = (req.params ?? {}) as Record<string, string>;
-  const names = pathParams(op.http.path);
   const fromBody = (body ?? {}) as Record<string, unknown>;
-  const clash = names.filter((n) => Object.hasOwn(fromBody, n));
+  // The router already parsed the path's parameters; no need to re-read the template per request.
+  const clash = Object.keys(params).filter((n) => Object.hasOwn(fromBody, n));
   if (clash.length) throw validationError(Object.fromEntries(clash.map((n) => [n, ['This field is taken from the path and cannot be set in the body.']])));
   return { ...(req.query as Record<string, unknown>), ...fromBody, ...params };
 }
@@ -138,7 +138,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
         const caller = await core.admit(accessOf(req), op);
         // Permission before the body is even read: a refused caller never learns about its input.
         core.authorize(op, caller);
-        const output = (await core.run(op, caller, inputOf(op, req))) as Record<string, unknown>;
+        const output = (await core.run(op, caller, inputOf(req))) as Record<string, unknown>;
         reply.code(op.http.status ?? 200);
         if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));
         if (op.http.list) {
