@@ -29,6 +29,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServer } from './lib/start-server.mjs';
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
@@ -134,45 +135,7 @@ async function initBerth(dataDir) {
 
 /** `berth serve --port 0`; resolves with its URL once it prints `berth: listening on URL`. */
 function serveBerth(dataDir) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dataDir], {
-      cwd: ROOT,
-      env: berthEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`berth serve did not start within 20 s:\n${out}\n${err}`));
-    }, 20_000);
-    child.stderr.on('data', (d) => (err += d));
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /^berth: listening on (\S+)$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({
-          url: m[1],
-          stderr: () => err,
-          stop: () =>
-            new Promise((done) => {
-              if (child.exitCode !== null || child.signalCode !== null) return done();
-              const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
-              child.once('exit', () => {
-                clearTimeout(kill);
-                done();
-              });
-              child.kill('SIGTERM');
-            }),
-        });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`berth serve exited (${code}) before listening:\n${out}\n${err}`));
-    });
-  });
+  return startServer({ label: 'berth serve', args: [CLI, 'serve', '--port', '0', '--data', dataDir], env: berthEnv(), cwd: ROOT, ready: /^berth: listening on (\S+)$/m });
 }
 
 /**

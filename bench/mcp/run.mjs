@@ -25,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { startServer } from '../../scripts/lib/start-server.mjs';
 import { Pool } from 'undici';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -68,47 +69,6 @@ function quantile(xs, q) {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-/** Spawns a server and resolves when a stdout line matches `ready` (its first group is the URL). */
-function startServer(label, args, env, ready) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    let started = false;
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${label} did not start:\n${out}\n${err}`));
-    }, 20_000);
-    child.stderr.on('data', (d) => (err += d));
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = started ? null : ready.exec(out);
-      if (m) {
-        started = true;
-        clearTimeout(timer);
-        resolve({
-          label,
-          url: m[1],
-          pid: child.pid,
-          stop: () =>
-            new Promise((done) => {
-              if (child.exitCode !== null || child.signalCode !== null) return done();
-              const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
-              child.once('exit', () => {
-                clearTimeout(kill);
-                done();
-              });
-              child.kill('SIGTERM');
-            }),
-        });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${label} exited (${code}):\n${out}\n${err}`));
-    });
-  });
-}
 
 /**
  * CPU time (user + system, ms) a process has used so far, from /proc (Linux); null elsewhere.
@@ -231,14 +191,14 @@ process.once('SIGTERM', () => { s.closeAllConnections(); s.close(() => process.e
 
 async function httpBench(token, berthDataDir) {
   const profArgs = (name) => (PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', path.join(PROFILE_DIR, name)] : []);
-  const berth = await startServer('berth', [...profArgs('berth'), CLI, 'serve', '--port', '0', '--data', berthDataDir], berthEnv(), /^berth: listening on (\S+)$/m);
-  const bare = await startServer('bare', [...profArgs('bare'), BARE, 'http'], process.env, /^listening on (\S+)$/m);
-  const floor = await startServer('floor', ['-e', FLOOR_HTTP], process.env, /^listening on (\S+)$/m);
+  const berth = await startServer({ label: 'berth', args: [...profArgs('berth'), CLI, 'serve', '--port', '0', '--data', berthDataDir], env: berthEnv(), ready: /^berth: listening on (\S+)$/m, cwd: ROOT });
+  const bare = await startServer({ label: 'bare', args: [...profArgs('bare'), BARE, 'http'], env: process.env, ready: /^listening on (\S+)$/m, cwd: ROOT });
+  const floor = await startServer({ label: 'floor', args: ['-e', FLOOR_HTTP], env: process.env, ready: /^listening on (\S+)$/m, cwd: ROOT });
   // The candidate gets its own copy of the store: two processes on one SQLite file would contend.
   const candidateData = `${berthDataDir}-candidate`;
   if (CANDIDATE) fs.cpSync(berthDataDir, candidateData, { recursive: true });
   const candidate = CANDIDATE
-    ? await startServer('candidate', [...profArgs('candidate'), CANDIDATE, 'serve', '--port', '0', '--data', candidateData], berthEnv(), /^berth: listening on (\S+)$/m)
+    ? await startServer({ label: 'candidate', args: [...profArgs('candidate'), CANDIDATE, 'serve', '--port', '0', '--data', candidateData], env: berthEnv(), ready: /^berth: listening on (\S+)$/m, cwd: ROOT })
     : null;
   const mcpTargets = [
     { name: 'berth', kind: 'mcp', url: `${berth.url}/mcp`, pid: berth.pid },

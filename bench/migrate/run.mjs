@@ -22,11 +22,12 @@
 // - --profile: also times the raw pieces on the same volume through dist/runtime's EngineClient
 //   (archive download drained; download → upload with nothing else; read-back with sha256).
 // Every run starts after `sync`, so one run's dirty pages are not written back during the next.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServer } from '../../scripts/lib/start-server.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(ROOT, 'dist', 'bundle', 'cli.js');
@@ -81,19 +82,8 @@ for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => cleanup().final
 const podman = (engine, args, opts = {}) => execFileSync('bash', [ENGINES, 'podman', engine, engDir, ...args], { encoding: 'utf8', maxBuffer: 64 << 20, ...opts });
 const sync = () => execFileSync('sync');
 
-function startServe(env) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dataDir], { env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env } });
-    let out = '';
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /berth: listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve({ proc, url: m[1] });
-    });
-    proc.stderr.on('data', (d) => (out += d));
-    proc.once('exit', (c) => reject(new Error(`berth serve exited ${c}: ${out}`)));
-  });
-}
+const startServe = (env) =>
+  startServer({ label: 'berth serve', args: [CLI, 'serve', '--port', '0', '--data', dataDir], env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env } });
 
 function rssOf(pid) {
   const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -10,11 +10,12 @@
 // alternating rounds so both modes see the same machine conditions. Also measured: the bare
 // HTTP round trip the remote mode adds (undici, keep-alive, GET /api/v1/teams/current), as the
 // floor of what the extra hop costs.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServer } from '../../scripts/lib/start-server.mjs';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Pool } from 'undici';
@@ -39,26 +40,12 @@ const quantile = (xs, q) => {
 };
 const ms = (ns) => Number(ns) / 1e6;
 
-function startServe(dataDir) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dataDir], {
-      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', API_RATE_LIMIT: '1000000000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 20_000);
-    child.stderr.on('data', (d) => (out += d));
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ url: m[1], stop: () => new Promise((r) => (child.exitCode !== null ? r() : (child.once('exit', r), child.kill('SIGTERM')))) });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited (${code}):\n${out}`)));
+const startServe = (dataDir) =>
+  startServer({
+    label: 'berth serve',
+    args: [CLI, 'serve', '--port', '0', '--data', dataDir],
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', API_RATE_LIMIT: '1000000000' },
   });
-}
 
 async function mcpClient(args, token) {
   const client = new Client({ name: 'bench-remote', version: '1' }, { versionNegotiation: { mode: 'legacy' } });

@@ -2,29 +2,18 @@
 //   berth (limiter on, limit set high) vs a bare node:http server answering the same JSON, and
 //   berth with the limiter on vs off. Servers run in child processes; autocannon drives them.
 // Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50]
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { startServer } from '../../scripts/lib/start-server.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const connections = Number(process.argv[3] ?? 50);
 const cli = path.resolve(import.meta.dirname, '../../dist/bundle/cli.js');
 
-function start(args, env = {}) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, args, { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
-    let out = '';
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve({ url: m[1], stop: () => new Promise((r) => (proc.once('exit', r), proc.kill('SIGTERM'))) });
-    });
-    proc.stderr.on('data', (d) => (out += d));
-    proc.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
-  });
-}
+const start = (args, env = {}) => startServer({ args, env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
 
 function load(url, token) {
   return new Promise((resolve, reject) => {
