@@ -96,10 +96,6 @@ export class Core {
     return this.redactFor(op, caller, output);
   }
 
-  async invoke(op: Operation, access: RequestAccess, rawInput: unknown): Promise<unknown> {
-    return this.run(op, await this.admit(access, op), rawInput);
-  }
-
   private redactFor(op: Operation, caller: Caller, output: unknown): unknown {
     if (seesSensitive(caller.permissions)) return output;
     let has = this.sensitiveOutputs.get(op);

@@ -8,5 +8,3 @@ export function newUuid(): string {
   for (let i = 0; i < 24; i++) s += ALPHABET[randomInt(ALPHABET.length)];
   return s;
 }
-
-export const UUID_PATTERN = /^[a-z0-9]{1,64}$/;

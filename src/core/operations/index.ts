@@ -37,4 +37,3 @@ export const operations: readonly Operation[] = [
   ...feedbackOperations,
 ] as unknown as readonly Operation[];
 
-export const operationsByName: ReadonlyMap<string, Operation> = new Map(operations.map((o) => [o.name, o]));
