@@ -2,6 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
+import { freePort } from '../helpers/process.js';
+import { until } from '../helpers/wait.js';
 
 /**
  * POST /api/feedback over real HTTP: stored, validated per the contract, and forwarded on a best
@@ -60,24 +62,7 @@ async function startWebhook() {
   };
 }
 
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const s = http.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
-async function until<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /**
  * Each request comes from its own loopback address (Linux routes all of 127.0.0.0/8 to lo), so
@@ -245,7 +230,7 @@ describe('POST /api/feedback', () => {
 describe('POST /api/feedback with the webhook down', () => {
   let down: TestServer;
   beforeAll(async () => {
-    down = await startTestServer({ feedbackWebhookUrl: `http://127.0.0.1:${await closedPort()}/hook` });
+    down = await startTestServer({ feedbackWebhookUrl: `http://127.0.0.1:${await freePort()}/hook` });
   });
   afterAll(() => down?.stop());
 

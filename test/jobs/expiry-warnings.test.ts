@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { startServer, type RunningServer } from '../../src/serve.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/wait.js';
 
 /**
  * The token-expiry warning worker against a real SMTP listener (smtp-server on an ephemeral
@@ -105,16 +106,6 @@ async function startSmtp(): Promise<TestSmtp> {
   }) as TestSmtp;
 }
 
-/** Polls until fn returns a truthy value; fails with `what` at the deadline. */
-async function until<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
