@@ -1,4 +1,4 @@
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { hash, randomInt, timingSafeEqual } from 'node:crypto';
 
 /** Length of the secret part. 48 base62 characters ≈ 285 bits from the CSPRNG. */
 export const SECRET_LENGTH = 48;
@@ -12,7 +12,7 @@ export function mintSecret(): string {
 }
 
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export function formatToken(id: number, secret: string): string {
@@ -48,12 +48,15 @@ export function bearerFrom(header: string | undefined): string | undefined {
 
 // Stands in for the stored hash of an id that does not exist, so that an unknown id costs the
 // same hash and comparison as a known one and response time does not reveal which ids exist.
-const DECOY_HASH = hashSecret(mintSecret());
+const DECOY_HASH = hash('sha256', mintSecret(), 'buffer');
 
-/** Constant-time check of a presented secret against a stored hash (or the decoy when absent). */
-export function secretMatches(secret: string, storedHash: string | undefined): boolean {
-  const presented = Buffer.from(hashSecret(secret), 'hex');
-  const stored = Buffer.from(storedHash ?? DECOY_HASH, 'hex');
+/**
+ * Constant-time check of a presented secret against a stored hash (hex, or its bytes), or the
+ * decoy when there is none.
+ */
+export function secretMatches(secret: string, storedHash: string | Buffer | undefined): boolean {
+  const presented = hash('sha256', secret, 'buffer');
+  const stored = storedHash === undefined ? DECOY_HASH : typeof storedHash === 'string' ? Buffer.from(storedHash, 'hex') : storedHash;
   const equal = stored.length === presented.length && timingSafeEqual(presented, stored);
   return equal && storedHash !== undefined;
 }

@@ -25,8 +25,38 @@ const tokenById = perStore((db) =>
         Object.values(SETTING_KEYS).map((key) => eb.selectFrom('settings').select('value').where('key', '=', key).as(`setting_${key}`)),
       )
       .where('t.id', '=', param('id')),
+    { reuse: true },
   ),
 );
+
+type TokenRow = Awaited<ReturnType<ReturnType<typeof tokenById>>>[number];
+
+/** What every request needs from a token row, worked out once per row read (rows are reused). */
+interface TokenFacts {
+  hash: Buffer;
+  expiresAtMs: number | null;
+  lastUsedMs: number | null;
+  permissions: ReadonlySet<Permission>;
+  settings: InstanceSettings;
+}
+
+const factsOfRow = new WeakMap<TokenRow, TokenFacts>();
+
+function factsOf(row: TokenRow): TokenFacts {
+  let facts = factsOfRow.get(row);
+  if (!facts) {
+    const r = row as unknown as Record<string, string | null>;
+    facts = {
+      hash: Buffer.from(row.token_hash, 'hex'),
+      expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
+      lastUsedMs: row.last_used_at === null ? null : Date.parse(row.last_used_at),
+      permissions: new Set((JSON.parse(row.permissions) as string[]).filter(isPermission)) as Set<Permission>,
+      settings: decodeSettings((key) => r[`setting_${key}`]),
+    };
+    factsOfRow.set(row, facts);
+  }
+  return facts;
+}
 
 export interface Authenticated {
   caller: Omit<Caller, 'rootTeam'>;
@@ -35,8 +65,9 @@ export interface Authenticated {
 
 /**
  * Token → Caller. Every failure after the header is present is the same 401 "Invalid token.",
- * so ids cannot be probed. There is no cache: a deleted token or a departed member fails on the
- * very next request.
+ * so ids cannot be probed. The row is reused only while the store is unchanged (checked on every
+ * request): a deleted token or a departed member fails on the very next request. The secret is
+ * hashed and compared on every request.
  */
 export async function authenticate(db: Db, access: RequestAccess): Promise<Authenticated> {
   const value = bearerFrom(access.authorization);
@@ -46,20 +77,19 @@ export async function authenticate(db: Db, access: RequestAccess): Promise<Authe
 
   const [row] = await tokenById(db)({ id: parsed.id });
 
+  const facts = row && factsOf(row);
   // Same hash and comparison whether or not the id exists.
-  if (!secretMatches(parsed.secret, row?.token_hash) || !row) throw new BerthError('invalid_token');
+  if (!secretMatches(parsed.secret, facts?.hash) || !row || !facts) throw new BerthError('invalid_token');
   const now = Date.now();
-  if (row.expires_at !== null && Date.parse(row.expires_at) <= now) throw new BerthError('invalid_token');
+  if (facts.expiresAtMs !== null && facts.expiresAtMs <= now) throw new BerthError('invalid_token');
   if (row.role === null) throw new BerthError('invalid_token');
 
-  if (row.last_used_at === null || now - Date.parse(row.last_used_at) >= LAST_USED_GRANULARITY_MS) {
+  if (facts.lastUsedMs === null || now - facts.lastUsedMs >= LAST_USED_GRANULARITY_MS) {
     await db.updateTable('api_tokens').set({ last_used_at: new Date(now).toISOString() }).where('id', '=', row.id).execute();
   }
 
-  const permissions = new Set((JSON.parse(row.permissions) as string[]).filter(isPermission)) as Set<Permission>;
-  const r = row as unknown as Record<string, string | null>;
   return {
-    caller: { userId: row.user_id, teamId: row.team_id, tokenId: row.id, permissions, sourceIp: access.sourceIp },
-    settings: decodeSettings((key) => r[`setting_${key}`]),
+    caller: { userId: row.user_id, teamId: row.team_id, tokenId: row.id, permissions: facts.permissions, sourceIp: access.sourceIp },
+    settings: facts.settings,
   };
 }

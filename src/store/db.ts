@@ -29,11 +29,15 @@ export async function openStore(dataDir: string): Promise<Db> {
   sqlite.pragma('busy_timeout = 5000');
   // WAL makes NORMAL durable against process crashes; only an OS crash can lose the last commit.
   sqlite.pragma('synchronous = NORMAL');
-  const cached = withStatementCache(sqlite);
+  const versions = new StoreVersions(sqlite);
+  const cached = withStatementCache(sqlite, versions);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
-  // Only between transactions: a Kysely transaction holds this one connection across awaits,
-  // and a synchronous read in that window would see its uncommitted rows.
-  directExecutors.set(db, (sql, parameters) => (sqlite.inTransaction ? undefined : (cached.prepare(sql).all(...(parameters as unknown[])) as unknown[])));
+  directStores.set(db, {
+    // Only between transactions: a Kysely transaction holds this one connection across awaits,
+    // and a synchronous read in that window would see its uncommitted rows.
+    all: (sql, parameters) => (sqlite.inTransaction ? undefined : (cached.prepare(sql).all(...(parameters as unknown[])) as unknown[])),
+    version: () => (sqlite.inTransaction ? undefined : versions.current()),
+  });
   setMigrationDialect('sqlite');
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   if (error) {
@@ -47,9 +51,10 @@ export async function openStore(dataDir: string): Promise<Db> {
 /**
  * Kysely's SQLite driver prepares every query anew; preparing was the largest single cost of an
  * authenticated request. The same SQL text reuses its prepared statement (bounded; better-sqlite3
- * statements are safe to reuse because execution is synchronous).
+ * statements are safe to reuse because execution is synchronous). A statement that can write
+ * counts as a write of this connection once it has run (see StoreVersions).
  */
-function withStatementCache(sqlite: SQLite.Database, max = 500) {
+function withStatementCache(sqlite: SQLite.Database, versions: StoreVersions, max = 500) {
   const cache = new Map<string, SQLite.Statement>();
   return {
     close: () => sqlite.close(),
@@ -57,19 +62,86 @@ function withStatementCache(sqlite: SQLite.Database, max = 500) {
       let stmt = cache.get(sql);
       if (!stmt) {
         if (cache.size >= max) cache.delete(cache.keys().next().value!);
-        cache.set(sql, (stmt = sqlite.prepare(sql)));
+        stmt = sqlite.prepare(sql);
+        cache.set(sql, (stmt = stmt.readonly ? stmt : versions.countingWrites(stmt)));
       }
       return stmt;
     },
   };
 }
 
+/** Identifies one state of the store; equal versions mean no commit happened in between. */
+export interface StoreVersion {
+  /** PRAGMA data_version: changes when another connection (any process) commits. */
+  readonly others: number;
+  /** Statements that could write run by this connection (data_version does not see them). */
+  readonly own: number;
+}
+
 /**
- * A synchronous way to run a compiled statement on a store, where the driver has one (SQLite):
- * the hottest lookups skip the async driver plumbing. Compiled by Kysely either way.
+ * When the store last changed, cheaply: `PRAGMA data_version` plus a counter of this connection's
+ * own writes (data_version does not see those). A value derived from rows read at version V is
+ * still right at version V, so hot lookups can reuse it without letting a committed revocation
+ * (by this process, the CLI or another berth process on the same file) outlive its commit.
+ * The pragma is checked on every call: it is a read transaction of its own (a few µs, most of
+ * it file-lock system calls) but reads no table. Sharing one check across the calls of an
+ * event-loop turn was tried and dropped: code that commits through another connection and then
+ * reads in the same turn would not see its own commit.
  */
-export type DirectExecutor = (sql: string, parameters: readonly unknown[]) => unknown[] | undefined;
-const directExecutors = new WeakMap<Db, DirectExecutor>();
-export const directExecutorOf = (db: Db): DirectExecutor | undefined => directExecutors.get(db);
+class StoreVersions {
+  private own = 0;
+  private readonly dataVersion: SQLite.Statement<[], number>;
+
+  constructor(sqlite: SQLite.Database) {
+    this.dataVersion = sqlite.prepare<[], number>('PRAGMA data_version').pluck();
+  }
+
+  current(): StoreVersion {
+    return { others: this.dataVersion.get()!, own: this.own };
+  }
+
+  /** The statement, counting each run as a write once it has run (whether it changed rows or not). */
+  countingWrites(stmt: SQLite.Statement): SQLite.Statement {
+    const counted = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => {
+      try {
+        return f(...a);
+      } finally {
+        this.own++;
+      }
+    };
+    const versions = this;
+    // A streamed statement writes while it is iterated: count each step, and the end.
+    function* iterate(...a: unknown[]) {
+      try {
+        for (const row of stmt.iterate(...a)) {
+          versions.own++;
+          yield row;
+        }
+      } finally {
+        versions.own++;
+      }
+    }
+    return Object.assign(Object.create(stmt) as SQLite.Statement, {
+      run: counted(stmt.run.bind(stmt)),
+      all: counted(stmt.all.bind(stmt)),
+      get: counted(stmt.get.bind(stmt)),
+      iterate,
+    });
+  }
+}
+
+export const sameVersion = (a: StoreVersion, b: StoreVersion): boolean => a.others === b.others && a.own === b.own;
+
+/**
+ * A synchronous way into a store, where the driver has one (SQLite): the hottest lookups skip the
+ * async driver plumbing, and may reuse rows read at the current version. Both answer undefined
+ * while a transaction holds the connection.
+ */
+export interface DirectStore {
+  all(sql: string, parameters: readonly unknown[]): unknown[] | undefined;
+  version(): StoreVersion | undefined;
+}
+const directStores = new WeakMap<Db, DirectStore>();
+export const directStoreOf = (db: Db): DirectStore | undefined => directStores.get(db);
 
 export const nowIso = (): string => new Date().toISOString();

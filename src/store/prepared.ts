@@ -1,5 +1,5 @@
 import type { Compilable, CompiledQuery } from 'kysely';
-import { directExecutorOf, type Db } from './db.js';
+import { directStoreOf, sameVersion, type Db, type StoreVersion } from './db.js';
 
 /** A named placeholder in a query compiled once. */
 class Param<K extends string> {
@@ -8,19 +8,49 @@ class Param<K extends string> {
 
 export const param = <K extends string>(name: K): never => new Param(name) as never;
 
+export interface PreparedOptions {
+  /**
+   * Reuse the rows read for the same parameters while the store has not changed since (checked
+   * on every call, see StoreVersion). Returned rows are then shared and frozen.
+   */
+  reuse?: boolean;
+}
+
+/** Rows kept for reuse per query; beyond this many parameter sets, the oldest go first. */
+const REUSE_MAX = 1_000;
+
 /**
  * A query built and compiled once, then run with new parameter values: the request path pays
  * for SQL execution only, not for Kysely's builder and compiler (two thirds of a lookup's cost).
  * Compiled by the store's own dialect, so it stays portable.
  */
-export function prepared<Row, K extends string>(db: Db, build: (db: Db) => Compilable<Row>) {
+export function prepared<Row, K extends string>(db: Db, build: (db: Db) => Compilable<Row>, options: PreparedOptions = {}) {
   const compiled: CompiledQuery<Row> = build(db).compile();
   const slots = compiled.parameters.map((p) => (p instanceof Param ? (p.name as K) : null));
-  const direct = directExecutorOf(db);
-  return async (values: Record<K, unknown>): Promise<Row[]> => {
+  const direct = directStoreOf(db);
+  const kept = options.reuse && direct ? new Map<string, { version: StoreVersion; rows: readonly Row[] }>() : undefined;
+
+  const readDirect = (parameters: unknown[]): readonly Row[] | undefined => {
+    const version = kept && direct!.version();
+    if (!version) return direct?.all(compiled.sql, parameters) as Row[] | undefined;
+    const key = JSON.stringify(parameters);
+    const hit = kept!.get(key);
+    if (hit && sameVersion(hit.version, version)) return hit.rows;
+    // The version is taken before the read: a commit in between makes the entry look older than
+    // it is (read again next time), never newer.
+    const rows = direct!.all(compiled.sql, parameters) as Row[] | undefined;
+    if (!rows) return undefined;
+    for (const row of rows) Object.freeze(row);
+    kept!.delete(key);
+    if (kept!.size >= REUSE_MAX) kept!.delete(kept!.keys().next().value!);
+    kept!.set(key, { version, rows: Object.freeze(rows) });
+    return rows;
+  };
+
+  return async (values: Record<K, unknown>): Promise<readonly Row[]> => {
     const parameters = compiled.parameters.map((p, i) => (slots[i] === null ? p : values[slots[i]!]));
-    const rows = direct?.(compiled.sql, parameters);
-    if (rows) return rows as Row[];
+    const rows = readDirect(parameters);
+    if (rows) return rows;
     const r = await db.executeQuery<Row>({ ...compiled, parameters });
     return r.rows;
   };

@@ -537,3 +537,53 @@ describe('berth serve', () => {
     expect((await snapshot(dir)).teams).toHaveLength(1);
   });
 });
+
+describe('a running server and another process writing the same store', MANY_RUNS, () => {
+  // The server reuses token and team rows while the store is unchanged; a commit by another
+  // process (the CLI here) must be seen by the very next request, never one later.
+  let dir: string;
+  let root: { token: string };
+  let server: Awaited<ReturnType<typeof startServer>>;
+  beforeAll(async () => {
+    dir = freshDir();
+    root = await okJson(dir, 'init');
+    server = await startServer(loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: dir, host: '127.0.0.1', port: 0 }), () => {});
+  });
+  afterAll(() => server.close());
+  const get = (token: string) => call(server.url, 'GET', '/api/v1/teams/current', { token });
+
+  it('a token revoked by the CLI fails on the next request', async () => {
+    const t = await okJson(dir, 'token', 'create', '--email', (await snapshot(dir)).users[0]!.email, '--team', 'Root Team', '--name', 'cached', '--permissions', 'read', '--expires', '30d');
+    for (let i = 0; i < 3; i++) expect((await get(t.token)).status).toBe(200);
+    await ok(dir, 'token', 'revoke', String(t.id));
+    const res = await get(t.token);
+    expect(res.status).toBe(401);
+    expect(res.text).toBe('{"message":"Invalid token."}');
+    expect((await get(root.token)).status).toBe(200);
+  });
+
+  it('the API disabled by the CLI is refused on the next request, and enabled again at once', async () => {
+    expect((await get(root.token)).status).toBe(200);
+    await ok(dir, 'settings', 'set', 'api-enabled', 'false');
+    expect((await get(root.token)).json).toEqual({ message: 'API is disabled.' });
+    await ok(dir, 'settings', 'set', 'api-enabled', 'true');
+    expect((await get(root.token)).status).toBe(200);
+  });
+
+  it('an allow-list set by the CLI applies on the next request', async () => {
+    await ok(dir, 'settings', 'set', 'allowed-ips', '10.9.8.0/24');
+    expect((await get(root.token)).status).toBe(403);
+    await ok(dir, 'settings', 'set', 'allowed-ips', '');
+    expect((await get(root.token)).status).toBe(200);
+  });
+
+  it("a member removed by the CLI loses that team's tokens on the next request", async () => {
+    const email = 'leaver@example.test';
+    await ok(dir, 'user', 'create', '--email', email, '--name', 'Leaver');
+    await ok(dir, 'team', 'add-member', '--team', 'Root Team', '--email', email, '--role', 'member');
+    const t = await okJson(dir, 'token', 'create', '--email', email, '--team', 'Root Team', '--name', 'leaving', '--permissions', 'read', '--expires', '30d');
+    expect((await get(t.token)).status).toBe(200);
+    await ok(dir, 'team', 'remove-member', '--team', 'Root Team', '--email', email);
+    expect((await get(t.token)).status).toBe(401);
+  });
+});

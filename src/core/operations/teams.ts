@@ -33,7 +33,7 @@ const teamView = (t: TeamRow): z.infer<typeof teamSchema> => ({
   updated_at: t.updated_at,
 });
 
-const teamById = perStore((db) => prepared(db, (q) => q.selectFrom('teams').selectAll().where('id', '=', param('id'))));
+const teamById = perStore((db) => prepared(db, (q) => q.selectFrom('teams').selectAll().where('id', '=', param('id')), { reuse: true }));
 
 /** The caller's own team; any other id is "not found", with the same bytes as a missing one. */
 async function ownTeam(db: Db, callerTeamId: number, id: number): Promise<TeamRow> {
