@@ -1,6 +1,10 @@
 // bench/rest: authenticated GET /api/v1/teams/current requests/s, in one run:
 //   berth (limiter on, limit set high) vs a bare node:http server answering the same JSON, and
 //   berth with the limiter on vs off. Servers run in child processes; autocannon drives them.
+//   Also a Fastify app answering the same JSON with nothing behind it (bench/rest/fastify-floor.mjs):
+//   the framework's own floor, so the ratio can be split into "Fastify" and "berth's own work".
+//   Each server's CPU time per request (user + system, from /proc) is printed next to its req/s:
+//   on a shared machine it moves far less than req/s.
 // Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,9 +24,15 @@ function load(url, token) {
     autocannon({ url: `${url}/api/v1/teams/current`, connections, duration: seconds, headers: { authorization: `Bearer ${token}` } }, (err, r) => {
       if (err) return reject(err);
       if (r.non2xx) return reject(new Error(`${r.non2xx} non-2xx answers from ${url}`));
-      resolve(r.requests.average);
+      resolve(r);
     });
   });
+}
+
+/** User + system CPU time of a process so far, in µs (from /proc, clock ticks of 10 ms). */
+function cpuMicros(pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
@@ -48,21 +58,29 @@ const srv = http.createServer((req, res) => {
 }).listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + srv.address().port));`;
 
 const results = {};
+const cpu = {};
 for (const [name, args, env] of [
   ['bare node:http', ['-e', bareSrc], {}],
+  ['Fastify floor', [path.resolve(import.meta.dirname, 'fastify-floor.mjs')], { BENCH_BODY: body }],
   ['berth, limiter on', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000' }],
   ['berth, limiter off', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '0' }],
 ]) {
   const s = await start(args, env);
   await load(s.url, init.token).catch(() => 0); // warm-up (JIT, connections)
-  results[name] = await load(s.url, init.token);
+  const before = cpuMicros(s.pid);
+  const r = await load(s.url, init.token);
+  cpu[name] = (cpuMicros(s.pid) - before) / r.requests.total;
+  results[name] = r.requests.average;
   await s.stop();
 }
 fs.rmSync(dataDir, { recursive: true, force: true });
 
-console.log(`\nGET /api/v1/teams/current, ${connections} connections, ${seconds} s each (req/s):`);
-for (const [k, v] of Object.entries(results)) console.log(`  ${k.padEnd(22)} ${Math.round(v)}`);
-const vsBare = results['berth, limiter on'] / results['bare node:http'];
+console.log(`\nGET /api/v1/teams/current, ${connections} connections, ${seconds} s each, load average ${os.loadavg()[0].toFixed(2)}:`);
+console.log(`  ${'server'.padEnd(22)} ${'req/s'.padStart(7)}  CPU µs/req`);
+for (const [k, v] of Object.entries(results)) console.log(`  ${k.padEnd(22)} ${String(Math.round(v)).padStart(7)}  ${cpu[k].toFixed(1).padStart(10)}`);
+const pct = (a, b) => `${((results[a] / results[b]) * 100).toFixed(1)} %`;
 const limiterCost = 1 - results['berth, limiter on'] / results['berth, limiter off'];
-console.log(`\nberth / bare:          ${(vsBare * 100).toFixed(1)} %   (goal ≥ 60 %)`);
+console.log(`\nberth / bare:          ${pct('berth, limiter on', 'bare node:http')}   (goal ≥ 60 %)`);
+console.log(`  Fastify floor / bare: ${pct('Fastify floor', 'bare node:http')}   (the framework alone, nothing behind it)`);
+console.log(`  berth / Fastify floor: ${pct('berth, limiter on', 'Fastify floor')}`);
 console.log(`limiter cost:          ${(limiterCost * 100).toFixed(1)} %   (goal < 10 %)`);
