@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, type DatabaseConnection, type Migration, type MigrationProvider, type SqliteDialectConfig } from 'kysely';
 import type { Database } from './schema.js';
 import { setMigrationDialect } from './portable.js';
 import * as m001 from './migrations/001-identity.js';
@@ -31,7 +31,7 @@ export async function openStore(dataDir: string): Promise<Db> {
   sqlite.pragma('synchronous = NORMAL');
   const versions = new StoreVersions(sqlite);
   const cached = withStatementCache(sqlite, versions);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: cached }) });
   directStores.set(db, {
     // Only between transactions: a Kysely transaction holds this one connection across awaits,
     // and a synchronous read in that window would see its uncommitted rows.
@@ -46,6 +46,28 @@ export async function openStore(dataDir: string): Promise<Db> {
     throw new Error(`Store migration ${failed} failed: ${(error as Error).message}`);
   }
   return db;
+}
+
+/**
+ * Transactions take the write lock at BEGIN (`BEGIN IMMEDIATE`). With Kysely's plain `BEGIN`, a
+ * transaction that reads and then writes fails at once with SQLITE_BUSY when another process
+ * (the CLI, `berth mcp`, another `serve`) committed in between, whatever busy_timeout says; with
+ * the lock taken first, the other writer waits for busy_timeout instead.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly settings: SqliteDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): SqliteDriver {
+    return new ImmediateSqliteDriver(this.settings);
+  }
 }
 
 /**
