@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { BerthError, toWire, validationError, type WireError } from '../core/errors.js';
@@ -61,7 +61,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // One line per request, written by the onResponse hook below, instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // No child logger per request (a measurable share of a request's CPU): the two lines berth
     // logs about a request carry its id themselves.
     childLoggerFactory: (parent) => parent,
