@@ -523,6 +523,11 @@ describe('berth serve', () => {
     expect(first.stdout.split(secretOf(rootToken)).length - 1).toBe(1);
     expect(first.stderr).not.toContain(secret);
     expect(first.stderr).not.toContain(secretOf(rootToken));
+    // No runtime or framework warnings at start or on the way.
+    expect(first.stderr).not.toMatch(/warning|deprecat/i);
+    // One line per request, carrying its request id.
+    const line = first.stdout.split('\n').find((l) => l.includes('"url":"/api/v1/teams/current"'));
+    expect(JSON.parse(line!)).toMatchObject({ msg: 'request', method: 'GET', status: 200, reqId: expect.any(String) });
 
     // A second start on the same directory creates nothing and prints no token.
     const second = Served.start(dir);
