@@ -3,6 +3,8 @@
 //   berth with the limiter on vs off. Servers run in child processes; autocannon drives them.
 //   Also a Fastify app answering the same JSON with nothing behind it (bench/rest/fastify-floor.mjs):
 //   the framework's own floor, so the ratio can be split into "Fastify" and "berth's own work".
+//   A second floor adds what no berth request can skip (SHA-256 of the secret, the store's
+//   freshness check): see fastify-floor.mjs.
 //   Each server's CPU time per request (user + system, from /proc) is printed next to its req/s:
 //   on a shared machine it moves far less than req/s.
 // Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50]
@@ -57,11 +59,13 @@ const srv = http.createServer((req, res) => {
   res.end(body);
 }).listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + srv.address().port));`;
 
+const floor = path.resolve(import.meta.dirname, 'fastify-floor.mjs');
 const results = {};
 const cpu = {};
 for (const [name, args, env] of [
   ['bare node:http', ['-e', bareSrc], {}],
-  ['Fastify floor', [path.resolve(import.meta.dirname, 'fastify-floor.mjs')], { BENCH_BODY: body }],
+  ['Fastify floor', [floor], { BENCH_BODY: body }],
+  ['floor + hash + pragma', [floor], { BENCH_BODY: body, BENCH_STORE: path.join(dataDir, 'berth.sqlite'), BENCH_TOKEN: init.token }],
   ['berth, limiter on', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000' }],
   ['berth, limiter off', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '0' }],
 ]) {
@@ -76,11 +80,12 @@ for (const [name, args, env] of [
 fs.rmSync(dataDir, { recursive: true, force: true });
 
 console.log(`\nGET /api/v1/teams/current, ${connections} connections, ${seconds} s each, load average ${os.loadavg()[0].toFixed(2)}:`);
-console.log(`  ${'server'.padEnd(22)} ${'req/s'.padStart(7)}  CPU µs/req`);
-for (const [k, v] of Object.entries(results)) console.log(`  ${k.padEnd(22)} ${String(Math.round(v)).padStart(7)}  ${cpu[k].toFixed(1).padStart(10)}`);
+console.log(`  ${'server'.padEnd(24)} ${'req/s'.padStart(7)}  CPU µs/req`);
+for (const [k, v] of Object.entries(results)) console.log(`  ${k.padEnd(24)} ${String(Math.round(v)).padStart(7)}  ${cpu[k].toFixed(1).padStart(10)}`);
 const pct = (a, b) => `${((results[a] / results[b]) * 100).toFixed(1)} %`;
 const limiterCost = 1 - results['berth, limiter on'] / results['berth, limiter off'];
 console.log(`\nberth / bare:          ${pct('berth, limiter on', 'bare node:http')}   (goal ≥ 60 %)`);
 console.log(`  Fastify floor / bare: ${pct('Fastify floor', 'bare node:http')}   (the framework alone, nothing behind it)`);
+console.log(`  floor + hash + pragma / bare: ${pct('floor + hash + pragma', 'bare node:http')}   (plus what no berth request can skip)`);
 console.log(`  berth / Fastify floor: ${pct('berth, limiter on', 'Fastify floor')}`);
 console.log(`limiter cost:          ${(limiterCost * 100).toFixed(1)} %   (goal < 10 %)`);
