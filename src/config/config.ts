@@ -26,6 +26,11 @@ const envSchema = z.object({
   BERTH_QUEUE_CAP: z.coerce.number().int().min(1).default(20),
   /** Image of the never-started helper containers that read and write volumes during migrations. */
   BERTH_HELPER_IMAGE: z.string().min(1).default('busybox:latest'),
+  /**
+   * Migrations also read each copied volume back and compare every file's sha256 (a second pass
+   * over the data). Off: the stored destination is verified by listings (count, sizes, metadata).
+   */
+  BERTH_MIGRATION_CHECKSUMS: z.enum(['true', 'false', '1', '0']).default('false'),
   /** Browser origins allowed to call /mcp (comma-separated, exact match); none by default. */
   MCP_ALLOWED_ORIGINS: z.string().default(''),
   /** Host names accepted on /mcp; defaults to the loopback names when bound to loopback. */
@@ -52,6 +57,7 @@ export interface Config {
   queueConcurrency: number;
   queueCap: number;
   helperImage: string;
+  migrationChecksums: boolean;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
 }
@@ -81,6 +87,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     queueConcurrency: e.BERTH_QUEUE_CONCURRENCY,
     queueCap: e.BERTH_QUEUE_CAP,
     helperImage: e.BERTH_HELPER_IMAGE,
+    migrationChecksums: e.BERTH_MIGRATION_CHECKSUMS === 'true' || e.BERTH_MIGRATION_CHECKSUMS === '1',
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     ...overrides,

@@ -34,8 +34,10 @@ export class LiveRuntime implements Runtime {
   constructor(
     private readonly db: Db,
     private readonly logger: Logger,
-    /** Image for the never-started helper containers of a volume copy. */
+    /** Image for the helper containers of a volume copy. */
     private readonly helperImage: string,
+    /** Also compare every file's sha256 after a volume copy (see copyVolume's `checksums`). */
+    private readonly checksums = false,
   ) {}
 
   isLive(server: ServerEngine): boolean {
@@ -261,6 +263,7 @@ export class LiveRuntime implements Runtime {
         from: { engine: from, volume: source },
         to: { engine: to, volume: staging, labels: { [LABEL_MANAGED]: 'true', [LABEL_MIGRATION]: m.uuid } },
         helperImage: this.helperImage,
+        checksums: this.checksums,
         helperLabels: { [LABEL_MIGRATION]: m.uuid },
         signal: ctx.signal,
         onProgress: (p) => {

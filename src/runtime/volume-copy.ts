@@ -4,11 +4,15 @@
  * containers that are created (never started) only to mount the volumes.
  *
  *   engine A: helper (source volume mounted read-only) ── GET  /containers/{a}/archive?path=/v/.
- *                                                              │  tee → manifest (sha256 per file)
+ *                                                              │  tee → manifest (progress; sha256 per file when checksums)
  *   engine B: helper (destination volume, read-write)  ◄─ PUT  /containers/{b}/archive?path=/v
  *
- * Then the destination is read back and its manifest compared with the source's: any
- * difference is a VerificationError. The source volume is mounted read-only and only read.
+ * Verification checks what is stored, never merely what was sent: while the stream runs, a
+ * helper lists the source (volume-listing.ts); afterwards a helper on B re-applies owners when
+ * the archive lost them, lists the destination, and both lists must be identical (every entry's
+ * type, permissions and owner; every file's size, mtime and link count). With `checksums`, the
+ * destination is also read back and every file's sha256 compared with the source stream's.
+ * Any difference is a VerificationError. The source volume is mounted read-only and only read.
  * Helpers are removed whatever happens (their volumes are kept).
  */
 import { randomUUID } from 'node:crypto';
@@ -17,10 +21,7 @@ import { PassThrough } from 'node:stream';
 import { ensureImage, type EngineClient } from './engine.js';
 import { NotFoundError, VerificationError } from './errors.js';
 import { compareManifests, directoryHeader, ManifestSink, manifestOf, type Manifest } from './tar-manifest.js';
-
-/** Where helpers mount the volume: a path no image is expected to have (so nothing is copied up). */
-const MOUNT = '/berth-volume';
-const HELPER_LABEL = 'berth.volume-copy';
+import { HELPER_LABEL, listSource, MOUNT, verifyDestination, type ListedSource } from './volume-listing.js';
 
 export interface VolumeEndpoint {
   engine: EngineClient;
@@ -45,7 +46,11 @@ export interface CopyVolumeOptions {
   /** Minimum interval between progress calls (default 250 ms); the last one always comes. */
   progressIntervalMs?: number;
   signal?: AbortSignal;
-  /** sha256 of every file on both sides (default true); off: types, sizes, modes, links, counts only. */
+  /**
+   * Also read the destination back and compare every file's sha256 with the source stream's
+   * (default false: the listings alone verify file count, sizes and metadata as stored, see above).
+   * Costs a second pass over the data through the destination engine.
+   */
   checksums?: boolean;
   /** Labels put on the helper containers (e.g. the job id), besides berth.volume-copy. */
   helperLabels?: Record<string, string>;
@@ -53,9 +58,9 @@ export interface CopyVolumeOptions {
    * How file owners (uid/gid) reach the destination:
    * - `archive`: as the source's archive reports them (Docker does);
    * - `fixup`: podman's archive download reports every entry as owned by the helper's user, so
-   *   owners are listed on the source and re-applied on the destination by helper containers that
-   *   run (the helper image then needs sh, find, stat, sort, sha256sum, chown, chmod: busybox);
+   *   the destination's listing helper re-applies the owners listed on the source;
    * - `auto` (default): `fixup` when the source engine is podman, else `archive`.
+   * Either way the listings compare owners. The helper image needs busybox (see volume-listing.ts).
    */
   ownership?: 'auto' | 'archive' | 'fixup';
 }
@@ -69,7 +74,8 @@ export interface CopyVolumeResult {
   transferredBytes: number;
   /** How owners were carried over (see CopyVolumeOptions.ownership), and how many entries needed it. */
   ownership: { mode: 'archive' | 'fixup'; entries: number };
-  verified: true;
+  /** What was verified on the stored destination: the listings always, sha256 of every file with `checksums`. */
+  verified: { listing: true; checksums: boolean };
 }
 
 export class DestinationNotEmptyError extends Error {
@@ -101,7 +107,7 @@ async function createHelper(
 
 export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeResult> {
   const { from, to, signal } = opts;
-  const checksums = opts.checksums ?? true;
+  const checksums = opts.checksums ?? false;
   signal?.throwIfAborted();
 
   // Fail early and clearly: the source must exist; the destination is made when missing.
@@ -117,11 +123,14 @@ export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeRes
   const labels = opts.helperLabels ?? {};
   const wanted = opts.ownership ?? 'auto';
   const ownershipMode = wanted === 'auto' ? ((await isPodman(from.engine, signal)) ? 'fixup' : 'archive') : wanted;
-  let src: string | undefined;
-  let dst: string | undefined;
+  const helpers: { engine: EngineClient; id: string }[] = [];
+  let listing: Promise<ListedSource> | undefined;
   try {
-    src = await createHelper(from.engine, from.volume, true, opts.helperImage, labels, signal);
-    dst = await createHelper(to.engine, to.volume, false, opts.helperImage, labels, signal);
+    const made = (engine: EngineClient) => (id: string) => (helpers.push({ engine, id }), id);
+    const [src, dst] = await Promise.all([
+      createHelper(from.engine, from.volume, true, opts.helperImage, labels, signal).then(made(from.engine)),
+      createHelper(to.engine, to.volume, false, opts.helperImage, labels, signal).then(made(to.engine)),
+    ]);
 
     const existing = await manifestOf(await to.engine.getArchive(dst, `${MOUNT}/.`, { signal }), { hash: false, signal });
     if (existing.entries.size > 0) {
@@ -130,37 +139,40 @@ export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeRes
       );
     }
 
+    const common = { image: opts.helperImage, labels, signal, cleanup: helpers };
+    // The source only gets read, so it is listed while the stream runs (off the critical path).
+    listing = listSource(from, common);
+    listing.catch(() => undefined);
     const rootStat = await from.engine.statPath(src, MOUNT, { signal });
     const source = await transfer(opts, src, dst, rootStat, checksums);
 
-    // Verify: read the destination back and compare it with what left the source.
-    const dest = await manifestOf(await to.engine.getArchive(dst, `${MOUNT}/.`, { signal }), { hash: checksums, signal });
-    // Owners in the tar headers are only meaningful when the source engine reports them.
-    const diffs = compareManifests(source.manifest, dest, { checksums, owners: ownershipMode === 'archive' });
-    const destRoot = await to.engine.statPath(dst, MOUNT, { signal });
-    if (destRoot.mode !== rootStat.mode) diffs.push(`volume root: mode ${rootStat.mode.toString(8)} → ${destRoot.mode.toString(8)}`);
-    if (diffs.length > 0) {
-      throw new VerificationError(
-        `copy of volume ${from.volume} (${from.engine.endpoint}) to ${to.volume} (${to.engine.endpoint}) did not verify: ${diffs.slice(0, 5).join('; ')}`,
-        diffs,
-      );
+    if (checksums) {
+      // Read the destination back and compare every file's sha256 with what left the source.
+      // Owners are compared by the listings (podman's archives do not carry them).
+      const dest = await manifestOf(await to.engine.getArchive(dst, `${MOUNT}/.`, { signal }), { hash: true, signal });
+      const diffs = compareManifests(source.manifest, dest, { checksums: true, owners: false });
+      if (diffs.length > 0) {
+        throw new VerificationError(
+          `copy of volume ${from.volume} (${from.engine.endpoint}) to ${to.volume} (${to.engine.endpoint}) did not verify: ${diffs.slice(0, 5).join('; ')}`,
+          diffs,
+        );
+      }
     }
-    const ownership: CopyVolumeResult['ownership'] =
-      ownershipMode === 'fixup' ? { mode: 'fixup', entries: await fixOwnership(opts, labels) } : { mode: 'archive', entries: 0 };
+    const listed = await listing;
+    await verifyDestination(from, to, listed, ownershipMode === 'fixup', common);
     return {
       bytes: source.manifest.bytes,
       files: source.manifest.files,
       directories: source.manifest.directories,
       transferredBytes: source.transferredBytes,
-      ownership,
-      verified: true,
+      ownership: { mode: ownershipMode, entries: ownershipMode === 'fixup' ? listed.ownerEntries : 0 },
+      verified: { listing: true, checksums },
     };
   } finally {
     // Always, and without the caller's (possibly aborted) signal. Never the volumes (v=false).
-    await Promise.allSettled([
-      src ? from.engine.removeContainer(src, { force: true, removeVolumes: false }) : undefined,
-      dst ? to.engine.removeContainer(dst, { force: true, removeVolumes: false }) : undefined,
-    ]);
+    // The source listing may still be starting its helper: let it settle first.
+    await listing?.catch(() => undefined);
+    await Promise.allSettled(helpers.map((h) => h.engine.removeContainer(h.id, { force: true, removeVolumes: false })));
   }
 }
 
@@ -247,82 +259,4 @@ async function transfer(
 async function isPodman(engine: EngineClient, signal?: AbortSignal): Promise<boolean> {
   const v = await engine.version({ signal });
   return (v.Components ?? []).some((c) => /podman/i.test(c.Name));
-}
-
-/**
- * Lists, sorted, `uid:gid:mode:./path` of the volume root and of every entry not owned by
- * root:root, into /tmp/berth-owners of the helper's own filesystem, and prints
- * `<lines> <sha256 of the list>`.
- */
-const LIST_OWNERS = `cd ${MOUNT} && { stat -c '%u:%g:%a:%n' . && find . -mindepth 1 \\( ! -user 0 -o ! -group 0 \\) -exec stat -c '%u:%g:%a:%n' {} + ; } | sort > /tmp/berth-owners`;
-const REPORT = `echo "$(wc -l < /tmp/berth-owners) $(sha256sum < /tmp/berth-owners | cut -d ' ' -f 1)"`;
-/** Applies /tmp/berth-owners (as uploaded from the source) to the volume: chown, then the mode again (chown clears setuid/setgid). */
-const APPLY_OWNERS = `cd ${MOUNT} && while IFS= read -r line; do
-  u=\${line%%:*}; r=\${line#*:}; g=\${r%%:*}; r=\${r#*:}; m=\${r%%:*}; p=\${r#*:}
-  chown -h "$u:$g" "$p" || exit 3
-  if [ ! -L "$p" ]; then chmod "$m" "$p" || exit 4; fi
-done < /tmp/berth-owners.src`;
-
-async function runHelper(
-  engine: EngineClient,
-  volume: string,
-  readOnly: boolean,
-  script: string,
-  image: string,
-  labels: Record<string, string>,
-  signal: AbortSignal | undefined,
-  cleanup: { engine: EngineClient; id: string }[],
-  before?: (id: string) => Promise<void>,
-): Promise<{ id: string; output: string }> {
-  const name = `berth-vcopy-${randomUUID().slice(0, 13)}`;
-  const { Id } = await engine.createContainer(
-    name,
-    {
-      image,
-      cmd: ['sh', '-c', script],
-      volumes: [{ volume, target: MOUNT, readOnly, noCopy: true }],
-      networkMode: 'none',
-      labels: { [HELPER_LABEL]: 'ownership', ...labels },
-    },
-    { signal },
-  );
-  cleanup.push({ engine, id: Id });
-  if (before) await before(Id);
-  await engine.startContainer(Id, { signal });
-  const { StatusCode } = await engine.waitContainer(Id, { signal });
-  const logs = await engine.containerLogs(Id, { signal, tty: false, maxBytes: 64 * 1024 });
-  const output = logs.entries.map((e) => `${e.stream === 'stderr' ? '! ' : ''}${e.line}`).join('\n');
-  if (StatusCode !== 0) {
-    throw new Error(`ownership helper on ${engine.endpoint} (volume ${volume}) exited with ${StatusCode}: ${output.slice(0, 500)}`);
-  }
-  return { id: Id, output: logs.entries.filter((e) => e.stream === 'stdout').map((e) => e.line).join('\n').trim() };
-}
-
-/**
- * Carries owners over from source to destination when the archive did not (podman). The list
- * moves between the engines as an archive stream too, never through memory whole; both sides'
- * lists are compared by sha256. Returns how many entries it covered.
- */
-async function fixOwnership(opts: CopyVolumeOptions, labels: Record<string, string>): Promise<number> {
-  const { from, to, signal } = opts;
-  const helpers: { engine: EngineClient; id: string }[] = [];
-  try {
-    const listed = await runHelper(from.engine, from.volume, true, `${LIST_OWNERS} && ${REPORT}`, opts.helperImage, labels, signal, helpers);
-    const [count, sourceSum] = listed.output.split(' ');
-    const lines = Number(count);
-    if (!Number.isFinite(lines) || !sourceSum) throw new Error(`ownership helper on ${from.engine.endpoint} printed ${JSON.stringify(listed.output)}`);
-    const script = `mv /tmp/berth-owners /tmp/berth-owners.src && ${APPLY_OWNERS} && ${LIST_OWNERS} && ${REPORT}`;
-    const applied = await runHelper(to.engine, to.volume, false, script, opts.helperImage, labels, signal, helpers, async (id) => {
-      await to.engine.putArchive(id, '/tmp', await from.engine.getArchive(listed.id, '/tmp/berth-owners', { signal }), { signal });
-    });
-    if (applied.output !== listed.output) {
-      throw new VerificationError(
-        `owners of volume ${to.volume} (${to.engine.endpoint}) do not match ${from.volume} (${from.engine.endpoint}) after the copy`,
-        [`source owners list: ${listed.output}`, `destination owners list: ${applied.output}`],
-      );
-    }
-    return lines;
-  } finally {
-    await Promise.allSettled(helpers.map((h) => h.engine.removeContainer(h.id, { force: true, removeVolumes: false })));
-  }
 }

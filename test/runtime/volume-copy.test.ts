@@ -3,8 +3,9 @@
  * containers run with the podman CLI (sha256sum, stat), independent of the client under test.
  */
 import { describe, expect, it } from 'vitest';
-import { NotFoundError } from '../../src/runtime/errors.js';
+import { NotFoundError, VerificationError } from '../../src/runtime/errors.js';
 import { copyVolume, DestinationNotEmptyError, type CopyProgress } from '../../src/runtime/volume-copy.js';
+import { listSource, verifyDestination } from '../../src/runtime/volume-listing.js';
 import { enginesAvailable, uniqueName, useEngines, type TestEngines } from '../helpers/engines.js';
 
 const LONG_DIR = 'd'.repeat(60);
@@ -44,8 +45,12 @@ function groundTruth(engines: TestEngines, engine: 'a' | 'b', volume: string): {
   return { rootMode: rootMode!.trim(), listing: listing!, sums: sums! };
 }
 
+/** Put on every helper of this file, so that other test files' copies on the same engines do not count. */
+const RUN = { 'berth.test-run': uniqueName('vcopy') };
+
 function helpersLeft(engines: TestEngines): Promise<unknown[][]> {
-  return Promise.all([engines.a.listContainers({ labels: ['berth.volume-copy'] }), engines.b.listContainers({ labels: ['berth.volume-copy'] })]);
+  const labels = ['berth.volume-copy', `berth.test-run=${RUN['berth.test-run']}`];
+  return Promise.all([engines.a.listContainers({ labels }), engines.b.listContainers({ labels })]);
 }
 
 describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
@@ -68,7 +73,7 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     const result = await copyVolume({
       from: { engine: engines.a, volume: src },
       to: { engine: engines.b, volume: staging, labels: { 'berth.test': 'staging' } },
-      helperImage: engines.image,
+      helperImage: engines.image, helperLabels: RUN,
       onProgress: (p) => progress.push(p),
       progressIntervalMs: 0,
     });
@@ -80,7 +85,7 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
       .map((l) => l.split('|'))
       .filter(([, type]) => type!.startsWith('regular'))
       .reduce((sum, [, , size]) => sum + Number(size), 0);
-    expect(result).toMatchObject({ files: fileCount, bytes: totalBytes, verified: true });
+    expect(result).toMatchObject({ files: fileCount, bytes: totalBytes, verified: { listing: true, checksums: false } });
     // podman's archive download loses owners; they were listed and re-applied (the root + 5 entries).
     expect(result.ownership).toEqual({ mode: 'fixup', entries: 6 });
     expect(totalBytes).toBeGreaterThan(3 * 1024 * 1024);
@@ -110,9 +115,50 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     const src = uniqueName('empty');
     await engines.a.createVolume(src);
     const staging = uniqueName('staging');
-    const result = await copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: staging }, helperImage: engines.image });
-    expect(result).toMatchObject({ files: 0, bytes: 0, verified: true });
+    const result = await copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: staging }, helperImage: engines.image, helperLabels: RUN });
+    expect(result).toMatchObject({ files: 0, bytes: 0, verified: { listing: true, checksums: false } });
     expect(groundTruth(engines, 'b', staging).listing).toBe('');
+  });
+
+  it('with checksums, also reads the destination back and compares every sha256', async () => {
+    const src = uniqueName('src');
+    engines.podman('a', ['volume', 'create', src]);
+    engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', MIXED]);
+    const staging = uniqueName('staging');
+    const result = await copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: staging }, helperImage: engines.image, helperLabels: RUN, checksums: true });
+    expect(result.verified).toEqual({ listing: true, checksums: true });
+    const before = groundTruth(engines, 'a', src);
+    expect(groundTruth(engines, 'b', staging)).toEqual(before);
+    expect(await helpersLeft(engines)).toEqual([[], []]);
+  });
+
+  it('the listings catch a destination that differs from the source in size, type or entries', async () => {
+    const src = uniqueName('src');
+    const dst = uniqueName('dst');
+    engines.podman('a', ['volume', 'create', src]);
+    engines.podman('b', ['volume', 'create', dst]);
+    const files = 'mkdir -p /v/d && printf 12345 > /v/d/five && printf abc > /v/same && chown 7:7 /v/same && touch -t 202001010000 /v/same';
+    engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', `${files} && printf x > /v/only-source`]);
+    // Same names, one byte short, a directory where a file was, one entry missing and one extra.
+    engines.podman('b', ['run', '--rm', '-v', `${dst}:/v`, engines.image, 'sh', '-c', `${files} && printf 1234 > /v/d/five && mkdir /v/extra`]);
+    const cleanup: { engine: typeof engines.a; id: string }[] = [];
+    const common = { image: engines.image, labels: { 'berth.test': 'listing' }, signal: undefined, cleanup };
+    try {
+      const listed = await listSource({ engine: engines.a, volume: src }, common);
+      expect(listed.summary).toMatchObject({ entries: 5, files: 3, bytes: 9 });
+      const err = await verifyDestination({ engine: engines.a, volume: src }, { engine: engines.b, volume: dst }, listed, true, common).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(VerificationError);
+      const diffs = (err as VerificationError).differences.join('\n');
+      expect(diffs).toContain('5 entries, 3 files, 9 bytes → 5 entries, 2 files, 7 bytes');
+      expect(diffs).toMatch(/^-f\|5\|.*\|\.\/d\/five$/m);
+      expect(diffs).toMatch(/^\+f\|4\|.*\|\.\/d\/five$/m);
+      expect(diffs).toMatch(/^-f\|1\|.*\|\.\/only-source$/m);
+      expect(diffs).toMatch(/^\+d\|.*\|\.\/extra$/m);
+      // Owners were re-applied (fixup), so the file with the same content is not a difference.
+      expect(diffs).not.toContain('./same');
+    } finally {
+      await Promise.all(cleanup.map((h) => h.engine.removeContainer(h.id, { force: true })));
+    }
   });
 
   it('refuses a non-empty destination and a missing source, cleaning up its helpers', async () => {
@@ -124,12 +170,12 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     engines.podman('b', ['run', '--rm', '-v', `${taken}:/v`, engines.image, 'sh', '-c', 'echo old > /v/old']);
 
     await expect(
-      copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: taken }, helperImage: engines.image }),
+      copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: taken }, helperImage: engines.image, helperLabels: RUN }),
     ).rejects.toBeInstanceOf(DestinationNotEmptyError);
     expect(engines.podman('b', ['run', '--rm', '-v', `${taken}:/v:ro`, engines.image, 'ls', '/v'])).toBe('old\n');
 
     await expect(
-      copyVolume({ from: { engine: engines.a, volume: uniqueName('missing') }, to: { engine: engines.b, volume: uniqueName('x') }, helperImage: engines.image }),
+      copyVolume({ from: { engine: engines.a, volume: uniqueName('missing') }, to: { engine: engines.b, volume: uniqueName('x') }, helperImage: engines.image, helperLabels: RUN }),
     ).rejects.toBeInstanceOf(NotFoundError);
     expect(await helpersLeft(engines)).toEqual([[], []]);
   });
@@ -155,7 +201,7 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
         result = await copyVolume({
           from: { engine: engines.a, volume: big },
           to: { engine: engines.b, volume: staging },
-          helperImage: engines.image,
+          helperImage: engines.image, helperLabels: RUN,
           onProgress: () => {
             peak = Math.max(peak, process.memoryUsage().rss);
           },
@@ -181,7 +227,7 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
       const err = await copyVolume({
         from: { engine: engines.a, volume: big },
         to: { engine: engines.b, volume: staging },
-        helperImage: engines.image,
+        helperImage: engines.image, helperLabels: RUN,
         progressIntervalMs: 0,
         onProgress: (p) => {
           if (p.transferredBytes > 20 * 1048576) ac.abort(new Error('cancelled by test'));
