@@ -7,7 +7,10 @@
 //   freshness check): see fastify-floor.mjs.
 //   Each server's CPU time per request (user + system, from /proc) is printed next to its req/s:
 //   on a shared machine it moves far less than req/s.
-// Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50]
+//   Servers are measured in alternating rounds (each round starts every server anew) and the
+//   median round per server is reported, so a burst of load on a shared machine moves one round,
+//   not one server.
+// Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50] [rounds=3]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,13 +20,14 @@ import { startServer } from '../../scripts/lib/start-server.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const connections = Number(process.argv[3] ?? 50);
+const rounds = Number(process.argv[4] ?? 3);
 const cli = path.resolve(import.meta.dirname, '../../dist/bundle/cli.js');
 
 const start = (args, env = {}) => startServer({ args, env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
 
-function load(url, token) {
+function load(url, token, duration = seconds) {
   return new Promise((resolve, reject) => {
-    autocannon({ url: `${url}/api/v1/teams/current`, connections, duration: seconds, headers: { authorization: `Bearer ${token}` } }, (err, r) => {
+    autocannon({ url: `${url}/api/v1/teams/current`, connections, duration, headers: { authorization: `Bearer ${token}` } }, (err, r) => {
       if (err) return reject(err);
       if (r.non2xx) return reject(new Error(`${r.non2xx} non-2xx answers from ${url}`));
       resolve(r);
@@ -60,28 +64,35 @@ const srv = http.createServer((req, res) => {
 }).listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + srv.address().port));`;
 
 const floor = path.resolve(import.meta.dirname, 'fastify-floor.mjs');
-const results = {};
-const cpu = {};
-for (const [name, args, env] of [
+const servers = [
   ['bare node:http', ['-e', bareSrc], {}],
   ['Fastify floor', [floor], { BENCH_BODY: body }],
   ['floor + hash + pragma', [floor], { BENCH_BODY: body, BENCH_STORE: path.join(dataDir, 'berth.sqlite'), BENCH_TOKEN: init.token }],
   ['berth, limiter on', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000' }],
   ['berth, limiter off', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '0' }],
-]) {
-  const s = await start(args, env);
-  await load(s.url, init.token).catch(() => 0); // warm-up (JIT, connections)
-  const before = cpuMicros(s.pid);
-  const r = await load(s.url, init.token);
-  cpu[name] = (cpuMicros(s.pid) - before) / r.requests.total;
-  results[name] = r.requests.average;
-  await s.stop();
+];
+const samples = Object.fromEntries(servers.map(([name]) => [name, []]));
+for (let round = 0; round < rounds; round++) {
+  for (const [name, args, env] of servers) {
+    const s = await start(args, env);
+    await load(s.url, init.token, 2).catch(() => 0); // warm-up (JIT, connections)
+    const before = cpuMicros(s.pid);
+    const r = await load(s.url, init.token);
+    samples[name].push({ rps: r.requests.average, cpu: (cpuMicros(s.pid) - before) / r.requests.total });
+    await s.stop();
+  }
 }
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const results = Object.fromEntries(servers.map(([name]) => [name, median(samples[name].map((x) => x.rps))]));
+const cpu = Object.fromEntries(servers.map(([name]) => [name, median(samples[name].map((x) => x.cpu))]));
 fs.rmSync(dataDir, { recursive: true, force: true });
 
-console.log(`\nGET /api/v1/teams/current, ${connections} connections, ${seconds} s each, load average ${os.loadavg()[0].toFixed(2)}:`);
-console.log(`  ${'server'.padEnd(24)} ${'req/s'.padStart(7)}  CPU µs/req`);
-for (const [k, v] of Object.entries(results)) console.log(`  ${k.padEnd(24)} ${String(Math.round(v)).padStart(7)}  ${cpu[k].toFixed(1).padStart(10)}`);
+console.log(`\nGET /api/v1/teams/current, ${connections} connections, ${seconds} s, median of ${rounds} rounds, load average ${os.loadavg()[0].toFixed(2)}:`);
+console.log(`  ${'server'.padEnd(24)} ${'req/s'.padStart(7)}  CPU µs/req   (rounds, req/s)`);
+for (const [k, v] of Object.entries(results)) {
+  const each = samples[k].map((x) => Math.round(x.rps)).join(' / ');
+  console.log(`  ${k.padEnd(24)} ${String(Math.round(v)).padStart(7)}  ${cpu[k].toFixed(1).padStart(10)}   (${each})`);
+}
 const pct = (a, b) => `${((results[a] / results[b]) * 100).toFixed(1)} %`;
 const limiterCost = 1 - results['berth, limiter on'] / results['berth, limiter off'];
 console.log(`\nberth / bare:          ${pct('berth, limiter on', 'bare node:http')}   (goal ≥ 60 %)`);
