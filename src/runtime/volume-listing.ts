@@ -1,7 +1,7 @@
 /**
  * Verification of a volume copy by what is stored on both sides, listed inside the engines
  * themselves (so berth reads no volume data back): a helper container on each engine lists every
- * entry of its volume — type, permissions, owner; size, mtime and link count of regular files;
+ * entry of its volume — type, permissions, owner; size and link count of regular files;
  * link targets — sorted, and prints `<entries> <files> <bytes> <sha256 of the list>`.
  *
  * The destination's helper gets the source's lists uploaded first (an archive stream from the
