@@ -1,25 +1,81 @@
-// Bundles the compiled CLI into a few files: Node 20 spends most of a cold start resolving and
-// loading hundreds of small ES modules (Kysely, the MCP SDK), which matters for `berth mcp`,
-// spawned by a desktop client for every session. `serve` and `mcp` stay separate chunks.
+// Bundles the compiled CLI (dist/) into what `berth` ships as (dist/bundle/):
+//   berth.cjs        the whole CLI as one CommonJS file: Node 20 spent most of a cold start
+//                    resolving, loading and compiling hundreds of ES modules (Kysely, the MCP SDK);
+//   berth.cjs.cache  a V8 code cache of it, made by a training run of `berth mcp` below;
+//   cli.js           the launcher (src/launcher.ts) that runs berth.cjs through that cache.
+// Modules reached only by a dynamic import (serve, the engine runtime) are evaluated only when used.
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { build } from 'esbuild';
 
-// Chunk names change with their content: start empty so stale chunks never pile up.
-fs.rmSync('dist/bundle', { recursive: true, force: true });
+const OUT = 'dist/bundle';
+const BUNDLE = `${OUT}/berth.cjs`;
+const LAUNCHER = `${OUT}/cli.js`;
+
+// Names are fixed but a previous layout's files (chunks) must not linger.
+fs.rmSync(OUT, { recursive: true, force: true });
 
 await build({
   entryPoints: ['dist/cli.js'],
-  outdir: 'dist/bundle',
+  outfile: BUNDLE,
   bundle: true,
-  splitting: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
   minifySyntax: true,
   minifyWhitespace: true,
   sourcemap: 'linked',
-  // Native code, worker-loaded transports and optional heavy clients stay ordinary imports.
+  // Native code, worker-loaded transports and optional heavy clients stay ordinary requires.
   external: ['better-sqlite3', 'pino', 'pino-pretty', 'ioredis', 'nodemailer'],
-  banner: { js: "import { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);" },
+  define: { 'import.meta.url': '__berthModuleUrl' },
+  banner: { js: "var __berthModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
 });
+// The launcher wraps the bundle in a function, where a hashbang line would be a syntax error.
+const code = fs.readFileSync(BUNDLE, 'utf8');
+if (code.startsWith('#!')) fs.writeFileSync(BUNDLE, code.slice(code.indexOf('\n') + 1));
+
+fs.copyFileSync('dist/launcher.js', LAUNCHER);
+fs.chmodSync(LAUNCHER, 0o755);
+
+await train();
+
+/**
+ * One real `berth mcp` session (initialize, tools/list, tools/call) on a throwaway store, with the
+ * launcher told to write the code cache as the process exits: everything that session compiled
+ * is in the cache.
+ */
+async function train() {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-train-'));
+  const env = { PATH: process.env.PATH, LOG_LEVEL: 'silent' };
+  try {
+    const { token } = JSON.parse(execFileSync(process.execPath, [LAUNCHER, 'init', '--json', '--data', dataDir], { env, encoding: 'utf8' }));
+    await new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [LAUNCHER, 'mcp', '--data', dataDir], {
+        env: { ...env, BERTH_TOKEN: token, BERTH_CODE_CACHE_TRAINING: '1' },
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const send = (message) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+      send({ id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'berth-build', version: '1' } } });
+      send({ method: 'notifications/initialized' });
+      send({ id: 2, method: 'tools/list' });
+      send({ id: 3, method: 'tools/call', params: { name: 'get_current_team', arguments: {} } });
+      let out = '';
+      child.stdout.on('data', (d) => {
+        out += d;
+        if (/"id":3\b/.test(out)) child.stdin.end();
+      });
+      child.on('exit', (code, signal) => {
+        clearTimeout(timer);
+        if (code === 0 && /"id":3\b/.test(out)) resolve();
+        else reject(new Error(`training run of berth mcp failed (${signal ?? code}):\n${out.slice(0, 2000)}`));
+      });
+    });
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+  if (!fs.existsSync(`${BUNDLE}.cache`)) throw new Error('the training run wrote no code cache');
+}

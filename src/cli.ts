@@ -205,4 +205,5 @@ command(settings, 'set', 'change a setting: api-enabled true|false, allowed-ips 
     })(o),
   );
 
-await program.parseAsync(process.argv);
+// Not a top-level await: the shipped command is one CommonJS bundle (see src/launcher.ts).
+program.parseAsync(process.argv).catch(fail);

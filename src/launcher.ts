@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+/**
+ * The `berth` command as shipped (dist/bundle/cli.js): runs the whole CLI, bundled as one
+ * CommonJS file (berth.cjs), through a V8 code cache made at build time by a training run of
+ * `berth mcp` (scripts/bundle.mjs). Compiling the bundle was the largest part of a cold
+ * `berth mcp`, which a desktop client spawns for every session; Node 20 has no compile cache of
+ * its own for ES modules. A missing, stale or rejected cache only costs that compile.
+ */
+import { hash } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import vm from 'node:vm';
+
+const dir = import.meta.dirname;
+const file = path.join(dir, 'berth.cjs');
+const cacheFile = `${file}.cache`;
+const source = fs.readFileSync(file, 'utf8');
+
+// V8 checks a cache against the source's length only: the cache starts with the sha256 of the
+// source it was made from, so an edited bundle never runs another bundle's bytecode.
+const digest = hash('sha256', source, 'buffer');
+let cachedData: Buffer | undefined;
+let cacheState = 'missing';
+try {
+  const stored = fs.readFileSync(cacheFile);
+  cacheState = 'stale';
+  if (stored.subarray(0, digest.length).equals(digest)) cachedData = stored.subarray(digest.length);
+} catch {
+  // No cache (an unusual build): compile as usual.
+}
+
+const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+  filename: file,
+  cachedData,
+  importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+});
+if (process.env.BERTH_CODE_CACHE_TRAINING === '1') {
+  // The training run writes the cache as it exits, when everything it ran has been compiled.
+  process.on('exit', () => fs.writeFileSync(cacheFile, Buffer.concat([digest, script.createCachedData()])));
+}
+if (process.env.BERTH_CODE_CACHE_REPORT === '1') {
+  process.stderr.write(`berth: code cache ${cachedData ? (script.cachedDataRejected ? 'rejected' : 'used') : cacheState}\n`);
+}
+const module = { exports: {} };
+(script.runInThisContext() as (...args: unknown[]) => void)(module.exports, createRequire(file), module, file, dir);
