@@ -30,12 +30,14 @@ await build({
   // Native code, worker-loaded transports and optional heavy clients stay ordinary requires.
   external: ['better-sqlite3', 'pino', 'pino-pretty', 'ioredis', 'nodemailer'],
   define: { 'import.meta.url': '__berthModuleUrl' },
-  banner: { js: "var __berthModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  // Strict, as the ES modules it is made of were (esbuild's own "use strict" comes after this line).
+  banner: { js: "'use strict'; var __berthModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
 });
-// The launcher wraps the bundle in a function, where a hashbang line would be a syntax error.
+// The launcher wraps the bundle in a function, where a hashbang line would be a syntax error; it
+// becomes an empty line, so the source map's line numbers still hold.
 const code = fs.readFileSync(BUNDLE, 'utf8');
-if (code.startsWith('#!')) fs.writeFileSync(BUNDLE, code.slice(code.indexOf('\n') + 1));
+if (code.startsWith('#!')) fs.writeFileSync(BUNDLE, code.slice(code.indexOf('\n')));
 
 fs.copyFileSync('dist/launcher.js', LAUNCHER);
 fs.chmodSync(LAUNCHER, 0o755);

@@ -37,7 +37,14 @@ const script = new vm.Script(`(function (exports, require, module, __filename, _
 });
 if (process.env.BERTH_CODE_CACHE_TRAINING === '1') {
   // The training run writes the cache as it exits, when everything it ran has been compiled.
-  process.on('exit', () => fs.writeFileSync(cacheFile, Buffer.concat([digest, script.createCachedData()])));
+  process.on('exit', () => {
+    try {
+      fs.writeFileSync(cacheFile, Buffer.concat([digest, script.createCachedData()]));
+    } catch (err) {
+      process.stderr.write(`berth: could not write the code cache ${cacheFile}: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+    }
+  });
 }
 if (process.env.BERTH_CODE_CACHE_REPORT === '1') {
   process.stderr.write(`berth: code cache ${cachedData ? (script.cachedDataRejected ? 'rejected' : 'used') : cacheState}\n`);
