@@ -10,7 +10,7 @@
  * Verification checks what is stored, never merely what was sent: while the stream runs, a
  * helper lists the source (volume-listing.ts); afterwards a helper on B re-applies owners when
  * the archive lost them, lists the destination, and both lists must be identical (every entry's
- * type, permissions and owner; every file's size, mtime and link count). With `checksums`, the
+ * type, permissions and owner; every file's size and link count). With `checksums`, the
  * destination is also read back and every file's sha256 compared with the source stream's.
  * Any difference is a VerificationError. The source volume is mounted read-only and only read.
  * Helpers are removed whatever happens (their volumes are kept).
@@ -125,6 +125,10 @@ export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeRes
   const ownershipMode = wanted === 'auto' ? ((await isPodman(from.engine, signal)) ? 'fixup' : 'archive') : wanted;
   const helpers: { engine: EngineClient; id: string }[] = [];
   let listing: Promise<ListedSource> | undefined;
+  // The source listing runs alongside the stream; when the copy fails it is not waited for.
+  const listingAbort = new AbortController();
+  const onAbort = () => listingAbort.abort(signal?.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const made = (engine: EngineClient) => (id: string) => (helpers.push({ engine, id }), id);
     const [src, dst] = await Promise.all([
@@ -141,7 +145,7 @@ export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeRes
 
     const common = { image: opts.helperImage, labels, signal, cleanup: helpers };
     // The source only gets read, so it is listed while the stream runs (off the critical path).
-    listing = listSource(from, common);
+    listing = listSource(from, { ...common, signal: listingAbort.signal });
     listing.catch(() => undefined);
     const rootStat = await from.engine.statPath(src, MOUNT, { signal });
     const source = await transfer(opts, src, dst, rootStat, checksums);
@@ -170,7 +174,9 @@ export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeRes
     };
   } finally {
     // Always, and without the caller's (possibly aborted) signal. Never the volumes (v=false).
-    // The source listing may still be starting its helper: let it settle first.
+    // A listing still running is stopped; it may be starting its helper: let it settle first.
+    listingAbort.abort();
+    signal?.removeEventListener('abort', onAbort);
     await listing?.catch(() => undefined);
     await Promise.allSettled(helpers.map((h) => h.engine.removeContainer(h.id, { force: true, removeVolumes: false })));
   }

@@ -23,11 +23,12 @@ const DIR = '/tmp/berth-list';
 
 /**
  * One line per entry, sorted bytewise. Directory sizes and mtimes differ between filesystems and
- * extraction order, so they are left out; the volume root is the `.` line.
+ * extraction order, so they are left out; the volume root is the `.` line. Sockets are left out:
+ * container archives do not carry them.
  */
 const LIST = (out: string) => `{ find . -type f -exec stat -c 'f|%s|%a|%u:%g|%h|%n' {} + &&
   find . -type d -exec stat -c 'd|-|%a|%u:%g|-|%n' {} + &&
-  find . ! -type f ! -type d -exec stat -c '%F|%s|%a|%u:%g|-|%N' {} + ; } | LC_ALL=C sort > ${out}`;
+  find . ! -type f ! -type d ! -type s -exec stat -c '%F|%s|%a|%u:%g|-|%N' {} + ; } | LC_ALL=C sort > ${out}`;
 /** `uid:gid:mode:./path` of the root and of every entry not owned by root:root (what podman's archive loses). */
 const OWNERS = (out: string) =>
   `{ stat -c '%u:%g:%a:%n' . && find . -mindepth 1 \\( ! -user 0 -o ! -group 0 \\) -exec stat -c '%u:%g:%a:%n' {} + ; } | LC_ALL=C sort > ${out}`;
@@ -40,12 +41,23 @@ const APPLY_OWNERS = `while IFS= read -r line; do
   if [ ! -L "$p" ]; then chmod "$m" "$p" || exit 4; fi
 done < ${DIR}/owners`;
 
-export const SOURCE_SCRIPT = `set -e; mkdir -p ${DIR}; cd ${MOUNT}
+/**
+ * Both scripts fail on any failing command, in a pipeline too (a failing find or stat must never
+ * leave a short list on both sides that compares equal).
+ */
+const STRICT = 'set -e; set -o pipefail';
+/** Lines are entries: a name with a newline could pass for two entries, so it refuses the copy. */
+const NO_NEWLINE_NAMES = `nl='
+'
+if [ -n "$(find . -name "*$nl*" | head -n 1)" ]; then echo 'a file name contains a newline; such volumes cannot be verified' >&2; exit 5; fi`;
+
+export const SOURCE_SCRIPT = `${STRICT}; mkdir -p ${DIR}; cd ${MOUNT}
+${NO_NEWLINE_NAMES}
 ${LIST(`${DIR}/list`)}
 ${OWNERS(`${DIR}/owners`)}
 echo "$(${SUMMARY(`${DIR}/list`)}) $(wc -l < ${DIR}/owners)"`;
 
-const destinationScript = (fixOwners: boolean) => `set -e; cd ${MOUNT}
+const destinationScript = (fixOwners: boolean) => `${STRICT}; cd ${MOUNT}
 ${fixOwners ? APPLY_OWNERS : ':'}
 ${LIST('/tmp/berth-dest.list')}
 ${SUMMARY('/tmp/berth-dest.list')}
@@ -66,6 +78,8 @@ function parseSummary(engine: EngineClient, output: string, extra: number): List
     throw new Error(`listing helper on ${engine.endpoint} printed ${JSON.stringify(output.slice(0, 300))}`);
   }
   const [entries = 0, files = 0, bytes = 0, ...rest] = nums;
+  // Every list holds at least the volume root (`.`): an empty one means the listing did not run.
+  if (entries < 1) throw new Error(`listing helper on ${engine.endpoint} listed nothing: ${JSON.stringify(output.slice(0, 300))}`);
   return { entries, files, bytes, sha256, rest };
 }
 

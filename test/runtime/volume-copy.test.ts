@@ -137,8 +137,9 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     const dst = uniqueName('dst');
     engines.podman('a', ['volume', 'create', src]);
     engines.podman('b', ['volume', 'create', dst]);
-    const files = 'mkdir -p /v/d && printf 12345 > /v/d/five && printf abc > /v/same && chown 7:7 /v/same && touch -t 202001010000 /v/same';
-    engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', `${files} && printf x > /v/only-source`]);
+    const files = 'mkdir -p /v/d && printf 12345 > /v/d/five && printf abc > /v/same && touch -t 202001010000 /v/same';
+    // Only the source's copy of ./same is owned by 7:7: the fix-up must re-apply it on b.
+    engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', `${files} && chown 7:7 /v/same && printf x > /v/only-source`]);
     // Same names, one byte short, a directory where a file was, one entry missing and one extra.
     engines.podman('b', ['run', '--rm', '-v', `${dst}:/v`, engines.image, 'sh', '-c', `${files} && printf 1234 > /v/d/five && mkdir /v/extra`]);
     const cleanup: { engine: typeof engines.a; id: string }[] = [];
@@ -156,6 +157,20 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
       expect(diffs).toMatch(/^\+d\|.*\|\.\/extra$/m);
       // Owners were re-applied (fixup), so the file with the same content is not a difference.
       expect(diffs).not.toContain('./same');
+    } finally {
+      await Promise.all(cleanup.map((h) => h.engine.removeContainer(h.id, { force: true })));
+    }
+  });
+
+  it('refuses a source with a newline in a file name (lines are entries), saying why', async () => {
+    const src = uniqueName('src');
+    engines.podman('a', ['volume', 'create', src]);
+    engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', `printf x > /v/plain && printf y > "/v/two$(printf '\\nlines')"`]);
+    const cleanup: { engine: typeof engines.a; id: string }[] = [];
+    try {
+      await expect(listSource({ engine: engines.a, volume: src }, { image: engines.image, labels: { 'berth.test': 'listing' }, signal: undefined, cleanup })).rejects.toThrow(
+        /file name contains a newline/,
+      );
     } finally {
       await Promise.all(cleanup.map((h) => h.engine.removeContainer(h.id, { force: true })));
     }
