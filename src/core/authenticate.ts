@@ -51,7 +51,7 @@ function factsOf(row: TokenRow): TokenFacts {
       expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
       lastUsedMs: row.last_used_at === null ? null : Date.parse(row.last_used_at),
       permissions: new Set((JSON.parse(row.permissions) as string[]).filter(isPermission)) as Set<Permission>,
-      settings: decodeSettings((key) => r[`setting_${key}`]),
+      settings: Object.freeze(decodeSettings((key) => r[`setting_${key}`])),
     };
     factsOfRow.set(row, facts);
   }

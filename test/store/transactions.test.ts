@@ -1,45 +1,41 @@
-import { spawn } from 'node:child_process';
+import SQLite from 'better-sqlite3';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASE_FILE, nowIso, openStore, type Db } from '../../src/store/db.js';
 import { tempDir } from '../helpers/server.js';
 
 let db: Db;
-let dir: string;
+let other: SQLite.Database;
 beforeAll(async () => {
-  dir = tempDir('berth-trx-');
+  const dir = tempDir('berth-trx-');
   db = await openStore(dir);
+  // Another writer on the same file (what the CLI, `berth mcp` or another serve is), not waiting
+  // for locks, so that who holds the write lock shows at once.
+  other = new SQLite(path.join(dir, DATABASE_FILE));
+  other.pragma('busy_timeout = 0');
 });
-afterAll(() => db.destroy());
+afterAll(async () => {
+  other.close();
+  await db.destroy();
+});
 
-/** Another process writing one row to the same store file, waiting for locks as berth does. */
-function otherProcessWrites(key: string) {
-  const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-  const src = `
-    const SQLite = require(${JSON.stringify(sqlite)});
-    const db = new SQLite(${JSON.stringify(path.join(dir, DATABASE_FILE))});
-    db.pragma('busy_timeout = 5000');
-    db.prepare("insert into settings (key, value) values (?, 'x')").run(${JSON.stringify(key)});`;
-  const child = spawn(process.execPath, ['-e', src], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
-  return { exited };
-}
-
-describe('transactions against writers in other processes', () => {
-  it('a transaction that reads, then writes, commits although another process wrote meanwhile', async () => {
-    let other!: ReturnType<typeof otherProcessWrites>;
+describe('transactions against another writer on the same store', () => {
+  it('hold the write lock from BEGIN: a transaction that reads, then writes, is never cut off by a commit in between', async () => {
+    let otherWrite: unknown;
     await db.transaction().execute(async (t) => {
       await t.selectFrom('teams').selectAll().execute();
-      other = otherProcessWrites('probe-1');
-      // Give the other process time to commit (plain BEGIN) or to queue behind our lock (BEGIN IMMEDIATE).
-      await Promise.race([other.exited, new Promise((r) => setTimeout(r, 1_500))]);
+      // With a plain BEGIN this commit would succeed, and the write below fail with SQLITE_BUSY.
+      try {
+        other.prepare("insert into settings (key, value) values ('probe', 'x')").run();
+      } catch (err) {
+        otherWrite = err;
+      }
       await t.insertInto('teams').values({ name: 'after-read', description: null, personal_team: 0, created_at: nowIso(), updated_at: nowIso() }).execute();
     });
-    expect(await other.exited).toEqual({ code: 0, stderr: '' });
+    expect((otherWrite as { code?: string }).code).toBe('SQLITE_BUSY');
     expect(await db.selectFrom('teams').select('name').where('name', '=', 'after-read').execute()).toHaveLength(1);
-    expect(await db.selectFrom('settings').select('key').where('key', '=', 'probe-1').execute()).toHaveLength(1);
+    // Once the transaction has committed, the other writer gets through.
+    other.prepare("insert into settings (key, value) values ('probe', 'x')").run();
+    expect(await db.selectFrom('settings').select('key').where('key', '=', 'probe').execute()).toHaveLength(1);
   });
 });
