@@ -2,6 +2,8 @@
  * copyVolume between two real, independent engines. Ground truth comes from busybox inside
  * containers run with the podman CLI (sha256sum, stat), independent of the client under test.
  */
+import net from 'node:net';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NotFoundError, VerificationError } from '../../src/runtime/errors.js';
 import { copyVolume, DestinationNotEmptyError, type CopyProgress } from '../../src/runtime/volume-copy.js';
@@ -159,6 +161,26 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
       expect(diffs).not.toContain('./same');
     } finally {
       await Promise.all(cleanup.map((h) => h.engine.removeContainer(h.id, { force: true })));
+    }
+  });
+
+  it('copies a volume holding a unix socket without it (archives carry no sockets), and verifies', async () => {
+    const src = uniqueName('src');
+    engines.podman('a', ['volume', 'create', src]);
+    engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', 'printf data > /v/file']);
+    // A socket, as an app leaves one: made on the host in the volume's directory (Node removes
+    // the file when the server closes, so it listens until the copy is done).
+    const mountpoint = engines.podman('a', ['volume', 'inspect', '--format', '{{.Mountpoint}}', src]).trim();
+    const server = net.createServer().listen(path.join(mountpoint, 'app.sock'));
+    await new Promise((r) => server.once('listening', r));
+    try {
+      expect(engines.podman('a', ['run', '--rm', '-v', `${src}:/v:ro`, engines.image, 'sh', '-c', 'test -S /v/app.sock && echo socket'])).toBe('socket\n');
+      const staging = uniqueName('staging');
+      const result = await copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: staging }, helperImage: engines.image, helperLabels: RUN });
+      expect(result).toMatchObject({ files: 1, bytes: 4, verified: { listing: true } });
+      expect(engines.podman('b', ['run', '--rm', '-v', `${staging}:/v:ro`, engines.image, 'ls', '-A', '/v'])).toBe('file\n');
+    } finally {
+      await new Promise((r) => server.close(r));
     }
   });
 
