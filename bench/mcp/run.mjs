@@ -25,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { cpuMs } from '../../scripts/lib/proc.mjs';
 import { startServer } from '../../scripts/lib/start-server.mjs';
 import { Pool } from 'undici';
 
@@ -70,19 +71,6 @@ function quantile(xs, q) {
 // Processes
 
 
-/**
- * CPU time (user + system, ms) a process has used so far, from /proc (Linux); null elsewhere.
- * CPU per call is far less sensitive than calls/s to other work on a shared machine.
- */
-function cpuMs(pid) {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-  } catch {
-    return null;
-  }
-}
-const CLK_TCK = 100; // USER_HZ: 100 on every Linux architecture Node runs on
 
 function runOnce(args, env) {
   return new Promise((resolve, reject) => {

@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { cpuMs } from '../../scripts/lib/proc.mjs';
 import { startServer } from '../../scripts/lib/start-server.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
@@ -35,11 +36,6 @@ function load(url, token, duration = seconds) {
   });
 }
 
-/** User + system CPU time of a process so far, in µs (from /proc, clock ticks of 10 ms). */
-function cpuMicros(pid) {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
 const init = JSON.parse(execFileSync(process.execPath, [cli, 'init', '--json', '--data', dataDir], { encoding: 'utf8' }));
@@ -76,9 +72,9 @@ for (let round = 0; round < rounds; round++) {
   for (const [name, args, env] of servers) {
     const s = await start(args, env);
     await load(s.url, init.token, 2).catch(() => 0); // warm-up (JIT, connections)
-    const before = cpuMicros(s.pid);
+    const before = cpuMs(s.pid);
     const r = await load(s.url, init.token);
-    samples[name].push({ rps: r.requests.average, cpu: (cpuMicros(s.pid) - before) / r.requests.total });
+    samples[name].push({ rps: r.requests.average, cpu: ((cpuMs(s.pid) - before) * 1000) / r.requests.total });
     await s.stop();
   }
 }
