@@ -50,6 +50,16 @@ function groundTruth(engines: TestEngines, engine: 'a' | 'b', volume: string): {
 /** Put on every helper of this file, so that other test files' copies on the same engines do not count. */
 const RUN = { 'berth.test-run': uniqueName('vcopy') };
 
+/** Runs listing helpers with the options they need, removing every container they made afterwards. */
+async function withListingHelpers(engines: TestEngines, use: (common: Parameters<typeof listSource>[1]) => Promise<void>): Promise<void> {
+  const cleanup: { engine: TestEngines['a']; id: string }[] = [];
+  try {
+    await use({ image: engines.image, labels: { 'berth.test': 'listing' }, signal: undefined, cleanup });
+  } finally {
+    await Promise.all(cleanup.map((h) => h.engine.removeContainer(h.id, { force: true })));
+  }
+}
+
 function helpersLeft(engines: TestEngines): Promise<unknown[][]> {
   const labels = ['berth.volume-copy', `berth.test-run=${RUN['berth.test-run']}`];
   return Promise.all([engines.a.listContainers({ labels }), engines.b.listContainers({ labels })]);
@@ -144,9 +154,7 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', `${files} && chown 7:7 /v/same && printf x > /v/only-source`]);
     // Same names, one byte short, a directory where a file was, one entry missing and one extra.
     engines.podman('b', ['run', '--rm', '-v', `${dst}:/v`, engines.image, 'sh', '-c', `${files} && printf 1234 > /v/d/five && mkdir /v/extra`]);
-    const cleanup: { engine: typeof engines.a; id: string }[] = [];
-    const common = { image: engines.image, labels: { 'berth.test': 'listing' }, signal: undefined, cleanup };
-    try {
+    await withListingHelpers(engines, async (common) => {
       const listed = await listSource({ engine: engines.a, volume: src }, common);
       expect(listed.summary).toMatchObject({ entries: 5, files: 3, bytes: 9 });
       const err = await verifyDestination({ engine: engines.a, volume: src }, { engine: engines.b, volume: dst }, listed, true, common).catch((e: unknown) => e);
@@ -159,9 +167,7 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
       expect(diffs).toMatch(/^\+d\|.*\|\.\/extra$/m);
       // Owners were re-applied (fixup), so the file with the same content is not a difference.
       expect(diffs).not.toContain('./same');
-    } finally {
-      await Promise.all(cleanup.map((h) => h.engine.removeContainer(h.id, { force: true })));
-    }
+    });
   });
 
   it('copies a volume holding a unix socket without it (archives carry no sockets), and verifies', async () => {
@@ -188,14 +194,9 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     const src = uniqueName('src');
     engines.podman('a', ['volume', 'create', src]);
     engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', `printf x > /v/plain && printf y > "/v/two$(printf '\\nlines')"`]);
-    const cleanup: { engine: typeof engines.a; id: string }[] = [];
-    try {
-      await expect(listSource({ engine: engines.a, volume: src }, { image: engines.image, labels: { 'berth.test': 'listing' }, signal: undefined, cleanup })).rejects.toThrow(
-        /file name contains a newline/,
-      );
-    } finally {
-      await Promise.all(cleanup.map((h) => h.engine.removeContainer(h.id, { force: true })));
-    }
+    await withListingHelpers(engines, async (common) => {
+      await expect(listSource({ engine: engines.a, volume: src }, common)).rejects.toThrow(/file name contains a newline/);
+    });
   });
 
   it('refuses a non-empty destination and a missing source, cleaning up its helpers', async () => {
