@@ -637,17 +637,30 @@ export class EngineClient {
     return status === 304 ? 'already-stopped' : 'stopped';
   }
 
-  /** Resolves true when removed, false when there was no such container. Volumes are kept unless asked. */
+  /**
+   * Resolves true when removed, false when there was no such container. Volumes are kept unless
+   * asked. A forced removal that meets the container changing state under it (podman answers 500
+   * "container state improper" for a container between two restarts of its restart policy) is
+   * tried again, with backoff: it has either happened or it has not, so repeating it is safe.
+   */
   async removeContainer(idOrName: string, opts: CallOptions & { force?: boolean; removeVolumes?: boolean } = {}): Promise<boolean> {
-    const status = await this.empty({
-      method: 'DELETE',
-      path: `/containers/${id(idOrName)}`,
-      query: { force: opts.force ?? false, v: opts.removeVolumes ?? false },
-      accept: [404],
-      headersTimeoutMs: Math.max(60_000, this.timeouts.metadataMs),
-      signal: opts.signal,
-    });
-    return status !== 404;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const status = await this.empty({
+          method: 'DELETE',
+          path: `/containers/${id(idOrName)}`,
+          query: { force: opts.force ?? false, v: opts.removeVolumes ?? false },
+          accept: [404],
+          headersTimeoutMs: Math.max(60_000, this.timeouts.metadataMs),
+          signal: opts.signal,
+        });
+        return status !== 404;
+      } catch (err) {
+        const stateRace = opts.force && err instanceof EngineError && (err.status === 409 || err.status === 500);
+        if (!stateRace || attempt >= this.retry.retries || opts.signal?.aborted) throw err;
+        await sleepWithSignal(backoffDelay(attempt, this.retry), opts.signal);
+      }
+    }
   }
 
   async inspectContainer(idOrName: string, opts: CallOptions = {}): Promise<ContainerInspect> {

@@ -211,6 +211,30 @@ describe('retries', () => {
     }
   });
 
+  it('repeats a forced removal that meets the container changing state (podman: 500 "state improper"), and only a forced one', async () => {
+    let deletes = 0;
+    const fake = await fakeEngine((req, res) => {
+      deletes++;
+      if (req.url?.includes('/containers/looping') && deletes === 1) return json(res, 500, { message: 'cannot remove container: container state improper: stopped' });
+      if (req.url?.includes('/containers/looping')) return res.writeHead(204).end();
+      json(res, 500, { message: 'cannot remove container: container state improper: stopped' });
+    });
+    try {
+      const c = client(fake.endpoint);
+      expect(await c.removeContainer('looping', { force: true })).toBe(true);
+      expect(deletes).toBe(2);
+      deletes = 0;
+      await expect(c.removeContainer('plain')).rejects.toMatchObject({ status: 500 });
+      expect(deletes).toBe(1);
+      deletes = 0;
+      // Bounded: the first try and the client's three retries.
+      await expect(c.removeContainer('stuck', { force: true })).rejects.toMatchObject({ status: 500 });
+      expect(deletes).toBe(4);
+    } finally {
+      await fake.close();
+    }
+  });
+
   it('never retries create, start, wait or an archive upload', async () => {
     const fake = await fakeEngine((req, res) => {
       if (req.url?.includes('/archive')) return res.socket?.destroy();
