@@ -28,7 +28,7 @@ await build({
   minifyWhitespace: true,
   sourcemap: 'linked',
   // Native code, worker-loaded transports and optional heavy clients stay ordinary requires.
-  external: ['better-sqlite3', 'pino', 'pino-pretty', 'ioredis', 'nodemailer'],
+  external: ['better-sqlite3', 'pino', 'pino-pretty', 'ioredis', 'nodemailer', 'ssh2'],
   define: { 'import.meta.url': '__berthModuleUrl' },
   // Strict, as the ES modules it is made of were (esbuild's own "use strict" comes after this line).
   banner: { js: "'use strict'; var __berthModuleUrl = require('node:url').pathToFileURL(__filename).href;" },

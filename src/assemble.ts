@@ -17,7 +17,7 @@ export interface Assembled {
 }
 
 /** The core with its limits, queues, runtime and job runner: the same for `serve` and `berth mcp`. */
-export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Runtime = new LiveRuntime(db, logger, config.helperImage, config.migrationChecksums)): Assembled {
+export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Runtime = new LiveRuntime(db, logger, config.helperImage, config.migrationChecksums, { readyTimeoutMs: config.sshTimeoutMs, idleMs: config.sshIdleMs })): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
   const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
   const jobs = new Jobs(db, queues, runtime, logger);

@@ -35,6 +35,10 @@ const envSchema = z.object({
   MCP_ALLOWED_ORIGINS: z.string().default(''),
   /** Host names accepted on /mcp; defaults to the loopback names when bound to loopback. */
   MCP_ALLOWED_HOSTS: z.string().default(''),
+  /** Longest wait for an SSH server's handshake and login. */
+  BERTH_SSH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** An SSH connection with no open channel is closed after this long (it is made again on use). */
+  BERTH_SSH_IDLE_MS: z.coerce.number().int().min(100).default(60_000),
   /** How often the expiry-warning worker looks for tokens close to expiry. */
   BERTH_EXPIRY_SCAN_MS: z.coerce.number().int().min(50).default(60_000),
 });
@@ -58,6 +62,8 @@ export interface Config {
   queueCap: number;
   helperImage: string;
   migrationChecksums: boolean;
+  sshTimeoutMs: number;
+  sshIdleMs: number;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
 }
@@ -88,6 +94,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     queueCap: e.BERTH_QUEUE_CAP,
     helperImage: e.BERTH_HELPER_IMAGE,
     migrationChecksums: e.BERTH_MIGRATION_CHECKSUMS === 'true' || e.BERTH_MIGRATION_CHECKSUMS === '1',
+    sshTimeoutMs: e.BERTH_SSH_TIMEOUT_MS,
+    sshIdleMs: e.BERTH_SSH_IDLE_MS,
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     ...overrides,

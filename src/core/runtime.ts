@@ -1,20 +1,43 @@
 import type { Db } from '../store/db.js';
+import { engineTargetOf } from './engine-target.js';
 
 /**
  * What the core asks of the machinery that runs things on engines. The core records intent and
- * state; a runtime makes it real. A server without an engine endpoint is not managed: for it,
- * `recordOnlyRuntime` keeps the records and says so in every result.
+ * state; a runtime makes it real. A server berth cannot reach (no engine endpoint, no key) is not
+ * managed: for it, `recordOnlyRuntime` keeps the records and says so in every result.
  */
 export interface ServerEngine {
   id: number;
+  team_id: number;
+  ip: string;
+  port: number;
+  user: string;
+  private_key_id: number | null;
   engine_endpoint: string | null;
   engine_tls: string | null;
+  host_key_fingerprint: string | null;
+  host_access: number;
 }
+
+/** The server columns a runtime reads (ServerEngine's). */
+export const SERVER_ENGINE_COLUMNS = ['id', 'team_id', 'ip', 'port', 'user', 'private_key_id', 'engine_endpoint', 'engine_tls', 'host_key_fingerprint', 'host_access'] as const;
 
 export interface ValidationResult {
   reachable: boolean;
   usable: boolean;
   logs: string;
+  /** The SSH host key pinned after this validation (undefined: not an SSH server, unchanged). */
+  hostKeyFingerprint?: string | null;
+}
+
+/**
+ * Whether actions on a server reach an engine. An SSH server acts only once its host key is
+ * pinned by a validate: before that, berth has never connected to it, so nothing of berth's can
+ * be running there, and connecting would trust whatever answers.
+ */
+export function reachesEngine(server: ServerEngine): boolean {
+  const target = engineTargetOf(server);
+  return target !== null && (target.transport !== 'ssh' || server.host_key_fingerprint !== null);
 }
 
 export interface RuntimeJobContext {
@@ -40,7 +63,7 @@ export interface MigrationJobContext {
 export interface Runtime {
   /** True when actions on this server reach a real engine; false when only records change. */
   isLive(server: ServerEngine): boolean;
-  validateServer(server: ServerEngine): Promise<ValidationResult>;
+  validateServer(server: ServerEngine, opts?: { acceptHostKey?: boolean }): Promise<ValidationResult>;
   /** Runs a deployment (deploy, start, stop, restart) of a resource; resolves with its final status. */
   runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'>;
   /** Stops a resource's containers where it lives now (migrate's first step). */
@@ -54,7 +77,7 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export const RECORD_ONLY_NOTE = 'The server has no engine endpoint: berth recorded the change but did not act on any engine.';
+export const RECORD_ONLY_NOTE = 'The server has no engine berth can reach (no engine endpoint or private key, or an SSH server not validated yet): berth recorded the change but did not act on any engine. Validate the server to manage it.';
 
 export const recordOnlyRuntime: Runtime = {
   isLive: () => false,
@@ -62,7 +85,7 @@ export const recordOnlyRuntime: Runtime = {
     return {
       reachable: false,
       usable: false,
-      logs: server.engine_endpoint ? 'No engine runtime is available in this process.' : 'The server has no engine_endpoint, so berth cannot manage it.',
+      logs: engineTargetOf(server) ? 'No engine runtime is available in this process.' : 'The server has neither an engine_endpoint nor a private key, so berth cannot reach it.',
     };
   },
   async runDeployment(id, ctx) {

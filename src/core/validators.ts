@@ -124,18 +124,23 @@ export const domains = z
 
 export const sshUser = z.string().min(1).max(64).regex(/^[a-zA-Z0-9._-]+$/, 'Use letters, digits and . _ -.');
 
+const socketPath = (p: string) => /^\/[A-Za-z0-9._\/-]+$/.test(p) && !p.split('/').includes('..');
+const isHost = (h: string) => ipaddr.isValid(h.replace(/^\[|\]$/g, '')) || HOSTNAME.test(h);
+
 /** Where berth reaches a server's Docker Engine API. */
 export const engineEndpoint = z
   .string()
   .max(1024)
   .refine((v) => {
-    if (v.startsWith('unix://')) {
-      const p = v.slice('unix://'.length);
-      return /^\/[A-Za-z0-9._\/-]+$/.test(p) && !p.split('/').includes('..');
-    }
+    if (v.startsWith('unix://')) return socketPath(v.slice('unix://'.length));
+    const ssh = /^ssh:\/\/(?:([a-zA-Z0-9._-]{1,64})@)?([^:/@]+|\[[0-9a-fA-F:]+\])(?::([0-9]{1,5}))?(\/[^?#]*)?$/.exec(v);
+    if (ssh) return isHost(ssh[2]!) && (ssh[3] === undefined || port(ssh[3])) && (ssh[4] === undefined || socketPath(ssh[4]));
     const m = /^tcp:\/\/([^:/]+|\[[0-9a-fA-F:]+\]):([0-9]{1,5})$/.exec(v);
-    return m !== null && (ipaddr.isValid(m[1]!.replace(/^\[|\]$/g, '')) || HOSTNAME.test(m[1]!)) && port(m[2]!);
-  }, 'Must be unix:///absolute/path.sock or tcp://host:port.');
+    return m !== null && isHost(m[1]!) && port(m[2]!);
+  }, 'Must be unix:///absolute/path.sock, tcp://host:port or ssh://user@host:port/path/to/docker.sock.');
+
+/** An SSH host key fingerprint as `ssh-keygen -lf` prints it. */
+export const hostKeyFingerprint = z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'Must be a SHA256 fingerprint as ssh-keygen -lf prints it (SHA256: and 43 base64 characters).');
 
 const pem = (label: string) =>
   z.string().max(20_000).regex(/^-----BEGIN [A-Z ]+-----[\s\S]+-----END [A-Z ]+-----\s*$/, `Must be a PEM ${label}.`);

@@ -13,7 +13,8 @@
  *   NotFoundError (404), ConflictError (409), EngineError (anything else, with the status and
  *   the engine's own message).
  */
-import { pipeline, Transform, type Readable } from 'node:stream';
+import type { LookupFunction, Socket } from 'node:net';
+import { pipeline, Transform, type Duplex, type Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { demuxDockerStream, looksMultiplexed } from './docker-stream.js';
 import { ConflictError, EngineError, EngineTimeoutError, EngineUnreachableError, NotFoundError } from './errors.js';
@@ -56,8 +57,15 @@ export const DEFAULT_TIMEOUTS: EngineTimeouts = {
 };
 
 export interface EngineClientOptions {
-  /** `unix:///var/run/docker.sock`, `tcp://host:2376` (plain, or TLS when `tls` is given), `http(s)://host:port`. */
+  /**
+   * `unix:///var/run/docker.sock`, `tcp://host:2376` (plain, or TLS when `tls` is given),
+   * `http(s)://host:port`; or any name for messages when `dial` makes the connections.
+   */
   endpoint: string;
+  /** Makes each connection to the engine (an SSH channel, say) instead of a socket to `endpoint`. */
+  dial?: (signal?: AbortSignal) => Promise<Duplex>;
+  /** Name resolution for tcp endpoints (a guard that refuses some addresses). */
+  lookup?: LookupFunction;
   tls?: TlsClientOptions;
   timeouts?: Partial<EngineTimeouts>;
   retry?: Partial<RetryOptions>;
@@ -226,14 +234,30 @@ export class EngineClient {
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
     this.retry = { ...DEFAULT_RETRY, ...opts.retry };
     this.maxApiVersion = opts.maxApiVersion ?? MAX_API_VERSION;
+    const connections = opts.connections ?? 8;
+    if (opts.dial) {
+      const dial = opts.dial;
+      this.origin = 'http://localhost';
+      this.pool = new Pool(this.origin, {
+        connections,
+        connect: (_options, callback) => {
+          dial().then(
+            (stream) => callback(null, stream as Socket),
+            (err: Error) => callback(err, null),
+          );
+        },
+      });
+      return;
+    }
     const parsed = parseEndpoint(opts.endpoint, opts.tls !== undefined);
     this.origin = parsed.origin;
     const tls = opts.tls;
     const isIp = parsed.host !== undefined && /^[\d.]+$|:/.test(parsed.host);
     this.pool = new Pool(parsed.origin, {
-      connections: opts.connections ?? 8,
+      connections,
       connect: {
         timeout: this.timeouts.connectMs,
+        ...(opts.lookup ? { lookup: opts.lookup } : {}),
         ...(parsed.socketPath ? { socketPath: parsed.socketPath } : {}),
         ...(tls
           ? {
@@ -311,6 +335,10 @@ export class EngineClient {
     const code = e?.code;
     const details = { endpoint: this.endpoint, method: spec.method, path: spec.path, cause: err };
     if (e?.name === 'AbortError') return err;
+    // The SSH layer and the address guard explain themselves in words (ssh/connection.ts).
+    if (code === 'BERTH_SSH' || code === 'BERTH_ADDRESS_REFUSED') {
+      return new EngineUnreachableError({ ...details, code, reason: e?.message ?? String(err), permanent: (err as { permanent?: boolean }).permanent === true });
+    }
     if (
       (code && CONNECT_ERROR_CODES.has(code)) ||
       e?.syscall === 'connect' ||
@@ -387,7 +415,7 @@ export class EngineClient {
         retryable = RETRYABLE_STATUSES.has(res.statusCode);
       } catch (err) {
         failure = this.mapTransportError(err, spec);
-        retryable = failure instanceof EngineUnreachableError || failure instanceof EngineTimeoutError;
+        retryable = (failure instanceof EngineUnreachableError && !failure.permanent) || failure instanceof EngineTimeoutError;
       }
       if (!idempotent || !retryable || attempt >= this.retry.retries || spec.signal?.aborted || this.closed) throw failure;
       try {
@@ -420,7 +448,8 @@ export class EngineClient {
     const res = await this.request({ method: 'GET', path: '/_ping', versioned: false, signal: opts.signal });
     const text = (await res.body.text()).trim();
     if (text !== 'OK') {
-      throw new EngineError(`engine ${this.endpoint} answered /_ping with ${JSON.stringify(text.slice(0, 100))}`, {
+      // Not echoed: whatever answered is not ours to repeat.
+      throw new EngineError(`engine ${this.endpoint} answered /_ping with something other than OK (${text.length} bytes)`, {
         endpoint: this.endpoint,
         method: 'GET',
         path: '/_ping',
@@ -593,6 +622,19 @@ export class EngineClient {
     if (spec.binds) hostConfig.Binds = spec.binds;
     if (spec.privileged) hostConfig.Privileged = true;
     if (spec.networkMode) hostConfig.NetworkMode = spec.networkMode;
+    if (spec.capAdd?.length) hostConfig.CapAdd = spec.capAdd;
+    if (spec.capDrop?.length) hostConfig.CapDrop = spec.capDrop;
+    if (spec.devices?.length) {
+      hostConfig.Devices = spec.devices.map((d) => {
+        const [host, inContainer, perms] = d.split(':');
+        return { PathOnHost: host, PathInContainer: inContainer ?? host, CgroupPermissions: perms ?? 'rwm' };
+      });
+    }
+    if (spec.pidMode) hostConfig.PidMode = spec.pidMode;
+    if (spec.ipcMode) hostConfig.IpcMode = spec.ipcMode;
+    if (spec.utsMode) hostConfig.UTSMode = spec.utsMode;
+    if (spec.usernsMode) hostConfig.UsernsMode = spec.usernsMode;
+    if (spec.securityOpt?.length) hostConfig.SecurityOpt = spec.securityOpt;
     if (spec.restartPolicy) {
       hostConfig.RestartPolicy = { Name: spec.restartPolicy.name, MaximumRetryCount: spec.restartPolicy.maximumRetryCount ?? 0 };
     }

@@ -39,12 +39,15 @@ export class EngineUnreachableError extends EngineError {
   override name = 'EngineUnreachableError';
   /** The system error code (ENOENT, ECONNREFUSED, UND_ERR_CONNECT_TIMEOUT, …) when known. */
   readonly code: string | undefined;
-  constructor(details: EngineErrorDetails & { code?: string; reason?: string }) {
+  /** Trying again as is cannot help (SSH login refused, host key changed, address refused). */
+  readonly permanent: boolean;
+  constructor(details: EngineErrorDetails & { code?: string; reason?: string; permanent?: boolean }) {
     super(
-      `engine ${details.endpoint} is unreachable${details.code ? ` (${details.code})` : ''}${details.reason ? `: ${details.reason}` : ''}`,
+      `engine ${details.endpoint} is unreachable${details.code && !details.code.startsWith('BERTH_') ? ` (${details.code})` : ''}${details.reason ? `: ${details.reason}` : ''}`,
       details,
     );
     this.code = details.code;
+    this.permanent = details.permanent ?? false;
   }
 }
 

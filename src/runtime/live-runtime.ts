@@ -1,17 +1,22 @@
 import type { Logger } from 'pino';
 import { volumeName } from '../core/operations/resource-parts.js';
-import { recordOnlyRuntime, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
+import { reachesEngine, recordOnlyRuntime, SERVER_ENGINE_COLUMNS, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine.js';
 import { NotFoundError } from './errors.js';
-import { LABEL_MANAGED, planResource, type Plan } from './plan.js';
+import { LABEL_MANAGED, planRefusal, planResource, type Plan } from './plan.js';
+import type { SshTuning } from './connections.js';
 
 /**
- * The engine client and the volume copier pull in undici and node-tar; `berth mcp` starts for
- * every desktop session and mostly never talks to an engine, so they load on first use.
+ * The engine client, the SSH transport and the volume copier pull in undici, ssh2 and node-tar;
+ * `berth mcp` starts for every desktop session and mostly never talks to an engine, so they load
+ * on first use.
  */
-let engineModules: Promise<{ engine: typeof import('./engine.js'); copy: typeof import('./volume-copy.js') }> | undefined;
-const loadEngineModules = () => (engineModules ??= Promise.all([import('./engine.js'), import('./volume-copy.js')]).then(([engine, copy]) => ({ engine, copy })));
+let engineModules:
+  | Promise<{ engine: typeof import('./engine.js'); copy: typeof import('./volume-copy.js'); connections: typeof import('./connections.js') }>
+  | undefined;
+const loadEngineModules = () =>
+  (engineModules ??= Promise.all([import('./engine.js'), import('./volume-copy.js'), import('./connections.js')]).then(([engine, copy, connections]) => ({ engine, copy, connections })));
 
 /** Marks staging volumes with their migration, so only those are ever discarded. */
 const LABEL_MIGRATION = 'berth.migration';
@@ -29,7 +34,7 @@ const BUILTIN_NETWORKS = new Set(['none', 'host', 'bridge', 'default']);
  * managed: for them it keeps the records only, and says so.
  */
 export class LiveRuntime implements Runtime {
-  private readonly engines = new Map<string, EngineClient>();
+  private connections: Promise<import('./connections.js').EngineConnections> | undefined;
 
   constructor(
     private readonly db: Db,
@@ -38,54 +43,39 @@ export class LiveRuntime implements Runtime {
     private readonly helperImage: string,
     /** Also compare every file's sha256 after a volume copy (see copyVolume's `checksums`). */
     private readonly checksums = false,
+    private readonly ssh: SshTuning = {},
   ) {}
 
   isLive(server: ServerEngine): boolean {
-    return server.engine_endpoint !== null;
+    return reachesEngine(server);
   }
 
-  private async serverOfResource(resourceId: number) {
+  private async serverOfResource(resourceId: number): Promise<ServerEngine> {
     return this.db
       .selectFrom('resources as r')
       .innerJoin('destinations as d', 'd.id', 'r.destination_id')
       .innerJoin('servers as s', 's.id', 'd.server_id')
-      .select(['s.id', 's.engine_endpoint', 's.engine_tls'])
+      .select(SERVER_ENGINE_COLUMNS.map((c) => `s.${c}` as const))
       .where('r.id', '=', resourceId)
       .executeTakeFirstOrThrow();
   }
 
-  /** One client per endpoint and TLS material; a changed endpoint gets a new client. */
+  private conns() {
+    return (this.connections ??= loadEngineModules().then((m) => new m.connections.EngineConnections(this.db, this.logger, this.ssh)));
+  }
+
+  /** The server's engine client (unix, TCP or SSH), reused while the record is unchanged. */
   async engineFor(server: ServerEngine): Promise<EngineClient> {
-    const { engine } = await loadEngineModules();
-    if (!server.engine_endpoint) throw new Error('The server has no engine_endpoint.');
-    const key = `${server.engine_endpoint}\n${server.engine_tls ?? ''}`;
-    let e = this.engines.get(key);
-    if (!e) {
-      const tls = server.engine_tls ? (JSON.parse(server.engine_tls) as { ca: string; cert: string; key: string }) : undefined;
-      e = new engine.EngineClient({ endpoint: server.engine_endpoint, ...(tls ? { tls } : {}) });
-      this.engines.set(key, e);
-    }
-    return e;
+    return (await this.conns()).engineFor(server);
   }
 
   async engineForServerId(serverId: number): Promise<EngineClient> {
-    const s = await this.db.selectFrom('servers').select(['id', 'engine_endpoint', 'engine_tls']).where('id', '=', serverId).executeTakeFirstOrThrow();
+    const s = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirstOrThrow();
     return await this.engineFor(s);
   }
 
-  async validateServer(server: ServerEngine): Promise<ValidationResult> {
-    if (!server.engine_endpoint) return { reachable: false, usable: false, logs: 'The server has no engine_endpoint, so berth cannot manage it.' };
-    try {
-      const engine = await this.engineFor(server);
-      await engine.ping();
-      const v = await engine.version();
-      // Usable: berth can read what it needs to manage (containers and volumes).
-      await engine.listContainers({ labels: { 'berth.managed': 'true' } });
-      await engine.listVolumes();
-      return { reachable: true, usable: true, logs: `Docker-compatible engine ${v.Version} (API ${v.ApiVersion}, ${v.Os ?? '?'}/${v.Arch ?? '?'}) at ${server.engine_endpoint}.` };
-    } catch (err) {
-      return { reachable: false, usable: false, logs: (err as Error).message };
-    }
+  async validateServer(server: ServerEngine, opts: { acceptHostKey?: boolean } = {}): Promise<ValidationResult> {
+    return (await this.conns()).validate(server, opts);
   }
 
   async runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'> {
@@ -155,6 +145,9 @@ export class LiveRuntime implements Runtime {
 
   /** Replaces every container of the plan with a fresh one from the records; volumes persist. */
   private async deploy(engine: EngineClient, plan: Plan, ctx: RuntimeJobContext): Promise<void> {
+    // Whatever door the settings came through, nothing reaches into a host that does not allow it.
+    const refusal = planRefusal(plan);
+    if (refusal) throw new Error(refusal);
     if (!BUILTIN_NETWORKS.has(plan.network)) {
       try {
         await engine.inspectNetwork(plan.network, { signal: ctx.signal });
@@ -225,8 +218,13 @@ export class LiveRuntime implements Runtime {
   private async migrationParts(migrationId: number) {
     const m = await this.db.selectFrom('migrations_jobs').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
     const r = await this.db.selectFrom('resources').select(['id', 'uuid']).where('id', '=', m.resource_id).executeTakeFirstOrThrow();
-    const serverOf = (destinationId: number) =>
-      this.db.selectFrom('destinations as d').innerJoin('servers as s', 's.id', 'd.server_id').select(['s.id', 's.engine_endpoint', 's.engine_tls']).where('d.id', '=', destinationId).executeTakeFirstOrThrow();
+    const serverOf = (destinationId: number): Promise<ServerEngine> =>
+      this.db
+        .selectFrom('destinations as d')
+        .innerJoin('servers as s', 's.id', 'd.server_id')
+        .select(SERVER_ENGINE_COLUMNS.map((c) => `s.${c}` as const))
+        .where('d.id', '=', destinationId)
+        .executeTakeFirstOrThrow();
     const [from, to] = await Promise.all([serverOf(m.from_destination_id), serverOf(m.to_destination_id)]);
     return { m, r, from: await this.engineFor(from), to: await this.engineFor(to) };
   }
@@ -310,6 +308,6 @@ export class LiveRuntime implements Runtime {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.engines.values()].map((e) => e.close().catch((err) => this.logger.debug({ err }, 'engine close'))));
+    if (this.connections) await (await this.connections).close();
   }
 }

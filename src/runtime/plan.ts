@@ -5,6 +5,7 @@ import type { DatabaseKind } from '../core/operations/resource-common.js';
 import { volumeName } from '../core/operations/resource-parts.js';
 import type { ServiceConfig } from '../core/operations/services.js';
 import type { Db } from '../store/db.js';
+import { describeHostReach, hostReaching } from '../core/host-access.js';
 import type { ContainerSpec, PortBinding } from './types.js';
 
 /** Labels berth puts on everything it creates, so it can find (and only touch) its own. */
@@ -18,6 +19,8 @@ export interface PlannedContainer {
 
 export interface Plan {
   serverId: number;
+  /** The server lets containers reach into the host (checked with core/host-access.ts). */
+  hostAccess: boolean;
   network: string;
   containers: PlannedContainer[];
   volumes: string[];
@@ -53,9 +56,14 @@ const envList = (env: Record<string, string>) => Object.entries(env).map(([k, v]
  * What a resource should look like on its engine, derived from the records alone: container
  * names, images, environment, ports and named volumes. A deployment makes the engine match it.
  */
-export async function planResource(db: Db, resourceId: number): Promise<Plan> {
+export async function planResource(db: Db, resourceId: number, opts: { destinationId?: number } = {}): Promise<Plan> {
   const r = await db.selectFrom('resources').selectAll().where('id', '=', resourceId).executeTakeFirstOrThrow();
-  const dest = await db.selectFrom('destinations').select(['server_id', 'network']).where('id', '=', r.destination_id).executeTakeFirstOrThrow();
+  const dest = await db
+    .selectFrom('destinations as d')
+    .innerJoin('servers as s', 's.id', 'd.server_id')
+    .select(['d.server_id', 'd.network', 's.host_access'])
+    .where('d.id', '=', opts.destinationId ?? r.destination_id)
+    .executeTakeFirstOrThrow();
   const envRows = await db.selectFrom('environment_variables').select(['key', 'value']).where('resource_id', '=', r.id).where('is_preview', '=', 0).execute();
   const storages = await db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute();
   const userEnv = Object.fromEntries(envRows.map((e) => [e.key, e.value ?? '']));
@@ -97,6 +105,15 @@ export async function planResource(db: Db, resourceId: number): Promise<Plan> {
         binds: k.binds.map((b) => `${b.source}:${b.target}${b.readOnly ? ':ro' : ''}`),
         ...(k.restart ? { restartPolicy: { name: k.restart } } : {}),
         ...(k.privileged ? { privileged: true } : {}),
+        ...(k.networkMode ? { networkMode: k.networkMode, networkAliases: [] } : {}),
+        capAdd: k.capAdd ?? [],
+        capDrop: k.capDrop ?? [],
+        devices: k.devices ?? [],
+        pidMode: k.pidMode ?? null,
+        ipcMode: k.ipcMode ?? null,
+        utsMode: k.utsMode ?? null,
+        usernsMode: k.usernsMode ?? null,
+        securityOpt: k.securityOpt ?? [],
         ...(k.user ? { user: k.user } : {}),
         ...(k.workingDir ? { workingDir: k.workingDir } : {}),
         labels: { ...k.labels, ...labels, 'berth.container': k.name },
@@ -118,5 +135,15 @@ export async function planResource(db: Db, resourceId: number): Promise<Plan> {
       },
     ];
   }
-  return { serverId: dest.server_id, network: dest.network, containers, volumes: storages.map((s) => vol(s.name)) };
+  return { serverId: dest.server_id, hostAccess: dest.host_access === 1, network: dest.network, containers, volumes: storages.map((s) => vol(s.name)) };
+}
+
+/** Why this plan may not run on its server (host-reaching settings without host access), or null. */
+export function planRefusal(plan: Plan): string | null {
+  if (plan.hostAccess) return null;
+  for (const c of plan.containers) {
+    const found = hostReaching(c.spec);
+    if (found.length) return describeHostReach(found, `Container ${c.name}`);
+  }
+  return null;
 }

@@ -1,3 +1,5 @@
+import type { HostSettings } from '../core/host-access.js';
+
 /**
  * The subset of the Docker Engine API's shapes that berth reads and writes. Engines send more
  * fields than these; the index signatures keep them reachable without pretending to type them.
@@ -147,7 +149,8 @@ export interface RestartPolicy {
   maximumRetryCount?: number;
 }
 
-export interface ContainerSpec {
+/** Host-reaching settings are checked by core/host-access.ts before any container is made. */
+export interface ContainerSpec extends HostSettings {
   image: string;
   cmd?: string[];
   entrypoint?: string[];
@@ -168,8 +171,8 @@ export interface ContainerSpec {
   workingDir?: string;
   tty?: boolean;
   stopTimeoutS?: number;
-  /** Only from a root token's compose file (checked where the compose is parsed). */
-  privileged?: boolean;
+  /** Capabilities dropped (confines further; never host-reaching). */
+  capDrop?: string[];
 }
 
 /** `X-Docker-Container-Path-Stat` of the archive endpoints. */

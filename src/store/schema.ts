@@ -83,7 +83,10 @@ export interface PrivateKeysTable extends Timestamps {
   name: string;
   description: string | null;
   private_key: string;
+  /** `SHA256:…` of the public key, as `ssh-keygen -lf` prints it. */
   fingerprint: string;
+  /** The authorized_keys line of the public half. */
+  public_key: string | null;
 }
 
 export interface ServersTable extends Timestamps {
@@ -103,6 +106,10 @@ export interface ServersTable extends Timestamps {
   is_usable: number;
   validated_at: string | null;
   validation_logs: string | null;
+  /** SSH host key pinned at the first successful validate (`SHA256:…`), or given at create. */
+  host_key_fingerprint: string | null;
+  /** 1: the root team allows containers on this server to reach into the host (privileged, host binds, …). */
+  host_access: number;
 }
 
 export interface DestinationsTable extends Timestamps {

@@ -279,3 +279,18 @@ export async function deployAppWithVolume(api: Api, p: Platform, name: string, i
   await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
   return { uuid, volume: (await volumeNames(api, 'applications', uuid)).data! };
 }
+
+/** A server reached over SSH (the test sshd on loopback) whose engine is one of the test engines. */
+export async function registerSshServer(api: Api, name: string, o: { port: number; keyUuid: string; socket: string; user?: string; validate?: boolean }): Promise<{ uuid: string; dest: string; validation?: any }> {
+  const { uuid } = await api.ok('POST', '/servers', {
+    name,
+    ip: '127.0.0.1',
+    port: o.port,
+    user: o.user ?? 'root',
+    private_key_uuid: o.keyUuid,
+    engine_endpoint: `ssh://${o.user ?? 'root'}@127.0.0.1:${o.port}${o.socket}`,
+  });
+  const validation = o.validate === false ? undefined : await api.ok('POST', `/servers/${uuid}/validate`);
+  const dest = await api.ok('POST', `/servers/${uuid}/destinations`, { network: 'none' });
+  return { uuid, dest: dest.uuid as string, ...(validation ? { validation } : {}) };
+}

@@ -188,16 +188,29 @@ describe('services: compose rules', () => {
     expect(await dump(c.s)).toEqual(before);
   });
 
-  it('a root token may bind host paths and run privileged, but never mount the host root', async () => {
-    const ok = await c.api('POST', '/services', c.root, service(b64(withService('    privileged: true\n    volumes:\n      - /srv/shared:/shared\n'))));
-    expect(ok.status, ok.text).toBe(201);
-    const before = await dump(c.s);
-    for (const source of ['/', '//', '/.', '/./', '/srv/..', '/srv/../']) {
-      const r = await c.api('POST', '/services', c.root, service(b64(withService(`    volumes:\n      - "${source}:/host"\n`))));
-      expectValidation(r, ['docker_compose_raw']);
+  it('host-reaching settings follow the server, not the token: refused even for root until the root team turns on host access; the host root never', async () => {
+    const reaching = service(b64(withService('    privileged: true\n    volumes:\n      - /srv/shared:/shared\n')));
+    const refused = await c.api('POST', '/services', c.root, reaching);
+    expectValidation(refused, ['docker_compose_raw']);
+    expect(refused.json.errors.docker_compose_raw.join('\n')).toMatch(/services\.app\.privileged \(line 4\)/);
+    // Only a root token of the root team may switch it on; write is not enough.
+    const denied = await c.api('PATCH', `/servers/${c.w.serverUuid}`, c.write, { host_access: true });
+    expect(denied.status).toBe(403);
+    expect(denied.json).toMatchObject({ missing_permissions: ['root'] });
+    expect((await c.api('PATCH', `/servers/${c.w.serverUuid}`, c.root, { host_access: true })).status).toBe(201);
+    try {
+      expect((await c.api('GET', `/servers/${c.w.serverUuid}`, c.read)).json.host_access).toBe(true);
+      const ok = await c.api('POST', '/services', c.write, reaching);
+      expect(ok.status, ok.text).toBe(201);
+      const before = await dump(c.s);
+      for (const source of ['/', '//', '/.', '/./', '/srv/..', '/srv/../']) {
+        const r = await c.api('POST', '/services', c.root, service(b64(withService(`    volumes:\n      - "${source}:/host"\n`))));
+        expectValidation(r, ['docker_compose_raw']);
+      }
+      expect(await dump(c.s)).toEqual(before);
+    } finally {
+      await c.api('PATCH', `/servers/${c.w.serverUuid}`, c.root, { host_access: false });
     }
-    expectValidation(await c.api('POST', '/services', c.root, service(b64(withService('    network_mode: host\n')))), ['docker_compose_raw']);
-    expect(await dump(c.s)).toEqual(before);
   });
 
   it('unknown and forbidden body fields; nothing stored', async () => {

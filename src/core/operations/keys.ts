@@ -1,7 +1,7 @@
-import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 import type { PrivateKeysTable } from '../../store/schema.js';
 import { nowIso } from '../../store/db.js';
+import { inspectPrivateKey, KeyProblem, type InspectedKey } from '../../ssh/keys.js';
 import { BerthError, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned } from '../lookup.js';
@@ -16,8 +16,8 @@ export const keySchema = z.object({
   uuid: z.string(),
   name: z.string(),
   description: z.string().nullable(),
-  fingerprint: z.string(),
-  public_key: z.string(),
+  fingerprint: z.string().describe('SHA256:… as ssh-keygen -lf prints it.'),
+  public_key: z.string().describe('The authorized_keys line of the public half (what goes on the server).'),
   /** Never in lists; in a single key only with read:sensitive or root. */
   private_key: sensitive(z.string()),
   team_id: z.number().int(),
@@ -25,25 +25,20 @@ export const keySchema = z.object({
   updated_at: z.string(),
 });
 
-/** The public half and its SHA-256 fingerprint; throws a 422 when the PEM is not a private key. */
-function inspectKey(pem: string): { publicKey: string; fingerprint: string } {
+/** The key's public half and SSH fingerprint; a 422 on private_key saying why it cannot be used. */
+async function inspectKey(text: string): Promise<InspectedKey> {
   try {
-    const pub = createPublicKey(createPrivateKey(pem));
-    const der = pub.export({ type: 'spki', format: 'der' });
-    return {
-      publicKey: pub.export({ type: 'spki', format: 'pem' }).toString(),
-      fingerprint: `SHA256:${createHash('sha256').update(der).digest('base64').replace(/=+$/, '')}`,
-    };
-  } catch {
-    throw validationError({ private_key: ['Invalid private key.'] });
+    return await inspectPrivateKey(text);
+  } catch (err) {
+    if (err instanceof KeyProblem) throw validationError({ private_key: [err.message] });
+    throw err;
   }
 }
 
 type KeyRow = Omit<PrivateKeysTable, 'id'> & { id: number };
 
 function view(k: KeyRow, withKey: boolean) {
-  const { publicKey } = inspectKey(k.private_key);
-  const base = { id: k.id, uuid: k.uuid, name: k.name, description: k.description, fingerprint: k.fingerprint, public_key: publicKey, team_id: k.team_id, created_at: k.created_at, updated_at: k.updated_at };
+  const base = { id: k.id, uuid: k.uuid, name: k.name, description: k.description, fingerprint: k.fingerprint, public_key: k.public_key ?? '', team_id: k.team_id, created_at: k.created_at, updated_at: k.updated_at };
   return withKey ? { ...base, private_key: k.private_key } : base;
 }
 
@@ -80,12 +75,12 @@ export const keyOperations = [
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/security/keys', status: 201 },
     async run({ db, caller }, i) {
-      const { fingerprint } = inspectKey(i.private_key);
+      const { fingerprint, publicKey } = await inspectKey(i.private_key);
       await assertUniqueFingerprint(db, caller.teamId, fingerprint);
       const uuid = newUuid();
       await db
         .insertInto('private_keys')
-        .values({ uuid, team_id: caller.teamId, name: i.name ?? `key-${uuid.slice(0, 8)}`, description: i.description ?? null, private_key: i.private_key, fingerprint, ...stamps() })
+        .values({ uuid, team_id: caller.teamId, name: i.name ?? `key-${uuid.slice(0, 8)}`, description: i.description ?? null, private_key: i.private_key, fingerprint, public_key: publicKey, ...stamps() })
         .execute();
       return { uuid };
     },
@@ -118,9 +113,9 @@ export const keyOperations = [
       if (i.name !== undefined) patch.name = i.name;
       if (i.description !== undefined) patch.description = i.description;
       if (i.private_key !== undefined) {
-        const { fingerprint } = inspectKey(i.private_key);
+        const { fingerprint, publicKey } = await inspectKey(i.private_key);
         await assertUniqueFingerprint(db, caller.teamId, fingerprint, key.id);
-        Object.assign(patch, { private_key: i.private_key, fingerprint });
+        Object.assign(patch, { private_key: i.private_key, fingerprint, public_key: publicKey });
       }
       await db.updateTable('private_keys').set(patch).where('id', '=', key.id).execute();
       return { uuid };

@@ -9,6 +9,7 @@ import { listOf, paged, pageInput } from '../pagination.js';
 import { uuidParam } from '../validators.js';
 import { READ, stamps } from './common.js';
 import { KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection } from './resource-common.js';
+import { isManaged } from './servers.js';
 
 export const migrationSchema = z.object({
   migration_uuid: z.string(),
@@ -51,8 +52,6 @@ async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow
   };
 }
 
-const managed = (s: { engine_endpoint: string | null; is_reachable: number; is_usable: number }) =>
-  s.engine_endpoint !== null && s.is_reachable === 1 && s.is_usable === 1;
 
 /**
  * The spec's migrate: stop the resource, move its records to the destination, never redeploy.
@@ -85,6 +84,10 @@ export function migrateOperation(collection: Collection) {
       const r = await ownedResource(db, i.uuid, caller.teamId, KINDS_OF[collection]);
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
+      // What the resource runs must be allowed where it goes (host-reaching settings need host access there).
+      const { planResource, planRefusal } = await import('../../runtime/plan.js');
+      const refusal = planRefusal(await planResource(db, r.id, { destinationId: target.id }));
+      if (refusal) throw validationError({ destination_uuid: [`The target server does not allow this: ${refusal}`] });
       if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; wait for that migration to finish.' });
       // A deployment still waiting or running would act on the old server after the move.
       const busy = await db.selectFrom('deployments').select('uuid').where('resource_id', '=', r.id).where('status', 'in', ['queued', 'in_progress']).executeTakeFirst();
@@ -92,7 +95,7 @@ export function migrateOperation(collection: Collection) {
       const [fromServer, toServer] = await Promise.all([serverOf(db, r), db.selectFrom('servers').selectAll().where('id', '=', target.server_id).executeTakeFirstOrThrow()]);
       const volumes = await db.selectFrom('storages').select('id').where('resource_id', '=', r.id).execute();
       const crossServer = fromServer.id !== toServer.id;
-      const movesData = i.migrate_volumes && crossServer && managed(fromServer) && managed(toServer) && volumes.length > 0;
+      const movesData = i.migrate_volumes && crossServer && isManaged(fromServer) && isManaged(toServer) && volumes.length > 0;
       const migrationUuid = newUuid();
       const row = {
         uuid: migrationUuid,

@@ -2,13 +2,17 @@ import { z } from 'zod';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
 import type { DestinationsTable, ServersTable } from '../../store/schema.js';
-import { BerthError, notFound } from '../errors.js';
+import { engineTargetOf, parseSshEndpoint, sshEndpoint, type EngineTarget } from '../engine-target.js';
+import { BerthError, notFound, validationError } from '../errors.js';
+import { describeHostReach, hostReaching } from '../host-access.js';
+import { targetRefusal } from '../network-guard.js';
+import type { Caller } from '../caller.js';
 import { newUuid } from '../ids.js';
 import { owned } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
-import { description, engineEndpoint, engineName, engineTls, hostAddress, name, sshUser, uuidParam } from '../validators.js';
+import { description, engineEndpoint, engineName, engineTls, hostAddress, hostKeyFingerprint, name, sshUser, uuidParam } from '../validators.js';
 import { bool, CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
 
 type Row<T> = Omit<T, 'id'> & { id: number };
@@ -26,7 +30,10 @@ export const serverSchema = z.object({
   port: z.number().int(),
   user: z.string(),
   private_key_uuid: z.string().nullable(),
-  engine_endpoint: z.string().nullable().describe('berth: where the Docker Engine API of this server is reached.'),
+  engine_endpoint: z.string().nullable().describe('berth: where the Docker Engine API of this server is reached (ssh://, unix:// or tcp://).'),
+  transport: z.enum(['ssh', 'unix', 'tcp']).nullable().describe('berth: how the engine is reached; null when berth cannot reach it.'),
+  host_key_fingerprint: z.string().nullable().describe('berth: the SSH host key pinned at the first validate (SHA256:…).'),
+  host_access: z.boolean().describe('berth: containers here may reach into the host (privileged, host binds, …); set by the root team only.'),
   engine_tls: sensitive(z.object({ ca: z.string(), cert: z.string(), key: z.string() }).nullable()),
   is_reachable: z.boolean(),
   is_usable: z.boolean(),
@@ -50,6 +57,7 @@ export const destinationSchema = z.object({
 
 async function serverView(db: Db, s: ServerRow): Promise<z.infer<typeof serverSchema>> {
   const key = s.private_key_id === null ? undefined : await db.selectFrom('private_keys').select('uuid').where('id', '=', s.private_key_id).executeTakeFirst();
+  const target = engineTargetOf(s);
   return {
     uuid: s.uuid,
     name: s.name,
@@ -58,11 +66,14 @@ async function serverView(db: Db, s: ServerRow): Promise<z.infer<typeof serverSc
     port: s.port,
     user: s.user,
     private_key_uuid: key?.uuid ?? null,
-    engine_endpoint: s.engine_endpoint,
+    engine_endpoint: target?.endpoint ?? null,
+    transport: target?.transport ?? null,
+    host_key_fingerprint: s.host_key_fingerprint,
+    host_access: bool(s.host_access),
     engine_tls: s.engine_tls ? JSON.parse(s.engine_tls) : null,
     is_reachable: bool(s.is_reachable),
     is_usable: bool(s.is_usable),
-    is_managed: bool(s.is_reachable) && bool(s.is_usable) && s.engine_endpoint !== null,
+    is_managed: isManaged(s),
     validated_at: s.validated_at,
     validation_logs: s.validation_logs,
     created_at: s.created_at,
@@ -83,6 +94,47 @@ async function keyIdFor(db: Db, teamId: number, uuid: string | null | undefined)
   return k.id;
 }
 
+/** Validated, reachable and usable, so berth deploys there and moves volume data for it. */
+export const isManaged = (s: Pick<ServerRow, 'ip' | 'port' | 'user' | 'engine_endpoint' | 'private_key_id' | 'is_reachable' | 'is_usable'>) =>
+  bool(s.is_reachable) && bool(s.is_usable) && engineTargetOf(s) !== null;
+
+type Address = Pick<ServerRow, 'ip' | 'port' | 'user' | 'engine_endpoint' | 'private_key_id' | 'engine_tls'>;
+
+/**
+ * The address fields after a create or update, made consistent: an ssh:// endpoint names the
+ * host, port and user, so those fields follow it; a changed host, port or user rewrites a stored
+ * ssh:// endpoint. Then the isolation rules (network-guard) and the transport's own needs are
+ * checked, without connecting. 422 on the field that has to change.
+ */
+function settleAddress(next: Address, given: { engine_endpoint?: string | null | undefined; ip?: string | undefined; port?: number | undefined; user?: string | undefined }, caller: Caller): { address: Address; target: EngineTarget | null } {
+  const address = { ...next };
+  const ssh = given.engine_endpoint ? parseSshEndpoint(given.engine_endpoint) : null;
+  if (ssh) {
+    address.ip = ssh.host;
+    if (ssh.port !== undefined) address.port = ssh.port;
+    if (ssh.user !== undefined) address.user = ssh.user;
+  }
+  let target = engineTargetOf(address);
+  if (target?.transport === 'ssh' && address.engine_endpoint !== null) {
+    address.engine_endpoint = sshEndpoint({ user: address.user, host: address.ip, port: address.port, socketPath: target.socketPath });
+    target = engineTargetOf(address);
+  }
+  const field = target?.transport === 'ssh' && address.engine_endpoint === null ? 'ip' : 'engine_endpoint';
+  if (target) {
+    const refusal = targetRefusal(target, caller.rootTeam);
+    if (refusal) throw validationError({ [field]: [refusal] });
+  }
+  if (target?.transport === 'ssh' && address.private_key_id === null) throw validationError({ private_key_uuid: ['An SSH engine endpoint needs a private key: give private_key_uuid.'] });
+  if (address.engine_tls !== null && target && target.transport !== 'tcp') throw validationError({ engine_tls: ['TLS client certificates are for tcp:// engine endpoints.'] });
+  return { address, target };
+}
+
+/** The host access switch is the instance's: only a root token of the root team may flip it. */
+function assertMayChangeHostAccess(caller: Caller): void {
+  if (!caller.rootTeam) throw new BerthError('root_team_only');
+  if (!caller.permissions.has('root')) throw new BerthError('missing_permissions', { missingPermissions: ['root'] });
+}
+
 const serverFields = {
   name: name.optional(),
   description: description.optional(),
@@ -92,6 +144,7 @@ const serverFields = {
   private_key_uuid: uuidParam.nullable().optional(),
   engine_endpoint: engineEndpoint.nullable().optional(),
   engine_tls: engineTls.nullable().optional(),
+  host_key_fingerprint: hostKeyFingerprint.nullable().optional().describe('Pin the SSH host key up front (SHA256:… from ssh-keygen -lf on the server); null forgets it so the next validate pins the key it finds.'),
 };
 
 export const serverOperations = [
@@ -120,6 +173,11 @@ export const serverOperations = [
     http: { method: 'POST', path: '/api/v1/servers', status: 201 },
     async run({ db, caller }, i) {
       const keyId = await keyIdFor(db, caller.teamId, i.private_key_uuid);
+      const { address } = settleAddress(
+        { ip: i.ip, port: i.port ?? 22, user: i.user ?? 'root', private_key_id: keyId ?? null, engine_endpoint: i.engine_endpoint ?? null, engine_tls: i.engine_tls ? JSON.stringify(i.engine_tls) : null },
+        i,
+        caller,
+      );
       const uuid = newUuid();
       await db.transaction().execute(async (trx) => {
         const s = await trx
@@ -129,16 +187,13 @@ export const serverOperations = [
             team_id: caller.teamId,
             name: i.name ?? `server-${uuid.slice(0, 8)}`,
             description: i.description ?? null,
-            ip: i.ip,
-            port: i.port ?? 22,
-            user: i.user ?? 'root',
-            private_key_id: keyId ?? null,
-            engine_endpoint: i.engine_endpoint ?? null,
-            engine_tls: i.engine_tls ? JSON.stringify(i.engine_tls) : null,
+            ...address,
             is_reachable: 0,
             is_usable: 0,
             validated_at: null,
             validation_logs: null,
+            host_key_fingerprint: i.host_key_fingerprint ?? null,
+            host_access: 0,
             ...stamps(),
           })
           .returning(['id', 'name'])
@@ -169,22 +224,44 @@ export const serverOperations = [
     summary: 'Change a server’s fields; a new engine endpoint clears its validation.',
     permission: 'write',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam, ...serverFields, ip: hostAddress.optional() }),
+    input: z.strictObject({
+      uuid: uuidParam,
+      ...serverFields,
+      ip: hostAddress.optional(),
+      host_access: z.boolean().optional().describe("Let containers on this server reach into the host (privileged, capabilities, devices, host namespaces, host bind mounts). Only a root token of the instance's root team may change it."),
+    }),
     output: uuidSchema,
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/servers/{uuid}', status: 201 },
-    async run({ db, caller }, { uuid, ...i }) {
+    async run({ db, caller }, { uuid, host_access, ...i }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
+      if (host_access !== undefined) assertMayChangeHostAccess(caller);
       const keyId = await keyIdFor(db, caller.teamId, i.private_key_uuid);
       const patch: Partial<ServerRow> = { updated_at: nowIso() };
-      for (const k of ['name', 'description', 'ip', 'port', 'user'] as const) if (i[k] !== undefined) (patch as Record<string, unknown>)[k] = i[k];
-      if (keyId !== undefined) patch.private_key_id = keyId;
-      if (i.engine_endpoint !== undefined || i.engine_tls !== undefined) {
-        if (i.engine_endpoint !== undefined) patch.engine_endpoint = i.engine_endpoint;
-        if (i.engine_tls !== undefined) patch.engine_tls = i.engine_tls ? JSON.stringify(i.engine_tls) : null;
-        // A different engine must be validated again before berth trusts it with data.
+      for (const k of ['name', 'description'] as const) if (i[k] !== undefined) (patch as Record<string, unknown>)[k] = i[k];
+      const before = engineTargetOf(s);
+      const { address, target } = settleAddress(
+        {
+          ip: i.ip ?? s.ip,
+          port: i.port ?? s.port,
+          user: i.user ?? s.user,
+          private_key_id: keyId === undefined ? s.private_key_id : keyId,
+          engine_endpoint: i.engine_endpoint === undefined ? s.engine_endpoint : i.engine_endpoint,
+          engine_tls: i.engine_tls === undefined ? s.engine_tls : i.engine_tls ? JSON.stringify(i.engine_tls) : null,
+        },
+        i,
+        caller,
+      );
+      Object.assign(patch, address);
+      // A different engine, or another way in, must be validated again before berth trusts it with data.
+      if (target?.endpoint !== before?.endpoint || address.engine_tls !== s.engine_tls || address.private_key_id !== s.private_key_id) {
         Object.assign(patch, { is_reachable: 0, is_usable: 0, validated_at: null });
       }
+      // A pinned host key belongs to the host at that address; another address starts over.
+      const sameHost = target?.transport === 'ssh' && before?.transport === 'ssh' && target.host === before.host && target.port === before.port;
+      if (i.host_key_fingerprint !== undefined) patch.host_key_fingerprint = i.host_key_fingerprint;
+      else if (!sameHost && s.host_key_fingerprint !== null) patch.host_key_fingerprint = null;
+      if (host_access !== undefined) patch.host_access = host_access ? 1 : 0;
       await db.updateTable('servers').set(patch).where('id', '=', s.id).execute();
       return { uuid };
     },
@@ -216,19 +293,26 @@ export const serverOperations = [
     summary: 'Check the server’s Docker engine and mark it reachable and managed.',
     permission: 'write',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: z.object({ message: z.string(), is_reachable: z.boolean(), is_usable: z.boolean(), validation_logs: z.string() }),
+    input: z.strictObject({
+      uuid: uuidParam,
+      accept_host_key: z.boolean().optional().describe('Trust the SSH host key the server presents now, replacing the pinned one (after a reinstall, say). Check its fingerprint first.'),
+    }),
+    output: z.object({ message: z.string(), is_reachable: z.boolean(), is_usable: z.boolean(), validation_logs: z.string(), host_key_fingerprint: z.string().nullable() }),
     annotations: ENGINE,
     http: { method: 'POST', path: '/api/v1/servers/{uuid}/validate', status: 201 },
-    async run({ db, caller, runtime }, { uuid }) {
+    async run({ db, caller, runtime }, { uuid, accept_host_key }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
-      const r = await runtime.validateServer(s);
+      const target = engineTargetOf(s);
+      // Records from before the isolation rules are refused here too, without connecting.
+      const refusal = target && targetRefusal(target, caller.rootTeam);
+      const r = refusal ? { reachable: false, usable: false, logs: refusal, hostKeyFingerprint: s.host_key_fingerprint } : await runtime.validateServer(s, { acceptHostKey: accept_host_key === true });
+      const pinned = r.hostKeyFingerprint === undefined ? s.host_key_fingerprint : r.hostKeyFingerprint;
       await db
         .updateTable('servers')
-        .set({ is_reachable: r.reachable ? 1 : 0, is_usable: r.usable ? 1 : 0, validated_at: r.reachable ? nowIso() : null, validation_logs: r.logs, updated_at: nowIso() })
+        .set({ is_reachable: r.reachable ? 1 : 0, is_usable: r.usable ? 1 : 0, validated_at: r.reachable ? nowIso() : null, validation_logs: r.logs, host_key_fingerprint: pinned, updated_at: nowIso() })
         .where('id', '=', s.id)
         .execute();
-      return { message: r.reachable ? 'Server validated.' : 'Server is not reachable.', is_reachable: r.reachable, is_usable: r.usable, validation_logs: r.logs };
+      return { message: r.reachable ? 'Server validated.' : 'Server is not reachable.', is_reachable: r.reachable, is_usable: r.usable, validation_logs: r.logs, host_key_fingerprint: pinned };
     },
   }),
   defineOperation({
@@ -257,6 +341,8 @@ export const serverOperations = [
     http: { method: 'POST', path: '/api/v1/servers/{uuid}/destinations', status: 201 },
     async run({ db, caller }, i) {
       const s = await owned(db, 'servers', i.uuid, caller.teamId);
+      const reach = hostReaching({ networkMode: i.network });
+      if (reach.length && !bool(s.host_access)) throw validationError({ network: [describeHostReach(reach, `Network "${i.network}"`)] });
       if (await db.selectFrom('destinations').select('id').where('server_id', '=', s.id).where('network', '=', i.network).executeTakeFirst()) {
         throw new BerthError('conflict', { message: 'A destination with this network already exists on the server.' });
       }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
-import { composeInput, parseCompose, type ComposeContainer } from '../compose.js';
+import { composeInput, parseCompose, requireHostAccess, type ComposeContainer } from '../compose.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
@@ -10,7 +10,7 @@ import { sensitive } from '../redact.js';
 import { description, name, tags, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
+import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
 export interface ServiceConfig {
   docker_compose_raw: string;
@@ -51,8 +51,6 @@ async function syncStorages(db: Db, resourceId: number, containers: ComposeConta
   }
 }
 
-const isRoot = (p: ReadonlySet<string>) => p.has('root');
-
 export const serviceOperations = [
   defineOperation({
     name: 'list_services',
@@ -86,8 +84,9 @@ export const serviceOperations = [
     http: { method: 'POST', path: '/api/v1/services', status: 201 },
     async run(ctx, i) {
       const { db, caller } = ctx;
-      const compose = parseCompose(i.docker_compose_raw, { root: isRoot(caller.permissions) });
+      const compose = parseCompose(i.docker_compose_raw);
       const place = await resolvePlacement(db, caller.teamId, i);
+      requireHostAccess(compose, (await serverOf(db, { destination_id: place.destinationId })).host_access === 1);
       const uuid = newUuid();
       const c: ServiceConfig = { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes };
       const row = await db.transaction().execute(async (trx) => {
@@ -127,7 +126,8 @@ export const serviceOperations = [
     http: { method: 'PATCH', path: '/api/v1/services/{uuid}' },
     async run({ db, caller }, { uuid, ...i }) {
       const r = await ownedResource(db, uuid, caller.teamId, ['service']);
-      const compose = i.docker_compose_raw === undefined ? undefined : parseCompose(i.docker_compose_raw, { root: isRoot(caller.permissions) });
+      const compose = i.docker_compose_raw === undefined ? undefined : parseCompose(i.docker_compose_raw);
+      if (compose) requireHostAccess(compose, (await serverOf(db, r)).host_access === 1);
       await db.transaction().execute(async (trx) => {
         const c = config<ServiceConfig>(r);
         if (compose) Object.assign(c, { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes });

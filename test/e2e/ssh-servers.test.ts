@@ -1,0 +1,298 @@
+/**
+ * Servers reached over SSH, end to end: a real sshd on loopback (scripts/sshd.sh) in front of a
+ * real podman engine's socket, keys made by the real ssh-keygen, berth over its REST API. Covers
+ * keys as people have them, validation that pins the host key, the whole life of an application
+ * over SSH, one reused connection, a changed host key, a refused key, key rotation, and the
+ * words berth uses when something is wrong.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINE_IMAGE, enginesAvailable, useEngines } from '../helpers/engines.js';
+import { freePort } from '../helpers/process.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { makeKey, SSH_TEST_USER, sshdAvailable, useSshd, type TestKey } from '../helpers/sshd.js';
+import { Api, containerState, deployed, ensureSleeperImage, registerSshServer, SLEEPER_IMAGE, until } from './support.js';
+
+describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH', () => {
+  const engines = useEngines();
+  const sshd = useSshd();
+  let s: TestServer;
+  let api: Api;
+  let key: TestKey;
+  let keyUuid: string;
+  let project: string;
+  const cleanup: (() => void)[] = [];
+
+  beforeAll(async () => {
+    ensureSleeperImage(engines);
+    s = await startTestServer({ helperImage: ENGINE_IMAGE, sshTimeoutMs: 2_000 });
+    api = new Api(s.url, s.rootToken);
+    key = makeKey();
+    sshd.authorize('root', key.publicLine);
+    keyUuid = (await api.ok('POST', '/security/keys', { name: 'deploy key', private_key: key.text })).uuid;
+    project = (await api.ok('POST', '/projects', { name: 'ssh' })).uuid;
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+    for (const c of cleanup) c();
+  });
+
+  /** sshd processes serving connections now (one per SSH connection). */
+  const connections = () => sshd.connections();
+
+  async function app(serverUuid: string, dest: string, name: string) {
+    const [repo, tag] = SLEEPER_IMAGE.split(':');
+    return (
+      await api.ok('POST', '/applications/dockerimage', {
+        project_uuid: project, server_uuid: serverUuid, destination_uuid: dest, environment_name: 'production', name, docker_registry_image_name: repo, docker_registry_image_tag: tag,
+      })
+    ).uuid as string;
+  }
+
+  it('an OpenSSH key from ssh-keygen is accepted; its public key and fingerprint are shown without read:sensitive, the private part only with it', async () => {
+    const read = (await s.token({ permissions: ['read'] })).token;
+    const sensitive = (await s.token({ permissions: ['read:sensitive'] })).token;
+    const asRead = await new Api(s.url, read).ok('GET', `/security/keys/${keyUuid}`);
+    expect(asRead.fingerprint).toBe(key.fingerprint);
+    expect(asRead.public_key).toBe(key.publicLine);
+    expect(asRead).not.toHaveProperty('private_key');
+    const listed = await new Api(s.url, read).ok('GET', '/security/keys');
+    expect(listed.find((k: { uuid: string }) => k.uuid === keyUuid)).toMatchObject({ fingerprint: key.fingerprint, public_key: key.publicLine });
+    expect((await new Api(s.url, sensitive).ok('GET', `/security/keys/${keyUuid}`)).private_key).toBe(key.text);
+  });
+
+  it('validate pins the host key sshd presents (as ssh-keygen -lf prints it); the server is managed; an application lives its whole life over SSH on one reused connection', async () => {
+    const srv = await registerSshServer(api, 'ssh-a', { port: sshd.port, keyUuid, socket: engines.socketA });
+    expect(srv.validation, JSON.stringify(srv.validation)).toMatchObject({ is_reachable: true, is_usable: true, host_key_fingerprint: sshd.hostKey() });
+    expect(srv.validation.validation_logs).toContain(`pinned (trust on first use)`);
+    const got = await api.ok('GET', `/servers/${srv.uuid}`);
+    expect(got).toMatchObject({ transport: 'ssh', is_managed: true, host_key_fingerprint: sshd.hostKey(), engine_endpoint: `ssh://root@127.0.0.1:${sshd.port}${engines.socketA}` });
+
+    const uuid = await app(srv.uuid, srv.dest, 'over-ssh');
+    await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
+    expect(containerState(engines, 'a', uuid)).toMatchObject({ running: true });
+    engines.podman('a', ['exec', uuid, 'sh', '-c', 'echo hello-from-ssh > /proc/1/fd/1']);
+    const logs = await until('the log line', async () => {
+      const r = await api.ok('GET', `/applications/${uuid}/logs`);
+      return String(r.logs).includes('hello-from-ssh') ? r.logs : undefined;
+    }, 10_000);
+    expect(logs).toContain('hello-from-ssh');
+    for (const [action, running] of [['stop', false], ['start', true], ['restart', true]] as const) {
+      await deployed(api, (await api.ok('POST', `/applications/${uuid}/${action}`)).deployment_uuid);
+      expect(containerState(engines, 'a', uuid)?.running, action).toBe(running);
+    }
+    // Every request above went through one SSH connection (the validate's own was closed).
+    expect(connections()).toBe(1);
+  });
+});
+
+describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: host keys, refused keys, rotation', () => {
+  const engines = useEngines();
+  const sshd = useSshd();
+  let s: TestServer;
+  let api: Api;
+  let project: string;
+
+  beforeAll(async () => {
+    ensureSleeperImage(engines);
+    s = await startTestServer({ helperImage: ENGINE_IMAGE, sshTimeoutMs: 2_000 });
+    api = new Api(s.url, s.rootToken);
+    project = (await api.ok('POST', '/projects', { name: 'ssh keys' })).uuid;
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  async function newKey(authorized = true): Promise<TestKey & { uuid: string }> {
+    const k = makeKey();
+    if (authorized) sshd.authorize('root', k.publicLine);
+    return { ...k, uuid: (await api.ok('POST', '/security/keys', { private_key: k.text })).uuid };
+  }
+
+  async function deployOn(srv: { uuid: string; dest: string }, name: string): Promise<{ app: string; deployment: any }> {
+    const [repo, tag] = SLEEPER_IMAGE.split(':');
+    const app = (await api.ok('POST', '/applications/dockerimage', { project_uuid: project, server_uuid: srv.uuid, destination_uuid: srv.dest, environment_name: 'production', name, docker_registry_image_name: repo, docker_registry_image_tag: tag })).uuid;
+    const d = (await api.ok('POST', `/deploy?uuid=${app}`)).deployments[0].deployment_uuid;
+    const deployment = await until('deployment end', async () => {
+      const r = await api.ok('GET', `/deployments/${d}`);
+      return ['queued', 'in_progress'].includes(r.status) ? undefined : r;
+    }, 30_000);
+    return { app, deployment };
+  }
+
+  it('a changed host key refuses every connection with a message that says how to accept it; accept_host_key (or clearing the pin) does so deliberately', async () => {
+    const k = await newKey();
+    const srv = await registerSshServer(api, 'rekeyed', { port: sshd.port, keyUuid: k.uuid, socket: engines.socketA });
+    const first = sshd.hostKey();
+    expect(srv.validation.host_key_fingerprint).toBe(first);
+    sshd.rekey();
+    const second = sshd.hostKey();
+    expect(second).not.toBe(first);
+
+    const v = await api.ok('POST', `/servers/${srv.uuid}/validate`);
+    expect(v).toMatchObject({ is_reachable: false, is_usable: false, host_key_fingerprint: first });
+    expect(v.validation_logs).toContain(`host key of 127.0.0.1:${sshd.port} changed`);
+    expect(v.validation_logs).toContain(first);
+    expect(v.validation_logs).toContain(second);
+    expect(v.validation_logs).toContain('accept_host_key');
+    // Deployments are refused too, for the same reason, and nothing runs.
+    const { app, deployment } = await deployOn(srv, 'after-rekey');
+    expect(deployment.status).toBe('failed');
+    expect(deployment.logs).toContain('host key of');
+    expect(containerState(engines, 'a', app)).toBeNull();
+
+    const accepted = await api.ok('POST', `/servers/${srv.uuid}/validate`, { accept_host_key: true });
+    expect(accepted, accepted.validation_logs).toMatchObject({ is_reachable: true, is_usable: true, host_key_fingerprint: second });
+    expect(accepted.validation_logs).toContain(`accepted, replacing ${first}`);
+    expect((await deployOn(srv, 'accepted')).deployment.status).toBe('finished');
+
+    // Forgetting the pin through PATCH (write permission) lets the next validate pin again.
+    sshd.rekey();
+    const write = new Api(s.url, (await s.token({ permissions: ['write'] })).token);
+    await write.ok('PATCH', `/servers/${srv.uuid}`, { host_key_fingerprint: null });
+    expect((await api.ok('GET', `/servers/${srv.uuid}`)).host_key_fingerprint).toBeNull();
+    expect(await write.ok('POST', `/servers/${srv.uuid}/validate`)).toMatchObject({ is_usable: true, host_key_fingerprint: sshd.hostKey() });
+  });
+
+  it('a fingerprint given at create is the pin: a host presenting another key is refused from the first validate', async () => {
+    const k = await newKey();
+    const other = makeKey().fingerprint;
+    const { uuid } = await api.ok('POST', '/servers', { ip: '127.0.0.1', port: sshd.port, private_key_uuid: k.uuid, engine_endpoint: `ssh://root@127.0.0.1:${sshd.port}${engines.socketA}`, host_key_fingerprint: other });
+    const v = await api.ok('POST', `/servers/${uuid}/validate`);
+    expect(v).toMatchObject({ is_reachable: false, host_key_fingerprint: other });
+    expect(v.validation_logs).toContain('changed');
+    const right = await api.ok('POST', '/servers', { ip: '127.0.0.1', port: sshd.port, private_key_uuid: k.uuid, engine_endpoint: `ssh://root@127.0.0.1:${sshd.port}${engines.socketA}`, host_key_fingerprint: sshd.hostKey() });
+    expect(await api.ok('POST', `/servers/${right.uuid}/validate`)).toMatchObject({ is_usable: true, host_key_fingerprint: sshd.hostKey() });
+  });
+
+  it('a key the server does not accept: validate says the login was refused and names the offered key', async () => {
+    const k = await newKey(false);
+    const srv = await registerSshServer(api, 'refused-key', { port: sshd.port, keyUuid: k.uuid, socket: engines.socketA });
+    expect(srv.validation).toMatchObject({ is_reachable: false, is_usable: false, host_key_fingerprint: null });
+    expect(srv.validation.validation_logs).toContain(`login as root on 127.0.0.1:${sshd.port} was refused for the key ${k.fingerprint}`);
+    expect(srv.validation.validation_logs).toContain('authorized_keys');
+  });
+
+  it('key rotation: a server moved to a new key, and a key whose material is replaced, both reconnect with the new key', async () => {
+    const k1 = await newKey();
+    const srv = await registerSshServer(api, 'rotated', { port: sshd.port, keyUuid: k1.uuid, socket: engines.socketA });
+    expect((await deployOn(srv, 'rot-1')).deployment.status).toBe('finished');
+
+    // Move the server to k2 and take k1 off the server: the next deployment logs in with k2.
+    const k2 = makeKey();
+    const k2Uuid = (await api.ok('POST', '/security/keys', { private_key: k2.text })).uuid;
+    sshd.setAuthorized('root', [k2.publicLine]);
+    await api.ok('PATCH', `/servers/${srv.uuid}`, { private_key_uuid: k2Uuid });
+    expect((await api.ok('GET', `/servers/${srv.uuid}`)).is_managed).toBe(false);
+    expect(await api.ok('POST', `/servers/${srv.uuid}/validate`)).toMatchObject({ is_usable: true });
+    expect((await deployOn(srv, 'rot-2')).deployment.status).toBe('finished');
+
+    // Replace k2's material with k3 (same key record): servers using it reconnect with k3.
+    const k3 = makeKey();
+    sshd.setAuthorized('root', [k3.publicLine]);
+    await api.ok('PATCH', `/security/keys/${k2Uuid}`, { private_key: k3.text });
+    expect((await api.ok('GET', `/security/keys/${k2Uuid}`)).fingerprint).toBe(k3.fingerprint);
+    expect((await deployOn(srv, 'rot-3')).deployment.status).toBe('finished');
+    sshd.setAuthorized('root', []);
+  });
+});
+
+describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: what went wrong, in words', () => {
+  const engines = useEngines();
+  const sshd = useSshd();
+  let s: TestServer;
+  let api: Api;
+  let keyUuid: string;
+  let fingerprint: string;
+  const closers: (() => void)[] = [];
+
+  beforeAll(async () => {
+    s = await startTestServer({ helperImage: ENGINE_IMAGE, sshTimeoutMs: 1_500 });
+    api = new Api(s.url, s.rootToken);
+    const k = makeKey();
+    fingerprint = k.fingerprint;
+    sshd.authorize('root', k.publicLine);
+    sshd.authorize(SSH_TEST_USER, k.publicLine);
+    keyUuid = (await api.ok('POST', '/security/keys', { private_key: k.text })).uuid;
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+    for (const c of closers) c();
+  });
+
+  async function validate(body: Record<string, unknown>): Promise<{ logs: string; v: any }> {
+    const { uuid } = await api.ok('POST', '/servers', { ip: '127.0.0.1', private_key_uuid: keyUuid, ...body });
+    const v = await api.ok('POST', `/servers/${uuid}/validate`);
+    expect(v.is_usable).toBe(false);
+    return { logs: v.validation_logs, v };
+  }
+
+  /** A directory others may enter (mkdtemp makes 0700 ones). */
+  function openDir(): string {
+    const d = mkdtempSync(path.join(os.tmpdir(), 'berth-sock-'));
+    chmodSync(d, 0o755);
+    closers.push(() => rmSync(d, { recursive: true, force: true }));
+    return d;
+  }
+
+  it('nothing listens on the port: connection refused, with what to check', async () => {
+    const { logs } = await validate({ port: await freePort() });
+    expect(logs).toMatch(/^Connection to 127\.0\.0\.1:\d+ refused: nothing listens on port \d+ \(is sshd running/);
+  });
+
+  it('something accepts but never speaks: a timeout that names the port', async () => {
+    const silent = net.createServer(() => undefined).listen(0, '127.0.0.1');
+    closers.push(() => silent.close());
+    await new Promise((r) => silent.once('listening', r));
+    const { logs } = await validate({ port: (silent.address() as net.AddressInfo).port });
+    expect(logs).toMatch(/^No SSH answer from 127\.0\.0\.1:\d+ within 2 s/);
+  });
+
+  it('something that is not SSH answers on the port: said so, and what it sent is not repeated', async () => {
+    const web = http.createServer((_q, r) => r.end('secret-banner-4711')).listen(0, '127.0.0.1');
+    closers.push(() => web.close());
+    await new Promise((r) => web.once('listening', r));
+    const { logs } = await validate({ port: (web.address() as net.AddressInfo).port });
+    expect(logs).not.toContain('secret-banner-4711');
+    expect(logs).toMatch(/does not speak SSH|No SSH answer|closed the connection/);
+  });
+
+  it('no socket at that path on the host: said so, with how to name another', async () => {
+    const { v, logs } = await validate({ port: sshd.port, engine_endpoint: `ssh://root@127.0.0.1:${sshd.port}/nonexistent/docker.sock` });
+    expect(v.is_reachable).toBe(true);
+    expect(logs).toContain('No Docker socket at /nonexistent/docker.sock on 127.0.0.1');
+    expect(logs).toContain('engine_endpoint');
+  });
+
+  it('the user may not open the socket: permission denied, with the docker group as the fix', async () => {
+    const dir = openDir();
+    const socket = path.join(dir, 'docker.sock');
+    const server = net.createServer((c) => c.end()).listen(socket);
+    await new Promise((r) => server.once('listening', r));
+    chmodSync(socket, 0o600);
+    closers.push(() => server.close());
+    const { logs } = await validate({ port: sshd.port, user: SSH_TEST_USER, engine_endpoint: `ssh://${SSH_TEST_USER}@127.0.0.1:${sshd.port}${socket}` });
+    expect(logs).toContain(`User ${SSH_TEST_USER} may not open ${socket} on 127.0.0.1 (permission denied)`);
+    expect(logs).toContain('docker group');
+  });
+
+  it('something that is not a Docker Engine API answers on the socket: said so, its body not repeated', async () => {
+    const dir = openDir();
+    const socket = path.join(dir, 'not-docker.sock');
+    const server = http.createServer((_q, r) => r.writeHead(404).end('not-docker-body-4711')).listen(socket);
+    await new Promise((r) => server.once('listening', r));
+    closers.push(() => server.close());
+    const { logs } = await validate({ port: sshd.port, engine_endpoint: `ssh://root@127.0.0.1:${sshd.port}${socket}` });
+    expect(logs).toContain('is not a Docker Engine API (HTTP 404');
+    expect(logs).not.toContain('not-docker-body-4711');
+  });
+
+  it('the key is refused: the message names the offered fingerprint', async () => {
+    const { logs } = await validate({ port: sshd.port, user: 'nobody' });
+    expect(logs).toContain(`was refused for the key ${fingerprint}`);
+  });
+});
