@@ -68,6 +68,8 @@ export interface Runtime {
   runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'>;
   /** Stops a resource's containers where it lives now (migrate's first step). */
   stopResource(resourceId: number, signal?: AbortSignal): Promise<void>;
+  /** Starts a resource's containers where it lives now (a failed migration puts it back). */
+  startResource(resourceId: number, signal?: AbortSignal): Promise<void>;
   /** Copies a migrating resource's volumes to staging volumes on the target; returns their names by storage id. */
   copyVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>>;
   /** Removes staging volumes a failed migration left on the target (never a source volume). */
@@ -99,6 +101,7 @@ export const recordOnlyRuntime: Runtime = {
     return 'finished';
   },
   async stopResource() {},
+  async startResource() {},
   async copyVolumes() {
     throw new Error('Volume data moves only between servers with validated engines.');
   },

@@ -133,9 +133,9 @@ export const engineEndpoint = z
   .max(1024)
   .refine((v) => {
     if (v.startsWith('unix://')) return socketPath(v.slice('unix://'.length));
-    const ssh = /^ssh:\/\/(?:([a-zA-Z0-9._-]{1,64})@)?([^:/@]+|\[[0-9a-fA-F:]+\])(?::([0-9]{1,5}))?(\/[^?#]*)?$/.exec(v);
+    const ssh = /^ssh:\/\/(?:([a-zA-Z0-9._-]{1,64})@)?([^:/@]+|\[[0-9a-fA-F:.]+\])(?::([0-9]{1,5}))?(\/[^?#]*)?$/.exec(v);
     if (ssh) return isHost(ssh[2]!) && (ssh[3] === undefined || port(ssh[3])) && (ssh[4] === undefined || socketPath(ssh[4]));
-    const m = /^tcp:\/\/([^:/]+|\[[0-9a-fA-F:]+\]):([0-9]{1,5})$/.exec(v);
+    const m = /^tcp:\/\/([^:/]+|\[[0-9a-fA-F:.]+\]):([0-9]{1,5})$/.exec(v);
     return m !== null && isHost(m[1]!) && port(m[2]!);
   }, 'Must be unix:///absolute/path.sock, tcp://host:port or ssh://user@host:port/path/to/docker.sock.');
 

@@ -111,13 +111,28 @@ export class Jobs {
     }
   }
 
-  /** A failed migration: recorded, the resource left (stopped) where it was, its copies discarded. */
+  /**
+   * A failed migration: recorded, its copies discarded, the resource left where it was in the
+   * state it was in before (a running one is started again there, on its untouched volumes).
+   */
   private async failMigration(migrationId: number, message: string): Promise<void> {
     this.logger.warn({ migrationId, err: message }, 'migration failed; the resource stays where it was');
-    const m = await this.db.selectFrom('migrations_jobs').select('resource_id').where('id', '=', migrationId).executeTakeFirstOrThrow();
-    await this.db.updateTable('migrations_jobs').set({ status: 'failed', error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', migrationId).execute();
-    await this.db.updateTable('resources').set({ status: 'exited', updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
+    const m = await this.db.selectFrom('migrations_jobs').select(['resource_id', 'previous_status']).where('id', '=', migrationId).executeTakeFirstOrThrow();
     await this.runtime.discardStaging(migrationId).catch(() => undefined);
+    let status = m.previous_status === 'running' ? 'running' : 'exited';
+    if (status === 'running') {
+      try {
+        await this.runtime.startResource(m.resource_id);
+      } catch (err) {
+        this.logger.error({ err, migrationId }, 'could not start the resource again after a failed migration');
+        status = 'exited';
+      }
+    }
+    // "failed" is reported only once the rollback is done.
+    await this.db.transaction().execute(async (trx) => {
+      await trx.updateTable('resources').set({ status, updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
+      await trx.updateTable('migrations_jobs').set({ status: 'failed', error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', migrationId).execute();
+    });
   }
 
   /** Cancels a queued or running deployment; false when it already ended. */

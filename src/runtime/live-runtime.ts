@@ -89,17 +89,10 @@ export class LiveRuntime implements Runtime {
         await this.stopAll(engine, plan, ctx);
         await setStatus('exited');
         return 'finished';
-      case 'start': {
-        const missing = await this.missing(engine, plan);
-        if (missing.length === 0) {
-          for (const c of plan.containers) await engine.startContainer(c.name, { signal: ctx.signal });
-          await ctx.log(`started ${plan.containers.length} container(s)`);
-          await setStatus('running');
-          return 'finished';
-        }
-        await ctx.log(`${missing.length} container(s) do not exist yet; deploying instead`);
-        break;
-      }
+      case 'start':
+        await this.start(engine, plan, ctx);
+        await setStatus('running');
+        return 'finished';
       case 'restart': {
         await this.stopAll(engine, plan, ctx);
         // A container migrate removed (see ensureStopped) is deployed again instead.
@@ -117,6 +110,25 @@ export class LiveRuntime implements Runtime {
     await this.deploy(engine, plan, ctx);
     await setStatus('running');
     return 'finished';
+  }
+
+  /** Starts the plan's containers; deploys them when any is missing. */
+  private async start(engine: EngineClient, plan: Plan, ctx: RuntimeJobContext): Promise<void> {
+    const missing = await this.missing(engine, plan);
+    if (missing.length === 0) {
+      for (const c of plan.containers) await engine.startContainer(c.name, { signal: ctx.signal });
+      await ctx.log(`started ${plan.containers.length} container(s)`);
+      return;
+    }
+    await ctx.log(`${missing.length} container(s) do not exist yet; deploying instead`);
+    await this.deploy(engine, plan, ctx);
+  }
+
+  async startResource(resourceId: number, signal?: AbortSignal): Promise<void> {
+    if (!this.isLive(await this.serverOfResource(resourceId))) return;
+    const plan = await planResource(this.db, resourceId);
+    const engine = await this.engineForServerId(plan.serverId);
+    await this.start(engine, plan, { db: this.db, log: async () => undefined, signal: signal ?? new AbortController().signal });
   }
 
   private async missing(engine: EngineClient, plan: Plan): Promise<string[]> {

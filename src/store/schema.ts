@@ -207,6 +207,8 @@ export interface MigrationJobsTable extends Timestamps {
   progress: string;
   error: string | null;
   finished_at: string | null;
+  /** The resource's status before the migration; a failed migration restores it. */
+  previous_status: string | null;
 }
 
 export interface Database {

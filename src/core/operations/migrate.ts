@@ -106,6 +106,7 @@ export function migrateOperation(collection: Collection) {
         migrate_volumes: i.migrate_volumes ? 1 : 0,
         moves_data: movesData ? 1 : 0,
         error: null,
+        previous_status: r.status,
         ...stamps(),
       };
       const why = !i.migrate_volumes
