@@ -14,6 +14,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { CipherAlgorithm, Client, ClientChannel, ConnectConfig } from 'ssh2';
+import { channelSocket } from './channel-socket.js';
 import { loadSsh2, sshFingerprint } from './keys.js';
 
 export type SshFailure = 'resolve' | 'address-refused' | 'refused' | 'unreachable' | 'timeout' | 'auth' | 'host-key-changed' | 'protocol' | 'closed' | 'channel';
@@ -92,7 +93,7 @@ export class SshConnection {
         client.openssh_forwardOutStreamLocal(path, (err, ch) => (err ? reject(err) : resolve(ch))),
       );
       channel.once('close', release);
-      return channel;
+      return channelSocket(channel);
     } catch (err) {
       release();
       if (err instanceof SshError) throw err;
