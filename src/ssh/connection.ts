@@ -156,7 +156,8 @@ export class SshConnection {
 
   private release(): void {
     this.active--;
-    this.waiting.shift()?.();
+    // Every waiter checks again (one may have given up on an abort and would swallow a single wake-up).
+    for (const w of this.waiting.splice(0)) w();
     if (this.active === 0 && !this.closed) {
       clearTimeout(this.idleTimer);
       this.idleTimer = setTimeout(() => {

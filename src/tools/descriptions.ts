@@ -59,22 +59,22 @@ const explicit: Record<string, ToolText> = {
     description: 'Every application, database and service of your team in one paginated list, with status, type and where each lives (server_uuid, destination_uuid, project_uuid). Start here to find a uuid.',
   },
   list_private_keys: { title: 'List private keys', description: "List the team's SSH private keys (name, fingerprint, public key). Key material never appears in a list." },
-  create_private_key: { title: 'Store a private key', description: 'Store a PEM private key (for SSH access to servers). Returns its uuid; use it as private_key_uuid when creating a server.' },
-  get_private_key: { title: 'Get a private key', description: 'Get one private key. The key material is included only for tokens with read:sensitive or root.' },
+  create_private_key: { title: 'Store a private key', description: 'Store an SSH private key (OpenSSH or PEM, no passphrase). Returns its uuid for create_server; get_private_key shows its public_key, which goes into authorized_keys on the server.' },
+  get_private_key: { title: 'Get a private key', description: 'Get one private key: public_key (the authorized_keys line) and SHA256 fingerprint; the private part only with read:sensitive.' },
   update_private_key: { title: 'Update a private key', description: "Change a private key's name, description or key material." },
   delete_private_key: { title: 'Delete a private key', description: 'Delete a private key. Refused while a server still uses it.' },
   list_servers: { title: 'List servers', description: "List the team's servers with their engine endpoint and state (is_reachable, is_usable, is_managed). Use the uuid for create_application and migrate." },
   create_server: {
     title: 'Register a server',
     description:
-      'Register a server. Give engine_endpoint (unix:///path.sock or tcp://host:port, TLS optional) so berth can run containers there, then call validate_server. A default destination is created with it.',
+      'Register a server: ip, user (default root) and private_key_uuid reach its Docker socket over SSH (or engine_endpoint ssh://user@host:port/socket, tcp://host:port). Then call validate_server. A default destination is created with it.',
   },
-  get_server: { title: 'Get a server', description: 'Get a server: address, engine endpoint, and whether it is reachable and managed (validated engine). TLS key material needs read:sensitive.' },
-  update_server: { title: 'Update a server', description: 'Change a server. Changing engine_endpoint or engine_tls clears its validation: call validate_server again.' },
+  get_server: { title: 'Get a server', description: 'Get a server: address, transport, engine endpoint, pinned SSH host key, and whether it is reachable and managed. TLS key material needs read:sensitive.' },
+  update_server: { title: 'Update a server', description: 'Change a server. A new address, key or endpoint clears its validation: call validate_server again. host_key_fingerprint: null forgets a pinned host key.' },
   delete_server: { title: 'Delete a server', description: 'Delete a server and its destinations. Refused while applications, databases or services live on it: migrate or delete them first.' },
   validate_server: {
     title: 'Validate a server',
-    description: "Check the server's Docker engine and record whether it is reachable and usable. A server must be validated (managed) for berth to deploy to it and to move volume data during migrations.",
+    description: "Check the server's Docker engine (over SSH: log in, pin the host key on first success) and record whether it is reachable and usable; validation_logs says what is wrong. accept_host_key: true trusts a changed host key. Needed before deploying or moving data.",
   },
   list_server_destinations: { title: 'List destinations of a server', description: 'List the destinations (Docker networks) of one server. Resources are placed on a destination.' },
   create_server_destination: { title: 'Add a destination', description: 'Add a destination (a Docker network) to a server. Use its uuid as destination_uuid when creating or migrating resources.' },
@@ -107,7 +107,7 @@ const explicit: Record<string, ToolText> = {
   create_service: {
     title: 'Create a service from compose',
     description:
-      'Create a service from a docker compose file (docker_compose_raw, base64 as Coolify expects, or plain YAML). Only named volumes; no privileged or host-reaching settings unless the token is root. Nothing runs until you deploy.',
+      'Create a service from a docker compose file (docker_compose_raw, base64 as Coolify expects, or plain YAML). Named volumes only: settings that reach into the host (privileged, host binds, cap_add, host namespaces) need host_access on the server. Nothing runs until you deploy.',
   },
   get_service: { title: 'Get a service', description: 'Get a service with its containers and volumes. The compose file itself needs read:sensitive.' },
   update_service: { title: 'Update a service', description: 'Change a service or replace its compose file (same rules as create). Redeploy to apply.' },
