@@ -45,6 +45,8 @@ export interface SshConnectionOptions {
   hostKey: string | null;
   /** Why a resolved address must not be connected to, or null (network-guard.ts). */
   refuseAddress?: (address: string) => string | null;
+  /** Name resolution (the system resolver unless given: tests stand in for DNS with it). */
+  resolve?: (host: string) => Promise<string[]>;
   readyTimeoutMs?: number;
   keepaliveIntervalMs?: number;
   /** Close the connection after this long without an open channel. */
@@ -190,7 +192,7 @@ export class SshConnection {
     if (isIP(host.replace(/^\[|\]$/g, ''))) addresses = [host.replace(/^\[|\]$/g, '')];
     else {
       try {
-        addresses = (await lookup(host, { all: true })).map((a) => a.address);
+        addresses = this.opts.resolve ? await this.opts.resolve(host) : (await lookup(host, { all: true })).map((a) => a.address);
       } catch (err) {
         const code = (err as { code?: string }).code ?? 'error';
         throw new SshError('resolve', `The host name ${host} could not be resolved (${code}): check the spelling, or give the server's IP address.`, false);
@@ -245,7 +247,13 @@ export class SshConnection {
         settled = true;
         resolve(client);
       });
-      client.connect(config);
+      try {
+        client.connect(config);
+      } catch (err) {
+        // ssh2 throws at once on a key it cannot use (keys are checked when stored, so rare).
+        settled = true;
+        reject(new SshError('auth', `The private key could not be used: ${(err as Error).message}`, true));
+      }
     });
   }
 

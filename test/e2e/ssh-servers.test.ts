@@ -25,7 +25,6 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH', () => {
   let key: TestKey;
   let keyUuid: string;
   let project: string;
-  const cleanup: (() => void)[] = [];
 
   beforeAll(async () => {
     ensureSleeperImage(engines);
@@ -38,7 +37,6 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH', () => {
   }, 60_000);
   afterAll(async () => {
     await s?.stop();
-    for (const c of cleanup) c();
   });
 
   /** sshd processes serving connections now (one per SSH connection). */
@@ -201,8 +199,7 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: host key
   });
 });
 
-describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: what went wrong, in words', () => {
-  const engines = useEngines();
+describe.skipIf(!sshdAvailable)('servers over SSH: what went wrong, in words', () => {
   const sshd = useSshd();
   let s: TestServer;
   let api: Api;
