@@ -2,11 +2,12 @@ import { posix } from 'node:path';
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { validationError } from './errors.js';
-import { HOST_ACCESS_HINT, hostReaching, type HostReach } from './host-access.js';
+import { HOST_ACCESS_HINT, hostReaching, type HostReach, type HostSettings } from './host-access.js';
 import { engineName, envKey, mountPath, splitImage } from './validators.js';
 
 /** What berth runs from a compose file: its containers and the named volumes they mount. */
-export interface ComposeContainer {
+/** Host-reaching settings (see host-access.ts) are optional: records older than them lack them. */
+export interface ComposeContainer extends Omit<HostSettings, 'binds' | 'privileged'> {
   name: string;
   image: string;
   environment: Record<string, string>;
@@ -20,16 +21,7 @@ export interface ComposeContainer {
   user: string | null;
   workingDir: string | null;
   labels: Record<string, string>;
-  /** Host-reaching settings (kept only when the server allows host access); absent in older records. */
-  capAdd?: string[];
   capDrop?: string[];
-  devices?: string[];
-  networkMode?: string | null;
-  pidMode?: string | null;
-  ipcMode?: string | null;
-  utsMode?: string | null;
-  usernsMode?: string | null;
-  securityOpt?: string[];
 }
 
 export interface ParsedCompose {
