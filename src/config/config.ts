@@ -39,6 +39,11 @@ const envSchema = z.object({
   BERTH_SSH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** An SSH connection with no open channel is closed after this long (it is made again on use). */
   BERTH_SSH_IDLE_MS: z.coerce.number().int().min(100).default(60_000),
+  /**
+   * Tests only: `<phase>:<ms>` holds every migration that long when it enters that phase, so a
+   * crash test can kill berth inside a phase that otherwise lasts milliseconds. Unset: no hold.
+   */
+  BERTH_TEST_HOLD_MIGRATION_PHASE: z.string().regex(/^(pre-copy|final-sync|verify|switch):\d{1,6}$/).optional(),
   /** How often the expiry-warning worker looks for tokens close to expiry. */
   BERTH_EXPIRY_SCAN_MS: z.coerce.number().int().min(50).default(60_000),
 });
@@ -64,6 +69,7 @@ export interface Config {
   migrationChecksums: boolean;
   sshTimeoutMs: number;
   sshIdleMs: number;
+  testHoldMigrationPhase: { phase: string; ms: number } | null;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
 }
@@ -96,6 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     migrationChecksums: e.BERTH_MIGRATION_CHECKSUMS === 'true' || e.BERTH_MIGRATION_CHECKSUMS === '1',
     sshTimeoutMs: e.BERTH_SSH_TIMEOUT_MS,
     sshIdleMs: e.BERTH_SSH_IDLE_MS,
+    testHoldMigrationPhase: e.BERTH_TEST_HOLD_MIGRATION_PHASE ? { phase: e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[0]!, ms: Number(e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[1]) } : null,
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     ...overrides,

@@ -47,10 +47,19 @@ export interface RuntimeJobContext {
   signal: AbortSignal;
 }
 
+/** Where a migration is: copying while the resource runs, the last pass after it stopped, checking, switching. */
+export type MigrationPhase = 'queued' | 'pre-copy' | 'final-sync' | 'verify' | 'switch' | 'done';
+
 export interface MigrationProgress {
+  phase: MigrationPhase;
+  /** Copy rounds started (1: the full copy; then rounds that send only what changed). */
+  round: number;
   volumes_total: number;
   volumes_done: number;
+  /** Archive bytes sent so far, every round counted (only grows). */
   bytes: number;
+  /** Bytes of the resource's files at the last snapshot (what one full copy would send). */
+  bytes_total: number;
   current_volume?: string;
 }
 
@@ -58,6 +67,11 @@ export interface MigrationJobContext {
   db: Db;
   signal: AbortSignal;
   progress(p: MigrationProgress): Promise<void>;
+  /**
+   * Stops the resource on its source, cleanly (a database gets its type's grace period); called
+   * once, when the remaining difference is small. The pause a migration causes starts here.
+   */
+  stopSource(): Promise<void>;
 }
 
 export interface Runtime {
@@ -66,12 +80,16 @@ export interface Runtime {
   validateServer(server: ServerEngine, opts?: { acceptHostKey?: boolean }): Promise<ValidationResult>;
   /** Runs a deployment (deploy, start, stop, restart) of a resource; resolves with its final status. */
   runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'>;
-  /** Stops a resource's containers where it lives now (migrate's first step). */
+  /** Stops a resource's containers where it lives now (with its type's grace period). */
   stopResource(resourceId: number, signal?: AbortSignal): Promise<void>;
   /** Starts a resource's containers where it lives now (a failed migration puts it back). */
   startResource(resourceId: number, signal?: AbortSignal): Promise<void>;
-  /** Copies a migrating resource's volumes to staging volumes on the target; returns their names by storage id. */
-  copyVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>>;
+  /**
+   * Moves a migrating resource's volumes into staging volumes on the target: copies while it runs,
+   * calls ctx.stopSource(), sends the last difference and verifies. Resolves the staging volumes by
+   * storage id; the caller switches the records. Sources are only read.
+   */
+  moveVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>>;
   /** Removes staging volumes a failed migration left on the target (never a source volume). */
   discardStaging(migrationId: number): Promise<void>;
   /** Recent logs of a resource's containers. */
@@ -102,7 +120,7 @@ export const recordOnlyRuntime: Runtime = {
   },
   async stopResource() {},
   async startResource() {},
-  async copyVolumes() {
+  async moveVolumes() {
     throw new Error('Volume data moves only between servers with validated engines.');
   },
   async discardStaging() {},

@@ -3,6 +3,14 @@ import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
 
+/** The reason a migration's copy is aborted when someone cancels it. */
+class MigrationCancelled extends Error {
+  override name = 'MigrationCancelled';
+  constructor() {
+    super('cancelled');
+  }
+}
+
 /** The largest deployment log kept; older lines are dropped first. */
 const MAX_LOG_CHARS = 1_000_000;
 
@@ -13,6 +21,7 @@ const MAX_LOG_CHARS = 1_000_000;
  */
 export class Jobs {
   private readonly running = new Map<number, AbortController>();
+  private readonly runningMigrations = new Map<number, AbortController>();
   private readonly migrationListeners = new Map<number, Set<(p: MigrationProgress) => void>>();
 
   constructor(
@@ -20,18 +29,26 @@ export class Jobs {
     private readonly queues: JobQueues,
     private readonly runtime: Runtime,
     private readonly logger: Logger,
+    /** Tests only (BERTH_TEST_HOLD_MIGRATION_PHASE): hold a migration when it enters this phase. */
+    private readonly opts: { holdPhase?: { phase: string; ms: number } | null } = {},
   ) {}
 
   /**
-   * Resumes after a restart: cut-off deployments fail, queued ones are queued again, and
-   * migrations that were waiting or copying continue (volumes already verified are kept).
+   * Resumes after a restart: cut-off deployments fail, queued ones are queued again; migrations
+   * still waiting are queued again, and those cut off while copying are rolled back (before the
+   * switch, the resource and its data are still on the source: started again there if it ran).
    */
   async start(): Promise<void> {
+    const cutOff = await this.db.selectFrom('migrations_jobs').select(['id', 'progress']).where('status', '=', 'copying').orderBy('id').execute();
+    for (const m of cutOff) {
+      const phase = (JSON.parse(m.progress) as Partial<MigrationProgress>).phase ?? 'pre-copy';
+      await this.failMigration(m.id, `berth stopped during the migration (${phase}); it was rolled back: the resource stays where it was. Migrate again.`);
+    }
     const migrations = await this.db
       .selectFrom('migrations_jobs as m')
       .innerJoin('destinations as d', 'd.id', 'm.to_destination_id')
       .select(['m.id', 'd.server_id'])
-      .where('m.status', 'in', ['pending', 'copying'])
+      .where('m.status', '=', 'pending')
       .orderBy('m.id')
       .execute();
     for (const m of migrations) {
@@ -78,60 +95,99 @@ export class Jobs {
   }
 
   /**
-   * Stop on the source, copy every volume into staging volumes on the target, then switch in one
-   * transaction: storages point at the copies, the resource at its new destination. Until that
-   * commit the resource is where it was and its source volumes are untouched; a failure leaves
-   * exactly that and discards the copies.
+   * Live migration: the runtime copies every volume into staging volumes on the target while the
+   * resource runs, stops it (stopSource, where the pause starts), sends the last difference and
+   * verifies; then one transaction switches: storages point at the copies, the resource at its new
+   * destination, the migration records how long the resource was down. Until that commit the
+   * resource and its data are where they were; a failure or a cancel rolls back to exactly that.
    */
   private async runMigration(migrationId: number): Promise<void> {
     const m = await this.db.selectFrom('migrations_jobs').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
-    if (m.status !== 'pending' && m.status !== 'copying') return;
-    await this.db.updateTable('migrations_jobs').set({ status: 'copying', updated_at: nowIso() }).where('id', '=', m.id).execute();
+    const claimed = await this.db.updateTable('migrations_jobs').set({ status: 'copying', updated_at: nowIso() }).where('id', '=', m.id).where('status', '=', 'pending').executeTakeFirst();
+    if (claimed.numUpdatedRows === 0n) return; // cancelled while it waited
     const controller = new AbortController();
+    this.runningMigrations.set(m.id, controller);
+    let progress: MigrationProgress = { ...(JSON.parse(m.progress) as MigrationProgress) };
+    const hold = this.opts.holdPhase;
+    const save = async (p: MigrationProgress) => {
+      const entering = p.phase !== progress.phase;
+      progress = p;
+      await this.db.updateTable('migrations_jobs').set({ progress: JSON.stringify(p), updated_at: nowIso() }).where('id', '=', m.id).execute();
+      for (const l of this.migrationListeners.get(m.id) ?? []) l(p);
+      if (entering && hold?.phase === p.phase) await new Promise((r) => setTimeout(r, hold.ms));
+    };
+    let stoppedAt: number | undefined;
     try {
-      await this.runtime.stopResource(m.resource_id, controller.signal);
-      const staged = await this.runtime.copyVolumes(m.id, {
+      const staged = await this.runtime.moveVolumes(m.id, {
         db: this.db,
         signal: controller.signal,
-        progress: async (p) => {
-          await this.db.updateTable('migrations_jobs').set({ progress: JSON.stringify(p), updated_at: nowIso() }).where('id', '=', m.id).execute();
-          for (const l of this.migrationListeners.get(m.id) ?? []) l(p);
+        progress: save,
+        stopSource: async () => {
+          stoppedAt = Date.now();
+          await this.runtime.stopResource(m.resource_id, controller.signal);
         },
       });
+      controller.signal.throwIfAborted();
+      await save({ ...progress, phase: 'switch' });
       await this.db.transaction().execute(async (trx) => {
         for (const [storageId, volume] of staged) {
           await trx.updateTable('storages').set({ engine_volume: volume, updated_at: nowIso() }).where('id', '=', storageId).execute();
         }
         await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
-        await trx.updateTable('migrations_jobs').set({ status: 'finished', finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', m.id).execute();
+        await trx
+          .updateTable('migrations_jobs')
+          .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done' }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, finished_at: nowIso(), updated_at: nowIso() })
+          .where('id', '=', m.id)
+          .execute();
       });
     } catch (err) {
-      await this.failMigration(m.id, (err as Error).message);
-      throw err;
+      const cancelled = controller.signal.aborted && controller.signal.reason instanceof MigrationCancelled;
+      await this.failMigration(m.id, cancelled ? 'Cancelled; the resource stays where it was.' : (err as Error).message, cancelled ? 'cancelled' : 'failed');
+      if (!cancelled) throw err;
+    } finally {
+      this.runningMigrations.delete(m.id);
     }
+  }
+
+  /**
+   * Cancels a migration before its switch: a waiting one ends at once, a running one stops its
+   * copy and rolls back. False when it has already ended (or is switching: too late to cancel).
+   */
+  async cancelMigration(migrationId: number): Promise<boolean> {
+    const waiting = await this.db.updateTable('migrations_jobs').set({ status: 'cancelling', updated_at: nowIso() }).where('id', '=', migrationId).where('status', '=', 'pending').executeTakeFirst();
+    if (waiting.numUpdatedRows > 0n) {
+      await this.failMigration(migrationId, 'Cancelled before it started; the resource stays where it was.', 'cancelled');
+      return true;
+    }
+    const running = this.runningMigrations.get(migrationId);
+    const m = await this.db.selectFrom('migrations_jobs').select(['status', 'progress']).where('id', '=', migrationId).executeTakeFirst();
+    if (!running || m?.status !== 'copying' || (JSON.parse(m.progress) as Partial<MigrationProgress>).phase === 'switch') return false;
+    running.abort(new MigrationCancelled());
+    return true;
   }
 
   /**
    * A failed migration: recorded, its copies discarded, the resource left where it was in the
    * state it was in before (a running one is started again there, on its untouched volumes).
    */
-  private async failMigration(migrationId: number, message: string): Promise<void> {
+  private async failMigration(migrationId: number, message: string, status: 'failed' | 'cancelled' = 'failed'): Promise<void> {
     this.logger.warn({ migrationId, err: message }, 'migration failed; the resource stays where it was');
     const m = await this.db.selectFrom('migrations_jobs').select(['resource_id', 'previous_status']).where('id', '=', migrationId).executeTakeFirstOrThrow();
     await this.runtime.discardStaging(migrationId).catch(() => undefined);
-    let status = m.previous_status === 'running' ? 'running' : 'exited';
-    if (status === 'running') {
+    let resourceStatus = m.previous_status === 'running' ? 'running' : 'exited';
+    if (resourceStatus === 'running') {
       try {
+        // Stopped for the last pass, or still running: either way running on the source again.
         await this.runtime.startResource(m.resource_id);
       } catch (err) {
         this.logger.error({ err, migrationId }, 'could not start the resource again after a failed migration');
-        status = 'exited';
+        resourceStatus = 'exited';
       }
     }
     // "failed" is reported only once the rollback is done.
     await this.db.transaction().execute(async (trx) => {
-      await trx.updateTable('resources').set({ status, updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
-      await trx.updateTable('migrations_jobs').set({ status: 'failed', error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', migrationId).execute();
+      await trx.updateTable('resources').set({ status: resourceStatus, updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
+      await trx.updateTable('migrations_jobs').set({ status, error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', migrationId).execute();
     });
   }
 

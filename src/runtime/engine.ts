@@ -16,7 +16,7 @@
 import type { LookupFunction, Socket } from 'node:net';
 import { pipeline, Transform, type Duplex, type Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
-import { demuxDockerStream, looksMultiplexed } from './docker-stream.js';
+import { demuxDockerStream, looksMultiplexed, type StreamFrame } from './docker-stream.js';
 import { ConflictError, EngineError, EngineTimeoutError, EngineUnreachableError, NotFoundError } from './errors.js';
 import { backoffDelay, DEFAULT_RETRY, sleepWithSignal, type RetryOptions } from './retry.js';
 import type {
@@ -857,6 +857,53 @@ export class EngineClient {
       if (frame.stream !== 'stdin') feed(frame.stream, frame.data);
       if (done()) return;
     }
+  }
+
+  // ---------------------------------------------------------------- exec
+
+  /**
+   * Runs a command in a running container (`POST /containers/{id}/exec`, then `/exec/{id}/start`
+   * without a TTY): its output demultiplexed as it comes, and its exit code once it has ended.
+   * Not retried. The output must be consumed (or the call aborted).
+   */
+  async exec(idOrName: string, cmd: string[], opts: CallOptions = {}): Promise<{ output: AsyncGenerator<StreamFrame>; exitCode: () => Promise<number> }> {
+    const { Id } = await this.json<{ Id: string }>({
+      method: 'POST',
+      path: `/containers/${id(idOrName)}/exec`,
+      json: { Cmd: cmd, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false },
+      signal: opts.signal,
+    });
+    const res = await this.request({
+      method: 'POST',
+      path: `/exec/${id(Id)}/start`,
+      json: { Detach: false, Tty: false },
+      headersTimeoutMs: this.timeouts.streamHeadersMs,
+      bodyTimeoutMs: this.timeouts.streamIdleMs,
+      signal: opts.signal,
+    });
+    return {
+      output: demuxDockerStream(res.body as AsyncIterable<Buffer>),
+      exitCode: async () => {
+        const info = await this.json<{ ExitCode: number | null; Running: boolean }>({ method: 'GET', path: `/exec/${id(Id)}/json`, signal: opts.signal });
+        if (info.Running || info.ExitCode === null) throw new EngineError(`exec ${Id} on ${this.endpoint} has not ended`, { endpoint: this.endpoint });
+        return info.ExitCode;
+      },
+    };
+  }
+
+  /** Runs a shell script in a running container; its output (bounded) and exit code. */
+  async execScript(idOrName: string, script: string, opts: CallOptions & { maxBytes?: number } = {}): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    const { output, exitCode } = await this.exec(idOrName, ['sh', '-c', script], opts);
+    const max = opts.maxBytes ?? 64 * 1024;
+    const out: Record<'stdout' | 'stderr', Buffer[]> = { stdout: [], stderr: [] };
+    const size = { stdout: 0, stderr: 0 };
+    for await (const f of output) {
+      if (f.stream === 'stdin' || size[f.stream] >= max) continue;
+      out[f.stream].push(f.data);
+      size[f.stream] += f.data.length;
+    }
+    const text = (k: 'stdout' | 'stderr') => Buffer.concat(out[k]).toString('utf8').slice(0, max);
+    return { exitCode: await exitCode(), stdout: text('stdout'), stderr: text('stderr') };
   }
 
   // ---------------------------------------------------------------- archives

@@ -13,10 +13,15 @@ import type { SshTuning } from './connections.js';
  * on first use.
  */
 let engineModules:
-  | Promise<{ engine: typeof import('./engine.js'); copy: typeof import('./volume-copy.js'); connections: typeof import('./connections.js') }>
+  | Promise<{ engine: typeof import('./engine.js'); sync: typeof import('./volume-sync.js'); connections: typeof import('./connections.js') }>
   | undefined;
 const loadEngineModules = () =>
-  (engineModules ??= Promise.all([import('./engine.js'), import('./volume-copy.js'), import('./connections.js')]).then(([engine, copy, connections]) => ({ engine, copy, connections })));
+  (engineModules ??= Promise.all([import('./engine.js'), import('./volume-sync.js'), import('./connections.js')]).then(([engine, sync, connections]) => ({ engine, sync, connections })));
+
+/** Rounds of differences while the resource runs (after the full copy), at most. */
+const MAX_PRECOPY_ROUNDS = 6;
+/** A difference this small is sent after the stop: its copy takes a fraction of a second. */
+const SMALL_DIFFERENCE_BYTES = 8 * 1024 * 1024;
 
 /** Marks staging volumes with their migration, so only those are ever discarded. */
 const LABEL_MIGRATION = 'berth.migration';
@@ -147,7 +152,8 @@ export class LiveRuntime implements Runtime {
   private async stopAll(engine: EngineClient, plan: Plan, ctx: Pick<RuntimeJobContext, 'log' | 'signal'>): Promise<void> {
     for (const c of plan.containers) {
       try {
-        await engine.stopContainer(c.name, 10, { signal: ctx.signal });
+        // The container's own grace period (a database's clean shutdown), 10 s otherwise.
+        await engine.stopContainer(c.name, c.spec.stopTimeoutS ?? 10, { signal: ctx.signal });
         await ctx.log(`stopped ${c.name}`);
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err;
@@ -242,51 +248,84 @@ export class LiveRuntime implements Runtime {
   }
 
   /**
-   * Copies each volume into a staging volume on the target, one after another; a volume already
-   * copied and verified (recorded in the progress) is not copied again when a job resumes, and a
-   * half-copied staging volume from a cut-off attempt is discarded first. Sources are only read.
+   * Live migration of a resource's volumes (volume-sync.ts): a full copy of each into a staging
+   * volume on the target while the resource runs, then rounds over all volumes that send only what
+   * changed, until the difference is small or stops shrinking (bounded); then the resource is
+   * stopped, the last difference sent and every volume verified. A staging volume left by a cut-off
+   * attempt (berth killed, say) is discarded first. Sources are only read.
    */
-  async copyVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>> {
+  async moveVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>> {
     const { m, r, from, to } = await this.migrationParts(migrationId);
     const storages = await this.db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).orderBy('id').execute();
-    const saved = JSON.parse(m.progress) as MigrationProgress & { staged?: Record<string, string>; staged_bytes?: number };
-    const staged: Record<string, string> = { ...(saved.staged ?? {}) };
-    // Bytes of the volumes already verified; a volume cut off mid-copy starts again from zero.
-    let stagedBytes = saved.staged_bytes ?? 0;
-    let bytesDone = stagedBytes;
-    // Helper containers of a cut-off attempt (berth killed mid-copy) still mount its volumes,
-    // which the engine then refuses to remove: clear them first.
+    const { sync } = await loadEngineModules();
+    // Helpers of a cut-off attempt still mount its volumes, which the engine then refuses to remove.
     await Promise.all([this.removeHelpers(from, m.uuid, ctx.signal), this.removeHelpers(to, m.uuid, ctx.signal)]);
-    const report = (extra: Partial<MigrationProgress> = {}) =>
-      ctx.progress({ volumes_total: storages.length, volumes_done: Object.keys(staged).length, bytes: bytesDone, ...extra, ...({ staged, staged_bytes: stagedBytes } as object) });
-    for (const s of storages) {
-      if (staged[s.id]) continue;
-      const source = s.engine_volume ?? volumeName(r.uuid, s.name);
-      const staging = `${volumeName(r.uuid, s.name)}-${m.uuid.slice(0, 8)}`;
-      try {
-        await to.removeVolume(staging, { force: true, signal: ctx.signal });
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err;
+    const state: MigrationProgress = { phase: 'pre-copy', round: 0, volumes_total: storages.length, volumes_done: 0, bytes: 0, bytes_total: 0 };
+    const report = (patch: Partial<MigrationProgress>) => {
+      Object.assign(state, patch);
+      return ctx.progress({ ...state });
+    };
+    const volumes = storages.map((s) => ({ storage: s, staging: `${volumeName(r.uuid, s.name)}-${m.uuid.slice(0, 8)}` }));
+    const syncs: import('./volume-sync.js').VolumeSync[] = [];
+    try {
+      for (const v of volumes) {
+        await to.removeVolume(v.staging, { force: true, signal: ctx.signal }).catch((err) => {
+          if (!(err instanceof NotFoundError)) throw err;
+        });
+        syncs.push(
+          await sync.VolumeSync.open({
+            from: { engine: from, volume: v.storage.engine_volume ?? volumeName(r.uuid, v.storage.name) },
+            to: { engine: to, volume: v.staging, labels: { [LABEL_MANAGED]: 'true', [LABEL_MIGRATION]: m.uuid } },
+            helperImage: this.helperImage,
+            helperLabels: { [LABEL_MIGRATION]: m.uuid },
+            signal: ctx.signal,
+          }),
+        );
       }
-      const before = bytesDone;
-      const result = await (await loadEngineModules()).copy.copyVolume({
-        from: { engine: from, volume: source },
-        to: { engine: to, volume: staging, labels: { [LABEL_MANAGED]: 'true', [LABEL_MIGRATION]: m.uuid } },
-        helperImage: this.helperImage,
-        checksums: this.checksums,
-        helperLabels: { [LABEL_MIGRATION]: m.uuid },
-        signal: ctx.signal,
-        onProgress: (p) => {
-          bytesDone = before + p.bytes;
-          void report({ current_volume: s.name }).catch(() => undefined);
-        },
-      });
-      stagedBytes += result.bytes;
-      bytesDone = stagedBytes;
-      staged[s.id] = staging;
-      await report();
+      /** One round over every volume; resolves the file bytes it sent. */
+      const roundAll = async (phase: MigrationProgress['phase']) => {
+        const base = state.bytes;
+        const moved = new Array<number>(syncs.length).fill(0);
+        let lastReport = 0;
+        const results = await Promise.all(
+          syncs.map((s, i) =>
+            s.round((p) => {
+              moved[i] = p.transferredBytes;
+              const now = Date.now();
+              if (now - lastReport < 250) return;
+              lastReport = now;
+              void report({ bytes: base + moved.reduce((a, b) => a + b, 0), current_volume: volumes[i]!.storage.name }).catch(() => undefined);
+            }),
+          ),
+        );
+        await report({ phase, round: results[0]?.round ?? state.round, bytes: base + results.reduce((a, x) => a + x.transferredBytes, 0), bytes_total: results.reduce((a, x) => a + x.totalBytes, 0) });
+        return results.reduce((a, x) => a + x.sentBytes, 0);
+      };
+      // The full copy, one volume at a time (each is one stream through berth).
+      for (const [i, s] of syncs.entries()) {
+        await report({ round: 1, current_volume: volumes[i]!.storage.name });
+        const before = state.bytes;
+        const res = await s.round((p) => void report({ bytes: before + p.transferredBytes }).catch(() => undefined));
+        await report({ bytes: before + res.transferredBytes, bytes_total: state.bytes_total + res.totalBytes });
+      }
+      // Rounds of differences while the resource runs, until small or no longer shrinking.
+      let previous = Infinity;
+      for (let round = 2; round <= MAX_PRECOPY_ROUNDS; round++) {
+        await report({ round });
+        const sent = await roundAll('pre-copy');
+        if (sent <= SMALL_DIFFERENCE_BYTES || sent > previous * 0.8) break;
+        previous = sent;
+      }
+      await ctx.stopSource();
+      await report({ phase: 'final-sync', round: state.round + 1 });
+      await roundAll('final-sync');
+      await report({ phase: 'verify' });
+      const verified = await Promise.all(syncs.map((s) => s.verify(this.checksums)));
+      await report({ volumes_done: syncs.length, bytes_total: verified.reduce((a, v) => a + v.bytes, 0), current_volume: undefined });
+      return new Map(volumes.map((v) => [v.storage.id, v.staging]));
+    } finally {
+      await Promise.all(syncs.map((s) => s.close()));
     }
-    return new Map(Object.entries(staged).map(([k, v]) => [Number(k), v]));
   }
 
   /** Removes the volume-copy helper containers of one migration (only they carry its label). */

@@ -128,6 +128,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
         spec: {
           ...base,
           image: c.image,
+          stopTimeoutS: DATABASE_ENGINES[kind].stopGraceS,
           env: envList({ ...databaseEnv(kind, c.fields), ...userEnv }),
           ports: c.is_public && c.public_port ? [{ hostPort: c.public_port, containerPort: DATABASE_ENGINES[kind].port }] : [],
           volumes: storages.map((s) => ({ volume: vol(s.name), target: s.mount_path })),

@@ -7,12 +7,14 @@ import { setMigrationDialect } from './portable.js';
 import * as m001 from './migrations/001-identity.js';
 import * as m002 from './migrations/002-platform.js';
 import * as m003 from './migrations/003-ssh-servers.js';
+import * as m006 from './migrations/006-live-migration.js';
 
 /** Migrations are compiled in (no directory scan), so the built package is self-contained. */
 const migrations: Record<string, Migration> = {
   '001-identity': m001,
   '002-platform': m002,
   '003-ssh-servers': m003,
+  '006-live-migration': m006,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

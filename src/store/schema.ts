@@ -209,6 +209,8 @@ export interface MigrationJobsTable extends Timestamps {
   finished_at: string | null;
   /** The resource's status before the migration; a failed migration restores it. */
   previous_status: string | null;
+  /** Stop on the source → switch done, when the resource was stopped for the last pass. */
+  downtime_ms: number | null;
 }
 
 export interface Database {

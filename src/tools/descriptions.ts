@@ -122,7 +122,8 @@ const explicit: Record<string, ToolText> = {
   cancel_deployment: { title: 'Cancel a deployment', description: 'Cancel a queued or running deployment. Finished ones cannot be cancelled.' },
   list_application_deployments: { title: 'List deployments of an application', description: "An application's deployment history, newest first." },
   list_migrations: { title: 'List migrations', description: "The team's migrations, newest first, with their volume transfer status." },
-  get_migration: { title: 'Get a migration', description: 'Follow a migration started by migrate_application, migrate_database or migrate_service: status and progress (volumes done, bytes).' },
+  get_migration: { title: 'Get a migration', description: 'Follow a migration started by migrate_application, migrate_database or migrate_service: status, phase (pre-copy round N, final-sync, verify, switch), bytes sent, and downtime_ms once done.' },
+  cancel_migration: { title: 'Cancel a migration', description: 'Cancel a migration before its switch: the copy stops, the copies on the target are removed, and the resource stays (running if it ran) where it was.' },
 };
 
 const COLLECTION_WORDS: Record<string, string> = { application: 'an application', database: 'a database', service: 'a service' };
@@ -161,7 +162,7 @@ function familyText(name: string): ToolText | undefined {
     const what = COLLECTION_WORDS[m[1]!]!;
     return {
       title: `Migrate ${what.replace(/^an? /, '')}`,
-      description: `Move ${what} to another destination (destination_uuid, usually on another server). It is stopped first; its volume data is copied when migrate_volumes is true (default) and both servers are managed. It is NOT redeployed: follow migration_uuid with get_migration, then call deploy (or start) yourself when it is done.`,
+      description: `Move ${what} to another destination (destination_uuid, usually on another server). Its volume data (migrate_volumes, default true; both servers managed) is copied while it runs; it is stopped only for the last pass. It is NOT redeployed: wait: true (or a progress token) waits for the end, otherwise follow migration_uuid with get_migration; then call deploy (or start) yourself.`,
     };
   }
   m = /^create_(postgresql|mysql|mariadb|redis|mongodb)_database$/.exec(name);

@@ -118,7 +118,7 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
     const r = await api.req('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB, migrate_volumes: true });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toMatchObject({ uuid: app.uuid, destination_uuid: p.destB, migrate_volumes: true, moves_data: true, async: true, volume_jobs: 1, status: 'pending' });
-    expect(r.json.message).toMatch(/being copied/);
+    expect(r.json.message).toMatch(/copied to the new server while it runs; it is stopped only for the last pass/);
     const migrationUuid = r.json.migration_uuid as string;
 
     // While the volume moves the app is `migrating` and refuses deploys and a second migrate.
@@ -128,7 +128,10 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
 
     const m = await migrationEnded(api, migrationUuid);
     expect(m, JSON.stringify(m)).toMatchObject({ status: 'finished', moves_data: true, error: null, resource_uuid: app.uuid, destination_uuid: p.destB });
-    expect(m.progress).toEqual({ volumes_total: 1, volumes_done: 1, bytes: app.before.bytes });
+    expect(m.progress).toMatchObject({ phase: 'done', volumes_total: 1, volumes_done: 1, bytes_total: app.before.bytes });
+    // Every round's bytes count (the first sends the whole archive), and the pause is recorded.
+    expect(m.progress.bytes).toBeGreaterThan(app.before.bytes);
+    expect(m.downtime_ms).toBeGreaterThan(0);
 
     const moved = await expectMovedWithData(app, migrationUuid, deploymentsBefore);
     await expectRunsOnB(app, moved, async () => (await api.ok('POST', `/deploy?uuid=${app.uuid}`)).deployments[0].deployment_uuid);
@@ -147,11 +150,12 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
     // Notifications came while the data moved; their progress only grows (MCP requires it).
     expect(progress.length, JSON.stringify(progress)).toBeGreaterThanOrEqual(2);
     for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress).toBeGreaterThan(progress[i - 1]!.progress);
-    expect(progress.at(-1)!.progress).toBe(app.before.bytes);
-    for (const n of progress) expect(n.message).toMatch(/^\d\/1 volumes/);
+    expect(progress.at(-1)!.progress).toBeGreaterThan(app.before.bytes);
+    for (const n of progress) expect(n.message).toMatch(/^(pre-copy|final-sync|verify) round \d+: \d\/1 volumes, \d+ bytes sent/);
 
     const m = await mcp.callTool('get_migration', { uuid: r.structuredContent!.migration_uuid as string });
-    expect(m.structuredContent).toMatchObject({ status: 'finished', progress: { volumes_done: 1, bytes: app.before.bytes } });
+    expect(m.structuredContent).toMatchObject({ status: 'finished', progress: { phase: 'done', volumes_done: 1, bytes_total: app.before.bytes }, downtime_ms: expect.any(Number) });
+    expect(r.structuredContent!.downtime_ms).toBe(m.structuredContent!.downtime_ms);
 
     // The same records through MCP as through REST.
     const storages = await mcp.callTool('list_application_storages', { uuid: app.uuid });

@@ -120,7 +120,7 @@ describe.skipIf(!enginesAvailable)('migrating a service (two containers, two vol
       90_000,
       250,
     );
-    expect(m).toMatchObject({ status: 'finished', error: null, progress: { volumes_total: 2, volumes_done: 2, bytes: before.web.bytes + before.work.bytes } });
+    expect(m).toMatchObject({ status: 'finished', error: null, progress: { phase: 'done', volumes_total: 2, volumes_done: 2, bytes_total: before.web.bytes + before.work.bytes } });
 
     // Records on b, through REST; each storage now names its copy.
     const rec = await api.ok('GET', `/services/${uuid}`);

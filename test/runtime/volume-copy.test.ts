@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NotFoundError, VerificationError } from '../../src/runtime/errors.js';
 import { copyVolume, DestinationNotEmptyError, type CopyProgress } from '../../src/runtime/volume-copy.js';
-import { listSource, verifyDestination } from '../../src/runtime/volume-listing.js';
+import { VolumeSync } from '../../src/runtime/volume-sync.js';
 import { enginesAvailable, uniqueName, useEngines, type TestEngines } from '../helpers/engines.js';
 
 const LONG_DIR = 'd'.repeat(60);
@@ -50,13 +50,13 @@ function groundTruth(engines: TestEngines, engine: 'a' | 'b', volume: string): {
 /** Put on every helper of this file, so that other test files' copies on the same engines do not count. */
 const RUN = { 'berth.test-run': uniqueName('vcopy') };
 
-/** Runs listing helpers with the options they need, removing every container they made afterwards. */
-async function withListingHelpers(engines: TestEngines, use: (common: Parameters<typeof listSource>[1]) => Promise<void>): Promise<void> {
-  const cleanup: { engine: TestEngines['a']; id: string }[] = [];
+/** A sync between two existing volumes (nothing copied yet), closed afterwards whatever happens. */
+async function withSync(engines: TestEngines, from: string, to: string, use: (sync: VolumeSync) => Promise<void>): Promise<void> {
+  const sync = await VolumeSync.open({ from: { engine: engines.a, volume: from }, to: { engine: engines.b, volume: to }, helperImage: engines.image, helperLabels: RUN });
   try {
-    await use({ image: engines.image, labels: { 'berth.test': 'listing' }, signal: undefined, cleanup });
+    await use(sync);
   } finally {
-    await Promise.all(cleanup.map((h) => h.engine.removeContainer(h.id, { force: true })));
+    await sync.close();
   }
 }
 
@@ -154,10 +154,8 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', `${files} && chown 7:7 /v/same && printf x > /v/only-source`]);
     // Same names, one byte short, a directory where a file was, one entry missing and one extra.
     engines.podman('b', ['run', '--rm', '-v', `${dst}:/v`, engines.image, 'sh', '-c', `${files} && printf 1234 > /v/d/five && mkdir /v/extra`]);
-    await withListingHelpers(engines, async (common) => {
-      const listed = await listSource({ engine: engines.a, volume: src }, common);
-      expect(listed.summary).toMatchObject({ entries: 5, files: 3, bytes: 9 });
-      const err = await verifyDestination({ engine: engines.a, volume: src }, { engine: engines.b, volume: dst }, listed, true, common).catch((e: unknown) => e);
+    await withSync(engines, src, dst, async (sync) => {
+      const err = await sync.verify().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(VerificationError);
       const diffs = (err as VerificationError).differences.join('\n');
       expect(diffs).toContain('5 entries, 3 files, 9 bytes → 5 entries, 2 files, 7 bytes');
@@ -194,9 +192,10 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     const src = uniqueName('src');
     engines.podman('a', ['volume', 'create', src]);
     engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', `printf x > /v/plain && printf y > "/v/two$(printf '\\nlines')"`]);
-    await withListingHelpers(engines, async (common) => {
-      await expect(listSource({ engine: engines.a, volume: src }, common)).rejects.toThrow(/file name contains a newline/);
-    });
+    await expect(
+      copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: uniqueName('nl') }, helperImage: engines.image, helperLabels: RUN }),
+    ).rejects.toThrow(/file name contains a newline/);
+    expect(await helpersLeft(engines)).toEqual([[], []]);
   });
 
   it('refuses a non-empty destination and a missing source, cleaning up its helpers', async () => {

@@ -13,13 +13,17 @@ import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js
 import { queueDeployment } from './deployments.js';
 import { config, DATABASE_KINDS, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type DatabaseKind, type ResourceRow } from './resource-common.js';
 
-/** Per engine: default image, port, data directory, and the fields Coolify names for it. */
-const ENGINES: Record<DatabaseKind, { image: string; port: number; dataDir: string; user?: string; db?: string }> = {
-  postgresql: { image: 'postgres:16-alpine', port: 5432, dataDir: '/var/lib/postgresql/data', user: 'postgres', db: 'postgres' },
-  mysql: { image: 'mysql:8', port: 3306, dataDir: '/var/lib/mysql', user: 'mysql', db: 'default' },
-  mariadb: { image: 'mariadb:11', port: 3306, dataDir: '/var/lib/mysql', user: 'mariadb', db: 'default' },
-  redis: { image: 'redis:7.2', port: 6379, dataDir: '/data' },
-  mongodb: { image: 'mongo:7', port: 27017, dataDir: '/data/db', user: 'root', db: 'default' },
+/**
+ * Per engine: default image, port, data directory, the fields Coolify names for it, and how long a
+ * stop waits for a clean shutdown before the engine kills it (a migration's last copy needs the
+ * files a clean shutdown leaves; the images flush and exit on SIGTERM or their STOPSIGNAL).
+ */
+const ENGINES: Record<DatabaseKind, { image: string; port: number; dataDir: string; user?: string; db?: string; stopGraceS: number }> = {
+  postgresql: { image: 'postgres:16-alpine', port: 5432, dataDir: '/var/lib/postgresql/data', user: 'postgres', db: 'postgres', stopGraceS: 60 },
+  mysql: { image: 'mysql:8', port: 3306, dataDir: '/var/lib/mysql', user: 'mysql', db: 'default', stopGraceS: 60 },
+  mariadb: { image: 'mariadb:11', port: 3306, dataDir: '/var/lib/mysql', user: 'mariadb', db: 'default', stopGraceS: 60 },
+  redis: { image: 'redis:7.2', port: 6379, dataDir: '/data', stopGraceS: 30 },
+  mongodb: { image: 'mongo:7', port: 27017, dataDir: '/data/db', user: 'root', db: 'default', stopGraceS: 60 },
 };
 
 const password = () => {

@@ -7,9 +7,13 @@ import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { uuidParam } from '../validators.js';
-import { READ, stamps } from './common.js';
+import type { MigrationProgress } from '../runtime.js';
+import { ENGINE, messageSchema, READ, stamps } from './common.js';
 import { KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection } from './resource-common.js';
 import { isManaged } from './servers.js';
+
+/** The longest a migrate call waits for its migration to end (then it answers with where it is). */
+const WAIT_LIMIT_S = 600;
 
 export const migrationSchema = z.object({
   migration_uuid: z.string(),
@@ -19,8 +23,18 @@ export const migrationSchema = z.object({
   migrate_volumes: z.boolean(),
   /** Whether volume data moves: migrate_volumes and both servers managed. */
   moves_data: z.boolean(),
-  status: z.string(),
-  progress: z.object({ volumes_total: z.number().int(), volumes_done: z.number().int(), bytes: z.number().int() }).partial(),
+  status: z.string().describe('pending, copying, finished, failed or cancelled.'),
+  progress: z
+    .object({
+      phase: z.string().describe('queued, pre-copy (while it runs), final-sync (stopped), verify, switch, done.'),
+      round: z.number().int(),
+      volumes_total: z.number().int(),
+      volumes_done: z.number().int(),
+      bytes: z.number().int().describe('Bytes sent so far, every round counted.'),
+      bytes_total: z.number().int().describe('Bytes of its files at the last snapshot.'),
+    })
+    .partial(),
+  downtime_ms: z.number().int().nullable().describe('How long it was stopped: from the stop on the source to the switch.'),
   error: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -43,8 +57,9 @@ async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow
     migrate_volumes: m.migrate_volumes === 1,
     moves_data: m.moves_data === 1,
     status: m.status,
-    // Only the public counters: the job also keeps its own bookkeeping in there (staged volumes).
-    progress: (({ volumes_total, volumes_done, bytes }) => ({ volumes_total, volumes_done, bytes }))(JSON.parse(m.progress) as Record<string, number>),
+    // Only the public counters (a migration from an older berth has fewer).
+    progress: (({ phase, round, volumes_total, volumes_done, bytes, bytes_total }) => ({ phase, round, volumes_total, volumes_done, bytes, bytes_total }))(JSON.parse(m.progress) as Record<string, never>),
+    downtime_ms: m.downtime_ms,
     error: m.error,
     created_at: m.created_at,
     updated_at: m.updated_at,
@@ -62,10 +77,15 @@ export function migrateOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `migrate_${singular}`,
-    summary: `Move a ${singular} to another destination/server: stops it, moves volume data when both servers are managed, does not redeploy.`,
+    summary: `Move a ${singular} to another destination/server with its volume data (copied while it runs, stopped for the last pass), does not redeploy.`,
     permission: 'write',
     toolset: TOOLSET_OF[collection],
-    input: z.strictObject({ uuid: uuidParam, destination_uuid: uuidParam, migrate_volumes: z.boolean().default(true) }),
+    input: z.strictObject({
+      uuid: uuidParam,
+      destination_uuid: uuidParam,
+      migrate_volumes: z.boolean().default(true),
+      wait: z.boolean().optional().describe(`Wait (up to ${WAIT_LIMIT_S} s) for the migration to end instead of answering at once; an MCP call with a progress token waits unless this is false.`),
+    }),
     output: z.object({
       message: z.string(),
       uuid: z.string(),
@@ -76,6 +96,7 @@ export function migrateOperation(collection: Collection) {
       volume_jobs: z.number().int(),
       migration_uuid: z.string(),
       status: z.string(),
+      downtime_ms: z.number().int().nullable().optional(),
     }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/migrate` },
@@ -117,10 +138,17 @@ export function migrateOperation(collection: Collection) {
             ? 'It has no persistent volumes.'
             : !movesData
               ? 'One of the servers is not managed by berth (no validated engine), so no volume data moves.'
-              : `Its ${volumes.length} volume(s) are being copied to the new server; it moves there when the copy is verified (follow migration ${migrationUuid}).`;
+              : `Its ${volumes.length} volume(s) are copied to the new server while it runs; it is stopped only for the last pass, and moves there when the copy is verified (follow migration ${migrationUuid}).`;
       const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
-      const result = (status: string) => ({
-        message: status === 'finished' ? `${label} stopped and moved to the new destination. ${why} Redeploy when ready.` : status === 'failed' ? `${label} migration failed; it stays on its old destination.` : `${label} stopped. ${why} Redeploy when it has moved.`,
+      const result = (status: string, downtimeMs: number | null = null) => ({
+        message:
+          status === 'finished'
+            ? `${label} stopped and moved to the new destination. ${why} Redeploy when ready.`
+            : status === 'failed' || status === 'cancelled'
+              ? `${label} migration ${status}; it stays on its old destination as it was.`
+              : movesData
+                ? `${label} migration started. ${why} Redeploy when it has moved.`
+                : `${label} stopped. ${why} Redeploy when it has moved.`,
         uuid: r.uuid,
         destination_uuid: target.uuid,
         migrate_volumes: i.migrate_volumes,
@@ -129,6 +157,7 @@ export function migrateOperation(collection: Collection) {
         volume_jobs: movesData ? volumes.length : 0,
         migration_uuid: migrationUuid,
         status,
+        ...(status === 'finished' && movesData ? { downtime_ms: downtimeMs } : {}),
       });
 
       if (!movesData) {
@@ -147,7 +176,7 @@ export function migrateOperation(collection: Collection) {
       const m = await db.transaction().execute(async (trx) => {
         const inserted = await trx
           .insertInto('migrations_jobs')
-          .values({ ...row, status: 'pending', progress: JSON.stringify({ volumes_total: volumes.length, volumes_done: 0, bytes: 0 }), finished_at: null })
+          .values({ ...row, status: 'pending', progress: JSON.stringify({ phase: 'queued', round: 0, volumes_total: volumes.length, volumes_done: 0, bytes: 0, bytes_total: 0 }), finished_at: null })
           .returning('id')
           .executeTakeFirstOrThrow();
         await trx.updateTable('resources').set({ status: 'migrating', updated_at: nowIso() }).where('id', '=', r.id).execute();
@@ -159,10 +188,11 @@ export function migrateOperation(collection: Collection) {
         // total is not known up front), and an update that moved no bytes is not sent.
         let sent = -1;
         const onProgress = ctx.progress
-          ? (p: { volumes_total: number; volumes_done: number; bytes: number; current_volume?: string }) => {
+          ? (p: MigrationProgress) => {
               if (p.bytes <= sent) return;
               sent = p.bytes;
-              void ctx.progress!({ progress: p.bytes, message: `${p.volumes_done}/${p.volumes_total} volumes, ${p.bytes} bytes${p.current_volume ? ` (copying ${p.current_volume})` : ''}` }).catch(() => undefined);
+              const total = p.bytes_total ? ` of ${p.bytes_total}` : '';
+              void ctx.progress!({ progress: p.bytes, message: `${p.phase} round ${p.round}: ${p.volumes_done}/${p.volumes_total} volumes, ${p.bytes} bytes sent${total}${p.current_volume ? ` (${p.current_volume})` : ''}` }).catch(() => undefined);
             }
           : undefined;
         ({ done } = await ctx.jobs.enqueueMigration(m.id, toServer.id, onProgress));
@@ -174,11 +204,13 @@ export function migrateOperation(collection: Collection) {
         });
         throw err;
       }
-      // A caller that asked for progress (an MCP progress token) waits for the transfer.
-      if (ctx.progress) {
-        await done.catch(() => undefined);
-        const final = await db.selectFrom('migrations_jobs').select('status').where('id', '=', m.id).executeTakeFirstOrThrow();
-        return result(final.status);
+      // A caller that asked to wait (or for progress: an MCP progress token) waits, bounded.
+      if (i.wait ?? (ctx.progress !== undefined)) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([done.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, WAIT_LIMIT_S * 1000)))]);
+        clearTimeout(timer);
+        const now = await db.selectFrom('migrations_jobs').select(['status', 'downtime_ms']).where('id', '=', m.id).executeTakeFirstOrThrow();
+        return result(now.status, now.downtime_ms);
       }
       return result('pending');
     },
@@ -211,6 +243,23 @@ export const migrationOperations = [
     http: { method: 'GET', path: '/api/v1/migrations/{uuid}' },
     async run({ db, caller }, { uuid }) {
       return migrationView(db, await owned(db, 'migrations_jobs', uuid, caller.teamId));
+    },
+  }),
+  defineOperation({
+    name: 'cancel_migration',
+    summary: 'Cancel a migration before its switch: the copy stops, what it wrote on the target is removed, the resource stays as it was.',
+    permission: 'write',
+    toolset: 'deployments',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: messageSchema,
+    annotations: ENGINE,
+    http: { method: 'POST', path: '/api/v1/migrations/{uuid}/cancel' },
+    async run({ db, caller, jobs }, { uuid }) {
+      const m = await owned(db, 'migrations_jobs', uuid, caller.teamId);
+      if (!(await jobs.cancelMigration(m.id))) {
+        throw new BerthError('conflict', { message: `Migration ${uuid} is ${m.status === 'copying' ? 'switching over' : m.status} and can no longer be cancelled.` });
+      }
+      return { message: 'Migration cancelled; the resource stays where it was.' };
     },
   }),
 ];

@@ -1,0 +1,244 @@
+/**
+ * Keeps a copy of a volume on another engine in step with the source, in rounds, while the
+ * source may still be in use: the way a migration moves data with a pause that does not grow
+ * with the volume.
+ *
+ *   engine A: helper S (source volume, read-only, idling)      engine B: helper T (staging volume)
+ *   round 1  S snapshots; GET S archive of the whole volume ──► PUT into T (streamed, never held)
+ *   round k  S snapshots and picks what changed since the last snapshot began (sync-scripts.ts);
+ *            T removes what the source no longer has; S tars the changes ──► PUT into T
+ *   verify   both list what they store; T mends owners and modes an archive did not carry; the
+ *            lists must be identical (and, on request, every file's sha256)
+ *
+ * Both helpers run an idle loop so every step is an exec (tens of ms) rather than a new
+ * container. They carry the caller's labels, and are removed by close() (never the volumes).
+ * The source volume is mounted read-only and only read.
+ */
+import { randomUUID } from 'node:crypto';
+import { PassThrough, Readable } from 'node:stream';
+import { ensureImage, type EngineClient } from './engine.js';
+import { NotFoundError, VerificationError } from './errors.js';
+import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceLists, sourceRound, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
+import { transferArchive } from './archive-relay.js';
+
+export const HELPER_LABEL = 'berth.volume-copy';
+
+export interface SyncSide {
+  engine: EngineClient;
+  volume: string;
+}
+
+export interface SyncOptions {
+  from: SyncSide;
+  /** The destination (a staging volume the caller chose): created when missing, must be empty. */
+  to: SyncSide & { labels?: Record<string, string> };
+  /** Image of the helpers: needs busybox (sh, find, stat, awk, sort, tar, sha256sum). */
+  helperImage: string;
+  helperLabels?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface RoundResult {
+  /** 1 for the full copy, then 2, 3, … */
+  round: number;
+  /** Entries and regular-file bytes the source holds at this round's snapshot. */
+  entries: number;
+  totalBytes: number;
+  /** What this round sent: entries, their file bytes, and archive bytes on the wire. */
+  sentEntries: number;
+  sentBytes: number;
+  transferredBytes: number;
+  /** Entries removed from the target because the source no longer had them (or changed type). */
+  removed: number;
+}
+
+export interface SyncProgress {
+  round: number;
+  /** Archive bytes moved in this round so far. */
+  transferredBytes: number;
+  /** In the first round: regular files and their bytes seen so far. */
+  counts?: { files: number; bytes: number };
+}
+
+export interface VerifyResult {
+  entries: number;
+  files: number;
+  bytes: number;
+  /** Entries whose owner or mode the target had to mend (podman's archives lose owners). */
+  mended: number;
+  checksums: boolean;
+}
+
+export class DestinationNotEmptyError extends Error {
+  override name = 'DestinationNotEmptyError';
+}
+
+/** `<entries> <files> <bytes> <sha256>` of a verification list. */
+function listSummary(engine: EngineClient, text: string): { entries: number; files: number; bytes: number; sha256: string } {
+  const parts = text.trim().split(/\s+/);
+  const [entries, files, bytes] = parts.slice(0, 3).map(Number) as [number, number, number];
+  const sha256 = parts[3] ?? '';
+  if (parts.length !== 4 || ![entries, files, bytes].every(Number.isSafeInteger) || !/^[0-9a-f]{64}$/.test(sha256)) {
+    throw new Error(`volume helper on ${engine.endpoint} printed ${JSON.stringify(text.slice(0, 300))}`);
+  }
+  // Every list holds at least the volume root (`.`): an empty one means the listing did not run.
+  if (entries < 1) throw new Error(`volume helper on ${engine.endpoint} listed nothing`);
+  return { entries, files, bytes, sha256 };
+}
+
+const summaryOf = (engine: EngineClient, text: string, count: number): number[] => {
+  const parts = text.trim().split(/\s+/);
+  const nums = parts.slice(0, count).map(Number);
+  if (parts.length < count || nums.some((n) => !Number.isSafeInteger(n))) throw new Error(`volume helper on ${engine.endpoint} printed ${JSON.stringify(text.slice(0, 300))}`);
+  return nums;
+};
+
+export class VolumeSync {
+  private src = '';
+  private dst = '';
+  private rounds = 0;
+  private readonly o: SyncOptions;
+
+  private constructor(o: SyncOptions) {
+    this.o = o;
+  }
+
+  /** Starts both helpers (creating the destination volume when missing). Close it whatever happens. */
+  static async open(o: SyncOptions): Promise<VolumeSync> {
+    const s = new VolumeSync(o);
+    try {
+      await s.start();
+    } catch (err) {
+      await s.close();
+      throw err;
+    }
+    return s;
+  }
+
+  private async start(): Promise<void> {
+    const { from, to, signal } = this.o;
+    signal?.throwIfAborted();
+    await from.engine.inspectVolume(from.volume, { signal });
+    try {
+      await to.engine.inspectVolume(to.volume, { signal });
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+      await to.engine.createVolume(to.volume, { labels: to.labels ?? {}, signal });
+    }
+    await Promise.all([ensureImage(from.engine, this.o.helperImage, { signal }), ensureImage(to.engine, this.o.helperImage, { signal })]);
+    const helper = async (side: SyncSide, readOnly: boolean) => {
+      const { Id } = await side.engine.createContainer(
+        `berth-vcopy-${randomUUID().slice(0, 13)}`,
+        {
+          image: this.o.helperImage,
+          cmd: IDLE,
+          volumes: [{ volume: side.volume, target: MOUNT, readOnly, noCopy: true }],
+          networkMode: 'none',
+          labels: { [HELPER_LABEL]: readOnly ? 'source' : 'destination', ...this.o.helperLabels },
+        },
+        { signal },
+      );
+      return Id;
+    };
+    [this.src, this.dst] = await Promise.all([helper(from, true), helper(to, false)]);
+    await Promise.all([from.engine.startContainer(this.src, { signal }), to.engine.startContainer(this.dst, { signal })]);
+    await this.run(to, this.dst, `mkdir -p ${WORK_DIR}`);
+  }
+
+  /** Runs a script in a helper; its stdout, or an error with its output. */
+  private async run(side: SyncSide, id: string, script: string): Promise<{ stdout: string; stderr: string }> {
+    const r = await side.engine.execScript(id, script, { signal: this.o.signal });
+    if (r.exitCode !== 0) {
+      throw new Error(`volume helper on ${side.engine.endpoint} (volume ${side.volume}) exited with ${r.exitCode}: ${`${r.stdout}\n${r.stderr}`.trim().slice(0, 500)}`);
+    }
+    return r;
+  }
+
+  /** Copies the source's W/out directory (snapshot, lists) into the target's W. */
+  private async shipOut(): Promise<void> {
+    const { from, to, signal } = this.o;
+    await to.engine.putArchive(this.dst, WORK_DIR, await from.engine.getArchive(this.src, OUT_DIR, { signal }), { signal });
+  }
+
+  /**
+   * One round. The first sends the whole volume (the target must be empty); later ones send what
+   * changed since the previous round's snapshot and remove what is gone.
+   */
+  async round(onProgress?: (p: SyncProgress) => void): Promise<RoundResult> {
+    const { from, to, signal } = this.o;
+    const round = ++this.rounds;
+    if (round === 1) {
+      const empty = (await this.run(to, this.dst, isEmpty)).stdout.trim();
+      if (empty !== 'empty') throw new DestinationNotEmptyError(`destination volume ${to.volume} on ${to.engine.endpoint} is not empty`);
+    }
+    const [entries = 0, totalBytes = 0, changed = 0, changedBytes = 0, batches = 0] = summaryOf(from.engine, (await this.run(from, this.src, sourceRound(round === 1))).stdout, 5);
+    const progress = (transferredBytes: number, counts?: { files: number; bytes: number }) => onProgress?.({ round, transferredBytes, ...(counts ? { counts } : {}) });
+    if (round === 1) {
+      const rootStat = await from.engine.statPath(this.src, MOUNT, { signal });
+      const moved = await transferArchive({ from: from.engine, to: to.engine, src: this.src, dst: this.dst, rootStat, signal, onChunk: (n, counts) => progress(n, { ...counts }) });
+      return { round, entries, totalBytes, sentEntries: entries, sentBytes: totalBytes, transferredBytes: moved, removed: 0 };
+    }
+    await this.shipOut();
+    const removed = summaryOf(to.engine, (await this.run(to, this.dst, targetPrune)).stdout, 1)[0] ?? 0;
+    let transferredBytes = 0;
+    for (let n = 0; n < batches; n++) {
+      const { output, exitCode } = await from.engine.exec(this.src, ['sh', '-c', sourceBatch(n)], { signal });
+      const tar = new PassThrough({ highWaterMark: 1024 * 1024 });
+      let stderr = '';
+      const pump = (async () => {
+        try {
+          for await (const f of output) {
+            if (f.stream === 'stdout') {
+              transferredBytes += f.data.length;
+              if (!tar.write(f.data)) await new Promise((r) => tar.once('drain', r));
+              progress(transferredBytes);
+            } else if (f.stream === 'stderr' && stderr.length < 2000) stderr += f.data.toString('utf8');
+          }
+          tar.end();
+        } catch (err) {
+          tar.destroy(err as Error);
+          throw err;
+        }
+      })();
+      await Promise.all([to.engine.putArchive(this.dst, MOUNT, tar as Readable, { signal }), pump]);
+      const code = await exitCode();
+      if (code !== 0) throw new Error(`tar of changed entries on ${from.engine.endpoint} exited with ${code}: ${stderr.trim().slice(0, 500)}`);
+    }
+    return { round, entries, totalBytes, sentEntries: changed, sentBytes: changedBytes, transferredBytes, removed };
+  }
+
+  /**
+   * Compares what both volumes store (after one more round, when the source may have changed):
+   * a VerificationError naming the differences unless they are identical. With `withChecksums`,
+   * every file's sha256 is compared too (computed inside both engines).
+   */
+  async verify(withChecksums = false): Promise<VerifyResult> {
+    const { from, to } = this.o;
+    const source = listSummary(from.engine, (await this.run(from, this.src, sourceLists)).stdout);
+    await this.shipOut();
+    const r = await this.run(to, this.dst, targetVerify);
+    const [mendedText = '', ...rest] = r.stdout.trim().split(/\s+/);
+    const target = listSummary(to.engine, rest.join(' '));
+    if (target.sha256 !== source.sha256 || target.entries !== source.entries) {
+      const counts = `${source.entries} entries, ${source.files} files, ${source.bytes} bytes → ${target.entries} entries, ${target.files} files, ${target.bytes} bytes`;
+      const lines = r.stderr.split('\n').filter(Boolean);
+      throw new VerificationError(`volume ${to.volume} (${to.engine.endpoint}) does not match ${from.volume} (${from.engine.endpoint}): ${counts}; ${lines.slice(0, 5).join('; ')}`, [counts, ...lines]);
+    }
+    if (withChecksums) {
+      const [a, b] = await Promise.all([this.run(from, this.src, checksums), this.run(to, this.dst, checksums)]);
+      if (a.stdout.trim() !== b.stdout.trim()) {
+        throw new VerificationError(`file contents of ${to.volume} (${to.engine.endpoint}) differ from ${from.volume} (${from.engine.endpoint}): sha256 lists ${a.stdout.trim()} → ${b.stdout.trim()}`, ['sha256 lists differ']);
+      }
+    }
+    return { entries: source.entries, files: source.files, bytes: source.bytes, mended: Number(mendedText) || 0, checksums: withChecksums };
+  }
+
+  /** Removes both helpers (never the volumes), whatever state they are in. */
+  async close(): Promise<void> {
+    const { from, to } = this.o;
+    await Promise.allSettled([
+      this.src ? from.engine.removeContainer(this.src, { force: true, removeVolumes: false }) : undefined,
+      this.dst ? to.engine.removeContainer(this.dst, { force: true, removeVolumes: false }) : undefined,
+    ]);
+  }
+}
