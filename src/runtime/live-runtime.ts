@@ -284,6 +284,7 @@ export class LiveRuntime implements Runtime {
       }
       /** One round over every volume; resolves the file bytes it sent. */
       const roundAll = async (phase: MigrationProgress['phase']) => {
+        const sourceInUse = phase === 'pre-copy';
         const base = state.bytes;
         const moved = new Array<number>(syncs.length).fill(0);
         let lastReport = 0;
@@ -295,7 +296,7 @@ export class LiveRuntime implements Runtime {
               if (now - lastReport < 250) return;
               lastReport = now;
               void report({ bytes: base + moved.reduce((a, b) => a + b, 0), current_volume: volumes[i]!.storage.name }).catch(() => undefined);
-            }),
+            }, { sourceInUse }),
           ),
         );
         await report({ phase, round: results[0]?.round ?? state.round, bytes: base + results.reduce((a, x) => a + x.transferredBytes, 0), bytes_total: results.reduce((a, x) => a + x.totalBytes, 0) });
@@ -305,7 +306,7 @@ export class LiveRuntime implements Runtime {
       for (const [i, s] of syncs.entries()) {
         await report({ round: 1, current_volume: volumes[i]!.storage.name });
         const before = state.bytes;
-        const res = await s.round((p) => void report({ bytes: before + p.transferredBytes }).catch(() => undefined));
+        const res = await s.round((p) => void report({ bytes: before + p.transferredBytes }).catch(() => undefined), { sourceInUse: true });
         await report({ bytes: before + res.transferredBytes, bytes_total: state.bytes_total + res.totalBytes });
       }
       // Rounds of differences while the resource runs, until small or no longer shrinking.

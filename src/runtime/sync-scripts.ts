@@ -61,9 +61,16 @@ cp ${W}/snap ${W}/out/snap
 awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { p = substr($0, index($0, "|") + 1); if (b > 0 && b + length(p) > 131072) { n++; b = 0 } print p > (dir "/batch." n); b += length(p) + 1 }' ${W}/changed
 echo "$(wc -l < ${W}/snap) $(awk -F'|' '$1 == "f" { s += $3 } END { printf "%.0f", s }' ${W}/snap) $(wc -l < ${W}/changed) $(awk -F'|' '{ s += $1 } END { printf "%.0f", s }' ${W}/changed) $(ls ${W} | grep -c '^batch\\.' || true)"`;
 
-/** Source: one batch of changed entries as a tar on stdout (names from a file, no recursion). */
+/**
+ * Source: one batch of changed entries as a tar on stdout (names from a file, no recursion).
+ * While the source is in use an entry may vanish after the snapshot: it is skipped (the target
+ * loses it at the next round, whose snapshot lacks it); one that vanishes while tar runs makes
+ * tar complain, which the caller tolerates then.
+ */
 export const sourceBatch = (n: number) => `cd ${MOUNT}; set --
-while IFS= read -r p; do set -- "$@" "$p"; done < ${W}/batch.${n}
+while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then set -- "$@" "$p"; fi; done < ${W}/batch.${n}
+# All of them gone: the volume root alone (a tar needs one entry; sending it changes nothing).
+[ $# -gt 0 ] || set -- .
 exec tar -cf - --no-recursion -- "$@"`;
 
 /**

@@ -162,9 +162,10 @@ export class VolumeSync {
 
   /**
    * One round. The first sends the whole volume (the target must be empty); later ones send what
-   * changed since the previous round's snapshot and remove what is gone.
+   * changed since the previous round's snapshot and remove what is gone. `sourceInUse`: entries
+   * may vanish while the round runs (they are left to the next round).
    */
-  async round(onProgress?: (p: SyncProgress) => void): Promise<RoundResult> {
+  async round(onProgress?: (p: SyncProgress) => void, opts: { sourceInUse?: boolean } = {}): Promise<RoundResult> {
     const { from, to, signal } = this.o;
     const round = ++this.rounds;
     if (round === 1) {
@@ -202,7 +203,9 @@ export class VolumeSync {
       })();
       await Promise.all([to.engine.putArchive(this.dst, MOUNT, tar as Readable, { signal }), pump]);
       const code = await exitCode();
-      if (code !== 0) throw new Error(`tar of changed entries on ${from.engine.endpoint} exited with ${code}: ${stderr.trim().slice(0, 500)}`);
+      // An entry removed while tar ran (the source still in use) is gone at the next snapshot too.
+      const vanished = opts.sourceInUse && stderr.trim().split('\n').every((l) => /No such file or directory/.test(l));
+      if (code !== 0 && !vanished) throw new Error(`tar of changed entries on ${from.engine.endpoint} exited with ${code}: ${stderr.trim().slice(0, 500)}`);
     }
     return { round, entries, totalBytes, sentEntries: changed, sentBytes: changedBytes, transferredBytes, removed };
   }

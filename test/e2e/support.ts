@@ -14,24 +14,40 @@ import { call, type Reply } from '../helpers/server.js';
 export const SLEEPER_IMAGE = 'localhost/berth-sleeper:latest';
 export const KEEP_RUNNING = `trap 'exit 0' TERM INT; while :; do sleep 1; done`;
 
-/** Imports the sleeper image on both engines from the busybox rootfs engines.sh built (idempotent). */
-export function ensureSleeperImage(engines: TestEngines): void {
+/**
+ * An image whose command keeps writing to /data until SIGTERM: appends to a log, rewrites a small
+ * state file, makes and removes temporary files, and rewrites 4 KiB inside /data/big.bin in place.
+ */
+export const WRITER_IMAGE = 'localhost/berth-writer:latest';
+export const KEEP_WRITING = `trap 'exit 0' TERM INT; mkdir -p /data/logs /data/tmp; i=0; while :; do i=$((i + 1)); echo "line $i" >> /data/logs/app.log; head -c $((i % 3000 + 1)) /dev/urandom > /data/state.bin; : > /data/tmp/t$i; rm -f /data/tmp/t$((i - 5)); if [ -f /data/big.bin ] && [ $((i % 20)) -eq 0 ]; then dd if=/dev/urandom of=/data/big.bin bs=4096 count=1 seek=$((i % 1000)) conv=notrunc 2>/dev/null; fi; sleep 0.02; done`;
+
+function importImage(engines: TestEngines, image: string, command: string): void {
   const rootfs = path.join(engines.dir, 'busybox-rootfs.tar');
   if (!existsSync(rootfs)) throw new Error(`${rootfs} missing: engines.sh up builds it`);
   for (const e of ['a', 'b'] as const) {
     try {
-      engines.podman(e, ['image', 'exists', SLEEPER_IMAGE]);
+      engines.podman(e, ['image', 'exists', image]);
       continue;
     } catch {
       // not there yet
     }
     engines.podman(e, [
       'import', '--quiet',
-      '--change', `CMD ["sh","-c",${JSON.stringify(KEEP_RUNNING)}]`,
+      '--change', `CMD ["sh","-c",${JSON.stringify(command)}]`,
       '--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      rootfs, SLEEPER_IMAGE,
+      rootfs, image,
     ]);
   }
+}
+
+/** Imports the sleeper image on both engines from the busybox rootfs engines.sh built (idempotent). */
+export function ensureSleeperImage(engines: TestEngines): void {
+  importImage(engines, SLEEPER_IMAGE, KEEP_RUNNING);
+}
+
+/** Imports the writer image on both engines (idempotent). */
+export function ensureWriterImage(engines: TestEngines): void {
+  importImage(engines, WRITER_IMAGE, KEEP_WRITING);
 }
 
 export class Api {
