@@ -17,12 +17,11 @@ export interface ArchiveTransfer {
   /** The source volume root's mode and mtime (podman's `path/.` archives leave the root out). */
   rootStat: { mode: number; mtime: string };
   signal?: AbortSignal | undefined;
-  /** Every chunk passed on: archive bytes so far, and the regular files and their bytes seen. */
-  onChunk?: (transferredBytes: number, counts: { files: number; bytes: number }) => void;
+  /** Every chunk passed on: archive bytes so far, and (with `count`) the regular files and their bytes seen. */
+  onChunk?: (transferredBytes: number, counts?: { files: number; bytes: number }) => void;
+  /** Parse the archive as it passes to count files and bytes (costs CPU; migrations do not need it). */
+  count?: boolean;
 }
-
-/** Archive bytes gathered before they are passed on (see transferArchive). */
-const GATHER_BYTES = 256 * 1024;
 
 /**
  * Relays the source volume's archive into the destination helper: GET from one engine piped to a
@@ -39,13 +38,15 @@ export async function transferArchive(t: ArchiveTransfer): Promise<number> {
 
   const upload = new PassThrough({ highWaterMark: 1024 * 1024 });
   const counts = { files: 0, bytes: 0 };
-  const sink = new ManifestSink({
-    hash: false,
-    onFile: (size) => {
-      counts.files++;
-      counts.bytes += size;
-    },
-  });
+  const sink = t.count
+    ? new ManifestSink({
+        hash: false,
+        onFile: (size) => {
+          counts.files++;
+          counts.bytes += size;
+        },
+      })
+    : undefined;
   // `path/.` archives of podman leave out the directory itself; a leading `./` entry carries the
   // volume root's mode to the destination (Docker sends its own `./`, which then wins).
   const mtime = new Date(t.rootStat.mtime);
@@ -61,40 +62,25 @@ export async function transferArchive(t: ArchiveTransfer): Promise<number> {
   let transferredBytes = 0;
   try {
     const archive = await from.getArchive(t.src, `${MOUNT}/.`, { signal: innerSignal });
-    // Small chunks are gathered before they go on: thousands of tiny chunks make every stage
-    // (stream plumbing, the engine reading a chunked upload) pay per chunk.
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    const forward = async (chunk: Buffer) => {
-      const okUpload = upload.write(chunk);
-      const okSink = sink.write(chunk);
-      if (!okUpload || !okSink) {
-        await Promise.all([okUpload ? undefined : once(upload, 'drain', { signal: innerSignal }), okSink ? undefined : sink.drained(innerSignal)]);
-      }
-      t.onChunk?.(transferredBytes, counts);
-    };
     for await (const chunk of archive as AsyncIterable<Buffer>) {
       transferredBytes += chunk.length;
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (pendingBytes >= GATHER_BYTES) {
-        const batch = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-        pending = [];
-        pendingBytes = 0;
-        await forward(batch);
+      const okUpload = upload.write(chunk);
+      const okSink = sink ? sink.write(chunk) : true;
+      if (!okUpload || !okSink) {
+        await Promise.all([okUpload ? undefined : once(upload, 'drain', { signal: innerSignal }), okSink ? undefined : sink!.drained(innerSignal)]);
       }
+      t.onChunk?.(transferredBytes, sink ? counts : undefined);
     }
-    if (pendingBytes > 0) await forward(Buffer.concat(pending, pendingBytes));
     upload.end();
-    sink.end();
+    sink?.end();
     await put;
-    await sink.done;
-    t.onChunk?.(transferredBytes, counts);
+    await sink?.done;
+    t.onChunk?.(transferredBytes, sink ? counts : undefined);
     return transferredBytes;
   } catch (err) {
     inner.abort(err);
     upload.destroy();
-    sink.abort(err instanceof Error ? err : new Error(String(err)));
+    sink?.abort(err instanceof Error ? err : new Error(String(err)));
     await put.catch(() => undefined);
     // Prefer the root cause: the caller's abort, or the upload's failure, over "aborted" echoes.
     if (signal?.aborted) throw signal.reason;

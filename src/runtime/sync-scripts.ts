@@ -39,13 +39,12 @@ const SNAPSHOT = (out: string) => `{ find . -type d -exec stat -c 'd|%z|0|%n' {}
 const AWK_PATH = 'function path(l) { l = substr(l, index(l, "|") + 1); l = substr(l, index(l, "|") + 1); return substr(l, index(l, "|") + 1) }';
 
 /**
- * Source, every round: a new snapshot, the entries to send (`changed`, in batches of names the
- * shell can pass to tar at once) and their bytes. Prints
- * `<entries> <total file bytes> <changed entries> <changed bytes> <batches>`.
+ * The snapshot and choice every round makes on the source: a new snapshot, the entries to send
+ * (`changed`: `size|path`, in batch files of names the shell can pass to tar at once), and
+ * W/stats: `<entries> <total file bytes> <changed entries> <changed bytes> <batches>`.
  * `first`: nothing is chosen (the first round sends everything by a plain archive).
  */
-export const sourceRound = (first: boolean) => `${STRICT}; cd ${MOUNT}
-${NO_NEWLINE_NAMES}
+const SNAPSHOT_AND_CHOOSE = (first: boolean) => `${NO_NEWLINE_NAMES}
 mkdir -p ${W}/out; rm -f ${W}/out/* ${W}/batch.*
 touch ${W}/mark; stat -c %z ${W}/mark | cut -c 1-19 > ${W}/start.new
 ${SNAPSHOT(`${W}/snap.new`)}
@@ -59,7 +58,12 @@ ${
 mv ${W}/snap.new ${W}/snap; mv ${W}/start.new ${W}/start
 cp ${W}/snap ${W}/out/snap
 awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { p = substr($0, index($0, "|") + 1); if (b > 0 && b + length(p) > 131072) { n++; b = 0 } print p > (dir "/batch." n); b += length(p) + 1 }' ${W}/changed
-echo "$(wc -l < ${W}/snap) $(awk -F'|' '$1 == "f" { s += $3 } END { printf "%.0f", s }' ${W}/snap) $(wc -l < ${W}/changed) $(awk -F'|' '{ s += $1 } END { printf "%.0f", s }' ${W}/changed) $(ls ${W} | grep -c '^batch\\.' || true)"`;
+echo "$(wc -l < ${W}/snap) $(awk -F'|' '$1 == "f" { s += $3 } END { printf "%.0f", s }' ${W}/snap) $(wc -l < ${W}/changed) $(awk -F'|' '{ s += $1 } END { printf "%.0f", s }' ${W}/changed) $(ls ${W} | grep -c '^batch\\.' || true)" > ${W}/out/stats`;
+
+/** Source, every round while it may be in use: snapshot and choice; prints W/out/stats. */
+export const sourceRound = (first: boolean) => `${STRICT}; cd ${MOUNT}
+${SNAPSHOT_AND_CHOOSE(first)}
+cat ${W}/out/stats`;
 
 /**
  * Source: one batch of changed entries as a tar on stdout (names from a file, no recursion).
@@ -67,10 +71,13 @@ echo "$(wc -l < ${W}/snap) $(awk -F'|' '$1 == "f" { s += $3 } END { printf "%.0f
  * loses it at the next round, whose snapshot lacks it); one that vanishes while tar runs makes
  * tar complain, which the caller tolerates then.
  */
-export const sourceBatch = (n: number) => `cd ${MOUNT}; set --
-while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then set -- "$@" "$p"; fi; done < ${W}/batch.${n}
+const BATCH_ARGS = (file: string) => `set --
+while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then set -- "$@" "$p"; fi; done < ${file}
 # All of them gone: the volume root alone (a tar needs one entry; sending it changes nothing).
-[ $# -gt 0 ] || set -- .
+[ $# -gt 0 ] || set -- .`;
+
+export const sourceBatch = (n: number) => `cd ${MOUNT}
+${BATCH_ARGS(`${W}/batch.${n}`)}
 exec tar -cf - --no-recursion -- "$@"`;
 
 /**
@@ -105,22 +112,54 @@ ${LIST(`${W}/out/list`)}
 ${META(`${W}/out/meta`)}
 echo "${SUMMARY(`${W}/out/list`)}"`;
 
-/**
- * Target, last: mends owners and modes that differ from the source's (chown first: it clears
- * setuid/setgid; symlinks only chown -h), lists itself and prints `<mended> <summary>`, then the
- * first differing lines on stderr.
- */
-export const targetVerify = `${STRICT}; cd ${MOUNT}
-${META(`${W}/meta`)}
+/** Mends every entry whose `uid:gid:mode` differs from the source's META list (W/out/meta). */
+const MEND = `${META(`${W}/meta`)}
 awk -F: 'NR == FNR { m[$0] = 1; next } !($0 in m)' ${W}/meta ${W}/out/meta > ${W}/mend
 while IFS= read -r line; do
   u=\${line%%:*}; r=\${line#*:}; g=\${r%%:*}; r=\${r#*:}; m=\${r%%:*}; p=\${r#*:}
   [ -e "$p" ] || [ -L "$p" ] || continue
   chown -h "$u:$g" "$p" || exit 3
   if [ ! -L "$p" ]; then chmod "$m" "$p" || exit 4; fi
-done < ${W}/mend
+done < ${W}/mend`;
+
+/**
+ * Target, last: mends owners and modes that differ from the source's (chown first: it clears
+ * setuid/setgid; symlinks only chown -h), lists itself and prints `<mended> <summary>`, then the
+ * first differing lines on stderr.
+ */
+export const targetVerify = `${STRICT}; cd ${MOUNT}
+${MEND}
 ${LIST(`${W}/list`)}
 echo "$(wc -l < ${W}/mend) ${SUMMARY(`${W}/list`)}"
+cmp -s ${W}/out/list ${W}/list || diff ${W}/out/list ${W}/list | grep '^[-+][^-+]' | head -n 20 >&2 || true`;
+
+/**
+ * Source, the last pass (it is stopped, so nothing moves): snapshot and choice, the verification
+ * lists, and the changed entries as tars, all in W/out; then W/out itself as one tar on stdout.
+ * One exec and one upload carry everything the target needs: the pause is made of round trips.
+ */
+export const sourceFinal = `${STRICT}; cd ${MOUNT}
+${SNAPSHOT_AND_CHOOSE(false)}
+${LIST(`${W}/out/list`)}
+${META(`${W}/out/meta`)}
+n=0; for b in ${W}/batch.*; do [ -e "$b" ] || break; (${BATCH_ARGS('"$b"')}; exec tar -cf ${W}/out/delta.$n.tar --no-recursion -- "$@"); n=$((n + 1)); done
+exec tar -cf - -C ${W} out`;
+
+/**
+ * Target, the last pass: removes what the source lacks, extracts the changes (owners and modes
+ * as the source's tar recorded them), mends what still differs, lists itself. Prints the source's
+ * stats, then `<mended> <target summary> <source summary>`; the first differing lines on stderr.
+ */
+export const targetFinal = `${STRICT}; cd ${MOUNT}
+${SNAPSHOT(`${W}/mine`)}
+awk -F'|' '${AWK_PATH}
+  NR == FNR { type[path($0)] = $1; next }
+  { p = path($0); if (p != "." && type[p] != $1) print p }' ${W}/out/snap ${W}/mine | sort -r > ${W}/remove
+while IFS= read -r p; do rm -rf -- "$p"; done < ${W}/remove
+for t in ${W}/out/delta.*.tar; do [ -e "$t" ] || break; tar -xf "$t" -C ${MOUNT}; done
+${MEND}
+${LIST(`${W}/list`)}
+echo "$(cat ${W}/out/stats) $(wc -l < ${W}/remove) $(wc -l < ${W}/mend) ${SUMMARY(`${W}/list`)} ${SUMMARY(`${W}/out/list`)}"
 cmp -s ${W}/out/list ${W}/list || diff ${W}/out/list ${W}/list | grep '^[-+][^-+]' | head -n 20 >&2 || true`;
 
 /** Either side, on request: every regular file's sha256, sorted by path; prints the list's own sha256. */

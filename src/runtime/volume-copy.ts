@@ -56,14 +56,17 @@ export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeRes
     const interval = opts.progressIntervalMs ?? 250;
     let last = 0;
     let counts: CopyProgress = { transferredBytes: 0, files: 0, bytes: 0 };
-    const round = await sync.round((p) => {
-      counts = { ...counts, transferredBytes: p.transferredBytes, ...p.counts };
-      const now = Date.now();
-      if (opts.onProgress && now - last >= interval) {
-        last = now;
-        opts.onProgress(counts);
-      }
-    });
+    const round = await sync.round(
+      (p) => {
+        counts = { ...counts, transferredBytes: p.transferredBytes, ...p.counts };
+        const now = Date.now();
+        if (opts.onProgress && now - last >= interval) {
+          last = now;
+          opts.onProgress(counts);
+        }
+      },
+      { count: opts.onProgress !== undefined },
+    );
     const v = await sync.verify(opts.checksums ?? false);
     opts.onProgress?.({ transferredBytes: round.transferredBytes, files: v.files, bytes: v.bytes });
     return {

@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { ensureImage, type EngineClient } from './engine.js';
 import { NotFoundError, VerificationError } from './errors.js';
-import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceLists, sourceRound, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
+import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceFinal, sourceLists, sourceRound, targetFinal, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
 import { transferArchive } from './archive-relay.js';
 
 export const HELPER_LABEL = 'berth.volume-copy';
@@ -163,9 +163,10 @@ export class VolumeSync {
   /**
    * One round. The first sends the whole volume (the target must be empty); later ones send what
    * changed since the previous round's snapshot and remove what is gone. `sourceInUse`: entries
-   * may vanish while the round runs (they are left to the next round).
+   * may vanish while the round runs (they are left to the next round). `count`: the first round
+   * reports files and bytes as they pass (parsing the archive).
    */
-  async round(onProgress?: (p: SyncProgress) => void, opts: { sourceInUse?: boolean } = {}): Promise<RoundResult> {
+  async round(onProgress?: (p: SyncProgress) => void, opts: { sourceInUse?: boolean; count?: boolean } = {}): Promise<RoundResult> {
     const { from, to, signal } = this.o;
     const round = ++this.rounds;
     if (round === 1) {
@@ -176,38 +177,87 @@ export class VolumeSync {
     const progress = (transferredBytes: number, counts?: { files: number; bytes: number }) => onProgress?.({ round, transferredBytes, ...(counts ? { counts } : {}) });
     if (round === 1) {
       const rootStat = await from.engine.statPath(this.src, MOUNT, { signal });
-      const moved = await transferArchive({ from: from.engine, to: to.engine, src: this.src, dst: this.dst, rootStat, signal, onChunk: (n, counts) => progress(n, { ...counts }) });
+      const moved = await transferArchive({ from: from.engine, to: to.engine, src: this.src, dst: this.dst, rootStat, signal, count: opts.count ?? false, onChunk: (n, counts) => progress(n, counts && { ...counts }) });
       return { round, entries, totalBytes, sentEntries: entries, sentBytes: totalBytes, transferredBytes: moved, removed: 0 };
     }
     await this.shipOut();
     const removed = summaryOf(to.engine, (await this.run(to, this.dst, targetPrune)).stdout, 1)[0] ?? 0;
     let transferredBytes = 0;
     for (let n = 0; n < batches; n++) {
-      const { output, exitCode } = await from.engine.exec(this.src, ['sh', '-c', sourceBatch(n)], { signal });
-      const tar = new PassThrough({ highWaterMark: 1024 * 1024 });
-      let stderr = '';
-      const pump = (async () => {
-        try {
-          for await (const f of output) {
-            if (f.stream === 'stdout') {
-              transferredBytes += f.data.length;
-              if (!tar.write(f.data)) await new Promise((r) => tar.once('drain', r));
-              progress(transferredBytes);
-            } else if (f.stream === 'stderr' && stderr.length < 2000) stderr += f.data.toString('utf8');
-          }
-          tar.end();
-        } catch (err) {
-          tar.destroy(err as Error);
-          throw err;
-        }
-      })();
-      await Promise.all([to.engine.putArchive(this.dst, MOUNT, tar as Readable, { signal }), pump]);
-      const code = await exitCode();
-      // An entry removed while tar ran (the source still in use) is gone at the next snapshot too.
-      const vanished = opts.sourceInUse && stderr.trim().split('\n').every((l) => /No such file or directory/.test(l));
-      if (code !== 0 && !vanished) throw new Error(`tar of changed entries on ${from.engine.endpoint} exited with ${code}: ${stderr.trim().slice(0, 500)}`);
+      transferredBytes += await this.pipeExec(sourceBatch(n), MOUNT, (moved) => progress(transferredBytes + moved), opts.sourceInUse ?? false);
     }
     return { round, entries, totalBytes, sentEntries: changed, sentBytes: changedBytes, transferredBytes, removed };
+  }
+
+  /**
+   * Runs a script on the source whose stdout is a tar, and extracts it into `path` on the target
+   * as it comes. Resolves the bytes moved. `vanishing`: tar's complaints about entries removed
+   * while it ran are not failures (the source is in use; the next round sees them gone).
+   */
+  private async pipeExec(script: string, path: string, onBytes: (n: number) => void, vanishing: boolean): Promise<number> {
+    const { from, to, signal } = this.o;
+    const { output, exitCode } = await from.engine.exec(this.src, ['sh', '-c', script], { signal });
+    const tar = new PassThrough({ highWaterMark: 1024 * 1024 });
+    let stderr = '';
+    let moved = 0;
+    const pump = (async () => {
+      try {
+        for await (const f of output) {
+          if (f.stream === 'stdout') {
+            moved += f.data.length;
+            if (!tar.write(f.data)) await new Promise((r) => tar.once('drain', r));
+            onBytes(moved);
+          } else if (f.stream === 'stderr' && stderr.length < 2000) stderr += f.data.toString('utf8');
+        }
+        tar.end();
+      } catch (err) {
+        tar.destroy(err as Error);
+        throw err;
+      }
+    })();
+    await Promise.all([to.engine.putArchive(this.dst, path, tar as Readable, { signal }), pump]);
+    const code = await exitCode();
+    const vanished = vanishing && stderr.trim().split('\n').every((l) => /No such file or directory/.test(l));
+    if (code !== 0 && !vanished) throw new Error(`volume helper on ${from.engine.endpoint} (volume ${from.volume}) exited with ${code}: ${stderr.trim().slice(0, 500)}`);
+    return moved;
+  }
+
+  /**
+   * The last pass, with the source stopped: one exec on the source picks what changed and packs
+   * it with the verification lists, one upload carries that, one exec on the target applies it,
+   * mends owners and modes and lists itself; the lists must be identical (a VerificationError
+   * otherwise). With `withChecksums`, every file's sha256 is compared too.
+   */
+  async finalPass(opts: { checksums?: boolean; onProgress?: (p: SyncProgress) => void; onUploaded?: () => void } = {}): Promise<RoundResult & VerifyResult> {
+    const { to } = this.o;
+    const withChecksums = opts.checksums ?? false;
+    const round = ++this.rounds;
+    const transferredBytes = await this.pipeExec(sourceFinal, WORK_DIR, (n) => opts.onProgress?.({ round, transferredBytes: n }), false);
+    opts.onUploaded?.();
+    const r = await this.run(to, this.dst, targetFinal);
+    const parts = r.stdout.trim().split(/\s+/);
+    const [entries = 0, totalBytes = 0, sentEntries = 0, sentBytes = 0, , removed = 0, mended = 0] = summaryOf(to.engine, parts.join(' '), 7);
+    const target = listSummary(to.engine, parts.slice(7, 11).join(' '));
+    const source = listSummary(to.engine, parts.slice(11, 15).join(' '));
+    this.compare(source, target, r.stderr);
+    if (withChecksums) await this.compareChecksums();
+    return { round, entries, totalBytes, sentEntries, sentBytes, transferredBytes, removed, files: source.files, bytes: source.bytes, mended, checksums: withChecksums };
+  }
+
+  private compare(source: ReturnType<typeof listSummary>, target: ReturnType<typeof listSummary>, stderr: string): void {
+    const { from, to } = this.o;
+    if (target.sha256 === source.sha256 && target.entries === source.entries) return;
+    const counts = `${source.entries} entries, ${source.files} files, ${source.bytes} bytes → ${target.entries} entries, ${target.files} files, ${target.bytes} bytes`;
+    const lines = stderr.split('\n').filter(Boolean);
+    throw new VerificationError(`volume ${to.volume} (${to.engine.endpoint}) does not match ${from.volume} (${from.engine.endpoint}): ${counts}; ${lines.slice(0, 5).join('; ')}`, [counts, ...lines]);
+  }
+
+  private async compareChecksums(): Promise<void> {
+    const { from, to } = this.o;
+    const [a, b] = await Promise.all([this.run(from, this.src, checksums), this.run(to, this.dst, checksums)]);
+    if (a.stdout.trim() !== b.stdout.trim()) {
+      throw new VerificationError(`file contents of ${to.volume} (${to.engine.endpoint}) differ from ${from.volume} (${from.engine.endpoint}): sha256 lists ${a.stdout.trim()} → ${b.stdout.trim()}`, ['sha256 lists differ']);
+    }
   }
 
   /**
@@ -222,17 +272,8 @@ export class VolumeSync {
     const r = await this.run(to, this.dst, targetVerify);
     const [mendedText = '', ...rest] = r.stdout.trim().split(/\s+/);
     const target = listSummary(to.engine, rest.join(' '));
-    if (target.sha256 !== source.sha256 || target.entries !== source.entries) {
-      const counts = `${source.entries} entries, ${source.files} files, ${source.bytes} bytes → ${target.entries} entries, ${target.files} files, ${target.bytes} bytes`;
-      const lines = r.stderr.split('\n').filter(Boolean);
-      throw new VerificationError(`volume ${to.volume} (${to.engine.endpoint}) does not match ${from.volume} (${from.engine.endpoint}): ${counts}; ${lines.slice(0, 5).join('; ')}`, [counts, ...lines]);
-    }
-    if (withChecksums) {
-      const [a, b] = await Promise.all([this.run(from, this.src, checksums), this.run(to, this.dst, checksums)]);
-      if (a.stdout.trim() !== b.stdout.trim()) {
-        throw new VerificationError(`file contents of ${to.volume} (${to.engine.endpoint}) differ from ${from.volume} (${from.engine.endpoint}): sha256 lists ${a.stdout.trim()} → ${b.stdout.trim()}`, ['sha256 lists differ']);
-      }
-    }
+    this.compare(source, target, r.stderr);
+    if (withChecksums) await this.compareChecksums();
     return { entries: source.entries, files: source.files, bytes: source.bytes, mended: Number(mendedText) || 0, checksums: withChecksums };
   }
 
