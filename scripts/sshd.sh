@@ -104,6 +104,8 @@ cmd_up() {
   dir="$(cd "$dir" && pwd)"
   [ -f "$dir/host_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C berth-test-host -f "$dir/host_ed25519"
   write_config "$dir" "$port"
+  # /run is emptied at boot; sshd checks for its privilege separation directory even with -t.
+  mkdir -p /run/sshd
   "$SSHD" -t -f "$dir/sshd_config" || die "sshd rejected its config"
   start "$dir"
 }
