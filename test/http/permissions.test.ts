@@ -85,6 +85,23 @@ async function queuedDeployment(resourceUuid: string): Promise<string> {
   return uuid;
 }
 
+/** A migration parked as waiting in the store (never queued in this process), of a fresh resource. */
+async function pendingMigration(x: World): Promise<string> {
+  const resource = await s.db.selectFrom('resources').select(['id', 'team_id', 'destination_id', 'status']).where('uuid', '=', await freshResource('application', x)).executeTakeFirstOrThrow();
+  const target = await s.db.selectFrom('destinations').select('id').where('uuid', '=', x.destination2Uuid).executeTakeFirstOrThrow();
+  const uuid = newUuid();
+  const now = nowIso();
+  await s.db
+    .insertInto('migrations_jobs')
+    .values({
+      uuid, team_id: resource.team_id, resource_id: resource.id, from_destination_id: resource.destination_id, to_destination_id: target.id, migrate_volumes: 1, moves_data: 1,
+      status: 'pending', progress: '{}', error: null, finished_at: null, previous_status: resource.status, downtime_ms: null, created_at: now, updated_at: now,
+    })
+    .execute();
+  await s.db.updateTable('resources').set({ status: 'migrating' }).where('id', '=', resource.id).execute();
+  return uuid;
+}
+
 type Recipe = (x: World) => Promise<Record<string, string | undefined>>;
 
 /** Destructive operations act on an object made for the one call, so later cases keep their world. */
@@ -100,6 +117,8 @@ function freshRecipe(name: string): Recipe | undefined {
       return async () => ({ uuid: (await setup.ok('POST', '/api/v1/projects', { name: `gone ${++seq}` })).uuid });
     case 'cancel_deployment':
       return async (x) => ({ uuid: await queuedDeployment(x.appUuid) });
+    case 'cancel_migration':
+      return async (x) => ({ uuid: await pendingMigration(x) });
   }
   let m: RegExpExecArray | null;
   if ((m = /^(?:delete|migrate)_(application|database|service)$/.exec(name))) {
