@@ -23,7 +23,7 @@ function run(cli: string, args: string[]) {
 function copyOfBundle(): string {
   const dir = fs.mkdtempSync(path.join(path.dirname(BUNDLE_DIR), 'bundle-copy-'));
   copies.push(dir);
-  for (const f of ['cli.js', 'berth.cjs', 'berth.cjs.cache']) fs.copyFileSync(path.join(BUNDLE_DIR, f), path.join(dir, f));
+  for (const f of ['cli.js', 'berth.cjs', 'berth.cjs.cache']) fs.cpSync(path.join(BUNDLE_DIR, f), path.join(dir, f), { preserveTimestamps: true });
   return dir;
 }
 
@@ -33,6 +33,12 @@ describe('the shipped launcher', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Usage: berth/);
     expect(r.stderr).toBe('berth: code cache used\n');
+  });
+
+  it('a copy that keeps its files as they were still uses the cache', () => {
+    const r = run(path.join(copyOfBundle(), 'cli.js'), ['--help']);
+    expect(r.stderr).toBe('berth: code cache used\n');
+    expect(r.code).toBe(0);
   });
 
   it('ignores a cache made from other source, even of the same length, and still works', () => {
