@@ -7,7 +7,7 @@ import { BerthError } from './core/errors.js';
 import { allowListOr422 } from './core/operations/settings.js';
 import { openStore, type Db } from './store/db.js';
 import { readSettings, writeSettings } from './store/settings.js';
-import { TOOLSETS, type Toolset } from './core/operation.js';
+import { parseToolsets, TOOLSET_WORDS } from './tools/toolsets.js';
 
 interface DataOpts {
   data: string;
@@ -86,21 +86,20 @@ command(program, 'serve', 'run the HTTP API (and the workers)', false)
 
 command(program, 'mcp', 'serve MCP on stdio for a desktop agent (token from BERTH_TOKEN)', false)
   .option('--read-only', 'expose read-only tools only')
-  .option('--toolsets <list>', `comma-separated tool groups: ${TOOLSETS.join(', ')}`)
+  .option('--toolsets <list>', `tools to list: ${TOOLSET_WORDS.join(', ')} (default: the default set; the rest stay reachable through list_toolsets)`)
   .addOption(new Option('--api-url <url>', 'remote mode: run the tools against this berth or Coolify API (https://host[/api/v1])').env('BERTH_API_URL'))
   .action(async (o: DataOpts & { readOnly?: boolean; toolsets?: string; apiUrl?: string }) => {
     try {
-      const toolsets = o.toolsets?.split(',').map((t) => t.trim()).filter(Boolean);
-      const unknown = toolsets?.filter((t) => !(TOOLSETS as readonly string[]).includes(t)) ?? [];
-      if (unknown.length) throw new Error(`unknown toolset ${unknown.join(', ')}; use ${TOOLSETS.join(', ')}`);
+      const toolsets = o.toolsets;
+      parseToolsets(toolsets); // an unknown word fails here, before anything starts
       const config = loadConfig({ ...process.env, BERTH_DATA: o.data });
       if (o.apiUrl) {
         const { runRemoteStdio } = await import('./remote/stdio.js');
-        await runRemoteStdio({ apiUrl: o.apiUrl, token: process.env.BERTH_TOKEN, readOnly: Boolean(o.readOnly), toolsets: toolsets as Toolset[] | undefined, logLevel: config.logLevel });
+        await runRemoteStdio({ apiUrl: o.apiUrl, token: process.env.BERTH_TOKEN, readOnly: Boolean(o.readOnly), toolsets, logLevel: config.logLevel });
         return;
       }
       const { runStdio } = await import('./server/stdio.js');
-      await runStdio(config, { token: process.env.BERTH_TOKEN, readOnly: Boolean(o.readOnly), toolsets: toolsets as Toolset[] | undefined });
+      await runStdio(config, { token: process.env.BERTH_TOKEN, readOnly: Boolean(o.readOnly), toolsets });
     } catch (err) {
       fail(err);
     }

@@ -92,3 +92,59 @@ export function toWire(err: BerthError): WireError {
   }
   return { status: spec.status, headers, body };
 }
+
+/**
+ * The error an answer of another berth or Coolify stands for (remote mode), read back from its
+ * status and message, so an agent gets the same hint whichever door answered.
+ */
+export function fromWire(status: number, body: Record<string, unknown>): BerthError | undefined {
+  const message = typeof body.message === 'string' ? body.message : '';
+  const kinds = (Object.keys(errorCatalogue) as ErrorKind[]).filter((k) => errorCatalogue[k].status === status);
+  const kind =
+    kinds.find((k) => errorCatalogue[k].message === message) ??
+    (status === 403 && message.startsWith('Missing required permissions') ? 'missing_permissions' : undefined) ??
+    ({ 401: 'invalid_token', 404: 'not_found', 422: 'validation', 429: 'rate_limited' } as Partial<Record<number, ErrorKind>>)[status];
+  if (!kind) return undefined;
+  const missing = Array.isArray(body.missing_permissions) ? body.missing_permissions.map(String) : undefined;
+  const retryAfter = typeof body.retry_after === 'number' ? body.retry_after : undefined;
+  return new BerthError(kind, { ...(missing ? { missingPermissions: missing } : {}), ...(retryAfter !== undefined ? { retryAfter } : {}) });
+}
+
+/** What the failing call was about, for a hint that names it. */
+export interface HintContext {
+  /** "application", "server", ... */
+  thing?: string;
+  /** The tool that lists the uuids of that kind. */
+  listTool?: string;
+}
+
+/**
+ * What to do next, for an agent. Declared here beside each kind's status and message; the MCP
+ * door adds it to its error results, REST bodies stay Coolify's. A hint depends only on the
+ * call, never on what exists, so "missing" and "another team's" still read the same.
+ */
+export function agentHint(err: BerthError, ctx: HintContext = {}): string | undefined {
+  const d = err.details;
+  switch (err.kind) {
+    case 'not_found':
+      return `An id in this call matches nothing visible to this token's team. ${ctx.listTool ?? 'list_resources'} lists the ${ctx.thing ?? 'resource'}s it can see.`;
+    case 'missing_permissions':
+      return `This token lacks ${(d.missingPermissions ?? []).join(', ')}. Ask the person who gave you the token for one that has it; do not retry with this one.`;
+    case 'rate_limited':
+    case 'queue_full':
+      return `Wait ${Math.max(1, Math.ceil(d.retryAfter ?? 1))} s (retry_after), then retry once; never in parallel.`;
+    case 'validation':
+      return 'Fix the fields named in errors and call again; describe_operation shows the accepted form of every field.';
+    case 'invalid_token':
+    case 'unauthenticated':
+      return 'The token is missing, invalid, expired or revoked: ask for a new one.';
+    case 'api_disabled':
+      return 'The API is turned off for this instance; a root token of the root team can call enable_api.';
+    case 'root_team_only':
+      return "Only a token of the instance's root team can do this.";
+    case 'ip_not_allowed':
+      return "This address is not on the instance's allow-list.";
+    default:
+      return undefined;
+  }
+}

@@ -179,7 +179,7 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
     } finally {
       waits.stop();
     }
-    if (res.status < 200 || res.status >= 300) throw new ToolCallError(upstreamErrorBody(res.status, res.body, secrets));
+    if (res.status < 200 || res.status >= 300) throw new ToolCallError(upstreamErrorBody(res.status, res.body, secrets), res.status);
     return checkOutput(op, outputFrom(op, res, parsed.data as Record<string, unknown>, secrets));
   };
 

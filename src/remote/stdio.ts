@@ -1,9 +1,8 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
 import { PERMISSIONS } from '../auth/permissions.js';
-import type { Toolset } from '../core/operation.js';
 import { createLogger } from '../logging/logger.js';
-import { buildMcpServer } from '../server/mcp-server.js';
+import { buildMcpServer, catalogueFor } from '../server/mcp-server.js';
 import { tools } from '../tools/index.js';
 import { visibleTools } from '../tools/registry.js';
 import { remoteExecutor } from './executor.js';
@@ -14,7 +13,7 @@ export interface RemoteStdioOptions {
   apiUrl: string;
   token: string | undefined;
   readOnly: boolean;
-  toolsets?: Toolset[];
+  toolsets?: string;
   logLevel: string;
 }
 
@@ -53,16 +52,17 @@ export async function runRemoteStdio(opts: RemoteStdioOptions): Promise<void> {
 
   const offered = facts.offered ? tools.filter((t) => facts.offered!.has(operationKey(t.op))) : tools;
   const caller = { permissions: facts.permissions ?? new Set(PERMISSIONS), rootTeam: facts.rootTeam ?? true };
-  const visible = visibleTools(offered, caller, { readOnly: opts.readOnly, toolsets: opts.toolsets });
+  const catalogue = catalogueFor(visibleTools(offered, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
   const execute = remoteExecutor({ client: conn.client, upstream, logger, secrets });
-  const handle = serveStdio(() => buildMcpServer({ logger, tools: visible, execute }));
+  const handle = serveStdio(() => buildMcpServer({ logger, catalogue, execute }));
   logger.info(
     {
       upstream: upstream.display,
       kind: facts.kind,
       version: facts.version,
       teamId: facts.team?.id,
-      tools: visible.length,
+      tools: catalogue.listed.size,
+      reachable: catalogue.reachable.length,
       hidden: tools.length - offered.length,
       permissions: facts.permissions ? [...facts.permissions] : 'unknown',
     },

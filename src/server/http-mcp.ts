@@ -8,9 +8,10 @@ import { BerthError } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
 import { accessOf } from '../http-api/access.js';
 import { BadBody } from '../http-api/body.js';
+import { validationError } from '../core/errors.js';
 import { rateHeaders } from '../limits/rate-limits.js';
 import { visibleTools, type ToolDefinition } from '../tools/registry.js';
-import { buildMcpServer } from './mcp-server.js';
+import { buildMcpServer, catalogueFor, type ToolCatalogue } from './mcp-server.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -22,7 +23,8 @@ interface McpRouteOptions {
 /** What one /mcp request carries into the server factory (through the SDK's authInfo.extra). */
 interface RequestState {
   caller: Caller;
-  tools: ToolDefinition[];
+  catalogue: ToolCatalogue;
+  only?: string;
 }
 
 const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]', '::1'];
@@ -47,6 +49,13 @@ function guard(req: FastifyRequest, config: Config): void {
   }
 }
 
+function headerOrQuery(req: FastifyRequest): string | undefined {
+  const h = req.headers['x-berth-toolsets'];
+  if (typeof h === 'string' && h.trim()) return h;
+  const q = (req.query as Record<string, unknown> | undefined)?.toolsets;
+  return typeof q === 'string' ? q : undefined;
+}
+
 /**
  * POST /mcp: stateless streamable HTTP. Each request is authenticated and checked like any API
  * request, then served by a fresh MCP server holding only the tools this caller may see.
@@ -57,7 +66,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     (ctx) => {
       const state = ctx.authInfo?.extra as RequestState | undefined;
       if (!state) throw new Error('MCP request reached the server factory without an admitted caller');
-      return buildMcpServer({ core, logger, tools: state.tools, callerFor: async () => state.caller });
+      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, callerFor: async () => state.caller });
     },
     { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected') },
   );
@@ -69,12 +78,21 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     const caller = await core.admit(access);
     // The header can only narrow what the token allows, never widen it.
     const readOnly = String(req.headers['x-berth-read-only'] ?? '').toLowerCase() === 'true';
-    const visible = visibleTools(tools, caller, { readOnly });
-    // Building a server with every visible tool dominated a call's cost: a tools/call needs only
-    // the tool it names (none when hidden, which the SDK answers as an unknown tool, as before).
+    // Which tools are listed: the X-Berth-Toolsets header or ?toolsets= (a client configured
+    // with a URL only); the default set otherwise. Stateless, so the list cannot grow mid-session:
+    // call_operation reaches the rest.
+    const spec = headerOrQuery(req);
+    let catalogue: ToolCatalogue;
+    try {
+      catalogue = catalogueFor(visibleTools(tools, caller, { readOnly }), spec, false);
+    } catch (err) {
+      throw validationError({ toolsets: [(err as Error).message] });
+    }
+    // Building a server with every listed tool dominated a call's cost: a tools/call needs only
+    // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
     const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
     const called = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
-    const state: RequestState = { caller, tools: typeof called === 'string' ? visible.filter((t) => t.name === called) : visible };
+    const state: RequestState = { caller, catalogue, ...(typeof called === 'string' ? { only: called } : {}) };
     if (req.body instanceof BadBody) {
       return reply.code(400).send({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${req.body.reason}` } });
     }

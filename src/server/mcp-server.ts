@@ -1,10 +1,16 @@
 import { McpServer, type CallToolResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
-import { BerthError, toWire } from '../core/errors.js';
+import { agentHint, BerthError, fromWire, toWire, validationError, type HintContext } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
 import type { CallOptions, ProgressReporter } from '../core/operation.js';
+import { issuesToErrors } from '../core/validation.js';
+import { agentArgs, agentOutputValue } from '../tools/agent-view.js';
+import { hintContext, META_TOOLS, metaInputs, type MetaTool } from '../tools/meta.js';
 import type { ToolDefinition } from '../tools/registry.js';
+import { jsonSchemaOf } from '../tools/schema.js';
+import { TOOLSET_DESCRIPTIONS, parseToolsets, selects } from '../tools/toolsets.js';
+import { TOOLSETS } from '../core/operation.js';
 
 export const SERVER_INFO = { name: 'berth', version: '0.1.0' };
 
@@ -17,10 +23,15 @@ function render(value: unknown): string {
   return `${json.slice(0, TEXT_LIMIT)}… (truncated; the full result is in structuredContent)`;
 }
 
-/** A BerthError as a tool result: the same body the REST door would send, as JSON text. */
-export function errorResult(err: BerthError): CallToolResult {
+/** A BerthError as a tool result: the REST door's body, plus what an agent should do next. */
+export function errorResult(err: BerthError, ctx?: HintContext): CallToolResult {
   const wire = toWire(err);
-  const body = { ...wire.body, ...(err.details.retryAfter !== undefined ? { retry_after: Number(wire.headers['Retry-After']) } : {}) };
+  const hint = agentHint(err, ctx);
+  const body = {
+    ...wire.body,
+    ...(err.details.retryAfter !== undefined ? { retry_after: Number(wire.headers['Retry-After']) } : {}),
+    ...(hint ? { hint } : {}),
+  };
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
 }
 
@@ -29,7 +40,11 @@ export function errorResult(err: BerthError): CallToolResult {
  * remote mode): sent as JSON text with the same isError shape as errorResult.
  */
 export class ToolCallError extends Error {
-  constructor(readonly body: Record<string, unknown>) {
+  /** status: the upstream's HTTP status when the body is its answer (for the agent's hint). */
+  constructor(
+    readonly body: Record<string, unknown>,
+    readonly status?: number,
+  ) {
     super(typeof body.message === 'string' ? body.message : 'Tool call failed.');
     this.name = 'ToolCallError';
   }
@@ -38,17 +53,37 @@ export class ToolCallError extends Error {
 /** Runs one tool call and returns the operation's output (before array outputs are wrapped). */
 export type ToolExecutor = (tool: ToolDefinition, args: unknown, options: CallOptions) => Promise<unknown>;
 
-/** A session whose tools run somewhere else than the in-process core (remote mode). */
-export interface ExecutorSession {
+/**
+ * The tools of one MCP session: every tool its token may reach, and the names listed now. On
+ * stdio the listed set grows with enable_toolsets; stateless HTTP answers each request afresh.
+ */
+export interface ToolCatalogue {
+  reachable: readonly ToolDefinition[];
+  listed: Set<string>;
+  /** The session can announce tools/list_changed (stdio). */
+  dynamic: boolean;
+}
+
+/** Listed names under a `--toolsets` selection (meta tools are added when anything stays unlisted). */
+export function catalogueFor(reachable: readonly ToolDefinition[], spec: string | undefined, dynamic: boolean): ToolCatalogue {
+  const sel = parseToolsets(spec);
+  return { reachable, listed: new Set(reachable.filter((t) => selects(sel, t.op)).map((t) => t.name)), dynamic };
+}
+
+interface SessionBase {
   logger: Logger;
-  tools: readonly ToolDefinition[];
+  catalogue: ToolCatalogue;
+  /** Register only this tool (HTTP tools/call builds a server for the one tool it names). */
+  only?: string;
+}
+
+/** A session whose tools run somewhere else than the in-process core (remote mode). */
+export interface ExecutorSession extends SessionBase {
   execute: ToolExecutor;
 }
 
-export interface McpSession {
+export interface McpSession extends SessionBase {
   core: Core;
-  logger: Logger;
-  tools: readonly ToolDefinition[];
   /**
    * The caller for one tool call. Over HTTP it is the request's, already admitted; over stdio
    * each call is admitted anew, so a revoked token or a disabled API takes effect at once.
@@ -56,18 +91,62 @@ export interface McpSession {
   callerFor(tool: ToolDefinition): Promise<Caller>;
 }
 
-/** A fresh MCP server exposing exactly the given tools (the SDK wants one per HTTP request). */
+const ok = (value: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value });
+
+/** A fresh MCP server exposing the session's listed tools and, when some stay unlisted, the ways to reach them. */
 export function buildMcpServer(session: McpSession | ExecutorSession): McpServer {
+  const { catalogue, logger } = session;
   const execute: ToolExecutor =
     'execute' in session
       ? session.execute
       : async (tool, args, options) => session.core.run(tool.op, await session.callerFor(tool), args, options);
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: {} },
+    capabilities: { tools: { listChanged: catalogue.dynamic } },
+    // Enabling a toolset registers many tools at once: one tools/list_changed for all of them.
+    debouncedNotificationMethods: ['notifications/tools/list_changed'],
     instructions:
-      'berth manages servers, projects, applications, databases and services for the team this token is bound to. Tools only show what this token may do.',
+      'berth manages servers, projects, applications, databases and services for the team this token is bound to. Tools only show what this token may do; list_toolsets reaches the rest.',
   });
-  for (const tool of session.tools) {
+  const byName = new Map(catalogue.reachable.map((t) => [t.name, t]));
+
+  /** Where the ids of a failed call's kind are listed, said the way this session reaches that tool. */
+  const hintFor = (tool: ToolDefinition): HintContext => {
+    const ctx = hintContext(tool, catalogue.reachable);
+    if (ctx.listTool && !catalogue.listed.has(ctx.listTool)) {
+      // Applications, databases and services all appear in list_resources, which the default set lists.
+      const inResources = ['applications', 'databases', 'services'].includes(tool.op.toolset) && catalogue.listed.has('list_resources');
+      ctx.listTool = inResources ? 'list_resources' : `call_operation with name ${ctx.listTool}`;
+    }
+    return ctx;
+  };
+
+  /** One operation call, as its tool or through call_operation: the agent's view, errors with hints. */
+  async function runTool(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<{ value: Record<string, unknown> } | { error: CallToolResult }> {
+    try {
+      const { args, full } = agentArgs(tool.op, (rawArgs ?? {}) as Record<string, unknown>);
+      const output = agentOutputValue(tool.op, await execute(tool, args, options), full);
+      return { value: (tool.wrapsArray ? { items: output } : output) as Record<string, unknown> };
+    } catch (err) {
+      if (err instanceof BerthError) return { error: errorResult(err, hintFor(tool)) };
+      if (err instanceof ToolCallError) {
+        const known = err.status !== undefined && err.body.hint === undefined ? fromWire(err.status, err.body) : undefined;
+        const hint = known && agentHint(known, hintFor(tool));
+        const body = hint ? { ...err.body, hint } : err.body;
+        return { error: { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] } };
+      }
+      logger.error({ err, tool: tool.name }, 'tool failed');
+      return { error: errorResult(new BerthError('internal')) };
+    }
+  }
+
+  const progressOf = (ctx: { mcpReq: { _meta?: { progressToken?: string | number }; notify: (n: never) => Promise<void> } }): ProgressReporter | undefined => {
+    const token = ctx.mcpReq._meta?.progressToken;
+    return token === undefined
+      ? undefined
+      : (p) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } } as never);
+  };
+
+  const registerOperation = (tool: ToolDefinition) =>
     server.registerTool(
       tool.name,
       {
@@ -75,26 +154,82 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
         description: tool.description,
         inputSchema: tool.inputSchema,
         outputSchema: tool.outputSchema,
-        annotations: { title: tool.title, ...tool.annotations },
+        ...(Object.keys(tool.annotations).length ? { annotations: tool.annotations } : {}),
       },
       async (args, ctx): Promise<CallToolResult> => {
-        const token = ctx.mcpReq._meta?.progressToken;
-        const progress: ProgressReporter | undefined =
-          token === undefined
-            ? undefined
-            : (p) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } });
-        try {
-          const output = await execute(tool, args, { progress, signal: ctx.mcpReq.signal });
-          const structured = (tool.wrapsArray ? { items: output } : output) as Record<string, unknown>;
-          return { content: [{ type: 'text', text: render(output) }], structuredContent: structured };
-        } catch (err) {
-          if (err instanceof BerthError) return errorResult(err);
-          if (err instanceof ToolCallError) return { isError: true, content: [{ type: 'text', text: JSON.stringify(err.body) }] };
-          session.logger.error({ err, tool: tool.name }, 'tool failed');
-          return errorResult(new BerthError('internal'));
-        }
+        const r = await runTool(tool, args, { progress: progressOf(ctx as never), signal: ctx.mcpReq.signal });
+        return 'error' in r ? r.error : ok(r.value);
       },
     );
+
+  const unknownOperation = (name: string) =>
+    errorResult(validationError({ name: [`No operation named ${name} is available to this token. list_toolsets shows the ones that are.`] }));
+
+  const metaHandlers: Record<string, (args: Record<string, unknown>, ctx: never) => Promise<CallToolResult>> = {
+    list_toolsets: async () => {
+      const toolsets = TOOLSETS.map((name) => {
+        const tools = catalogue.reachable.filter((t) => t.op.toolset === name).map((t) => t.name);
+        return { name, description: TOOLSET_DESCRIPTIONS[name], listed: tools.every((n) => catalogue.listed.has(n)), tools };
+      }).filter((t) => t.tools.length);
+      const hint = catalogue.dynamic
+        ? 'enable_toolsets adds a group to your tools; or describe_operation and call_operation reach any one of them.'
+        : 'describe_operation and call_operation reach any of them; or reconnect with the X-Berth-Toolsets header (or ?toolsets=) naming the groups.';
+      return ok({ toolsets, hint });
+    },
+    enable_toolsets: async (args) => {
+      const sel = parseToolsets((args.toolsets as string[]).join(','));
+      const added = catalogue.reachable.filter((t) => !catalogue.listed.has(t.name) && selects(sel, t.op));
+      for (const t of added) {
+        catalogue.listed.add(t.name);
+        registerOperation(t);
+      }
+      return ok({ added: added.map((t) => t.name) });
+    },
+    describe_operation: async (args) => {
+      const tool = byName.get(args.name as string);
+      if (!tool) return unknownOperation(args.name as string);
+      return ok({
+        name: tool.name,
+        title: tool.title,
+        description: tool.description,
+        toolset: tool.op.toolset,
+        listed: catalogue.listed.has(tool.name),
+        input_schema: jsonSchemaOf(tool.inputSchema, 'input'),
+        output_schema: jsonSchemaOf(tool.outputSchema, 'output'),
+        annotations: tool.annotations,
+      });
+    },
+    call_operation: async (args, ctx) => {
+      const tool = byName.get(args.name as string);
+      if (!tool) return unknownOperation(args.name as string);
+      const r = await runTool(tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
+      return 'error' in r ? r.error : ok({ name: tool.name, result: r.value });
+    },
+  };
+
+  const registerMeta = (meta: MetaTool) =>
+    server.registerTool(
+      meta.name,
+      {
+        title: meta.title,
+        description: meta.description,
+        inputSchema: meta.inputSchema,
+        outputSchema: meta.outputSchema,
+        ...(Object.keys(meta.annotations).length ? { annotations: meta.annotations } : {}),
+      },
+      async (args, ctx): Promise<CallToolResult> => {
+        // The SDK validated against metaInputs already; parse again for the contract's 422 shape.
+        const parsed = metaInputs[meta.name as keyof typeof metaInputs].safeParse(args ?? {});
+        if (!parsed.success) return errorResult(validationError(issuesToErrors(parsed.error.issues)));
+        return metaHandlers[meta.name]!(parsed.data as Record<string, unknown>, ctx as never);
+      },
+    );
+
+  const wanted = (name: string) => session.only === undefined || session.only === name;
+  for (const tool of catalogue.reachable) if (catalogue.listed.has(tool.name) && wanted(tool.name)) registerOperation(tool);
+  if (catalogue.listed.size < catalogue.reachable.length) {
+    for (const meta of META_TOOLS) if ((!meta.needsListChanges || catalogue.dynamic) && wanted(meta.name)) registerMeta(meta);
   }
   return server;
 }
+

@@ -3,17 +3,17 @@ import type { Config } from '../config/config.js';
 import type { RequestAccess } from '../core/caller.js';
 import { BerthError } from '../core/errors.js';
 import { assembleCore } from '../assemble.js';
-import type { Toolset } from '../core/operation.js';
 import { createLogger } from '../logging/logger.js';
 import { openStore } from '../store/db.js';
 import { tools } from '../tools/index.js';
 import { visibleTools } from '../tools/registry.js';
-import { buildMcpServer } from './mcp-server.js';
+import { buildMcpServer, catalogueFor } from './mcp-server.js';
 
 export interface StdioOptions {
   token: string | undefined;
   readOnly: boolean;
-  toolsets?: Toolset[];
+  /** `--toolsets`: group names, default, all; the default set when absent. */
+  toolsets?: string;
 }
 
 /**
@@ -37,12 +37,11 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
     if (err instanceof BerthError) throw new Error(`BERTH_TOKEN was refused: ${err.message}`);
     throw err;
   }
-  // A token's permissions and team are fixed for its life, so its tool list is too.
-  const visible = visibleTools(tools, caller, { readOnly: opts.readOnly, toolsets: opts.toolsets });
-  const handle = serveStdio(() =>
-    buildMcpServer({ core, logger, tools: visible, callerFor: (tool) => core.admit(access, tool.op) }),
-  );
-  logger.info({ tools: visible.length, teamId: caller.teamId }, 'berth mcp ready on stdio');
+  // A token's permissions and team are fixed for its life, so what it may reach is too; the
+  // listed part grows when the agent enables toolsets.
+  const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
+  const handle = serveStdio(() => buildMcpServer({ core, logger, catalogue, callerFor: (tool) => core.admit(access, tool.op) }));
+  logger.info({ tools: catalogue.listed.size, reachable: catalogue.reachable.length, teamId: caller.teamId }, 'berth mcp ready on stdio');
   process.stdin.once('end', () => {
     void handle.close().finally(() => Promise.all([db.destroy(), assembled.close()]));
   });

@@ -16,7 +16,7 @@ const explicit: Record<string, ToolText> = {
   get_current_team: {
     title: 'Get current team',
     description:
-      'Get the team this token is bound to (id, name, description). Every resource you can see or change belongs to this team. Read-only.',
+      'The team this token is bound to; every resource you can see or change belongs to it.',
   },
   list_current_team_members: {
     title: 'List team members',
@@ -56,7 +56,7 @@ const explicit: Record<string, ToolText> = {
   get_version: { title: 'Get berth version', description: 'The version of this berth instance. Read-only; useful to check which API features are available.' },
   list_resources: {
     title: 'List all resources',
-    description: 'Every application, database and service of your team in one paginated list, with status, type and where each lives (server_uuid, destination_uuid, project_uuid). Start here to find a uuid.',
+    description: 'Every application, database and service of your team, with status, type and where each lives. Start here to find a uuid.',
   },
   list_private_keys: { title: 'List private keys', description: "List the team's SSH private keys (name, fingerprint, public key). Key material never appears in a list." },
   create_private_key: { title: 'Store a private key', description: 'Store an SSH private key (OpenSSH or PEM, no passphrase). Returns its uuid for create_server; get_private_key shows its public_key, which goes into authorized_keys on the server.' },
@@ -115,7 +115,7 @@ const explicit: Record<string, ToolText> = {
   deploy: {
     title: 'Deploy resources',
     description:
-      'Queue a deployment for each resource named by uuid (comma-separated) or tag. Returns deployment uuids: follow them with get_deployment. A full server queue answers with the seconds to wait before retrying.',
+      'Deploy the resources named by uuid (comma-separated) or tag. Follow the returned deployment uuids with get_deployment.',
   },
   list_deployments: { title: 'List running deployments', description: "List the team's deployments that are queued or in progress." },
   get_deployment: { title: 'Get a deployment', description: 'Get a deployment: status (queued, in_progress, finished, failed, cancelled) and, with read:sensitive, its logs (pass full: "true" for all of it).' },
@@ -150,19 +150,19 @@ function familyText(name: string): ToolText | undefined {
     }[m[1] as 'list']!;
   }
   m = /^get_(application|database|service)_logs$/.exec(name);
-  if (m) return { title: `Get ${m[1]} logs`, description: `Recent container logs of ${COLLECTION_WORDS[m[1]!]} (lines, default 100). Needs read:sensitive; long logs are cut unless full is "true".` };
+  if (m) return { title: `Get ${m[1]} logs`, description: `The last lines (default 100) of ${COLLECTION_WORDS[m[1]!]}'s container logs; read:sensitive. Long logs keep their tail unless full is "true".` };
   m = /^(start|stop|restart)_(application|database|service)$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[2]!]!;
     const effect = { start: 'Start', stop: 'Stop', restart: 'Restart' }[m[1] as 'start'];
-    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what} on its server. Queued like a deployment: follow the returned deployment_uuid with get_deployment.` };
+    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what}. Queued: follow deployment_uuid with get_deployment.` };
   }
   m = /^migrate_(application|database|service)$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[1]!]!;
     return {
       title: `Migrate ${what.replace(/^an? /, '')}`,
-      description: `Move ${what} to another destination (destination_uuid, usually on another server). Its volume data (migrate_volumes, default true; both servers managed) is copied while it runs; it is stopped only for the last pass. It is NOT redeployed: wait: true (or a progress token) waits for the end, otherwise follow migration_uuid with get_migration; then call deploy (or start) yourself.`,
+      description: `Move ${what} to another destination (from list_destinations) with its volume data, copied while it runs; it stops only for the last pass and is not redeployed. wait: true waits for the end, else follow get_migration; then start it.`,
     };
   }
   m = /^create_(postgresql|mysql|mariadb|redis|mongodb)_database$/.exec(name);

@@ -1,5 +1,6 @@
 import type { Operation } from '../core/operation.js';
 import type { ToolDefinition } from './registry.js';
+import { DEFAULT_TOOLS } from './toolsets.js';
 
 /** README tables derived from the declarations, so the docs cannot drift from the code. */
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
@@ -8,8 +9,11 @@ const permissionOf = (op: Operation) =>
   op.permission === 'authenticated' ? 'any token' : op.access?.rootTeamOnly ? `${op.permission} (root team)` : op.permission;
 
 export function renderToolTable(tools: readonly ToolDefinition[]): string {
-  const rows = tools.map((t) => `| \`${t.name}\` | ${permissionOf(t.op)} | ${t.annotations.readOnlyHint ? 'yes' : 'no'} | ${cell(t.description)} |`);
-  return ['| tool | permission | read-only | description |', '|---|---|---|---|', ...rows].join('\n');
+  const rows = tools.map(
+    (t) =>
+      `| \`${t.name}\` | ${DEFAULT_TOOLS.includes(t.name) ? 'default' : t.op.toolset} | ${permissionOf(t.op)} | ${t.hints.readOnlyHint ? 'yes' : 'no'} | ${cell(t.description)} |`,
+  );
+  return ['| tool | listed in | permission | read-only | description |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
 export function renderRouteTable(operations: readonly Operation[]): string {

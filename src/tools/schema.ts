@@ -2,10 +2,112 @@ import type { StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 
 type Target = Parameters<StandardSchemaWithJSON['~standard']['jsonSchema']['input']>[0];
+type Json = Record<string, unknown>;
+
+const SAFE = Number.MAX_SAFE_INTEGER;
+const isPlainType = (s: unknown): s is { type: string } =>
+  typeof s === 'object' && s !== null && Object.keys(s).length === 1 && typeof (s as Json).type === 'string';
+
+const isNull = (s: unknown) => isPlainType(s) && s.type === 'null';
+const isScalar = (s: unknown): s is Json & { type: string } =>
+  typeof s === 'object' && s !== null && ['string', 'integer', 'number', 'boolean'].includes((s as Json).type as string) && !('enum' in s) && !('const' in s);
 
 /**
- * A zod schema as the SDK sees it, with its JSON Schema computed once per process instead of on
- * every request (the SDK converts again for each new server; a server is built per request).
+ * The same types in fewer bytes: every tools/list pays for each byte, in every conversation.
+ * Drops what says nothing to a client: the dialect (2020-12 is MCP's default), zod's safe-integer
+ * bounds, the sensitive-field marker (its description stays), `additionalProperties: false` (the
+ * core refuses unknown input fields with a 422 naming them);
+ * and writes `anyOf` of bare types as one `type` list.
+ */
+export function compactJsonSchema(node: unknown, kind: 'input' | 'output'): unknown {
+  if (Array.isArray(node)) return node.map((n) => compactJsonSchema(n, kind));
+  if (typeof node !== 'object' || node === null) return node;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(node as Json)) {
+    if (k === '$schema' || k === 'berth.sensitive') continue;
+    // Every JSON key is a string.
+    if (k === 'propertyNames' && isPlainType(v) && v.type === 'string') continue;
+    if ((k === 'minimum' && v === -SAFE) || (k === 'maximum' && v === SAFE)) continue;
+    // On inputs the core refuses unknown fields itself, with a 422 that names them.
+    if (k === 'additionalProperties' && v === false) continue;
+    // `{}` allows anything, which is what an absent additionalProperties says.
+    if (k === 'additionalProperties' && typeof v === 'object' && v !== null && !Object.keys(v).length) continue;
+    if (k === 'description' && typeof v === 'string' && v.endsWith('(sensitive: needs read:sensitive or root)')) {
+      out[k] = v.replace('(sensitive: needs read:sensitive or root)', '(sensitive)');
+      continue;
+    }
+    out[k] = compactJsonSchema(v, kind);
+  }
+  const any = out.anyOf;
+  if (Array.isArray(any) && any.length >= 2) {
+    const { anyOf: _, ...rest } = out;
+    if (any.every(isPlainType)) return { type: any.map((s) => s.type), ...rest };
+    // X or null, where X is a scalar with bounds: one type list says the same (bounds apply to
+    // strings and numbers only). Not with enum/const, which would then have to list null too.
+    const [x, n] = any.length === 2 && isNull(any[1]) ? [any[0], any[1]] : isNull(any[0]) && any.length === 2 ? [any[1], any[0]] : [];
+    if (n && isScalar(x)) return { ...x, type: [x.type, 'null'], ...rest };
+  }
+  return out;
+}
+
+/**
+ * Keeps a subschema under $defs only where that is shorter than writing it out at each use, and
+ * names it after the first field that uses it (`#/$defs/postgres_password` reads better than zod's
+ * `__schema2`).
+ */
+export function sharedDefinitions(root: Json): Json {
+  const defs = root.$defs as Record<string, Json> | undefined;
+  if (!defs) return root;
+  const uses = new Map<string, { count: number; field?: string }>();
+  const scan = (node: unknown, field?: string): void => {
+    if (Array.isArray(node)) return node.forEach((n) => scan(n, field));
+    if (typeof node !== 'object' || node === null) return;
+    const ref = (node as Json).$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/$defs/')) {
+      const u = uses.get(ref.slice(8)) ?? { count: 0 };
+      u.count++;
+      u.field ??= field;
+      uses.set(ref.slice(8), u);
+    }
+    for (const [k, v] of Object.entries(node as Json)) {
+      if (k === 'properties' && typeof v === 'object' && v) for (const [name, p] of Object.entries(v as Json)) scan(p, name);
+      else scan(v, field);
+    }
+  };
+  scan(root);
+  const kept = new Map<string, string>();
+  for (const [id, def] of Object.entries(defs)) {
+    const u = uses.get(id);
+    if (!u) continue;
+    const name = u.field && !kept.has(u.field) ? u.field : id;
+    const inline = JSON.stringify(def).length * u.count;
+    const shared = JSON.stringify(def).length + name.length + u.count * (JSON.stringify({ $ref: `#/$defs/${name}` }).length);
+    if (shared < inline) kept.set(id, name);
+  }
+  const rewrite = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(rewrite);
+    if (typeof node !== 'object' || node === null) return node;
+    const ref = (node as Json).$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/$defs/')) {
+      const id = ref.slice(8);
+      const name = kept.get(id);
+      if (name) return { ...(node as Json), $ref: `#/$defs/${name}` };
+      const { $ref: _, ...rest } = node as Json;
+      return { ...(rewrite(defs[id]) as Json), ...rest };
+    }
+    const out: Json = {};
+    for (const [k, v] of Object.entries(node as Json)) if (k !== '$defs') out[k] = rewrite(v);
+    return out;
+  };
+  const out = rewrite(root) as Json;
+  if (kept.size) out.$defs = Object.fromEntries([...kept].map(([id, name]) => [name, rewrite(defs[id])]));
+  return out;
+}
+
+/**
+ * A zod schema as the SDK sees it, with its JSON Schema computed (and compacted) once per process
+ * instead of on every request (the SDK converts again for each new server; HTTP builds a server
+ * per request).
  *
  * `validate: 'core'` lets arguments through unchecked here, because the core validates them in
  * the contract's order (after the permission check) and with the contract's error shape, the
@@ -13,11 +115,12 @@ type Target = Parameters<StandardSchemaWithJSON['~standard']['jsonSchema']['inpu
  */
 export function toolSchema(schema: z.ZodType, validate: 'zod' | 'core'): StandardSchemaWithJSON {
   const std = (schema as unknown as StandardSchemaWithJSON)['~standard'];
-  const memo = new Map<string, Record<string, unknown>>();
+  const memo = new Map<string, Json>();
   const cached = (kind: 'input' | 'output') => (o: Target) => {
     const key = `${kind}:${o.target}`;
     let v = memo.get(key);
-    if (!v) memo.set(key, (v = std.jsonSchema[kind](o)));
+    // A subschema used more than once (a password rule, a uuid) is written once under $defs.
+    if (!v) memo.set(key, (v = compactJsonSchema(sharedDefinitions(z.toJSONSchema(schema, { target: o.target as "draft-2020-12", io: kind, reused: "ref", unrepresentable: "any" }) as Json), kind) as Json));
     return v;
   };
   return {
@@ -28,4 +131,9 @@ export function toolSchema(schema: z.ZodType, validate: 'zod' | 'core'): Standar
       jsonSchema: { input: cached('input'), output: cached('output') },
     },
   } as StandardSchemaWithJSON;
+}
+
+/** The JSON Schema a client is shown for one side of a tool. */
+export function jsonSchemaOf(schema: StandardSchemaWithJSON, kind: 'input' | 'output'): Json {
+  return schema['~standard'].jsonSchema[kind]({ target: 'draft-2020-12' }) as Json;
 }

@@ -41,8 +41,10 @@ function wrapV1(c: V1Client): AnyClient {
 }
 
 export async function httpClient(kind: ClientKind, baseUrl: string, token: string, headers: Record<string, string> = {}): Promise<AnyClient> {
-  const url = new URL('/mcp', baseUrl);
-  const requestInit = { headers: { Authorization: `Bearer ${token}`, ...headers } };
+  // A base URL that names the endpoint already (e.g. with ?toolsets=) is used as it is.
+  const url = new URL(baseUrl).pathname.startsWith('/mcp') ? new URL(baseUrl) : new URL('/mcp', baseUrl);
+  // Tests see every operation unless they ask for a selection; the default list has its own tests.
+  const requestInit = { headers: { Authorization: `Bearer ${token}`, 'X-Berth-Toolsets': 'all', ...headers } };
   if (kind === 'v1') {
     const c = new V1Client({ name: 'berth-test-v1', version: '1.0.0' });
     await c.connect(new V1HttpTransport(url, { requestInit }));
@@ -56,7 +58,7 @@ export async function httpClient(kind: ClientKind, baseUrl: string, token: strin
 export async function stdioClient(kind: ClientKind, dataDir: string, token: string, args: string[] = []): Promise<AnyClient> {
   const params = {
     command: process.execPath,
-    args: [CLI, 'mcp', '--data', dataDir, ...args],
+    args: [CLI, 'mcp', '--data', dataDir, ...(args.includes('--toolsets') ? [] : ['--toolsets', 'all']), ...args],
     env: { BERTH_TOKEN: token, LOG_LEVEL: 'warn' },
     stderr: 'pipe' as const,
   };

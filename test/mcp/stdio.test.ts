@@ -63,14 +63,15 @@ describe('berth mcp (stdio)', () => {
 
   it('--read-only and --toolsets narrow the list', async () => {
     const c = await stdioClient('v2-legacy', s.dataDir, s.rootToken, ['--read-only', '--toolsets', 'settings']);
-    expect((await c.listTools()).tools.map((t) => t.name)).toEqual(['get_settings']);
+    // The rest stays reachable through the meta tools (read-only: enable and call reach read tools only).
+    expect((await c.listTools()).tools.map((t) => t.name)).toEqual(['get_settings', 'list_toolsets', 'enable_toolsets', 'describe_operation', 'call_operation']);
     await c.close();
   });
 
   it('the API toggle applies per call; enable_api stays reachable; revocation takes effect at once', async () => {
     const c = await stdioClient('v2-legacy', s.dataDir, s.rootToken);
     expect((await c.callTool('disable_api')).structuredContent).toEqual({ message: 'API disabled.' });
-    expect(errorBody(await c.callTool('get_current_team'))).toEqual({ message: 'API is disabled.' });
+    expect(errorBody(await c.callTool('get_current_team'))).toEqual({ message: 'API is disabled.', hint: expect.stringContaining('enable_api') });
     expect((await c.callTool('enable_api')).structuredContent).toEqual({ message: 'API enabled.' });
     expect((await c.callTool('get_current_team')).isError).toBeFalsy();
     await c.close();
@@ -79,7 +80,7 @@ describe('berth mcp (stdio)', () => {
     const rc = await stdioClient('v1', s.dataDir, t.token);
     expect((await rc.callTool('get_current_team')).isError).toBeFalsy();
     await admin.revokeToken(s.db, t.id);
-    expect(errorBody(await rc.callTool('get_current_team'))).toEqual({ message: 'Invalid token.' });
+    expect(errorBody(await rc.callTool('get_current_team'))).toEqual({ message: 'Invalid token.', hint: expect.stringContaining('new one') });
     await rc.close();
   });
 });

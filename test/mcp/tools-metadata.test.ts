@@ -7,6 +7,11 @@ import { tools } from '../../src/tools/index.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { httpClient } from '../helpers/mcp.js';
 
+/** MCP's meaning of an absent hint. */
+const MCP_HINT_DEFAULTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
+const hint = (t: Record<string, unknown>, k: keyof typeof MCP_HINT_DEFAULTS): boolean =>
+  ((t.annotations as Record<string, boolean> | undefined)?.[k] ?? MCP_HINT_DEFAULTS[k]);
+
 const SNAP_DIR = path.resolve(import.meta.dirname, '../__toolsnaps__');
 const UPDATE = process.env.UPDATE_TOOLSNAPS === '1';
 
@@ -27,8 +32,20 @@ describe('tool metadata', () => {
       expect(t.name).toMatch(/^[a-z]+(_[a-z]+)*$/);
       expect(typeof t.title).toBe('string');
       expect(String(t.description).length).toBeGreaterThan(30);
-      const a = t.annotations as Record<string, unknown>;
-      for (const k of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']) expect(typeof a[k], `${t.name}.${k}`).toBe('boolean');
+      // Only hints that differ from MCP's defaults are sent; each one that is sent is a boolean.
+      const a = (t.annotations ?? {}) as Record<string, unknown>;
+      for (const [k, v] of Object.entries(a)) {
+        expect(Object.keys(MCP_HINT_DEFAULTS), `${t.name}.${k}`).toContain(k);
+        expect(typeof v, `${t.name}.${k}`).toBe('boolean');
+        expect(v, `${t.name}.${k} repeats the default`).not.toBe(MCP_HINT_DEFAULTS[k as keyof typeof MCP_HINT_DEFAULTS]);
+      }
+      const op = operations.find((o) => o.name === t.name)!;
+      expect(hint(t, 'readOnlyHint'), t.name).toBe(op.annotations.readOnly);
+      expect(hint(t, 'openWorldHint'), t.name).toBe(op.annotations.openWorld);
+      if (!op.annotations.readOnly) {
+        expect(hint(t, 'destructiveHint'), t.name).toBe(op.annotations.destructive);
+        expect(hint(t, 'idempotentHint'), t.name).toBe(op.annotations.idempotent);
+      }
       expect((t.inputSchema as { type: string }).type).toBe('object');
       expect((t.outputSchema as { type: string }).type).toBe('object');
     }
@@ -38,10 +55,12 @@ describe('tool metadata', () => {
     const names = new Set(wire.map((t) => t.name));
     for (const n of ['list_teams', 'get_current_team', 'enable_api', 'disable_api']) expect(names.has(n)).toBe(true);
     const disable = wire.find((t) => t.name === 'disable_api')!;
-    expect((disable.annotations as { destructiveHint: boolean }).destructiveHint).toBe(true);
+    expect(hint(disable, 'destructiveHint')).toBe(true);
+    expect(hint(disable, 'readOnlyHint')).toBe(false);
+    // A read-only tool carries no destructive or idempotent hint (they mean nothing there).
     for (const t of wire) {
-      const a = t.annotations as { readOnlyHint: boolean; destructiveHint: boolean };
-      if (a.readOnlyHint) expect(a.destructiveHint, t.name).toBe(false);
+      const a = (t.annotations ?? {}) as Record<string, unknown>;
+      if (a.readOnlyHint) expect(Object.keys(a).sort(), t.name).toEqual(['readOnlyHint', ...('openWorldHint' in a ? ['openWorldHint'] : [])].sort());
     }
   });
 });

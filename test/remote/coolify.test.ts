@@ -93,7 +93,8 @@ describe('remote mode against a Coolify-like upstream', () => {
   it('"Deployment queue is full." on a GET: waits Retry-After (with progress), then answers', async () => {
     const progress: Array<{ message?: string }> = [];
     const r = await c.callTool('list_deployments', {}, (p) => progress.push(p));
-    expect(r.structuredContent).toEqual({ items: [], total: 0, page: 1, per_page: 100 });
+    // An agent's list asks for a page of 10 unless it names a size.
+    expect(r.structuredContent).toEqual({ items: [], total: 0, page: 1, per_page: 10 });
     expect(progress[0]?.message).toBe('Waiting 1 s for the upstream (server answered 429) before retrying list_deployments.');
   });
 
@@ -118,7 +119,7 @@ describe('remote mode against a Coolify-like upstream', () => {
   it('input is validated before any request, with local mode’s error shape', async () => {
     const before = up.seen.length;
     const body = errorOf(await c.callTool('create_project', { name: 'ok name', extra: true }));
-    expect(body).toEqual({ message: 'Validation error.', errors: { extra: ['This field is not allowed.'] } });
+    expect(body).toEqual({ message: 'Validation error.', errors: { extra: ['This field is not allowed.'] }, hint: expect.stringContaining('describe_operation') });
     expect(up.seen.length).toBe(before);
   });
 

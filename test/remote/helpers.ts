@@ -14,7 +14,7 @@ export interface RemoteClient extends AnyClient {
 export async function remoteClient(kind: ClientKind, apiUrl: string, token: string, args: string[] = [], env: Record<string, string> = {}): Promise<RemoteClient> {
   const params = {
     command: process.execPath,
-    args: [CLI, 'mcp', '--api-url', apiUrl, ...args],
+    args: [CLI, 'mcp', '--api-url', apiUrl, ...(args.includes('--toolsets') ? [] : ['--toolsets', 'all']), ...args],
     env: { PATH: process.env.PATH ?? '', BERTH_TOKEN: token, LOG_LEVEL: 'warn', ...env },
     stderr: 'pipe' as const,
   };

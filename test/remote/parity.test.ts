@@ -122,7 +122,7 @@ describe('read-only and instance-wide tools: identical structured output on one 
   it('disable_api then enable_api: same answers, and the disabled API answers the same refusal', async () => {
     for (const c of [local, remote]) {
       expect(outcome(await c.callTool('disable_api'))).toEqual({ ok: { message: 'API disabled.' } });
-      expect(outcome(await c.callTool('get_current_team'))).toEqual({ error: { message: 'API is disabled.' } });
+      expect(outcome(await c.callTool('get_current_team'))).toEqual({ error: { message: 'API is disabled.', hint: expect.stringContaining('enable_api') } });
       expect(outcome(await c.callTool('enable_api'))).toEqual({ ok: { message: 'API enabled.' } });
     }
   });

@@ -106,11 +106,11 @@ describe('the tool list', () => {
   }, 60_000);
 
   it('--read-only and --toolsets narrow it as in local mode', async () => {
-    for (const args of [['--read-only'], ['--toolsets', 'servers,feedback'], ['--read-only', '--toolsets', 'settings']]) {
+    for (const args of [['--read-only'], ['--toolsets', 'servers,feedback'], ['--read-only', '--toolsets', 'settings'], ['--toolsets', 'default']]) {
       const [remote, local] = await Promise.all([names(await remoteClient('v1', s.url, s.rootToken, args)), names(await stdioClient('v1', s.dataDir, s.rootToken, args))]);
       expect({ args, remote }).toEqual({ args, remote: local });
     }
-    expect(await names(await remoteClient('v1', s.url, s.rootToken, ['--read-only', '--toolsets', 'settings']))).toEqual(['get_settings']);
+    expect(await names(await remoteClient('v1', s.url, s.rootToken, ['--read-only', '--toolsets', 'settings']))).toEqual(['get_settings', 'list_toolsets', 'enable_toolsets', 'describe_operation', 'call_operation']);
   });
 
   it('hides the tools an upstream does not offer, when it publishes its operations (OpenAPI)', async () => {
@@ -144,7 +144,7 @@ describe('the tool list', () => {
       try {
         const r = await c.callTool('get_current_team');
         expect(r.isError).toBe(true);
-        expect(JSON.parse(r.content[0]!.text!)).toEqual({ message: 'API is disabled.' });
+        expect(JSON.parse(r.content[0]!.text!)).toEqual({ message: 'API is disabled.', hint: expect.stringContaining('enable_api') });
         expect((await c.callTool('enable_api')).structuredContent).toEqual({ message: 'API enabled.' });
         expect((await c.callTool('get_current_team')).isError).toBeFalsy();
         expect(c.stderr()).toContain('the upstream refuses this token: API is disabled.');

@@ -37,9 +37,10 @@ export const deploymentSchema = z.object({
   updated_at: z.string(),
 });
 
-export function truncateLog(text: string, full: boolean): { text: string; truncated: boolean } {
-  if (full || text.length <= LOG_PREVIEW_CHARS) return { text, truncated: false };
-  return { text: `[… ${text.length - LOG_PREVIEW_CHARS} earlier characters cut; ask with full=true …]\n${text.slice(-LOG_PREVIEW_CHARS)}`, truncated: true };
+/** The tail of a log, with a marker saying how much was cut and how to get it all. */
+export function truncateLog(text: string, full: boolean, limit = LOG_PREVIEW_CHARS): { text: string; truncated: boolean } {
+  if (full || text.length <= limit) return { text, truncated: false };
+  return { text: `[… ${text.length - limit} earlier characters cut; ask with full=true …]\n${text.slice(-limit)}`, truncated: true };
 }
 
 async function views(db: Db, rows: DeploymentRow[], full = false): Promise<z.infer<typeof deploymentSchema>[]> {

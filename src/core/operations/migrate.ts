@@ -26,15 +26,15 @@ export const migrationSchema = z.object({
   status: z.string().describe('pending, copying, finished, failed or cancelled.'),
   progress: z
     .object({
-      phase: z.string().describe('queued, pre-copy (while it runs), final-sync (stopped), verify, switch, done.'),
+      phase: z.string().describe('queued, pre-copy (running), final-sync (stopped), verify, switch, done.'),
       round: z.number().int(),
       volumes_total: z.number().int(),
       volumes_done: z.number().int(),
-      bytes: z.number().int().describe('Bytes sent so far, every round counted.'),
-      bytes_total: z.number().int().describe('Bytes of its files at the last snapshot.'),
+      bytes: z.number().int().describe('Sent so far, all rounds.'),
+      bytes_total: z.number().int().describe('Size of its files at the last snapshot.'),
     })
     .partial(),
-  downtime_ms: z.number().int().nullable().describe('How long it was stopped: from the stop on the source to the switch.'),
+  downtime_ms: z.number().int().nullable().describe('Time stopped: from the stop on the source to the switch.'),
   error: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -84,7 +84,7 @@ export function migrateOperation(collection: Collection) {
       uuid: uuidParam,
       destination_uuid: uuidParam,
       migrate_volumes: z.boolean().default(true),
-      wait: z.boolean().optional().describe(`Wait (up to ${WAIT_LIMIT_S} s) for the migration to end instead of answering at once; an MCP call with a progress token waits unless this is false.`),
+      wait: z.boolean().optional().describe(`Wait (up to ${WAIT_LIMIT_S} s) for the end; a progress token implies it.`),
     }),
     output: z.object({
       message: z.string(),
