@@ -18,16 +18,18 @@ const source = fs.readFileSync(file, 'utf8');
 
 // V8 checks a cache against the source's length only: the cache starts with the size and
 // modification time of the bundle it was made from, so an edited bundle never runs another
-// bundle's bytecode. (A sha256 of the 3.7 MB source cost more than 4% of a cold start.)
-// Whole milliseconds: a copy that keeps timestamps (cp -p) keeps them, not always the nanoseconds.
+// bundle's bytecode. (A sha256 of the source cost more than 4% of a cold start.) A copy that keeps
+// timestamps (cp -p, fs.cpSync) may round them below the millisecond, hence the tolerance.
 const stat = fs.statSync(file);
-const digest = Buffer.from(`berth-cache ${stat.size} ${Math.trunc(stat.mtimeMs)}\n`);
+const header = `berth-cache ${stat.size} ${stat.mtimeMs}\n`;
 let cachedData: Buffer | undefined;
 let cacheState = 'missing';
 try {
   const stored = fs.readFileSync(cacheFile);
   cacheState = 'stale';
-  if (stored.subarray(0, digest.length).equals(digest)) cachedData = stored.subarray(digest.length);
+  const end = stored.indexOf(10);
+  const [tag, size, mtime] = stored.subarray(0, Math.max(0, end)).toString('latin1').split(' ');
+  if (tag === 'berth-cache' && Number(size) === stat.size && Math.abs(Number(mtime) - stat.mtimeMs) < 2) cachedData = stored.subarray(end + 1);
 } catch {
   // No cache (an unusual build): compile as usual.
 }
@@ -41,7 +43,7 @@ if (process.env.BERTH_CODE_CACHE_TRAINING === '1') {
   // The training run writes the cache as it exits, when everything it ran has been compiled.
   process.on('exit', () => {
     try {
-      fs.writeFileSync(cacheFile, Buffer.concat([digest, script.createCachedData()]));
+      fs.writeFileSync(cacheFile, Buffer.concat([Buffer.from(header, 'latin1'), script.createCachedData()]));
     } catch (err) {
       process.stderr.write(`berth: could not write the code cache ${cacheFile}: ${(err as Error).message}\n`);
       process.exitCode = 1;
