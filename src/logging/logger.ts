@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
 
 /** Paths pino censors wherever they appear in a log line: credentials never reach a log. */
@@ -26,11 +27,10 @@ export function createLogger(opts: LoggerOptions): Logger {
   const stream = fd === 2 ? process.stderr : process.stdout;
   const redact = { paths: REDACT_PATHS, censor: '[redacted]' };
   if (stream.isTTY) {
-    return pino({
-      level: opts.level,
-      redact,
-      transport: { target: 'pino-pretty', options: { destination: fd, colorize: true } },
-    });
+    // A person at a terminal: pretty lines written in-process (a transport's worker thread would
+    // need pino's files beside the bundle), loaded only here so no other start pays for it.
+    const pretty = createRequire(import.meta.url)('pino-pretty') as (o: object) => NodeJS.WritableStream;
+    return pino({ level: opts.level, redact }, pretty({ destination: fd, colorize: true, sync: true }));
   }
   return pino({ level: opts.level, redact }, pino.destination({ fd, sync: false }));
 }
