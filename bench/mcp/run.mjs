@@ -245,14 +245,19 @@ async function httpBench(token, berthDataDir) {
 
 const FLOOR_SCRIPT = `
 const rl = require('node:readline').createInterface({ input: process.stdin });
-rl.on('line', (l) => { const m = JSON.parse(l); if (m.id !== undefined) process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [] } }) + '\\n'); });
+rl.on('line', (l) => { const m = JSON.parse(l); if (m.id !== undefined) process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [], tools: [{ name: 'x', inputSchema: { type: 'object' } }] } }) + '\\n'); });
 `;
 
 const INIT = (id) => ({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'berth-bench', version: '1.0.0' } } });
 const CALL_LEGACY = (id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_current_team', arguments: {} } });
 const CALL_MODERN = (id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_current_team', arguments: {}, _meta: META } });
+const LIST_LEGACY = (id) => ({ jsonrpc: '2.0', id, method: 'tools/list', params: {} });
+const LIST_MODERN = (id) => ({ jsonrpc: '2.0', id, method: 'tools/list', params: { _meta: META } });
 
-/** One spawned stdio server: time to the first tool result, then `rtt` sequential round trips. */
+/**
+ * One spawned stdio server: time to the first tool result (after tools/list, as a client does
+ * before it can call anything), then `rtt` sequential round trips. The list's size is kept too.
+ */
 function stdioSession(args, env, era, rtt) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
@@ -284,8 +289,11 @@ function stdioSession(args, env, era, rtt) {
         if (!init.result) throw new Error(`initialize failed: ${JSON.stringify(init)}`);
         send({ jsonrpc: '2.0', method: 'notifications/initialized' });
       }
+      const list = await request((era === 'modern' ? LIST_MODERN : LIST_LEGACY)(-1));
+      if (!list.result?.tools?.length) throw new Error(`tools/list failed: ${JSON.stringify(list).slice(0, 300)} ${stderr}`);
       const first = await request(call(1));
       const firstMs = performance.now() - t0;
+      const listBytes = JSON.stringify(list.result.tools).length;
       if (!first.result || first.result.isError) throw new Error(`first call failed: ${JSON.stringify(first)} ${stderr}`);
       const rtts = [];
       for (let i = 0; i < rtt; i++) {
@@ -296,7 +304,7 @@ function stdioSession(args, env, era, rtt) {
       }
       child.stdin.end();
       await new Promise((res) => (child.exitCode !== null ? res() : child.once('exit', res)));
-      return { firstMs, rtts };
+      return { firstMs, rtts, listBytes, listCount: list.result.tools.length };
     })().then(
       (r) => {
         clearTimeout(timer);
@@ -325,12 +333,14 @@ async function stdioBench(token, dataDir) {
   ];
   const firsts = subjects.map(() => []);
   const rtts = subjects.map(() => []);
+  const lists = subjects.map(() => null);
   // Interleaved, so machine noise spreads over every subject; the first round only warms the page cache.
   for (let i = 0; i <= SPAWNS; i++) {
     for (const [k, s] of subjects.entries()) {
       const r = await stdioSession(s.args, s.env, s.era, i === SPAWNS ? RTT_COUNT : 0);
       if (i > 0) firsts[k].push(r.firstMs);
       rtts[k].push(...r.rtts);
+      lists[k] = { tools: r.listCount, bytes: r.listBytes };
     }
   }
   return subjects.map((s, k) => ({
@@ -338,6 +348,7 @@ async function stdioBench(token, dataDir) {
     era: s.era,
     spawnToFirstMs: { median: median(firsts[k]), min: Math.min(...firsts[k]), max: Math.max(...firsts[k]) },
     rtt: { p50: median(rtts[k]), p99: quantile(rtts[k], 0.99), count: rtts[k].length },
+    list: lists[k],
   }));
 }
 
@@ -386,10 +397,10 @@ async function main() {
   }
   if (report.stdio) {
     out.push('');
-    out.push(`stdio: spawn → first tool result (median of ${SPAWNS} spawns, min–max), then ${RTT_COUNT} sequential round trips`);
-    out.push(`  ${pad('', 46)}${lpad('first ms', 10)}${lpad('min–max', 13)}${lpad('RTT p50', 10)}${lpad('RTT p99', 10)}`);
+    out.push(`stdio: spawn → initialize → tools/list → first tool result (median of ${SPAWNS} spawns, min–max), then ${RTT_COUNT} sequential round trips`);
+    out.push(`  ${pad('', 46)}${lpad('first ms', 10)}${lpad('min–max', 13)}${lpad('RTT p50', 10)}${lpad('RTT p99', 10)}${lpad('tools', 7)}${lpad('list KB', 9)}`);
     for (const s of report.stdio) {
-      out.push(`  ${pad(`${s.name}, ${s.era}`, 46)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}`);
+      out.push(`  ${pad(`${s.name}, ${s.era}`, 46)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}${lpad(s.list.tools, 7)}${lpad((s.list.bytes / 1024).toFixed(1), 9)}`);
     }
     const get = (name, era) => report.stdio.find((s) => s.name.startsWith(name) && s.era === era);
     for (const era of ['legacy', 'modern']) {
