@@ -42,7 +42,8 @@ function withStore<O extends DataOpts>(fn: (db: Db, opts: O) => Promise<void>) {
   return async (opts: O) => {
     let db: Db | undefined;
     try {
-      db = await openStore(path.resolve(opts.data));
+      // The same store as serve: DATABASE_URL when set (PostgreSQL), else the file in --data.
+      db = await openStore(path.resolve(opts.data), loadConfig({ ...process.env, BERTH_DATA: opts.data }).databaseUrl);
       await fn(db, opts);
       await db.destroy();
     } catch (err) {

@@ -21,6 +21,14 @@ const envSchema = z.object({
   BERTH_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(60_000),
   /** Shares rate-limit buckets and job queues between berth processes. */
   REDIS_URL: z.string().default(''),
+  /**
+   * The store: empty for the embedded SQLite file in BERTH_DATA; a postgres:// URL for a
+   * PostgreSQL database that several berth instances share.
+   */
+  DATABASE_URL: z
+    .string()
+    .default('')
+    .refine((v) => v === '' || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL (or empty for the embedded SQLite store)'),
   /** Jobs (deployments, migrations) running at once per server, and how many may wait. */
   BERTH_QUEUE_CONCURRENCY: z.coerce.number().int().min(1).default(2),
   BERTH_QUEUE_CAP: z.coerce.number().int().min(1).default(20),
@@ -44,6 +52,11 @@ const envSchema = z.object({
    * crash test can kill berth inside a phase that otherwise lasts milliseconds. Unset: no hold.
    */
   BERTH_TEST_HOLD_MIGRATION_PHASE: z.string().regex(/^(pre-copy|final-sync|verify|switch):\d{1,6}$/).optional(),
+  /**
+   * How long an instance's claim on a job (a deployment or a migration) lasts unless renewed (it
+   * renews every third of it): the longest a dead instance's jobs wait before another takes over.
+   */
+  BERTH_JOB_LEASE_MS: z.coerce.number().int().min(1_000).default(30_000),
   /** How often the expiry-warning worker looks for tokens close to expiry. */
   BERTH_EXPIRY_SCAN_MS: z.coerce.number().int().min(50).default(60_000),
 });
@@ -63,6 +76,9 @@ export interface Config {
   apiRateLimit: number;
   rateWindowMs: number;
   redisUrl: string | null;
+  /** null: the embedded SQLite store in dataDir. */
+  databaseUrl: string | null;
+  jobLeaseMs: number;
   queueConcurrency: number;
   queueCap: number;
   helperImage: string;
@@ -96,6 +112,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     apiRateLimit: e.API_RATE_LIMIT,
     rateWindowMs: e.BERTH_RATE_WINDOW_MS,
     redisUrl: e.REDIS_URL || null,
+    databaseUrl: e.DATABASE_URL || null,
+    jobLeaseMs: e.BERTH_JOB_LEASE_MS,
     queueConcurrency: e.BERTH_QUEUE_CONCURRENCY,
     queueCap: e.BERTH_QUEUE_CAP,
     helperImage: e.BERTH_HELPER_IMAGE,

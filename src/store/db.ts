@@ -1,13 +1,15 @@
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, type DatabaseConnection, type Migration, type MigrationProvider, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresDialect, sql, SqliteDialect, SqliteDriver, type DatabaseConnection, type Migration, type MigrationProvider, type SqliteDialectConfig } from 'kysely';
 import type { Database } from './schema.js';
 import { setMigrationDialect } from './portable.js';
 import * as m001 from './migrations/001-identity.js';
 import * as m002 from './migrations/002-platform.js';
 import * as m003 from './migrations/003-ssh-servers.js';
 import * as m006 from './migrations/006-live-migration.js';
+import * as m007 from './migrations/007-job-leases.js';
 
 /** Migrations are compiled in (no directory scan), so the built package is self-contained. */
 const migrations: Record<string, Migration> = {
@@ -15,6 +17,7 @@ const migrations: Record<string, Migration> = {
   '002-platform': m002,
   '003-ssh-servers': m003,
   '006-live-migration': m006,
+  '007-job-leases': m007,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
@@ -23,8 +26,24 @@ export type Db = Kysely<Database>;
 
 export const DATABASE_FILE = 'berth.sqlite';
 
-/** Opens (creating if needed) the embedded store in dataDir and brings its schema up to date. */
-export async function openStore(dataDir: string): Promise<Db> {
+/**
+ * Opens the store and brings its schema up to date: the PostgreSQL database named by
+ * databaseUrl, or else (creating it if needed) the embedded SQLite file in dataDir.
+ */
+export async function openStore(dataDir: string, databaseUrl: string | null = null): Promise<Db> {
+  const db = databaseUrl ? await openPostgres(databaseUrl) : openSqlite(dataDir);
+  setMigrationDialect(databaseUrl ? 'postgres' : 'sqlite');
+  // Several instances starting at once migrate one after another (Kysely locks on PostgreSQL).
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  if (error) {
+    await db.destroy();
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`Store migration ${failed} failed: ${(error as Error).message}`);
+  }
+  return db;
+}
+
+function openSqlite(dataDir: string): Db {
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(dataDir, DATABASE_FILE);
   const sqlite = new SQLite(file);
@@ -42,12 +61,29 @@ export async function openStore(dataDir: string): Promise<Db> {
     all: (sql, parameters) => (sqlite.inTransaction ? undefined : (cached.prepare(sql).all(...(parameters as unknown[])) as unknown[])),
     version: () => (sqlite.inTransaction ? undefined : versions.current()),
   });
-  setMigrationDialect('sqlite');
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
-  if (error) {
+  return db;
+}
+
+/**
+ * PostgreSQL through the pg driver, loaded only here: the embedded default never pays for it.
+ * Counts (int8) come back as numbers, as SQLite's do; no count berth makes nears 2^53.
+ */
+async function openPostgres(url: string): Promise<Db> {
+  // A plain require: the shipped bundle runs in a vm.Script, where import() of a package fails.
+  const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
+  const types = { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format as never)) };
+  const pool = new pg.Pool({ connectionString: url, types: types as never, max: 10, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 });
+  // A connection the server drops must not take the process down (an 'error' event without a
+  // listener throws): an idle one is the pool's to replace; a checked-out one also fails its
+  // query, which the request answers with 503, and is released.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  try {
+    await sql`select 1`.execute(db);
+  } catch (err) {
     await db.destroy();
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new Error(`Store migration ${failed} failed: ${(error as Error).message}`);
+    throw new Error(`Cannot reach the PostgreSQL store (DATABASE_URL): ${(err as Error).message}`);
   }
   return db;
 }
@@ -169,5 +205,10 @@ export interface DirectStore {
 }
 const directStores = new WeakMap<Db, DirectStore>();
 export const directStoreOf = (db: Db): DirectStore | undefined => directStores.get(db);
+
+/** One trivial query: the store answers (a readiness check). */
+export async function storeReachable(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
+}
 
 export const nowIso = (): string => new Date().toISOString();

@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { startServer } from '../../src/serve.js';
 import { openStore } from '../../src/store/db.js';
 import { call, tempDir, type Reply } from '../helpers/server.js';
+import { storeEnv, storeUrlFor, TEST_STORE } from '../helpers/store.js';
 
 /**
  * The built `berth` command (dist/bundle/cli.js, built by `npm run build` before the tests), run as a
@@ -28,6 +29,13 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
     env[k] = v;
   }
   return { ...env, ...extra };
+}
+
+/** The store of the data directory a run names (--data, BERTH_DATA or ./.berth), on PostgreSQL runs. */
+function storeEnvOf(args: string[], runCwd: string, env: Record<string, string> = {}): Record<string, string> {
+  const i = args.indexOf('--data');
+  const dir = i >= 0 ? args[i + 1]! : (env.BERTH_DATA ?? './.berth');
+  return storeEnv(path.resolve(runCwd, dir));
 }
 
 /** Where commands run, so that a default ./.berth could never land in the repository. */
@@ -55,7 +63,8 @@ interface Run {
 
 function berth(args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: opts.cwd ?? cwd, env: cleanEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const runCwd = opts.cwd ?? cwd;
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: runCwd, env: cleanEnv({ ...storeEnvOf(args, runCwd, opts.env), ...opts.env }), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -95,7 +104,7 @@ async function refused(dir: string, ...args: string[]): Promise<string> {
 
 /** Every row of every table: "nothing changed" means this is deep-equal before and after. */
 async function snapshot(dir: string) {
-  const db = await openStore(dir);
+  const db = await openStore(dir, storeUrlFor(dir));
   try {
     return {
       settings: await db.selectFrom('settings').selectAll().orderBy('key').execute(),
@@ -111,7 +120,7 @@ async function snapshot(dir: string) {
 
 /** One real request against a server started in-process over the same data directory. */
 async function viaServer(dir: string, method: string, url: string, token: string): Promise<Reply> {
-  const server = await startServer(loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: dir, host: '127.0.0.1', port: 0 }), () => {});
+  const server = await startServer(loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: dir, databaseUrl: storeUrlFor(dir), host: '127.0.0.1', port: 0 }), () => {});
   try {
     return await call(server.url, method, url, { token });
   } finally {
@@ -429,7 +438,8 @@ describe('BERTH_DATA', MANY_RUNS, () => {
     expect(init.stderr).toBe('');
     expect(init.code).toBe(0);
     const r = JSON.parse(init.stdout);
-    expect(fs.existsSync(path.join(dir, 'berth.sqlite'))).toBe(true);
+    // On PostgreSQL the store is the database (DATABASE_URL); the snapshot below reads it either way.
+    expect(fs.existsSync(path.join(dir, 'berth.sqlite'))).toBe(TEST_STORE === 'sqlite');
     expect(fs.existsSync(path.join(elsewhere, '.berth'))).toBe(false);
 
     const get = await berth(['settings', 'get', '--json'], { env, cwd: elsewhere });
@@ -458,7 +468,7 @@ class Served {
 
   static start(dir: string): Served {
     return new Served(
-      spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dir], { cwd, env: cleanEnv({ LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] }),
+      spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dir], { cwd, env: cleanEnv({ LOG_LEVEL: 'info', ...storeEnv(dir) }), stdio: ['ignore', 'pipe', 'pipe'] }),
     );
   }
 
@@ -552,7 +562,7 @@ describe('a running server and another process writing the same store', MANY_RUN
   beforeAll(async () => {
     dir = freshDir();
     root = await okJson(dir, 'init');
-    server = await startServer(loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: dir, host: '127.0.0.1', port: 0 }), () => {});
+    server = await startServer(loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: dir, databaseUrl: storeUrlFor(dir), host: '127.0.0.1', port: 0 }), () => {});
   });
   afterAll(() => server.close());
   const get = (token: string) => call(server.url, 'GET', '/api/v1/teams/current', { token });

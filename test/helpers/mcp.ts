@@ -6,6 +6,8 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1HttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport as V1StdioTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
+import { storeEnv } from './store.js';
+
 export const CLI = path.resolve(import.meta.dirname, '../../dist/bundle/cli.js');
 
 /** What the tests need of a client, whichever SDK generation it comes from. */
@@ -59,7 +61,7 @@ export async function stdioClient(kind: ClientKind, dataDir: string, token: stri
   const params = {
     command: process.execPath,
     args: [CLI, 'mcp', '--data', dataDir, ...(args.includes('--toolsets') ? [] : ['--toolsets', 'all']), ...args],
-    env: { BERTH_TOKEN: token, LOG_LEVEL: 'warn' },
+    env: { BERTH_TOKEN: token, LOG_LEVEL: 'warn', ...storeEnv(dataDir) },
     stderr: 'pipe' as const,
   };
   if (kind === 'v1') {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { CLI } from './mcp.js';
+import { storeEnv } from './store.js';
 
 export interface ServeProcess {
   url: string;
@@ -13,7 +14,7 @@ export interface ServeProcess {
 export function spawnServe(dataDir: string, env: Record<string, string> = {}): Promise<ServeProcess> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dataDir], {
-      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env },
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...storeEnv(dataDir), ...env },
     });
     let out = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 15_000);

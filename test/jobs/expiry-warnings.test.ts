@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { startServer, type RunningServer } from '../../src/serve.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/wait.js';
+import { storeUrlFor, TEST_STORE } from '../helpers/store.js';
 
 /**
  * The token-expiry warning worker against a real SMTP listener (smtp-server on an ephemeral
@@ -233,8 +234,12 @@ describe('token expiry warnings over SMTP', () => {
     await expireIn(s, due, 23 * HOUR);
     await untilSent(s, due);
 
-    // data_version changes whenever another connection commits to the file.
-    const version = async () => (await sql<{ data_version: number }>`pragma data_version`.execute(s.db)).rows[0]!.data_version;
+    // SQLite: data_version changes whenever another connection commits to the file. PostgreSQL:
+    // every row a transaction writes gets that transaction's id (xmin).
+    const version = async () =>
+      TEST_STORE === 'sqlite'
+        ? (await sql<{ data_version: number }>`pragma data_version`.execute(s.db)).rows[0]!.data_version
+        : (await sql<{ v: string }>`select string_agg(x, ',' order by x) as v from (select xmin::text as x from outbox union all select xmin::text from api_tokens union all select xmin::text from settings) t`.execute(s.db)).rows[0]!.v;
     const before = await version();
     // No observable event marks an idle scan, so this one waits for a few of them.
     await new Promise((r) => setTimeout(r, 4 * SCAN_MS));
@@ -274,7 +279,7 @@ describe('token expiry warnings over SMTP', () => {
       })
       .execute();
 
-    const config = loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: s.dataDir, host: '127.0.0.1', port: 0, smtpUrl: mail.url, expiryScanMs: SCAN_MS });
+    const config = loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: s.dataDir, databaseUrl: storeUrlFor(s.dataDir), host: '127.0.0.1', port: 0, smtpUrl: mail.url, expiryScanMs: SCAN_MS });
     const printed: string[] = [];
     const second: RunningServer = await startServer(config, (line) => printed.push(line));
     cleanups.push(() => second.close());

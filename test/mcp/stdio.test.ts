@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { storeEnv } from '../helpers/store.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../../src/core/admin.js';
 import { CLI, CLIENT_KINDS, errorBody, stdioClient } from '../helpers/mcp.js';
@@ -13,7 +14,7 @@ afterAll(() => s.stop());
 /** Runs `berth mcp` with raw stdin lines; returns stdout lines, stderr and the exit code. */
 function rawStdio(env: Record<string, string>, lines: unknown[], waitFor = lines.filter((l) => (l as { id?: unknown }).id !== undefined).length) {
   return new Promise<{ out: string[]; err: string; code: number | null }>((resolve) => {
-    const p = spawn(process.execPath, [CLI, 'mcp', '--data', s.dataDir], { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', ...env } });
+    const p = spawn(process.execPath, [CLI, 'mcp', '--data', s.dataDir], { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', ...storeEnv(s.dataDir), ...env } });
     let out = '';
     let err = '';
     p.stdout.on('data', (d) => {

@@ -15,6 +15,7 @@ import { DEFAULT_TOOLS } from '../../src/tools/toolsets.js';
 import { CLI, errorBody, httpClient, stdioClient, type AnyClient } from '../helpers/mcp.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { remoteClient } from '../remote/helpers.js';
+import { storeEnv } from '../helpers/store.js';
 
 const META = ['list_toolsets', 'enable_toolsets', 'describe_operation', 'call_operation'];
 const KB = 1024;
@@ -87,7 +88,7 @@ describe('the default list', () => {
 
   it('an unknown toolset word is refused at start with the accepted ones', async () => {
     const { spawnSync } = await import('node:child_process');
-    const r = spawnSync(process.execPath, [CLI, 'mcp', '--data', s.dataDir, '--toolsets', 'default,nope'], { env: { BERTH_TOKEN: s.rootToken, LOG_LEVEL: 'warn' }, encoding: 'utf8', input: '' });
+    const r = spawnSync(process.execPath, [CLI, 'mcp', '--data', s.dataDir, '--toolsets', 'default,nope'], { env: { BERTH_TOKEN: s.rootToken, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir) }, encoding: 'utf8', input: '' });
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/unknown toolset nope.*default, all, teams/);
     expect(r.stdout).toBe('');
@@ -101,7 +102,7 @@ describe('reaching the rest over stdio', () => {
     c.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       changes++;
     });
-    await c.connect(new V1StdioTransport({ command: process.execPath, args: [CLI, 'mcp', '--data', s.dataDir], env: { BERTH_TOKEN: s.rootToken, LOG_LEVEL: 'warn' }, stderr: 'pipe' }));
+    await c.connect(new V1StdioTransport({ command: process.execPath, args: [CLI, 'mcp', '--data', s.dataDir], env: { BERTH_TOKEN: s.rootToken, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir) }, stderr: 'pipe' }));
     try {
       expect(c.getServerCapabilities()?.tools?.listChanged).toBe(true);
       const before = (await c.listTools()).tools.map((t) => t.name);

@@ -4,12 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASE_FILE, nowIso, openStore, type Db } from '../../src/store/db.js';
 import { param, prepared } from '../../src/store/prepared.js';
 import { tempDir } from '../helpers/server.js';
+import { storeUrlFor, TEST_STORE } from '../helpers/store.js';
 
 let db: Db;
 let dir: string;
 beforeAll(async () => {
   dir = tempDir('berth-store-');
-  db = await openStore(dir);
+  db = await openStore(dir, storeUrlFor(dir));
 });
 afterAll(() => db.destroy());
 
@@ -41,7 +42,8 @@ describe('compiled hot queries', () => {
   });
 });
 
-describe('reused rows', () => {
+// Reuse rides on SQLite's synchronous path and PRAGMA data_version; PostgreSQL reads every time.
+describe.runIf(TEST_STORE === 'sqlite')('reused rows', () => {
   const team = (name: string) => ({ name, description: null, personal_team: 0, created_at: nowIso(), updated_at: nowIso() });
 
   it('are the same frozen rows while the store is unchanged', async () => {
