@@ -20,7 +20,7 @@ export interface Assembled {
 export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Runtime = new LiveRuntime(db, logger, config.helperImage, config.migrationChecksums, { readyTimeoutMs: config.sshTimeoutMs, idleMs: config.sshIdleMs })): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
   const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
-  const jobs = new Jobs(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase });
+  const jobs = new Jobs(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs });
   const core = new Core({ db, config, logger, limits, runtime, jobs });
   return {
     core,

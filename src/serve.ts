@@ -22,10 +22,10 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, out: (line: string) => void = console.log): Promise<RunningServer> {
   const logger = createLogger({ level: config.logLevel, destination: 'stdout' });
-  const db = await openStore(config.dataDir);
+  const db = await openStore(config.dataDir, config.databaseUrl);
   if (!(await isInitialized(db))) {
     const init = await initInstance(db, {});
-    out(`berth: created a new instance in ${config.dataDir} (team "${init.team.name}", owner ${init.user.email}).`);
+    out(`berth: created a new instance in ${config.databaseUrl ? 'the PostgreSQL store (DATABASE_URL)' : config.dataDir} (team "${init.team.name}", owner ${init.user.email}).`);
     out('berth: root token (shown once, store it now):');
     out(init.token);
   }
@@ -49,7 +49,10 @@ export async function startServer(config: Config, out: (line: string) => void = 
     app,
     close: () =>
       (closing ??= (async () => {
+        // No new requests; in-flight ones finish. Jobs not yet started are handed back (another
+        // instance on the same store queues them at once); running ones end here or time out.
         await app.close();
+        await assembled.jobs.stop().catch((err) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
         await expiry.stop();
         await assembled.close();
         mailer?.close();

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Logger } from 'pino';
 import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
@@ -11,15 +13,34 @@ class MigrationCancelled extends Error {
   }
 }
 
+/** A migration whose lease another instance took over (this one was cut off from the store too long). */
+class LeaseLost extends Error {
+  override name = 'LeaseLost';
+  constructor() {
+    super('another berth instance took this migration over');
+  }
+}
+
+/** A row with no lease this long after its last change was inserted by an instance that died before queueing it. */
+const UNLEASED_GRACE_MS = 60_000;
+
 /** The largest deployment log kept; older lines are dropped first. */
 const MAX_LOG_CHARS = 1_000_000;
 
 /**
- * Runs deployments (deploy, start, stop, restart) through the per-server queues. A deployment is
- * a row first (queued), so a restart finds what was waiting; a row found in progress at start
- * was cut off by a crash and is marked failed, never reported as done.
+ * Runs deployments (deploy, start, stop, restart) and migrations through the per-server queues.
+ * A job is a row first, claimed by the instance that queues or runs it with a lease it renews
+ * while it lives (several instances may share one store). A job whose lease ran out belongs to an
+ * instance that died: another (or the same one, restarted) takes it over by the restart rules: a
+ * queued one is queued again, one cut off while running fails (a deployment) or is rolled back (a
+ * migration), never reported as done.
  */
 export class Jobs {
+  /** This process's name on the leases it holds. */
+  readonly instanceId = randomUUID();
+  private readonly leaseMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
   private readonly running = new Map<number, AbortController>();
   private readonly runningMigrations = new Map<number, AbortController>();
   private readonly migrationListeners = new Map<number, Set<(p: MigrationProgress) => void>>();
@@ -30,17 +51,70 @@ export class Jobs {
     private readonly runtime: Runtime,
     private readonly logger: Logger,
     /** Tests only (BERTH_TEST_HOLD_MIGRATION_PHASE): hold a migration when it enters this phase. */
-    private readonly opts: { holdPhase?: { phase: string; ms: number } | null } = {},
-  ) {}
+    private readonly opts: { holdPhase?: { phase: string; ms: number } | null; leaseMs?: number } = {},
+  ) {
+    this.leaseMs = opts.leaseMs ?? 30_000;
+  }
+
+  private leaseEnd = () => Date.now() + this.leaseMs;
+
+  /** Rows whose lease has run out (or that were never leased, long ago): their instance is gone. */
+  private stale(alias?: string): RawBuilder<SqlBool> {
+    const col = (c: string) => sql.ref(alias ? `${alias}.${c}` : c);
+    const now = Date.now();
+    const old = new Date(now - UNLEASED_GRACE_MS).toISOString();
+    return sql<SqlBool>`(${col('lease_until')} < ${now} or (${col('lease_until')} is null and ${col('updated_at')} < ${old}))`;
+  }
 
   /**
-   * Resumes after a restart: cut-off deployments fail, queued ones are queued again; migrations
-   * still waiting are queued again, and those cut off while copying are rolled back (before the
-   * switch, the resource and its data are still on the source: started again there if it ran).
+   * Takes over what instances that are gone left (at once, then every third of a lease), and
+   * renews the leases of what this one holds.
    */
   async start(): Promise<void> {
-    const cutOff = await this.db.selectFrom('migrations_jobs').select(['id', 'progress']).where('status', '=', 'copying').orderBy('id').execute();
+    await this.sweep();
+    this.timer = setInterval(() => {
+      this.ticking ??= this.renew()
+        .then(() => this.sweep())
+        .catch((err) => this.logger.warn({ err: (err as Error).message }, 'job leases: store unavailable; retrying'))
+        .finally(() => (this.ticking = undefined));
+    }, Math.max(250, Math.floor(this.leaseMs / 3)));
+    this.timer.unref();
+  }
+
+  /**
+   * Stops renewing and hands back what has not started (another instance queues it at once);
+   * a job running now keeps its lease until it ends or the lease runs out.
+   */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.ticking;
+    await this.db.updateTable('deployments').set({ lease_until: 0 }).where('lease_owner', '=', this.instanceId).where('status', '=', 'queued').execute();
+    await this.db.updateTable('migrations_jobs').set({ lease_until: 0 }).where('lease_owner', '=', this.instanceId).where('status', '=', 'pending').execute();
+  }
+
+  private async renew(): Promise<void> {
+    const until = this.leaseEnd();
+    await this.db.updateTable('deployments').set({ lease_until: until }).where('lease_owner', '=', this.instanceId).where('status', 'in', ['queued', 'in_progress']).execute();
+    await this.db.updateTable('migrations_jobs').set({ lease_until: until }).where('lease_owner', '=', this.instanceId).where('status', 'in', ['pending', 'copying']).execute();
+  }
+
+  /** Claims a stale row for this instance; only one instance's claim of a row succeeds. */
+  private async claim(table: 'deployments' | 'migrations_jobs', id: number, status: string): Promise<boolean> {
+    const r = await this.db
+      .updateTable(table)
+      .set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() })
+      .where('id', '=', id)
+      .where('status', '=', status as never)
+      .where(this.stale())
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /** Takes over the jobs of instances that are gone, by the restart rules. */
+  async sweep(): Promise<void> {
+    const cutOff = await this.db.selectFrom('migrations_jobs').select(['id', 'progress']).where('status', '=', 'copying').where(this.stale()).orderBy('id').execute();
     for (const m of cutOff) {
+      if (!(await this.claim('migrations_jobs', m.id, 'copying'))) continue;
       const phase = (JSON.parse(m.progress) as Partial<MigrationProgress>).phase ?? 'pre-copy';
       await this.failMigration(m.id, `berth stopped during the migration (${phase}); it was rolled back: the resource stays where it was. Migrate again.`);
     }
@@ -49,9 +123,11 @@ export class Jobs {
       .innerJoin('destinations as d', 'd.id', 'm.to_destination_id')
       .select(['m.id', 'd.server_id'])
       .where('m.status', '=', 'pending')
+      .where(this.stale('m'))
       .orderBy('m.id')
       .execute();
     for (const m of migrations) {
+      if (!(await this.claim('migrations_jobs', m.id, 'pending'))) continue;
       await this.enqueueMigration(m.id, m.server_id).catch(async (err: Error) => {
         // Not resumable now (e.g. the target's queue is full): roll back rather than leave the
         // resource blocked as migrating. Its source volumes were never touched; a re-run is safe.
@@ -59,18 +135,26 @@ export class Jobs {
         await this.failMigration(m.id, `Could not be resumed after a restart: ${err.message}`);
       });
     }
-    const cut = await this.db
-      .updateTable('deployments')
-      .set({ status: 'failed', finished_at: nowIso(), updated_at: nowIso() })
-      .where('status', '=', 'in_progress')
-      .executeTakeFirst();
-    if (cut.numUpdatedRows > 0n) this.logger.warn({ count: Number(cut.numUpdatedRows) }, 'deployments cut off by a restart marked failed');
-    const queued = await this.db.selectFrom('deployments').select(['id', 'server_id']).where('status', '=', 'queued').orderBy('id').execute();
-    for (const d of queued) await this.enqueue(d.id, d.server_id).catch((err) => this.logger.error({ err, deploymentId: d.id }, 'could not requeue'));
+    const running = await this.db.selectFrom('deployments').select('id').where('status', '=', 'in_progress').where(this.stale()).orderBy('id').execute();
+    for (const d of running) {
+      if (!(await this.claim('deployments', d.id, 'in_progress'))) continue;
+      await this.db.updateTable('deployments').set({ status: 'failed', finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', d.id).where('status', '=', 'in_progress').execute();
+      this.logger.warn({ deploymentId: d.id }, 'a deployment cut off by a stopped berth marked failed');
+    }
+    const queued = await this.db.selectFrom('deployments').select(['id', 'server_id']).where('status', '=', 'queued').where(this.stale()).orderBy('id').execute();
+    for (const d of queued) {
+      if (!(await this.claim('deployments', d.id, 'queued'))) continue;
+      await this.enqueue(d.id, d.server_id).catch(async (err) => {
+        this.logger.error({ err, deploymentId: d.id }, 'could not requeue');
+        // Handed back: another instance (or a later sweep) tries again.
+        await this.db.updateTable('deployments').set({ lease_until: 0 }).where('id', '=', d.id).execute();
+      });
+    }
   }
 
   /** Puts a deployment on its server's queue; 429 "Deployment queue is full." when it is. */
   async enqueue(deploymentId: number, serverId: number): Promise<void> {
+    await this.db.updateTable('deployments').set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() }).where('id', '=', deploymentId).execute();
     const { done } = await this.queues.submit(String(serverId), () => this.run(deploymentId));
     done.catch((err) => this.logger.error({ err, deploymentId }, 'deployment job failed'));
   }
@@ -85,6 +169,7 @@ export class Jobs {
       if (!set) this.migrationListeners.set(migrationId, (set = new Set()));
       set.add(onProgress);
     }
+    await this.db.updateTable('migrations_jobs').set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() }).where('id', '=', migrationId).execute();
     const { done } = await this.queues.submit(String(serverId), () => this.runMigration(migrationId));
     done.catch((err) => this.logger.error({ err, migrationId }, 'migration job failed'));
     const settled = done.finally(() => onProgress && this.migrationListeners.get(migrationId)?.delete(onProgress));
@@ -103,7 +188,12 @@ export class Jobs {
    */
   private async runMigration(migrationId: number): Promise<void> {
     const m = await this.db.selectFrom('migrations_jobs').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
-    const claimed = await this.db.updateTable('migrations_jobs').set({ status: 'copying', updated_at: nowIso() }).where('id', '=', m.id).where('status', '=', 'pending').executeTakeFirst();
+    const claimed = await this.db
+      .updateTable('migrations_jobs')
+      .set({ status: 'copying', lease_owner: this.instanceId, lease_until: this.leaseEnd(), updated_at: nowIso() })
+      .where('id', '=', m.id)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
     if (claimed.numUpdatedRows === 0n) return; // cancelled while it waited
     const controller = new AbortController();
     this.runningMigrations.set(m.id, controller);
@@ -112,7 +202,15 @@ export class Jobs {
     const save = async (p: MigrationProgress) => {
       const entering = p.phase !== progress.phase;
       progress = p;
-      await this.db.updateTable('migrations_jobs').set({ progress: JSON.stringify(p), updated_at: nowIso() }).where('id', '=', m.id).execute();
+      // Every save renews the lease, and finds out whether another instance took the job over
+      // (this one could not reach the store for a whole lease): then it stops at once.
+      const saved = await this.db
+        .updateTable('migrations_jobs')
+        .set({ progress: JSON.stringify(p), lease_until: this.leaseEnd(), updated_at: nowIso() })
+        .where('id', '=', m.id)
+        .where('lease_owner', '=', this.instanceId)
+        .executeTakeFirst();
+      if (saved.numUpdatedRows === 0n) controller.abort(new LeaseLost());
       for (const l of this.migrationListeners.get(m.id) ?? []) l(p);
       if (entering && hold?.phase === p.phase) await new Promise((r) => setTimeout(r, hold.ms));
     };
@@ -134,13 +232,21 @@ export class Jobs {
           await trx.updateTable('storages').set({ engine_volume: volume, updated_at: nowIso() }).where('id', '=', storageId).execute();
         }
         await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
-        await trx
+        const done = await trx
           .updateTable('migrations_jobs')
           .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done' }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, finished_at: nowIso(), updated_at: nowIso() })
           .where('id', '=', m.id)
-          .execute();
+          .where('lease_owner', '=', this.instanceId)
+          .executeTakeFirst();
+        // Taken over meanwhile: the other instance rolls it back; nothing of this switch commits.
+        if (done.numUpdatedRows === 0n) throw new LeaseLost();
       });
     } catch (err) {
+      if (err instanceof LeaseLost || controller.signal.reason instanceof LeaseLost) {
+        this.logger.warn({ migrationId: m.id }, 'migration taken over by another berth instance; stopping here');
+        await this.runtime.discardStaging(m.id).catch(() => undefined);
+        return;
+      }
       const cancelled = controller.signal.aborted && controller.signal.reason instanceof MigrationCancelled;
       await this.failMigration(m.id, cancelled ? 'Cancelled; the resource stays where it was.' : (err as Error).message, cancelled ? 'cancelled' : 'failed');
       if (!cancelled) throw err;
@@ -206,7 +312,7 @@ export class Jobs {
   private async run(deploymentId: number): Promise<void> {
     const claimed = await this.db
       .updateTable('deployments')
-      .set({ status: 'in_progress', started_at: nowIso(), updated_at: nowIso() })
+      .set({ status: 'in_progress', lease_owner: this.instanceId, lease_until: this.leaseEnd(), started_at: nowIso(), updated_at: nowIso() })
       .where('id', '=', deploymentId)
       .where('status', '=', 'queued')
       .executeTakeFirst();

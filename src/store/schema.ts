@@ -1,4 +1,4 @@
-import type { Generated, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 
 /** Timestamps are ISO-8601 UTC strings: portable between SQLite and PostgreSQL text columns. */
 export interface SettingsTable {
@@ -192,6 +192,9 @@ export interface DeploymentsTable extends Timestamps {
   logs: string;
   started_at: string | null;
   finished_at: string | null;
+  /** The instance that queued or runs it, and until when (ms since the epoch) unless renewed. */
+  lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
+  lease_until: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface MigrationJobsTable extends Timestamps {
@@ -211,6 +214,8 @@ export interface MigrationJobsTable extends Timestamps {
   previous_status: string | null;
   /** Stop on the source → switch done, when the resource was stopped for the last pass. */
   downtime_ms: number | null;
+  lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
+  lease_until: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface Database {

@@ -13,6 +13,7 @@ import { openStore } from '../../src/store/db.js';
 import { ENGINE_IMAGE, enginesAvailable, useEngines } from '../helpers/engines.js';
 import { spawnServe, type ServeProcess } from '../helpers/process.js';
 import { tempDir } from '../helpers/server.js';
+import { storeUrlFor } from '../helpers/store.js';
 import {
   Api,
   containersLabelled,
@@ -44,7 +45,7 @@ describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration',
   let api: Api;
   let p: Platform;
 
-  const env = (helperImage = ENGINE_IMAGE) => ({ BERTH_HELPER_IMAGE: helperImage, LOG_LEVEL: 'warn', API_RATE_LIMIT: '0' });
+  const env = (helperImage = ENGINE_IMAGE) => ({ BERTH_HELPER_IMAGE: helperImage, LOG_LEVEL: 'warn', API_RATE_LIMIT: '0', BERTH_JOB_LEASE_MS: '2000' });
   async function restart(helperImage?: string, extra: Record<string, string> = {}): Promise<void> {
     if (serve && serve.proc.exitCode === null && serve.proc.signalCode === null) await serve.stop();
     serve = await spawnServe(dataDir, { ...env(helperImage), ...extra });
@@ -54,7 +55,7 @@ describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration',
   beforeAll(async () => {
     ensureSleeperImage(engines);
     dataDir = tempDir('berth-e2e-kill-');
-    const db = await openStore(dataDir);
+    const db = await openStore(dataDir, storeUrlFor(dataDir));
     token = (await admin.initInstance(db, { email: 'owner@example.test', team: 'Root Team' })).token;
     await db.destroy();
     await restart();
@@ -78,7 +79,7 @@ describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration',
 
   /** What the store says, read directly (berth may be dead). */
   async function stored(appUuid: string, migrationUuid: string) {
-    const db = await openStore(dataDir);
+    const db = await openStore(dataDir, storeUrlFor(dataDir));
     try {
       const r = await db
         .selectFrom('resources as r')

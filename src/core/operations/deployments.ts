@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Db } from '../../store/db.js';
+import type { Selectable } from 'kysely';
 import type { DeploymentsTable } from '../../store/schema.js';
 import { BerthError, notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
@@ -13,7 +14,7 @@ import { ENGINE, READ, stamps } from './common.js';
 import { KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection, type ResourceRow } from './resource-common.js';
 
 export type DeploymentKind = 'deploy' | 'start' | 'stop' | 'restart';
-type DeploymentRow = Omit<DeploymentsTable, 'id'> & { id: number };
+type DeploymentRow = Selectable<DeploymentsTable>;
 
 /** Log text longer than this is cut (with a marker) unless the caller asks for it in full. */
 const LOG_PREVIEW_CHARS = 10_000;

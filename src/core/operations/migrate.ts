@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { nowIso } from '../../store/db.js';
+import type { Selectable } from 'kysely';
 import type { MigrationJobsTable } from '../../store/schema.js';
 import { BerthError, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
@@ -41,7 +42,7 @@ export const migrationSchema = z.object({
   finished_at: z.string().nullable(),
 });
 
-type MigrationRow = Omit<MigrationJobsTable, 'id'> & { id: number };
+type MigrationRow = Selectable<MigrationJobsTable>;
 
 async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow): Promise<z.infer<typeof migrationSchema>> {
   const [r, from, to] = await Promise.all([
