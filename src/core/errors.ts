@@ -31,6 +31,7 @@ export const errorCatalogue = {
   rate_limited: { status: 429, message: 'Too many requests.' },
   queue_full: { status: 429, message: 'Deployment queue is full.' },
   internal: { status: 500, message: 'Internal server error.' },
+  store_unavailable: { status: 503, message: 'The store is unavailable; try again shortly.', headers: { 'Retry-After': '5' } },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorKind = keyof typeof errorCatalogue;
@@ -110,6 +111,23 @@ export function fromWire(status: number, body: Record<string, unknown>): BerthEr
   return new BerthError(kind, { ...(missing ? { missingPermissions: missing } : {}), ...(retryAfter !== undefined ? { retryAfter } : {}) });
 }
 
+/** Connection-level failures of the store (PostgreSQL, a locked SQLite file) or of Redis: not the request's fault. */
+const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'SQLITE_BUSY', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
+
+/**
+ * An unexpected error as the door should answer it: 503 when the store cannot be reached (the
+ * request may be repeated once it is back; a transaction that failed wrote nothing), else 500.
+ */
+export function unexpected(err: unknown): BerthError {
+  if (err instanceof BerthError) return err;
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  if ((typeof e?.code === 'string' && STORE_DOWN_CODES.has(e.code)) || /^Connection terminated|timeout exceeded when trying to connect|Cannot reach the PostgreSQL store|^Connection is closed|max retries per request/.test(message)) {
+    return new BerthError('store_unavailable');
+  }
+  return new BerthError('internal');
+}
+
 /** What the failing call was about, for a hint that names it. */
 export interface HintContext {
   /** "application", "server", ... */
@@ -144,6 +162,8 @@ export function agentHint(err: BerthError, ctx: HintContext = {}): string | unde
       return "Only a token of the instance's root team can do this.";
     case 'ip_not_allowed':
       return "This address is not on the instance's allow-list.";
+    case 'store_unavailable':
+      return 'berth cannot reach its database right now; nothing was changed. Retry in a few seconds.';
     default:
       return undefined;
   }

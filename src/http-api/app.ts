@@ -1,7 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { BerthError, toWire, validationError, type WireError } from '../core/errors.js';
+import { BerthError, toWire, unexpected, validationError, type WireError } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
 import { HEALTH_LIMIT, rateHeaders, rateLimited } from '../limits/rate-limits.js';
 import type { Operation } from '../core/operation.js';
@@ -11,6 +11,7 @@ import { accessOf } from './access.js';
 import { buildOpenApi } from './openapi.js';
 import { BadBody } from './body.js';
 import { compileRoutes, type RouteEntry } from './routes.js';
+import { storeReachable } from '../store/db.js';
 
 export interface HttpAppOptions {
   core: Core;
@@ -38,7 +39,7 @@ function fromFastifyError(err: Error & { code?: string; statusCode?: number }): 
       return validationError({ body: ['The body is too large.'] });
   }
   if (err instanceof SyntaxError) return validationError({ body: ['The body is not valid JSON.'] });
-  return new BerthError('internal');
+  return unexpected(err);
 }
 
 /** Path, query and body as one input object; a body may not set what the path already names. */
@@ -100,12 +101,14 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   app.setErrorHandler((err: Error & { code?: string }, req, reply) => {
     const e = fromFastifyError(err);
     if (e.kind === 'internal') req.log.error({ reqId: req.id, err }, 'unhandled error');
+    if (e.kind === 'store_unavailable') req.log.warn({ reqId: req.id, error: err.message }, 'store unavailable');
     return send(reply, toWire(e));
   });
 
   const routes: RouteEntry[] = compileRoutes([
     ...operations.flatMap((o) => [o.http.path, ...(o.http.aliases ?? [])].map((path) => ({ method: o.http.method, path }))),
     { method: 'GET', path: '/api/health' },
+    { method: 'GET', path: '/api/ready' },
     { method: 'GET', path: '/api/v1/openapi.json' },
     { method: 'POST', path: '/mcp' },
   ]);
@@ -127,6 +130,17 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     access.rate = await core.deps.limits.charge(HEALTH_LIMIT, `addr:${req.ip}`);
     if (!access.rate.allowed) throw rateLimited(access.rate);
     return reply.type('text/plain; charset=utf-8').send('OK');
+  });
+
+  // Readiness, for a load balancer: this instance can reach its store (and Redis, through the
+  // limiter, when configured). 503 with the contract's body when it cannot; /api/health stays
+  // the liveness check that asks nothing of them.
+  app.get('/api/ready', async (req, reply) => {
+    const access = accessOf(req);
+    access.rate = await core.deps.limits.charge(HEALTH_LIMIT, `addr:${req.ip}`);
+    if (!access.rate.allowed) throw rateLimited(access.rate);
+    await storeReachable(core.deps.db);
+    return reply.type('text/plain; charset=utf-8').send('READY');
   });
 
   // Public, like Coolify's published document: it describes the API, not anyone's data.

@@ -73,6 +73,7 @@ export function buildOpenApi(operations: readonly Operation[]): JsonSchema {
     (paths[op.http.path] ??= {})[op.http.method.toLowerCase()] = operationObject(op);
     for (const alias of op.http.aliases ?? []) (paths[alias] ??= {})[op.http.method.toLowerCase()] = { ...operationObject(op), operationId: `${op.name}_alias`, deprecated: false };
   }
+  paths['/api/ready'] = { get: { operationId: 'ready', summary: 'Readiness: the store (and Redis, when configured) answer.', security: [], responses: { '200': { description: 'READY', content: { 'text/plain': { schema: { type: 'string' } } } }, '503': { description: 'The store or Redis cannot be reached.' } } } };
   paths['/api/health'] = { get: { operationId: 'health', summary: 'Health check.', security: [], responses: { '200': { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } } } } };
   paths['/api/v1/openapi.json'] = { get: { operationId: 'openapi', summary: 'This document.', security: [], responses: { '200': { description: 'OpenAPI 3.1 document.' } } } };
   return {

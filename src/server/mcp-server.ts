@@ -1,7 +1,7 @@
 import { McpServer, type CallToolResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
-import { agentHint, BerthError, fromWire, toWire, validationError, type HintContext } from '../core/errors.js';
+import { agentHint, BerthError, fromWire, toWire, unexpected, validationError, type HintContext } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
 import type { CallOptions, ProgressReporter } from '../core/operation.js';
 import { issuesToErrors } from '../core/validation.js';
@@ -134,8 +134,9 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
         const body = hint ? { ...err.body, hint } : err.body;
         return { error: { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] } };
       }
-      logger.error({ err, tool: tool.name }, 'tool failed');
-      return { error: errorResult(new BerthError('internal')) };
+      const e = unexpected(err);
+      if (e.kind === 'internal') logger.error({ err, tool: tool.name }, 'tool failed');
+      return { error: errorResult(e) };
     }
   }
 

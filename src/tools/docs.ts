@@ -21,7 +21,7 @@ export function renderRouteTable(operations: readonly Operation[]): string {
     const also = o.http.aliases?.length ? ` (also ${o.http.aliases.map((a) => `\`${a}\``).join(', ')})` : '';
     return `| ${o.http.method} | \`${o.http.path}\`${also} | ${permissionOf(o)} | ${cell(o.summary)} |`;
   });
-  return ['| method | path | permission | what it does |', '|---|---|---|---|', ...rows, '| GET | `/api/health` | none | Health check: `OK`. |'].join('\n');
+  return ['| method | path | permission | what it does |', '|---|---|---|---|', ...rows, '| GET | `/api/health` | none | Health check: `OK`. |', '| GET | `/api/ready` | none | Readiness: `READY` when the store (and Redis, if configured) answer; 503 otherwise. |'].join('\n');
 }
 
 /** Replaces the text between `<!-- name:start -->` and `<!-- name:end -->`. */
