@@ -1,46 +1,28 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import * as admin from '../../src/core/admin.js';
 import { JobQueues } from '../../src/limits/job-queues.js';
 import { openStore } from '../../src/store/db.js';
-import { freePort, spawnServe, type ServeProcess } from '../helpers/process.js';
+import { spawnServe, type ServeProcess } from '../helpers/process.js';
 import { tempDir } from '../helpers/server.js';
-
-// A real Redis is part of this feature; outside CI a machine without redis-server skips it.
-const hasRedis = spawnSync('redis-server', ['--version']).status === 0;
-if (!hasRedis && process.env.CI) throw new Error('redis-server is required in CI (.ci/run installs it)');
+import { storeUrlFor } from '../helpers/store.js';
+import { hasRedis, startRedis } from '../helpers/redis.js';
 
 describe.runIf(hasRedis)('limits shared through Redis', () => {
-  let redis: ChildProcess;
+  let redis: { url: string; stop: () => void };
   let redisUrl: string;
   beforeAll(async () => {
-    const port = await freePort();
-    redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    redisUrl = `redis://127.0.0.1:${port}`;
-    for (let i = 0; ; i++) {
-      const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on('error', () => undefined);
-      try {
-        await probe.connect();
-        await probe.ping();
-        await probe.quit();
-        break;
-      } catch (err) {
-        probe.disconnect();
-        if (i > 100) throw err;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
+    redis = await startRedis();
+    redisUrl = redis.url;
   });
   afterAll(() => {
-    redis?.kill();
+    redis?.stop();
   });
 
   it('three berth processes, one user, round-robin: together they admit exactly the limit', async () => {
     const dataDir = tempDir();
-    const db = await openStore(dataDir);
+    const db = await openStore(dataDir, storeUrlFor(dataDir));
     const init = await admin.initInstance(db, { email: 'owner@example.test' });
     await db.destroy();
     const env = { REDIS_URL: redisUrl, API_RATE_LIMIT: '30' };
