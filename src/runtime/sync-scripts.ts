@@ -55,6 +55,7 @@ ${
   NR == FNR { seen[path($0)] = 1; next }
   { p = path($0); if (!(p in seen) || ("" $2) >= since) print $3 "|" p }' ${W}/snap ${W}/snap.new > ${W}/changed`
 }
+if [ -f ${W}/start ]; then cp ${W}/start ${W}/start.prev; fi
 mv ${W}/snap.new ${W}/snap; mv ${W}/start.new ${W}/start
 cp ${W}/snap ${W}/out/snap
 awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { p = substr($0, index($0, "|") + 1); if (b > 0 && b + length(p) > 131072) { n++; b = 0 } print p > (dir "/batch." n); b += length(p) + 1 }' ${W}/changed
@@ -64,6 +65,12 @@ echo "$(wc -l < ${W}/snap) $(awk -F'|' '$1 == "f" { s += $3 } END { printf "%.0f
 export const sourceRound = (first: boolean) => `${STRICT}; cd ${MOUNT}
 ${SNAPSHOT_AND_CHOOSE(first)}
 cat ${W}/out/stats`;
+
+/**
+ * Source, after a round that did not deliver all its batches: the next round chooses again from
+ * the previous round's start, so everything this one may have missed is sent then.
+ */
+export const sourceChooseAgain = `${STRICT}; if [ -f ${W}/start.prev ]; then cp ${W}/start.prev ${W}/start; fi`;
 
 /**
  * Source: one batch of changed entries as a tar on stdout (names from a file, no recursion).

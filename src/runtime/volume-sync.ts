@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { ensureImage, type EngineClient } from './engine.js';
 import { NotFoundError, VerificationError } from './errors.js';
-import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceFinal, sourceLists, sourceRound, targetFinal, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
+import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceChooseAgain, sourceFinal, sourceLists, sourceRound, targetFinal, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
 import { transferArchive } from './archive-relay.js';
 
 export const HELPER_LABEL = 'berth.volume-copy';
@@ -50,6 +50,8 @@ export interface RoundResult {
   transferredBytes: number;
   /** Entries removed from the target because the source no longer had them (or changed type). */
   removed: number;
+  /** A batch failed while the source was in use; the next round sends again what this one chose. */
+  incomplete?: boolean;
 }
 
 export interface SyncProgress {
@@ -183,8 +185,17 @@ export class VolumeSync {
     await this.shipOut();
     const removed = summaryOf(to.engine, (await this.run(to, this.dst, targetPrune)).stdout, 1)[0] ?? 0;
     let transferredBytes = 0;
-    for (let n = 0; n < batches; n++) {
-      transferredBytes += await this.pipeExec(sourceBatch(n), MOUNT, (moved) => progress(transferredBytes + moved), opts.sourceInUse ?? false);
+    try {
+      for (let n = 0; n < batches; n++) {
+        transferredBytes += await this.pipeExec(sourceBatch(n), MOUNT, (moved) => progress(transferredBytes + moved), opts.sourceInUse ?? false);
+      }
+    } catch (err) {
+      // A file rewritten while tar read it makes a short archive that the target refuses. With the
+      // source in use that is no failure: the next round (or the final pass, with the source
+      // stopped) chooses again from this round's starting point.
+      if (!opts.sourceInUse || signal?.aborted) throw err;
+      await this.run(from, this.src, sourceChooseAgain);
+      return { round, entries, totalBytes, sentEntries: changed, sentBytes: changedBytes, transferredBytes, removed, incomplete: true };
     }
     return { round, entries, totalBytes, sentEntries: changed, sentBytes: changedBytes, transferredBytes, removed };
   }
@@ -200,12 +211,24 @@ export class VolumeSync {
     const tar = new PassThrough({ highWaterMark: 1024 * 1024 });
     let stderr = '';
     let moved = 0;
+    // Room to write again, or the stream is gone (the target refused the archive).
+    const writable = () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          tar.off('drain', done);
+          tar.off('close', done);
+          resolve();
+        };
+        tar.on('drain', done);
+        tar.on('close', done);
+      });
     const pump = (async () => {
       try {
         for await (const f of output) {
           if (f.stream === 'stdout') {
             moved += f.data.length;
-            if (!tar.write(f.data)) await new Promise((r) => tar.once('drain', r));
+            if (!tar.write(f.data)) await writable();
+            if (tar.destroyed) break;
             onBytes(moved);
           } else if (f.stream === 'stderr' && stderr.length < 2000) stderr += f.data.toString('utf8');
         }
@@ -215,7 +238,14 @@ export class VolumeSync {
         throw err;
       }
     })();
-    await Promise.all([to.engine.putArchive(this.dst, path, tar as Readable, { signal }), pump]);
+    try {
+      await Promise.all([to.engine.putArchive(this.dst, path, tar as Readable, { signal }), pump]);
+    } catch (err) {
+      // The target refused the archive: stop reading the source's exec too.
+      tar.destroy();
+      await output.return(undefined).catch(() => undefined);
+      throw err;
+    }
     const code = await exitCode();
     const vanished = vanishing && stderr.trim().split('\n').every((l) => /No such file or directory/.test(l));
     if (code !== 0 && !vanished) throw new Error(`volume helper on ${from.engine.endpoint} (volume ${from.volume}) exited with ${code}: ${stderr.trim().slice(0, 500)}`);
