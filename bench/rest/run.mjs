@@ -10,6 +10,8 @@
 //   Servers are measured in alternating rounds (each round starts every server anew) and the
 //   median round per server is reported, so a burst of load on a shared machine moves one round,
 //   not one server.
+//   With PostgreSQL installed (scripts/postgres.sh install), berth on a PostgreSQL store is measured
+//   too, against berth on SQLite in the same run (a cluster in a temp dir, started by the script).
 // Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50] [rounds=3]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -59,6 +61,19 @@ const srv = http.createServer((req, res) => {
   res.end(body);
 }).listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + srv.address().port));`;
 
+// berth on PostgreSQL: its own cluster and store, its own root token.
+const pgScript = path.resolve(import.meta.dirname, '../../scripts/postgres.sh');
+let pg;
+try {
+  const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-pg-')), 'cluster');
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const url = execFileSync('bash', [pgScript, 'up', dir, String(port)], { encoding: 'utf8' }).trim().split('\n').pop();
+  const pgInit = JSON.parse(execFileSync(process.execPath, [cli, 'init', '--json', '--data', dataDir], { encoding: 'utf8', env: { ...process.env, DATABASE_URL: url } }));
+  pg = { dir, url, token: pgInit.token };
+} catch (err) {
+  console.log(`(no PostgreSQL: ${err.message.split('\n')[0]}; berth on PostgreSQL is not measured)`);
+}
+
 const floor = path.resolve(import.meta.dirname, 'fastify-floor.mjs');
 const servers = [
   ['bare node:http', ['-e', bareSrc], {}],
@@ -66,14 +81,15 @@ const servers = [
   ['floor + hash + pragma', [floor], { BENCH_BODY: body, BENCH_STORE: path.join(dataDir, 'berth.sqlite'), BENCH_TOKEN: init.token }],
   ['berth, limiter on', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000' }],
   ['berth, limiter off', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '0' }],
+  ...(pg ? [['berth on PostgreSQL', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000', DATABASE_URL: pg.url }, pg.token]] : []),
 ];
 const samples = Object.fromEntries(servers.map(([name]) => [name, []]));
 for (let round = 0; round < rounds; round++) {
-  for (const [name, args, env] of servers) {
+  for (const [name, args, env, token = init.token] of servers) {
     const s = await start(args, env);
-    await load(s.url, init.token, 2).catch(() => 0); // warm-up (JIT, connections)
+    await load(s.url, token, 2).catch(() => 0); // warm-up (JIT, connections)
     const before = cpuMs(s.pid);
-    const r = await load(s.url, init.token);
+    const r = await load(s.url, token);
     samples[name].push({ rps: r.requests.average, cpu: ((cpuMs(s.pid) - before) * 1000) / r.requests.total });
     await s.stop();
   }
@@ -82,6 +98,10 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const results = Object.fromEntries(servers.map(([name]) => [name, median(samples[name].map((x) => x.rps))]));
 const cpu = Object.fromEntries(servers.map(([name]) => [name, median(samples[name].map((x) => x.cpu))]));
 fs.rmSync(dataDir, { recursive: true, force: true });
+if (pg) {
+  execFileSync('bash', [pgScript, 'down', pg.dir]);
+  fs.rmSync(path.dirname(pg.dir), { recursive: true, force: true });
+}
 
 console.log(`\nGET /api/v1/teams/current, ${connections} connections, ${seconds} s, median of ${rounds} rounds, load average ${os.loadavg()[0].toFixed(2)}:`);
 console.log(`  ${'server'.padEnd(24)} ${'req/s'.padStart(7)}  CPU µs/req   (rounds, req/s)`);
@@ -95,4 +115,5 @@ console.log(`\nberth / bare:          ${pct('berth, limiter on', 'bare node:http
 console.log(`  Fastify floor / bare: ${pct('Fastify floor', 'bare node:http')}   (the framework alone, nothing behind it)`);
 console.log(`  floor + hash + pragma / bare: ${pct('floor + hash + pragma', 'bare node:http')}   (plus what no berth request can skip)`);
 console.log(`  berth / Fastify floor: ${pct('berth, limiter on', 'Fastify floor')}`);
+if (pg) console.log(`berth on PostgreSQL / on SQLite: ${pct('berth on PostgreSQL', 'berth, limiter on')}   (a token check and the team lookup are network round trips to the database)`);
 console.log(`limiter cost:          ${(limiterCost * 100).toFixed(1)} %   (goal < 10 %)`);
