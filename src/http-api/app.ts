@@ -12,6 +12,8 @@ import { buildOpenApi } from './openapi.js';
 import { BadBody } from './body.js';
 import { compileRoutes, type RouteEntry } from './routes.js';
 import { storeReachable } from '../store/db.js';
+import { BERTH_VERSION } from '../core/operations/platform.js';
+import { PUBLIC_ROUTES } from './public-routes.js';
 
 export interface HttpAppOptions {
   core: Core;
@@ -87,7 +89,9 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   app.addContentTypeParser('*', (_req, _payload, done) => done(null, new BadBody('Send the body as application/json.')));
 
   // Every API and /mcp response carries the bucket's state once the core has charged it.
+  // berth's own version on every answer (/api/v1/version answers the Coolify API version).
   app.addHook('onSend', (req, reply, payload, done) => {
+    reply.header('X-Berth-Version', BERTH_VERSION);
     if (req.berthAccess?.rate) reply.headers(rateHeaders(req.berthAccess.rate));
     done(null, payload);
   });
@@ -107,9 +111,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
 
   const routes: RouteEntry[] = compileRoutes([
     ...operations.flatMap((o) => [o.http.path, ...(o.http.aliases ?? [])].map((path) => ({ method: o.http.method, path }))),
-    { method: 'GET', path: '/api/health' },
-    { method: 'GET', path: '/api/ready' },
-    { method: 'GET', path: '/api/v1/openapi.json' },
+    ...PUBLIC_ROUTES.map((r) => ({ method: 'GET', path: r.path })),
     { method: 'POST', path: '/mcp' },
   ]);
 
@@ -125,12 +127,15 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     return send(reply, toWire(new BerthError('route_not_found')));
   });
 
-  app.get('/api/health', async (req, reply) => {
-    const access = accessOf(req);
-    access.rate = await core.deps.limits.charge(HEALTH_LIMIT, `addr:${req.ip}`);
-    if (!access.rate.allowed) throw rateLimited(access.rate);
-    return reply.type('text/plain; charset=utf-8').send('OK');
-  });
+  // Liveness, at berth's path and at Coolify's.
+  for (const path of ['/api/health', '/api/v1/health']) {
+    app.get(path, async (req, reply) => {
+      const access = accessOf(req);
+      access.rate = await core.deps.limits.charge(HEALTH_LIMIT, `addr:${req.ip}`);
+      if (!access.rate.allowed) throw rateLimited(access.rate);
+      return reply.type('text/plain; charset=utf-8').send('OK');
+    });
+  }
 
   // Readiness, for a load balancer: this instance can reach its store (and Redis, through the
   // limiter, when configured). 503 with the contract's body when it cannot; /api/health stays

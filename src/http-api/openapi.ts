@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { errorCatalogue } from '../core/errors.js';
 import { pathParams, type Operation } from '../core/operation.js';
-import { BERTH_VERSION } from '../core/operations/platform.js';
+import { BERTH_VERSION, COOLIFY_API_VERSION } from '../core/operations/platform.js';
+import { PUBLIC_ROUTES } from './public-routes.js';
 import { toolText } from '../tools/descriptions.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -73,12 +74,18 @@ export function buildOpenApi(operations: readonly Operation[]): JsonSchema {
     (paths[op.http.path] ??= {})[op.http.method.toLowerCase()] = operationObject(op);
     for (const alias of op.http.aliases ?? []) (paths[alias] ??= {})[op.http.method.toLowerCase()] = { ...operationObject(op), operationId: `${op.name}_alias`, deprecated: false };
   }
-  paths['/api/ready'] = { get: { operationId: 'ready', summary: 'Readiness: the store (and Redis, when configured) answer.', security: [], responses: { '200': { description: 'READY', content: { 'text/plain': { schema: { type: 'string' } } } }, '503': { description: 'The store or Redis cannot be reached.' } } } };
-  paths['/api/health'] = { get: { operationId: 'health', summary: 'Health check.', security: [], responses: { '200': { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } } } } };
-  paths['/api/v1/openapi.json'] = { get: { operationId: 'openapi', summary: 'This document.', security: [], responses: { '200': { description: 'OpenAPI 3.1 document.' } } } };
+  for (const r of PUBLIC_ROUTES) {
+    const ok = r.text ? { description: r.text, content: { 'text/plain': { schema: { type: 'string' } } } } : { description: r.summary };
+    paths[r.path] = { get: { operationId: r.operationId, summary: r.summary, security: [], responses: { '200': ok, ...(r.canBeUnavailable ? { '503': { description: 'The store or Redis cannot be reached.' } } : {}) } } };
+  }
   return {
     openapi: '3.1.0',
-    info: { title: 'berth API', version: BERTH_VERSION, description: 'Team-scoped infrastructure management. Every request carries Authorization: Bearer <id>|<secret>.' },
+    info: {
+      title: 'berth API',
+      version: BERTH_VERSION,
+      description: 'Team-scoped infrastructure management. Every request carries Authorization: Bearer <id>|<secret>.',
+      'x-coolify-api-version': COOLIFY_API_VERSION,
+    },
     servers: [{ url: '/' }],
     components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API token: <token_id>|<secret>.' } } },
     paths,

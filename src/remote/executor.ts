@@ -64,10 +64,14 @@ function notJson(op: Operation, res: PacedResponse, secrets: readonly string[]):
  * The upstream's success answer as the operation's output: a list's bare array (+ X-Total-Count,
  * X-Page, X-Per-Page from berth) back into `{ items, total, page, per_page }` — an upstream that
  * sends the whole list without those headers (Coolify) is paged here, so total is its length —
- * and a text answer (GET /version) into `{ [field]: text }`.
+ * and a text answer (GET /version) into `{ [field]: text }` (plus berth_version from a berth).
  */
 export function outputFrom(op: Operation, res: PacedResponse, input: Record<string, unknown>, secrets: readonly string[] = []): unknown {
-  if (op.http.text) return { [op.http.text]: res.body.trim() };
+  if (op.http.text) {
+    // A berth upstream names its own version in a header (get_version's berth_version).
+    const berth = res.headers['x-berth-version'];
+    return { [op.http.text]: res.body.trim(), ...(op.name === 'get_version' && typeof berth === 'string' ? { berth_version: berth } : {}) };
+  }
   let json: unknown;
   try {
     json = res.body.trim() === '' ? {} : JSON.parse(res.body);

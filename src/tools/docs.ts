@@ -1,5 +1,6 @@
 import type { Operation } from '../core/operation.js';
 import type { ToolDefinition } from './registry.js';
+import { PUBLIC_ROUTES } from '../http-api/public-routes.js';
 import { DEFAULT_TOOLS } from './toolsets.js';
 
 /** README tables derived from the declarations, so the docs cannot drift from the code. */
@@ -21,7 +22,7 @@ export function renderRouteTable(operations: readonly Operation[]): string {
     const also = o.http.aliases?.length ? ` (also ${o.http.aliases.map((a) => `\`${a}\``).join(', ')})` : '';
     return `| ${o.http.method} | \`${o.http.path}\`${also} | ${permissionOf(o)} | ${cell(o.summary)} |`;
   });
-  return ['| method | path | permission | what it does |', '|---|---|---|---|', ...rows, '| GET | `/api/health` | none | Health check: `OK`. |', '| GET | `/api/ready` | none | Readiness: `READY` when the store (and Redis, if configured) answer; 503 otherwise. |'].join('\n');
+  return ['| method | path | permission | what it does |', '|---|---|---|---|', ...rows, ...PUBLIC_ROUTES.map((r) => `| GET | \`${r.path}\` | none | ${cell(r.summary)} |`)].join('\n');
 }
 
 /** Replaces the text between `<!-- name:start -->` and `<!-- name:end -->`. */

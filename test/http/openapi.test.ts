@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PUBLIC_ROUTES } from '../../src/http-api/public-routes.js';
 import { operations } from '../../src/core/operations/index.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -23,7 +24,7 @@ describe('OpenAPI and the route table', () => {
   it('every route is in the document and every path in it is a route', async () => {
     const doc = (await call(s.url, 'GET', '/api/v1/openapi.json')).json as { paths: Record<string, Record<string, { operationId: string; 'x-berth-permission'?: string }>> };
     const documented = Object.entries(doc.paths).flatMap(([p, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${p}`));
-    const routes = [...operations.flatMap((o) => [o.http.path, ...(o.http.aliases ?? [])].map((p) => `${o.http.method} ${p}`)), 'GET /api/health', 'GET /api/ready', 'GET /api/v1/openapi.json'];
+    const routes = [...operations.flatMap((o) => [o.http.path, ...(o.http.aliases ?? [])].map((p) => `${o.http.method} ${p}`)), ...PUBLIC_ROUTES.map((r) => `GET ${r.path}`)];
     expect(documented.sort()).toEqual(routes.sort());
     for (const op of operations) {
       for (const p of [op.http.path, ...(op.http.aliases ?? [])]) expect(doc.paths[p]![op.http.method.toLowerCase()]!['x-berth-permission']).toBe(op.permission);

@@ -4,20 +4,28 @@ import { listOf, paged, pageInput } from '../pagination.js';
 import { READ } from './common.js';
 import { placedSchema, placedView } from './resource-common.js';
 
+/** berth's own version: OpenAPI's info.version, the X-Berth-Version header, get_version's berth_version. */
 export const BERTH_VERSION = '0.1.0';
+/**
+ * The Coolify API version whose paths, fields and status codes berth's /api/v1 follows. It is what
+ * GET /api/v1/version answers, as Coolify does, so clients that gate features on Coolify's version
+ * turn them on (they answered berth's 0.1.0 by switching features off).
+ */
+export const COOLIFY_API_VERSION = '4.0.0-beta.429';
 
 export const platformOperations = [
   defineOperation({
     name: 'get_version',
-    summary: 'The berth version (plain text over REST, as Coolify answers).',
+    summary: "The Coolify API version berth matches (plain text over REST, as Coolify answers); berth's own version is in berth_version, the X-Berth-Version header and openapi.json.",
     permission: 'read',
     toolset: 'teams',
     input: z.strictObject({}),
-    output: z.object({ version: z.string() }),
+    // berth_version: absent when remote mode reads a text answer (Coolify's, or another berth's).
+    output: z.object({ version: z.string(), berth_version: z.string().optional() }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/version', text: 'version' },
     async run() {
-      return { version: BERTH_VERSION };
+      return { version: COOLIFY_API_VERSION, berth_version: BERTH_VERSION };
     },
   }),
   defineOperation({
