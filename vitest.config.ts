@@ -18,7 +18,11 @@ const STORE_FREE = [
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: process.env.BERTH_TEST_STORE === 'postgres' ? [...configDefaults.exclude, ...STORE_FREE] : configDefaults.exclude,
+    // Each run also leaves out the other store's own mechanics (test/store/sqlite-*, postgres-*).
+    exclude:
+      process.env.BERTH_TEST_STORE === 'postgres'
+        ? [...configDefaults.exclude, ...STORE_FREE, 'test/store/sqlite-*.test.ts']
+        : [...configDefaults.exclude, 'test/store/postgres-*.test.ts'],
     // BERTH_TEST_STORE=postgres: a real PostgreSQL server for the run (test/helpers/store.ts).
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,

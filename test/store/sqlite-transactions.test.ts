@@ -3,13 +3,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASE_FILE, nowIso, openStore, type Db } from '../../src/store/db.js';
 import { tempDir } from '../helpers/server.js';
-import { storeUrlFor, TEST_STORE } from '../helpers/store.js';
 
 let db: Db;
 let other: SQLite.Database;
 beforeAll(async () => {
   const dir = tempDir('berth-trx-');
-  db = await openStore(dir, storeUrlFor(dir));
+  db = await openStore(dir);
   // Another writer on the same file (what the CLI, `berth mcp` or another serve is), not waiting
   // for locks, so that who holds the write lock shows at once.
   other = new SQLite(path.join(dir, DATABASE_FILE));
@@ -20,8 +19,8 @@ afterAll(async () => {
   await db.destroy();
 });
 
-// SQLite's write lock (BEGIN IMMEDIATE) against a second connection to the file; PostgreSQL locks rows.
-describe.runIf(TEST_STORE === 'sqlite')('transactions against another writer on the same store', () => {
+// SQLite's write lock (BEGIN IMMEDIATE) against a second connection to the file (SQLite only).
+describe('transactions against another writer on the same store', () => {
   it('hold the write lock from BEGIN: a transaction that reads, then writes, is never cut off by a commit in between', async () => {
     let otherWrite: unknown;
     await db.transaction().execute(async (t) => {
