@@ -19,7 +19,7 @@ describe('platform', () => {
     const r = await c.api('GET', '/version', c.read);
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toMatch(/^text\/plain/);
-    expect(r.text).toMatch(/^\d+\.\d+\.\d+(-[a-z]+\.\d+)?$/); // Coolify's form, e.g. 4.0.0-beta.429
+    expect(r.text).toMatch(/^\d+\.\d+\.\d+(-[a-z]+\.\d+)?$/); // Coolify's form, e.g. 4.3.11 or 4.0.0-beta.429
   });
 
   it('GET /resources lists applications, databases and services with their type', async () => {
