@@ -130,7 +130,14 @@ const COLLECTION_WORDS: Record<string, string> = { application: 'an application'
 
 /** Texts for the per-collection families (envs, storages, logs, lifecycle, migrate, database creation). */
 function familyText(name: string): ToolText | undefined {
-  let m = /^(list|create|update|delete)_(application|database|service)_envs?$/.exec(name);
+  let m = /^update_(application|database|service)_envs_bulk$/.exec(name);
+  if (m) {
+    return {
+      title: `Set ${m[1]} variables in bulk`,
+      description: `Create or change several environment variables of ${COLLECTION_WORDS[m[1]!]} at once (data: [{ key, value, ... }]); all or none. Redeploy or restart to apply.`,
+    };
+  }
+  m = /^(list|create|update|delete)_(application|database|service)_envs?$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[2]!]!;
     return {

@@ -136,6 +136,43 @@ export function envOperations(collection: Collection) {
       },
     }),
     defineOperation({
+      name: `update_${singular}_envs_bulk`,
+      summary: `Create or change several environment variables of a ${singular} at once, by key: all of them or, on any error, none.`,
+      permission: 'write',
+      toolset,
+      input: z.strictObject({ uuid: uuidParam, data: z.array(z.strictObject({ key: envKey, value: envValue.optional(), ...envFlags })).min(1).max(500) }),
+      output: z.array(envSchema),
+      annotations: UPDATE,
+      http: { method: 'PATCH', path: `${base}/bulk`, status: 201 },
+      async run({ db, caller }, { uuid, data }) {
+        const r = await ownedResource(db, uuid, caller.teamId, kinds);
+        // The same key (and preview flag) twice would make the answer depend on the order.
+        const seen = new Map<string, number>();
+        data.forEach((d, n) => {
+          const k = `${bit(d.is_preview)}|${d.key}`;
+          const first = seen.get(k);
+          if (first !== undefined) throw validationError({ [`data.${n}.key`]: [`${d.key} is also data.${first}; give each key once.`] });
+          seen.set(k, n);
+        });
+        return db.transaction().execute(async (trx) => {
+          const out: z.infer<typeof envSchema>[] = [];
+          for (const { key, ...i } of data) {
+            const e = await trx.selectFrom('environment_variables').selectAll().where('resource_id', '=', r.id).where('key', '=', key).where('is_preview', '=', bit(i.is_preview)).executeTakeFirst();
+            if (e) {
+              const patch = { ...envFields(i), updated_at: nowIso() };
+              await trx.updateTable('environment_variables').set(patch).where('id', '=', e.id).execute();
+              out.push(envView({ ...e, ...patch }));
+            } else {
+              const row = { uuid: newUuid(), resource_id: r.id, key, value: null, is_preview: 0, is_literal: 0, is_multiline: 0, is_shown_once: 0, is_runtime: 1, is_buildtime: 1, comment: null, ...envFields(i), ...stamps() };
+              const { id } = await trx.insertInto('environment_variables').values(row).returning('id').executeTakeFirstOrThrow();
+              out.push(envView({ ...row, id }));
+            }
+          }
+          return out;
+        });
+      },
+    }),
+    defineOperation({
       name: `delete_${singular}_env`,
       summary: `Delete an environment variable of a ${singular} by its uuid.`,
       permission: 'write',
