@@ -147,6 +147,10 @@ function familyText(name: string): ToolText | undefined {
       delete: { title: `Delete a ${m[2]} variable`, description: `Delete an environment variable of ${what} by its uuid (env_uuid).` },
     }[m[1] as 'list']!;
   }
+  m = /^update_(application|database)_storage$/.exec(name);
+  if (m) {
+    return { title: `Move a ${m[1]} volume`, description: `Mount a persistent volume of ${COLLECTION_WORDS[m[1]!]} (storage_uuid) at another mount_path; its data and engine volume stay. Redeploy to apply.` };
+  }
   m = /^(list|create|delete)_(application|database|service)_storages?$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[2]!]!;

@@ -174,6 +174,7 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (/^create_(application|database|service)_env$/.test(name)) return { key: `KEY_${i}`, value: 'value' };
   if ((m = /^update_(application|database|service)_env$/.exec(name))) return { key: partsOf(x)[m[1] as Singular].envKey, value: `changed-${i}` };
   if ((m = /^update_(application|database|service)_envs_bulk$/.exec(name))) return { data: [{ key: partsOf(x)[m[1] as Singular].envKey, value: `bulk-${i}` }, { key: `BULK_${i}`, value: 'new' }] };
+  if ((m = /^update_(application|database)_storage$/.exec(name))) return { storage_uuid: m[1] === 'application' ? x.appStorageUuid : x.databaseStorageUuid, mount_path: `/moved-${i}` };
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
   if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
   if (/^update_/.test(name)) return { description: `changed ${i}` };

@@ -10,7 +10,7 @@ import { operations } from '../../src/core/operations/index.js';
 import { buildOpenApi } from '../../src/http-api/openapi.js';
 
 /** What berth served when the measure was added (2026-11-25): the floor, raised as routes land. */
-const FLOOR = 95;
+const FLOOR = 97;
 
 describe("coverage of Coolify's API", () => {
   it('reads all 275 operations of the list, grouped by area', () => {

@@ -255,6 +255,26 @@ export function storageOperations(collection: Collection) {
       },
     }),
     defineOperation({
+      name: `update_${singular}_storage`,
+      summary: `Move a persistent volume of a ${singular} to another mount_path (storage_uuid in the body); redeploy to apply. The name stays: it names the engine volume that holds the data.`,
+      permission: 'write',
+      toolset,
+      input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam, type: z.literal('persistent', { error: 'Only persistent storages are supported.' }).optional(), mount_path: mountPath }),
+      output: storageSchema,
+      annotations: UPDATE,
+      http: { method: 'PATCH', path: base },
+      async run({ db, caller }, { uuid, storage_uuid, mount_path }) {
+        const r = await ownedResource(db, uuid, caller.teamId, kinds);
+        const all = await db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute();
+        const s = all.find((x) => x.uuid === storage_uuid);
+        if (!s) throw notFound();
+        if (all.some((x) => x.id !== s.id && x.mount_path === mount_path)) throw validationError({ mount_path: ['Another storage is mounted there.'] });
+        const updated_at = nowIso();
+        await db.updateTable('storages').set({ mount_path, updated_at }).where('id', '=', s.id).execute();
+        return { uuid: s.uuid, name: s.name, mount_path, container: s.container, volume_name: s.engine_volume ?? volumeName(r.uuid, s.name), created_at: s.created_at, updated_at };
+      },
+    }),
+    defineOperation({
       name: `delete_${singular}_storage`,
       summary: `Remove a persistent volume from a ${singular}'s records (the engine volume is kept).`,
       permission: 'write',
