@@ -185,13 +185,15 @@ describe("team B's root token on team A's uuids gets what it gets for uuids that
 
 // ---- references inside bodies ------------------------------------------------------------------
 
-/** Body fields that name another object, and which of a world's objects each one names. */
-const REFERENCE: Record<string, (x: World) => string> = {
+/** Body fields that name another object, and which of a world's objects each one names (for an operation). */
+const REFERENCE: Record<string, (x: World, op: string) => string> = {
   project_uuid: (x) => x.projectUuid,
   server_uuid: (x) => x.serverUuid,
   destination_uuid: (x) => x.destinationUuid,
   environment_uuid: (x) => x.environmentUuid,
   private_key_uuid: (x) => x.keyUuid,
+  // A storage of the resource the operation's path names (storages PATCH).
+  storage_uuid: (x, op) => (op.includes('database') ? x.databaseStorageUuid : x.appStorageUuid),
 };
 
 function referenceFields(op: Operation): string[] {
@@ -215,13 +217,13 @@ describe("references inside bodies resolve only inside the caller's team", () =>
     it(`${op.name} with team A's ${field}: 404, the same as a missing one, nothing created`, async () => {
       const params = worldParams(op.http.path, b, teamB);
       const body = bodyFor(op.name, b) ?? {};
-      const real = await send(op, poolB.token(), params, { ...body, [field]: REFERENCE[field]!(a) });
+      const real = await send(op, poolB.token(), params, { ...body, [field]: REFERENCE[field]!(a, op.name) });
       const random = await send(op, poolB.token(), params, { ...body, [field]: newUuid() });
       expectIndistinguishable(real, random, `${op.name}.${field}`);
       expect(real.status, `${op.name}.${field}: ${real.text}`).toBe(404);
       expect(real.text).toBe(NOT_FOUND);
       // B's own object in the same place: the control, run once nothing more is compared.
-      const own = /^migrate_/.test(op.name) ? body.destination_uuid : REFERENCE[field]!(b);
+      const own = /^migrate_/.test(op.name) ? body.destination_uuid : REFERENCE[field]!(b, op.name);
       controls.push({ op, params, body: { ...body, [field]: own } });
     });
   }
