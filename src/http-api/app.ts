@@ -127,8 +127,8 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     return send(reply, toWire(new BerthError('route_not_found')));
   });
 
-  // Liveness, at berth's path and at Coolify's.
-  for (const path of ['/api/health', '/api/v1/health']) {
+  // Liveness, at berth's path and at Coolify's (the public routes that answer OK).
+  for (const { path } of PUBLIC_ROUTES.filter((r) => r.text === 'OK')) {
     app.get(path, async (req, reply) => {
       const access = accessOf(req);
       access.rate = await core.deps.limits.charge(HEALTH_LIMIT, `addr:${req.ip}`);

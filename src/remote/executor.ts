@@ -68,9 +68,10 @@ function notJson(op: Operation, res: PacedResponse, secrets: readonly string[]):
  */
 export function outputFrom(op: Operation, res: PacedResponse, input: Record<string, unknown>, secrets: readonly string[] = []): unknown {
   if (op.http.text) {
-    // A berth upstream names its own version in a header (get_version's berth_version).
+    // A berth upstream names its own version in a header, for outputs that carry it.
     const berth = res.headers['x-berth-version'];
-    return { [op.http.text]: res.body.trim(), ...(op.name === 'get_version' && typeof berth === 'string' ? { berth_version: berth } : {}) };
+    const wants = 'berth_version' in ((op.output as unknown as { shape?: object }).shape ?? {});
+    return { [op.http.text]: res.body.trim(), ...(wants && typeof berth === 'string' ? { berth_version: berth } : {}) };
   }
   let json: unknown;
   try {

@@ -147,21 +147,26 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       : (p) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } } as never);
   };
 
-  const registerOperation = (tool: ToolDefinition) =>
+  /** One tool on the wire, operation or meta: its texts, schemas and non-default hints. */
+  type Listed = Pick<ToolDefinition, 'name' | 'title' | 'description' | 'inputSchema' | 'outputSchema'> & { annotations: Record<string, boolean | undefined> };
+  const register = (t: Listed, handler: (args: unknown, ctx: never) => Promise<CallToolResult>) =>
     server.registerTool(
-      tool.name,
+      t.name,
       {
-        title: tool.title,
-        description: tool.description,
-        inputSchema: tool.inputSchema,
-        outputSchema: tool.outputSchema,
-        ...(Object.keys(tool.annotations).length ? { annotations: tool.annotations } : {}),
+        title: t.title,
+        description: t.description,
+        inputSchema: t.inputSchema,
+        outputSchema: t.outputSchema,
+        ...(Object.keys(t.annotations).length ? { annotations: t.annotations } : {}),
       },
-      async (args, ctx): Promise<CallToolResult> => {
-        const r = await runTool(tool, args, { progress: progressOf(ctx as never), signal: ctx.mcpReq.signal });
-        return 'error' in r ? r.error : ok(r.value);
-      },
+      handler as never,
     );
+
+  const registerOperation = (tool: ToolDefinition) =>
+    register(tool, async (args, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
+      const r = await runTool(tool, args, { progress: progressOf(ctx as never), signal: ctx.mcpReq.signal });
+      return 'error' in r ? r.error : ok(r.value);
+    });
 
   const unknownOperation = (name: string) =>
     errorResult(validationError({ name: [`No operation named ${name} is available to this token. list_toolsets shows the ones that are.`] }));
@@ -209,22 +214,12 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
   };
 
   const registerMeta = (meta: MetaTool) =>
-    server.registerTool(
-      meta.name,
-      {
-        title: meta.title,
-        description: meta.description,
-        inputSchema: meta.inputSchema,
-        outputSchema: meta.outputSchema,
-        ...(Object.keys(meta.annotations).length ? { annotations: meta.annotations } : {}),
-      },
-      async (args, ctx): Promise<CallToolResult> => {
-        // The SDK validated against metaInputs already; parse again for the contract's 422 shape.
-        const parsed = metaInputs[meta.name as keyof typeof metaInputs].safeParse(args ?? {});
-        if (!parsed.success) return errorResult(validationError(issuesToErrors(parsed.error.issues)));
-        return metaHandlers[meta.name]!(parsed.data as Record<string, unknown>, ctx as never);
-      },
-    );
+    register(meta, async (args, ctx): Promise<CallToolResult> => {
+      // The SDK validated against metaInputs already; parse again for the contract's 422 shape.
+      const parsed = metaInputs[meta.name as keyof typeof metaInputs].safeParse(args ?? {});
+      if (!parsed.success) return errorResult(validationError(issuesToErrors(parsed.error.issues)));
+      return metaHandlers[meta.name]!(parsed.data as Record<string, unknown>, ctx);
+    });
 
   const wanted = (name: string) => session.only === undefined || session.only === name;
   for (const tool of catalogue.reachable) if (catalogue.listed.has(tool.name) && wanted(tool.name)) registerOperation(tool);
