@@ -11,6 +11,19 @@ import * as m003 from './migrations/003-ssh-servers.js';
 import * as m006 from './migrations/006-live-migration.js';
 import * as m007 from './migrations/007-job-leases.js';
 
+// [tags]
+
+// [variables]
+
+// [services-parts]
+
+// [backups]
+
+// [builds]
+
+// [tasks]
+
+
 /** Migrations are compiled in (no directory scan), so the built package is self-contained. */
 const migrations: Record<string, Migration> = {
   '001-identity': m001,
@@ -18,6 +31,19 @@ const migrations: Record<string, Migration> = {
   '003-ssh-servers': m003,
   '006-live-migration': m006,
   '007-job-leases': m007,
+
+  // [tags]
+
+  // [variables]
+
+  // [services-parts]
+
+  // [backups]
+
+  // [builds]
+
+  // [tasks]
+
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -236,6 +236,19 @@ export interface Database {
   storages: StoragesTable;
   deployments: DeploymentsTable;
   migrations_jobs: MigrationJobsTable;
+
+  // [tags]
+
+  // [variables]
+
+  // [services-parts]
+
+  // [backups]
+
+  // [builds]
+
+  // [tasks]
+
 }
 
 export type UserRow = Selectable<UsersTable>;

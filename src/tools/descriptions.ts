@@ -124,6 +124,19 @@ const explicit: Record<string, ToolText> = {
   list_migrations: { title: 'List migrations', description: "The team's migrations, newest first, with their volume transfer status." },
   get_migration: { title: 'Get a migration', description: 'Follow a migration started by migrate_application, migrate_database or migrate_service: status, phase (pre-copy round N, final-sync, verify, switch), bytes sent, and downtime_ms once done.' },
   cancel_migration: { title: 'Cancel a migration', description: 'Cancel a migration before its switch: the copy stops, the copies on the target are removed, and the resource stays (running if it ran) where it was.' },
+
+  // [tags]
+
+  // [variables]
+
+  // [services-parts]
+
+  // [backups]
+
+  // [builds]
+
+  // [tasks]
+
 };
 
 const COLLECTION_WORDS: Record<string, string> = { application: 'an application', database: 'a database', service: 'a service' };

@@ -32,6 +32,10 @@ export const TOOLSET_DESCRIPTIONS: Record<Toolset, string> = {
   deployments: 'Deployments and migrations: deploy, follow, cancel, history.',
   settings: "Instance settings: API toggle and allow-list (root team's root token).",
   feedback: 'Feedback to the people who run this instance.',
+  tags: 'Tags: the team\'s tag records, tags on applications, databases and services (deploy by tag).',
+  shared_variables: 'Shared variables of the team, a project, an environment or a server, referenced from resource variables as {{team.KEY}}.',
+  backups: 'Database backups: scheduled and on-demand dumps, their executions, restore.',
+  scheduled_tasks: 'Scheduled tasks: commands run on a cron schedule inside an application or service, and their executions.',
 };
 
 /** `--toolsets` (and the HTTP header or query): group names, `default`, or `all`. */

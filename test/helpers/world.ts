@@ -177,6 +177,19 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if ((m = /^update_(application|database)_storage$/.exec(name))) return { storage_uuid: m[1] === 'application' ? x.appStorageUuid : x.databaseStorageUuid, mount_path: `/moved-${i}` };
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
   if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
+
+  // [tags]
+
+  // [variables]
+
+  // [services-parts]
+
+  // [backups]
+
+  // [builds]
+
+  // [tasks]
+
   if (/^update_/.test(name)) return { description: `changed ${i}` };
   return undefined;
 }

@@ -194,6 +194,19 @@ const REFERENCE: Record<string, (x: World, op: string) => string> = {
   private_key_uuid: (x) => x.keyUuid,
   // A storage of the resource the operation's path names (storages PATCH).
   storage_uuid: (x, op) => (op.includes('database') ? x.databaseStorageUuid : x.appStorageUuid),
+
+  // [tags]
+
+  // [variables]
+
+  // [services-parts]
+
+  // [backups]
+
+  // [builds]
+
+  // [tasks]
+
 };
 
 function referenceFields(op: Operation): string[] {

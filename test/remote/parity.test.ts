@@ -226,6 +226,19 @@ const steps: Step[] = [
   { tool: 'migrate_application', args: (c) => ({ uuid: c.made.app2, destination_uuid: c.w.destination2Uuid }), save: (o) => ({ appMigration: String(o.migration_uuid) }) },
   { tool: 'migrate_database', args: (c) => ({ uuid: c.made.mysql2, destination_uuid: c.w.destination2Uuid, migrate_volumes: false }), save: (o) => ({ dbMigration: String(o.migration_uuid) }) },
   { tool: 'migrate_service', args: (c) => ({ uuid: c.made.svc2, destination_uuid: c.w.destination2Uuid }), save: (o) => ({ svcMigration: String(o.migration_uuid) }) },
+
+  // [tags]
+
+  // [variables]
+
+  // [services-parts]
+
+  // [backups]
+
+  // [builds]
+
+  // [tasks]
+
   { tool: 'delete_service', args: (c) => ({ uuid: c.w.serviceUuid }) },
   { tool: 'delete_application', args: (c) => ({ uuid: c.w.appUuid }) },
   { tool: 'delete_server', args: (c) => ({ uuid: c.made.server3 }) },

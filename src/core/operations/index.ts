@@ -35,5 +35,18 @@ export const operations: readonly Operation[] = [
   ...deploymentOperations,
   ...migrationOperations,
   ...feedbackOperations,
+
+  // [tags]
+
+  // [variables]
+
+  // [services-parts]
+
+  // [backups]
+
+  // [builds]
+
+  // [tasks]
+
 ] as unknown as readonly Operation[];
 
