@@ -183,25 +183,25 @@ const settings = program.command('settings').description('instance settings');
 command(settings, 'get', 'show the settings').action(
   withStore<DataOpts>(async (db, o) => {
     const s = await readSettings(db);
-    const data = { api_enabled: s.apiEnabled, allowed_ips: s.allowedIps, root_team_id: s.rootTeamId };
-    print(o, data, `api-enabled: ${s.apiEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}\nroot-team: ${s.rootTeamId ?? '(not initialized)'}`);
+    const data = { api_enabled: s.apiEnabled, mcp_enabled: s.mcpEnabled, allowed_ips: s.allowedIps, root_team_id: s.rootTeamId };
+    print(o, data, `api-enabled: ${s.apiEnabled}\nmcp-enabled: ${s.mcpEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}\nroot-team: ${s.rootTeamId ?? '(not initialized)'}`);
   }),
 );
-command(settings, 'set', 'change a setting: api-enabled true|false, allowed-ips "LIST"')
-  .argument('<key>', 'api-enabled or allowed-ips')
+command(settings, 'set', 'change a setting: api-enabled true|false, mcp-enabled true|false, allowed-ips "LIST"')
+  .argument('<key>', 'api-enabled, mcp-enabled or allowed-ips')
   .argument('<value>', 'the new value')
   .action(async (key: string, value: string, o: DataOpts) =>
     withStore<DataOpts>(async (db) => {
-      if (key === 'api-enabled') {
-        if (value !== 'true' && value !== 'false') throw new BerthError('validation', { errors: { 'api-enabled': ['Use true or false.'] } });
-        await writeSettings(db, { apiEnabled: value === 'true' });
+      if (key === 'api-enabled' || key === 'mcp-enabled') {
+        if (value !== 'true' && value !== 'false') throw new BerthError('validation', { errors: { [key]: ['Use true or false.'] } });
+        await writeSettings(db, key === 'api-enabled' ? { apiEnabled: value === 'true' } : { mcpEnabled: value === 'true' });
       } else if (key === 'allowed-ips') {
         await writeSettings(db, { allowedIps: allowListOr422(value, 'allowed-ips') });
       } else {
-        throw new BerthError('validation', { errors: { key: [`Unknown setting "${key}"; use api-enabled or allowed-ips.`] } });
+        throw new BerthError('validation', { errors: { key: [`Unknown setting "${key}"; use api-enabled, mcp-enabled or allowed-ips.`] } });
       }
       const s = await readSettings(db);
-      print(o, { api_enabled: s.apiEnabled, allowed_ips: s.allowedIps }, `api-enabled: ${s.apiEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}`);
+      print(o, { api_enabled: s.apiEnabled, mcp_enabled: s.mcpEnabled, allowed_ips: s.allowedIps }, `api-enabled: ${s.apiEnabled}\nmcp-enabled: ${s.mcpEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}`);
     })(o),
   );
 

@@ -16,6 +16,8 @@ export interface Caller {
 export interface RequestAccess {
   authorization: string | undefined;
   sourceIp: string;
+  /** The MCP door (either transport), which the MCP toggle can close on its own. */
+  mcp?: boolean;
   /** Set by the core when it charges (or reads) the request's rate-limit bucket, for headers. */
   rate?: RateDecision;
 }

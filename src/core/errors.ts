@@ -18,6 +18,7 @@ export const errorCatalogue = {
     headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
   },
   api_disabled: { status: 403, message: 'API is disabled.' },
+  mcp_disabled: { status: 403, message: 'MCP server is disabled.' },
   ip_not_allowed: { status: 403, message: 'You are not allowed to access the API.' },
   missing_permissions: { status: 403, message: 'Missing required permissions.' },
   origin_not_allowed: { status: 403, message: 'Origin not allowed.' },
@@ -158,6 +159,8 @@ export function agentHint(err: BerthError, ctx: HintContext = {}): string | unde
       return 'The token is missing, invalid, expired or revoked: ask for a new one.';
     case 'api_disabled':
       return 'The API is turned off for this instance; a root token of the root team can call enable_api.';
+    case 'mcp_disabled':
+      return 'The MCP server is turned off for this instance; a root token of the root team can call enable_mcp over stdio, or POST /api/v1/mcp/enable.';
     case 'root_team_only':
       return "Only a token of the instance's root team can do this.";
     case 'ip_not_allowed':

@@ -25,7 +25,7 @@ export interface CoreDeps {
 
 /**
  * The one way an operation runs, for every door, in the contract's order:
- * authenticate → API enabled → allow-list → permission → input validation → action
+ * authenticate → API enabled (and MCP enabled, for that door) → allow-list → permission → input validation → action
  * (team-scoped lookups happen inside the action) → redaction of sensitive output.
  */
 export class Core {
@@ -55,6 +55,7 @@ export class Core {
     const { caller, settings } = authenticated;
     const key = op?.rateLimit ? `addr:${access.sourceIp}` : `user:${caller.userId}`;
     if (!settings.apiEnabled && !op?.access?.whenApiDisabled) throw await this.refuse(access, spec, key, 'api_disabled');
+    if (access.mcp && !settings.mcpEnabled && !op?.access?.whenMcpDisabled) throw await this.refuse(access, spec, key, 'mcp_disabled');
     if (!isAllowed(parseAllowList(settings.allowedIps), access.sourceIp)) throw await this.refuse(access, spec, key, 'ip_not_allowed');
     await this.charge(access, spec, key);
     return { ...caller, rootTeam: caller.teamId === settings.rootTeamId };
@@ -73,7 +74,7 @@ export class Core {
   }
 
   /** A refusal before the charge still reports the bucket's state in its headers. */
-  private async refuse(access: RequestAccess, spec: LimitSpec | null, key: string, kind: 'api_disabled' | 'ip_not_allowed'): Promise<BerthError> {
+  private async refuse(access: RequestAccess, spec: LimitSpec | null, key: string, kind: 'api_disabled' | 'mcp_disabled' | 'ip_not_allowed'): Promise<BerthError> {
     if (spec) access.rate = await this.deps.limits.peek(spec, key);
     return new BerthError(kind);
   }

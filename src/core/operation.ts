@@ -68,6 +68,8 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */
     whenApiDisabled?: boolean;
+    /** Reachable through the MCP door while it is disabled (only enable_mcp, over stdio). */
+    whenMcpDisabled?: boolean;
     /** Instance-wide: needs a token of the root team, on top of the permission. */
     rootTeamOnly?: boolean;
   };

@@ -74,6 +74,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
   app.post('/mcp', async (req, reply) => {
     guard(req, config);
     const access = accessOf(req);
+    access.mcp = true;
     const caller = await core.admit(access);
     // The header can only narrow what the token allows, never widen it.
     const readOnly = String(req.headers['x-berth-read-only'] ?? '').toLowerCase() === 'true';

@@ -7,13 +7,15 @@ const allSettings = perStore((db) => prepared(db, (q) => q.selectFrom('settings'
 /** Instance-wide settings, declared once with their stored defaults. */
 export interface InstanceSettings {
   apiEnabled: boolean;
+  /** The MCP door (streamable HTTP and stdio); Coolify's is_mcp_server_enabled. */
+  mcpEnabled: boolean;
   /** Normalized allow-list; '' allows every address. */
   allowedIps: string;
   /** The team `berth init` created; only its root tokens flip instance-wide settings. */
   rootTeamId: number | null;
 }
 
-export const SETTING_KEYS = { apiEnabled: 'api_enabled', allowedIps: 'allowed_ips', rootTeamId: 'root_team_id' } as const;
+export const SETTING_KEYS = { apiEnabled: 'api_enabled', mcpEnabled: 'mcp_enabled', allowedIps: 'allowed_ips', rootTeamId: 'root_team_id' } as const;
 const KEYS = SETTING_KEYS;
 
 /** Stored text values (absent ones undefined or null) → settings with their defaults. */
@@ -21,6 +23,7 @@ export function decodeSettings(get: (key: string) => string | null | undefined):
   const root = get(KEYS.rootTeamId);
   return {
     apiEnabled: get(KEYS.apiEnabled) !== 'false',
+    mcpEnabled: get(KEYS.mcpEnabled) !== 'false',
     allowedIps: get(KEYS.allowedIps) ?? '',
     rootTeamId: root === undefined || root === null ? null : Number(root),
   };

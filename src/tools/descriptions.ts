@@ -40,9 +40,17 @@ const explicit: Record<string, ToolText> = {
     description:
       "Turn API access off for the whole instance: every API, MCP and stdio call is refused with 'API is disabled.' until enable_api (or POST /api/v1/enable) is called. Needs a root token of the root team. Use with care.",
   },
+  enable_mcp: {
+    title: 'Enable the MCP server',
+    description: "Turn the MCP server (/mcp and stdio) back on for the whole instance. Root token of the root team; over stdio it works while MCP is disabled (the way back).",
+  },
+  disable_mcp: {
+    title: 'Disable the MCP server',
+    description: "Turn the MCP server off for the whole instance: /mcp and stdio refuse every call with 'MCP server is disabled.' until enable_mcp (or POST /api/v1/mcp/enable); the REST API stays. Root token of the root team. Use with care.",
+  },
   get_settings: {
     title: 'Get instance settings',
-    description: 'Read the instance-wide API settings: whether the API is enabled and the source-address allow-list. Root token of the root team.',
+    description: 'Read the instance-wide settings: whether the API and the MCP server are enabled, and the source-address allow-list. Root token of the root team.',
   },
   update_settings: {
     title: 'Update instance settings',
@@ -78,6 +86,7 @@ const explicit: Record<string, ToolText> = {
   },
   list_server_destinations: { title: 'List destinations of a server', description: 'List the destinations (Docker networks) of one server. Resources are placed on a destination.' },
   create_server_destination: { title: 'Add a destination', description: 'Add a destination (a Docker network) to a server. Use its uuid as destination_uuid when creating or migrating resources.' },
+  get_server_domains: { title: 'Domains on a server', description: 'The domains of the applications on a server, each with the server address: what their DNS records should point at.' },
   list_server_resources: { title: 'List resources on a server', description: 'List the applications, databases and services that live on one server.' },
   list_destinations: { title: 'List destinations', description: "List every destination (Docker network) on the team's servers; a migration's target is a destination_uuid from here." },
   get_destination: { title: 'Get a destination', description: 'Get one destination and the server it belongs to.' },

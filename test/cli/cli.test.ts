@@ -388,7 +388,7 @@ describe('berth settings', MANY_RUNS, () => {
 
   it('get shows the defaults after init', async () => {
     const s = await okJson(dir, 'settings', 'get');
-    expect(s).toEqual({ api_enabled: true, allowed_ips: '', root_team_id: expect.any(Number) });
+    expect(s).toEqual({ api_enabled: true, mcp_enabled: true, allowed_ips: '', root_team_id: expect.any(Number) });
     const human = await ok(dir, 'settings', 'get');
     expect(human).toMatch(/api-enabled: true/);
   });
@@ -407,6 +407,12 @@ describe('berth settings', MANY_RUNS, () => {
 
     expect(await okJson(dir, 'settings', 'set', 'api-enabled', 'true')).toMatchObject({ api_enabled: true });
     expect((await currentTeam(dir, rootToken)).status).toBe(200);
+  });
+
+  it('set mcp-enabled false/true flips the MCP toggle only; other values are refused', async () => {
+    expect(await okJson(dir, 'settings', 'set', 'mcp-enabled', 'false')).toMatchObject({ api_enabled: true, mcp_enabled: false });
+    expect(await refused(dir, 'settings', 'set', 'mcp-enabled', 'off')).toMatch(/mcp-enabled/);
+    expect(await okJson(dir, 'settings', 'set', 'mcp-enabled', 'true')).toMatchObject({ mcp_enabled: true });
   });
 
   it('set allowed-ips stores the normalized list; an invalid list is refused and changes nothing', async () => {

@@ -144,7 +144,7 @@ function freshRecipe(name: string): Recipe | undefined {
 }
 
 /** Destructive operations whose effect is harmless or undone right after the call. */
-const RESTORED = new Set(['disable_api']);
+const RESTORED = new Set(['disable_api', 'disable_mcp']);
 const harmless = (name: string) => /^stop_/.test(name);
 
 async function send(op: Operation, token: string | undefined, params: Record<string, string | undefined>, body: Record<string, unknown> | undefined, opts: { from?: string } = {}): Promise<Reply> {
@@ -194,6 +194,7 @@ describe('permission matrix: one token per permission, every operation (root tea
         }
         checked++;
         if (allowed && op.name === 'disable_api') await setup.ok('POST', '/api/v1/enable');
+        if (allowed && op.name === 'disable_mcp') await setup.ok('POST', '/api/v1/mcp/enable');
       }
     });
   }

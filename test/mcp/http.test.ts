@@ -164,4 +164,21 @@ describe('HTTP transport rules', () => {
       await call(s.url, 'POST', '/api/v1/enable', { token: s.rootToken });
     }
   });
+
+  it('the MCP toggle closes /mcp alone: the REST API keeps answering; a neighbour team cannot flip it', async () => {
+    const neighbour = (await s.team('mcp-neighbour')).rootToken;
+    expect((await call(s.url, 'POST', '/api/v1/mcp/disable', { token: neighbour })).status).toBe(403);
+    const off = await call(s.url, 'POST', '/api/v1/mcp/disable', { token: s.rootToken });
+    expect(off.json).toEqual({ message: 'MCP server disabled.' });
+    try {
+      const r = await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: rpc, headers: accept });
+      expect(r.status).toBe(403);
+      expect(r.json).toEqual({ message: 'MCP server is disabled.' });
+      expect((await call(s.url, 'GET', '/api/v1/settings', { token: s.rootToken })).json).toMatchObject({ api_enabled: true, mcp_enabled: false });
+      expect((await call(s.url, 'GET', '/api/v1/teams/current', { token: s.rootToken })).status).toBe(200);
+    } finally {
+      expect((await call(s.url, 'POST', '/api/v1/mcp/enable', { token: s.rootToken })).json).toEqual({ message: 'MCP server enabled.' });
+    }
+    expect((await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: rpc, headers: accept })).status).toBe(200);
+  });
 });

@@ -75,6 +75,11 @@ describe('berth mcp (stdio)', () => {
     expect(errorBody(await c.callTool('get_current_team'))).toEqual({ message: 'API is disabled.', hint: expect.stringContaining('enable_api') });
     expect((await c.callTool('enable_api')).structuredContent).toEqual({ message: 'API enabled.' });
     expect((await c.callTool('get_current_team')).isError).toBeFalsy();
+    // The MCP toggle: every call refused but enable_mcp, the way back for a local agent.
+    expect((await c.callTool('disable_mcp')).structuredContent).toEqual({ message: 'MCP server disabled.' });
+    expect(errorBody(await c.callTool('get_current_team'))).toEqual({ message: 'MCP server is disabled.', hint: expect.stringContaining('enable_mcp') });
+    expect((await c.callTool('enable_mcp')).structuredContent).toEqual({ message: 'MCP server enabled.' });
+    expect((await c.callTool('get_current_team')).isError).toBeFalsy();
     await c.close();
 
     const t = await s.token({ permissions: ['read'] });

@@ -76,6 +76,7 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['get_server', { uuid: w.serverUuid }],
     ['list_server_destinations', { uuid: w.serverUuid }],
     ['list_server_resources', { uuid: w.serverUuid }],
+    ['get_server_domains', { uuid: w.serverUuid }],
     ['list_destinations', {}],
     ['get_destination', { uuid: w.destinationUuid }],
     ['list_projects', {}],
@@ -124,6 +125,13 @@ describe('read-only and instance-wide tools: identical structured output on one 
       expect(outcome(await c.callTool('disable_api'))).toEqual({ ok: { message: 'API disabled.' } });
       expect(outcome(await c.callTool('get_current_team'))).toEqual({ error: { message: 'API is disabled.', hint: expect.stringContaining('enable_api') } });
       expect(outcome(await c.callTool('enable_api'))).toEqual({ ok: { message: 'API enabled.' } });
+    }
+  });
+
+  it('disable_mcp then enable_mcp: same answers in both modes', async () => {
+    for (const c of [local, remote]) {
+      expect(outcome(await c.callTool('disable_mcp'))).toEqual({ ok: { message: 'MCP server disabled.' } });
+      expect(outcome(await c.callTool('enable_mcp'))).toEqual({ ok: { message: 'MCP server enabled.' } });
     }
   });
 

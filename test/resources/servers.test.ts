@@ -89,6 +89,22 @@ describe('private keys', () => {
 });
 
 describe('servers', () => {
+  it('GET /servers/{uuid}/domains: each application with domains, as bare host names with the server address', async () => {
+    const place = { project_uuid: c.w.projectUuid, server_uuid: c.w.serverUuid, environment_name: 'production' };
+    const app = await c.api('POST', '/applications/dockerimage', c.root, { ...place, docker_registry_image_name: 'nginx', domains: 'https://shop.example.test:8443/x,http://www.shop.example.test' });
+    expect(app.status).toBe(201);
+    const r = await c.api('GET', `/servers/${c.w.serverUuid}/domains`, c.read);
+    expect(r.status).toBe(200);
+    expect(r.json).toContainEqual({ ip: '10.0.0.1', domain: ['shop.example.test', 'www.shop.example.test'] });
+    // Applications without domains are not listed; another server has none of them.
+    expect(r.json.every((d: { domain: string[] }) => d.domain.length > 0)).toBe(true);
+    expect((await c.api('GET', `/servers/${c.w.server2Uuid}/domains`, c.read)).json).toEqual([]);
+    const other = await c.s.team('domains-neighbour');
+    const foreign = await c.api('GET', `/servers/${c.w.serverUuid}/domains`, other.rootToken);
+    expect(foreign.status).toBe(404);
+    expect(foreign.text).toBe(NOT_FOUND);
+  });
+
   it('create → 201 {uuid}, with Coolify defaults, a default destination, and berth’s engine fields', async () => {
     const r = await c.api('POST', '/servers', c.write, { name: 'edge-1', ip: 'edge-1.example.com', private_key_uuid: c.w.keyUuid, engine_endpoint: 'tcp://10.1.2.3:2376' });
     expect(r.status).toBe(201);

@@ -369,7 +369,41 @@ export const serverOperations = [
       return paged(base, p, (q) => q.select(['r.uuid', 'r.name', 'r.kind', 'r.status', 'r.created_at', 'r.updated_at']).orderBy('r.id'), (rows) => rows.map(({ kind, ...r }) => ({ ...r, type: kind })));
     },
   }),
+  defineOperation({
+    name: 'get_server_domains',
+    summary: 'The domains the applications on a server answer to, with the server address (what DNS should point at).',
+    permission: 'read',
+    toolset: 'servers',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: z.array(z.object({ ip: z.string(), domain: z.array(z.string()) })),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/servers/{uuid}/domains' },
+    async run({ db, caller }, { uuid }) {
+      const s = await owned(db, 'servers', uuid, caller.teamId);
+      const apps = await db
+        .selectFrom('resources as r')
+        .innerJoin('destinations as d', 'd.id', 'r.destination_id')
+        .select('r.config')
+        .where('d.server_id', '=', s.id)
+        .where('r.kind', '=', 'application')
+        .orderBy('r.id')
+        .execute();
+      // As Coolify: one entry per application with domains, each domain as a bare host name.
+      return apps.flatMap((a) => {
+        const hosts = hostNames((JSON.parse(a.config) as { fqdn?: string | null }).fqdn);
+        return hosts.length ? [{ ip: s.ip, domain: hosts }] : [];
+      });
+    },
+  }),
 ];
+
+/** `https://a.example:8443/x,http://b.example` → ['a.example', 'b.example']. */
+function hostNames(fqdn: string | null | undefined): string[] {
+  return (fqdn ?? '')
+    .split(',')
+    .map((u) => u.trim().replace(/^https?:\/\//, '').split('/')[0]!.split(':')[0]!)
+    .filter(Boolean);
+}
 
 export const destinationOperations = [
   defineOperation({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AllowListError, normalizeAllowList } from '../../auth/allowlist.js';
-import { readSettings, writeSettings } from '../../store/settings.js';
+import { readSettings, writeSettings, type InstanceSettings } from '../../store/settings.js';
 import { validationError } from '../errors.js';
 import { defineOperation } from '../operation.js';
 
@@ -9,6 +9,7 @@ const instanceWide = { rootTeamOnly: true };
 
 export const settingsSchema = z.object({
   api_enabled: z.boolean(),
+  mcp_enabled: z.boolean().describe('The MCP door (streamable HTTP at /mcp and stdio).'),
   allowed_ips: z.string().describe('Normalized comma-separated allow-list; empty allows every address.'),
 });
 
@@ -23,6 +24,28 @@ export function allowListOr422(value: string, field = 'allowed_ips'): string {
     throw e;
   }
 }
+
+const settingsView = (s: InstanceSettings) => ({ api_enabled: s.apiEnabled, mcp_enabled: s.mcpEnabled, allowed_ips: s.allowedIps });
+
+/** Coolify's MCP toggle: the MCP door alone, instance-wide (the REST API stays as it is). */
+const mcpToggle = (on: boolean) =>
+  defineOperation({
+    name: on ? 'enable_mcp' : 'disable_mcp',
+    summary: on
+      ? 'Turn the MCP server on for the whole instance (root token of the root team).'
+      : 'Turn the MCP server off for the whole instance: /mcp and stdio refuse every call until it is enabled again; the REST API stays.',
+    permission: 'root',
+    toolset: 'settings',
+    input: z.strictObject({}),
+    output: messageSchema,
+    annotations: { readOnly: false, destructive: !on, idempotent: true, openWorld: false },
+    http: { method: 'POST', path: `/api/v1/mcp/${on ? 'enable' : 'disable'}` },
+    access: on ? { whenMcpDisabled: true, ...instanceWide } : instanceWide,
+    async run({ db }) {
+      await writeSettings(db, { mcpEnabled: on });
+      return { message: on ? 'MCP server enabled.' : 'MCP server disabled.' };
+    },
+  });
 
 export const settingsOperations = [
   defineOperation({
@@ -55,6 +78,8 @@ export const settingsOperations = [
       return { message: 'API disabled.' };
     },
   }),
+  mcpToggle(true),
+  mcpToggle(false),
   defineOperation({
     name: 'get_settings',
     summary: 'Read the instance-wide API settings (API toggle, IP allow-list).',
@@ -67,7 +92,7 @@ export const settingsOperations = [
     access: instanceWide,
     async run({ db }) {
       const s = await readSettings(db);
-      return { api_enabled: s.apiEnabled, allowed_ips: s.allowedIps };
+      return settingsView(s);
     },
   }),
   defineOperation({
@@ -77,6 +102,7 @@ export const settingsOperations = [
     toolset: 'settings',
     input: z.strictObject({
       api_enabled: z.boolean().optional(),
+      mcp_enabled: z.boolean().optional(),
       allowed_ips: z.string().max(10_000).optional(),
     }),
     output: settingsSchema,
@@ -85,9 +111,9 @@ export const settingsOperations = [
     access: instanceWide,
     async run({ db }, input) {
       const allowedIps = input.allowed_ips === undefined ? undefined : allowListOr422(input.allowed_ips);
-      await writeSettings(db, { apiEnabled: input.api_enabled, allowedIps });
+      await writeSettings(db, { apiEnabled: input.api_enabled, mcpEnabled: input.mcp_enabled, allowedIps });
       const s = await readSettings(db);
-      return { api_enabled: s.apiEnabled, allowed_ips: s.allowedIps };
+      return settingsView(s);
     },
   }),
 ];
