@@ -5,6 +5,9 @@ import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
 import { buildHttpApp } from './http-api/app.js';
 import { ExpiryWarnings } from './jobs/expiry-warnings.js';
+import { Notifier } from './notify/notifier.js';
+import { createSenders } from './notify/senders.js';
+import { TargetGuard } from './notify/url-guard.js';
 import { createLogger } from './logging/logger.js';
 import { createMailer } from './mail/mailer.js';
 import { openStore } from './store/db.js';
@@ -34,9 +37,16 @@ export async function startServer(config: Config, out: (line: string) => void = 
   const app = await buildHttpApp({ core, operations, tools, config, logger });
   const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
+  const notifier = new Notifier(
+    db,
+    createSenders({ guard: new TargetGuard(config.notifyAllowedTargets), mailer, telegramApiUrl: config.telegramApiUrl, pushoverApiUrl: config.pushoverApiUrl, timeoutMs: 10_000 }),
+    logger,
+    config.notifyScanMs,
+  );
 
   await app.listen({ host: config.host, port: config.port });
   await expiry.start();
+  await notifier.start();
   await assembled.jobs.start();
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
@@ -54,6 +64,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
         await app.close();
         await assembled.jobs.stop().catch((err) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
         await expiry.stop();
+        await notifier.stop();
         await assembled.close();
         mailer?.close();
         await db.destroy();

@@ -59,6 +59,16 @@ const envSchema = z.object({
   BERTH_JOB_LEASE_MS: z.coerce.number().int().min(1_000).default(30_000),
   /** How often the expiry-warning worker looks for tokens close to expiry. */
   BERTH_EXPIRY_SCAN_MS: z.coerce.number().int().min(50).default(60_000),
+  /**
+   * Loopback or private addresses (IPs and CIDR ranges, comma-separated) that team notifications
+   * may reach anyway: an intranet chat server or SMTP relay. Empty: public addresses only.
+   */
+  BERTH_NOTIFY_ALLOWED_TARGETS: z.string().default(''),
+  /** Telegram's and Pushover's API base URLs (a relay or a test double may stand in). */
+  BERTH_TELEGRAM_API_URL: z.string().url().default('https://api.telegram.org'),
+  BERTH_PUSHOVER_API_URL: z.string().url().default('https://api.pushover.net'),
+  /** How often queued notifications are sent (and failed ones retried). */
+  BERTH_NOTIFY_SCAN_MS: z.coerce.number().int().min(50).default(5_000),
 });
 
 export type EnvConfig = z.infer<typeof envSchema>;
@@ -88,6 +98,10 @@ export interface Config {
   testHoldMigrationPhase: { phase: string; ms: number } | null;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
+  notifyAllowedTargets: string;
+  telegramApiUrl: string;
+  pushoverApiUrl: string;
+  notifyScanMs: number;
 }
 
 const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
@@ -123,6 +137,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     testHoldMigrationPhase: e.BERTH_TEST_HOLD_MIGRATION_PHASE ? { phase: e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[0]!, ms: Number(e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[1]) } : null,
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+    notifyAllowedTargets: e.BERTH_NOTIFY_ALLOWED_TARGETS,
+    telegramApiUrl: e.BERTH_TELEGRAM_API_URL,
+    pushoverApiUrl: e.BERTH_PUSHOVER_API_URL,
+    notifyScanMs: e.BERTH_NOTIFY_SCAN_MS,
     ...overrides,
   };
 }

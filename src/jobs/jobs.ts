@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Logger } from 'pino';
+import { notify } from '../notify/notifier.js';
 import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
@@ -333,11 +334,32 @@ export class Jobs {
     } finally {
       this.running.delete(deploymentId);
     }
-    await this.db
+    const ended = await this.db
       .updateTable('deployments')
       .set({ status, finished_at: nowIso(), updated_at: nowIso() })
       .where('id', '=', deploymentId)
       .where('status', '=', 'in_progress')
-      .execute();
+      .executeTakeFirst();
+    if (ended.numUpdatedRows > 0n) await this.notifyDeployment(deploymentId, status);
+  }
+
+  /** Tells the team's notification channels how a deployment ended (cancelled ones are not news). */
+  private async notifyDeployment(deploymentId: number, status: 'finished' | 'failed'): Promise<void> {
+    const d = await this.db
+      .selectFrom('deployments as d')
+      .innerJoin('resources as r', 'r.id', 'd.resource_id')
+      .innerJoin('servers as s', 's.id', 'd.server_id')
+      .select(['d.uuid', 'd.kind', 'd.team_id', 'r.uuid as resource_uuid', 'r.name', 'r.kind as resource_kind', 's.name as server'])
+      .where('d.id', '=', deploymentId)
+      .executeTakeFirst();
+    if (!d) return;
+    const ok = status === 'finished';
+    const what = d.kind === 'deploy' ? 'Deployment' : `${d.kind[0]!.toUpperCase()}${d.kind.slice(1)}`;
+    await notify(this.db, this.logger, d.team_id, `deployment:${d.uuid}`, {
+      event: ok ? 'deployment_success' : 'deployment_failure',
+      title: `${what} of ${d.name} ${ok ? 'finished' : 'failed'}`,
+      text: `${what} ${d.uuid} of ${d.resource_kind} ${d.name} (${d.resource_uuid}) on server ${d.server} ${ok ? 'finished' : 'failed'}.${ok ? '' : ' Its logs say why (get_deployment).'}`,
+      data: { deployment_uuid: d.uuid, resource_uuid: d.resource_uuid, resource_type: d.resource_kind, kind: d.kind, status },
+    });
   }
 }

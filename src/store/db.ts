@@ -10,6 +10,7 @@ import * as m002 from './migrations/002-platform.js';
 import * as m003 from './migrations/003-ssh-servers.js';
 import * as m006 from './migrations/006-live-migration.js';
 import * as m007 from './migrations/007-job-leases.js';
+import * as m014 from './migrations/014-notifications.js';
 
 // [tags]
 
@@ -31,6 +32,7 @@ const migrations: Record<string, Migration> = {
   '003-ssh-servers': m003,
   '006-live-migration': m006,
   '007-job-leases': m007,
+  '014-notifications': m014,
 
   // [tags]
 

@@ -218,6 +218,33 @@ export interface MigrationJobsTable extends Timestamps {
   lease_until: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
+export interface NotificationSettingsTable extends Timestamps {
+  team_id: number;
+  channel: string;
+  /** JSON: the channel's fields as Coolify names them. */
+  settings: string;
+}
+
+export interface NotificationsTable {
+  id: Generated<number>;
+  team_id: number;
+  channel: string;
+  event: string;
+  /** `<subject>:<channel>`, unique: a message is queued once. */
+  dedupe_key: string;
+  title: string;
+  body: string;
+  /** JSON details for the generic webhook. */
+  data: string;
+  /** pending → sending → sent; failed after the last attempt; unknown when a send was cut off. */
+  status: 'pending' | 'sending' | 'sent' | 'failed' | 'unknown';
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  created_at: string;
+  sent_at: string | null;
+}
+
 export interface Database {
   settings: SettingsTable;
   users: UsersTable;
@@ -236,6 +263,8 @@ export interface Database {
   storages: StoragesTable;
   deployments: DeploymentsTable;
   migrations_jobs: MigrationJobsTable;
+  notification_settings: NotificationSettingsTable;
+  notifications: NotificationsTable;
 
   // [tags]
 

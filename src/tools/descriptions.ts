@@ -152,7 +152,17 @@ const COLLECTION_WORDS: Record<string, string> = { application: 'an application'
 
 /** Texts for the per-collection families (envs, storages, logs, lifecycle, migrate, database creation). */
 function familyText(name: string): ToolText | undefined {
-  let m = /^update_(application|database|service)_envs_bulk$/.exec(name);
+  let m = /^(get|update)_(email|discord|slack|telegram|pushover|webhook)_notifications$/.exec(name);
+  if (m) {
+    const where = { email: 'e-mail', discord: 'Discord', slack: 'Slack', telegram: 'Telegram', pushover: 'Pushover', webhook: 'webhook' }[m[2] as 'email'];
+    return m[1] === 'get'
+      ? { title: `Get ${where} notifications`, description: `The team's ${where} notification settings: whether the channel is on, its target, and which events it sends (<event>_${m[2]}_notifications). Credentials and webhook URLs need read:sensitive.` }
+      : {
+          title: `Set ${where} notifications`,
+          description: `Change the team's ${where} notifications: switch the channel on with its target and pick events (deployment_success, deployment_failure, backup_*, scheduled_task_*, server_*). Targets on private or loopback addresses are refused unless the operator allowed them.`,
+        };
+  }
+  m = /^update_(application|database|service)_envs_bulk$/.exec(name);
   if (m) {
     return {
       title: `Set ${m[1]} variables in bulk`,

@@ -3,6 +3,7 @@ import { applicationOperations } from './applications.js';
 import { databaseOperations } from './databases.js';
 import { deploymentOperations, lifecycleOperations } from './deployments.js';
 import { feedbackOperations } from './feedback.js';
+import { notificationOperations } from './notifications.js';
 import { keyOperations } from './keys.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
@@ -35,6 +36,7 @@ export const operations: readonly Operation[] = [
   ...deploymentOperations,
   ...migrationOperations,
   ...feedbackOperations,
+  ...notificationOperations,
 
   // [tags]
 

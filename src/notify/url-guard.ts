@@ -1,0 +1,64 @@
+import dns from 'node:dns';
+import ipaddr from 'ipaddr.js';
+import { isAllowed, parseAllowList, type AllowList } from '../auth/allowlist.js';
+import { classifyHost, parseIp } from '../core/network-guard.js';
+
+/**
+ * Where a team's notifications may go. A webhook URL or SMTP host is chosen by a tenant and
+ * fetched by the berth host, so, as Coolify's SafeWebhookUrl: never a metadata service or a
+ * link-local address, and no loopback or private address unless the operator lists it in
+ * BERTH_NOTIFY_ALLOWED_TARGETS (an intranet chat server). Checked when saved, on the literal,
+ * and again when sending, on every address the name resolves to.
+ */
+export class TargetGuard {
+  private readonly allowed: AllowList | null;
+
+  constructor(allowedTargets: string) {
+    this.allowed = allowedTargets.trim() ? parseAllowList(allowedTargets) : null;
+  }
+
+  /** Why berth will not send to this address, or null. */
+  addressRefusal(address: string): string | null {
+    const ip = parseIp(address);
+    if (!ip) return `${address} is not an address.`;
+    const cls = classifyHost(ip.toString());
+    if (cls === 'metadata' || cls === 'link-local') return `${address} is a ${cls === 'metadata' ? 'cloud metadata service' : 'link-local address'}; berth never sends there.`;
+    if (ip.range() === 'unicast') return null;
+    if (this.allowed && isAllowed(this.allowed, ip.toString())) return null;
+    return `${address} is a private, loopback or reserved address; the instance operator can allow it with BERTH_NOTIFY_ALLOWED_TARGETS.`;
+  }
+
+  /** Why a host name or literal is refused before any lookup (at save time), or null. */
+  hostRefusal(host: string): string | null {
+    const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+    const cls = classifyHost(h);
+    if (cls === 'metadata' || cls === 'link-local') return `${host} is a ${cls === 'metadata' ? 'cloud metadata service' : 'link-local address'}; berth never sends there.`;
+    if (cls === 'loopback' && !parseIp(h)) return this.addressRefusal('127.0.0.1') && `${host} is the berth host itself; the instance operator can allow it with BERTH_NOTIFY_ALLOWED_TARGETS.`;
+    return parseIp(h) ? this.addressRefusal(h) : null;
+  }
+
+  /** Why a webhook URL is refused (scheme, host), or null. */
+  urlRefusal(text: string): string | null {
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      return 'Must be a valid URL.';
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'Must use the http or https scheme.';
+    if (!url.hostname) return 'Must contain a host.';
+    return this.hostRefusal(url.hostname);
+  }
+
+  /** Resolves a host and checks every address (DNS answers can change after the save). */
+  async resolve(host: string): Promise<string> {
+    const h = host.replace(/^\[|\]$/g, '');
+    const addresses = ipaddr.isValid(h) ? [{ address: h }] : await dns.promises.lookup(h, { all: true });
+    for (const a of addresses) {
+      const why = this.addressRefusal(a.address);
+      if (why) throw new Error(`refused to send to ${host}: ${why}`);
+    }
+    if (!addresses.length) throw new Error(`${host} does not resolve`);
+    return addresses[0]!.address;
+  }
+}
