@@ -6,6 +6,7 @@ import { operations } from './core/operations/index.js';
 import { buildHttpApp } from './http-api/app.js';
 import { ExpiryWarnings } from './jobs/expiry-warnings.js';
 import { Notifier } from './notify/notifier.js';
+import { CleanupSchedule } from './jobs/cleanup-schedule.js';
 import { createSenders } from './notify/senders.js';
 import { TargetGuard } from './notify/url-guard.js';
 import { createLogger } from './logging/logger.js';
@@ -43,10 +44,12 @@ export async function startServer(config: Config, out: (line: string) => void = 
     logger,
     config.notifyScanMs,
   );
+  const cleanups = new CleanupSchedule(db, core.deps.runtime, logger, config.scheduleTickMs);
 
   await app.listen({ host: config.host, port: config.port });
   await expiry.start();
   await notifier.start();
+  await cleanups.start();
   await assembled.jobs.start();
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
@@ -65,6 +68,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
         await assembled.jobs.stop().catch((err) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
         await expiry.stop();
         await notifier.stop();
+        await cleanups.stop();
         await assembled.close();
         mailer?.close();
         await db.destroy();

@@ -67,6 +67,8 @@ const envSchema = z.object({
   /** Telegram's and Pushover's API base URLs (a relay or a test double may stand in). */
   BERTH_TELEGRAM_API_URL: z.string().url().default('https://api.telegram.org'),
   BERTH_PUSHOVER_API_URL: z.string().url().default('https://api.pushover.net'),
+  /** How often schedules (Docker cleanups) are checked for a due run. */
+  BERTH_SCHEDULE_TICK_MS: z.coerce.number().int().min(50).default(30_000),
   /** How often queued notifications are sent (and failed ones retried). */
   BERTH_NOTIFY_SCAN_MS: z.coerce.number().int().min(50).default(5_000),
 });
@@ -102,6 +104,7 @@ export interface Config {
   telegramApiUrl: string;
   pushoverApiUrl: string;
   notifyScanMs: number;
+  scheduleTickMs: number;
 }
 
 const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
@@ -141,6 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     telegramApiUrl: e.BERTH_TELEGRAM_API_URL,
     pushoverApiUrl: e.BERTH_PUSHOVER_API_URL,
     notifyScanMs: e.BERTH_NOTIFY_SCAN_MS,
+    scheduleTickMs: e.BERTH_SCHEDULE_TICK_MS,
     ...overrides,
   };
 }

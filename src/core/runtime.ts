@@ -94,6 +94,8 @@ export interface Runtime {
   discardStaging(migrationId: number): Promise<void>;
   /** Recent logs of a resource's containers. */
   logs(resourceId: number, opts: { lines: number }): Promise<string>;
+  /** Frees space on a server's engine (unused images, build cache; volumes and networks on request); the log lines. */
+  dockerCleanup(serverId: number, opts: { allImages: boolean; volumes: boolean; networks: boolean; signal?: AbortSignal }): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -126,6 +128,9 @@ export const recordOnlyRuntime: Runtime = {
   async discardStaging() {},
   async logs() {
     return '';
+  },
+  async dockerCleanup() {
+    throw new Error(RECORD_ONLY_NOTE);
   },
   async close() {},
 };

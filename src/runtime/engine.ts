@@ -557,6 +557,34 @@ export class EngineClient {
     return status !== 404;
   }
 
+  async listNetworks(opts: CallOptions = {}): Promise<NetworkInfo[]> {
+    return this.json<NetworkInfo[]>({ method: 'GET', path: '/networks', signal: opts.signal });
+  }
+
+  // ---------------------------------------------------------------- cleanup
+
+  /** `POST /images/prune`: dangling images only, or (dangling false) every image no container uses. */
+  async pruneImages(opts: CallOptions & { danglingOnly: boolean }): Promise<{ deleted: number; reclaimed: number }> {
+    const r = await this.json<{ ImagesDeleted?: unknown[] | null; SpaceReclaimed?: number }>({
+      method: 'POST',
+      path: '/images/prune',
+      query: { filters: filtersParam({ dangling: [String(opts.danglingOnly)] }) },
+      signal: opts.signal,
+    });
+    return { deleted: r.ImagesDeleted?.length ?? 0, reclaimed: r.SpaceReclaimed ?? 0 };
+  }
+
+  /** `POST /build/prune`; null when the engine has no build cache endpoint. */
+  async pruneBuildCache(opts: CallOptions = {}): Promise<{ reclaimed: number } | null> {
+    const res = await this.request({ method: 'POST', path: '/build/prune', accept: [404, 405, 501], signal: opts.signal });
+    if (res.status >= 300) {
+      await res.body.dump().catch(() => undefined);
+      return null;
+    }
+    const r = (await res.body.json()) as { SpaceReclaimed?: number };
+    return { reclaimed: r.SpaceReclaimed ?? 0 };
+  }
+
   // ---------------------------------------------------------------- volumes
 
   async createVolume(name: string, opts: CallOptions & { labels?: Record<string, string>; driver?: string } = {}): Promise<VolumeInfo> {

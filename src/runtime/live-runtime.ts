@@ -1,3 +1,4 @@
+import { dockerCleanup } from './docker-cleanup.js';
 import type { Logger } from 'pino';
 import { volumeName } from '../core/operations/resource-parts.js';
 import { reachesEngine, recordOnlyRuntime, SERVER_ENGINE_COLUMNS, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
@@ -394,6 +395,22 @@ export class LiveRuntime implements Runtime {
       }
     }
     return parts.filter(Boolean).join('\n');
+  }
+
+  async dockerCleanup(serverId: number, opts: { allImages: boolean; volumes: boolean; networks: boolean; signal?: AbortSignal }): Promise<string[]> {
+    const server = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirstOrThrow();
+    if (!this.isLive(server)) return recordOnlyRuntime.dockerCleanup(serverId, opts);
+    // What the records name, whichever team: a stopped resource's data stays, and so do volumes
+    // named after a resource (a migration's staging copies on their target, before the switch).
+    const storages = await this.db.selectFrom('storages').select('engine_volume').where('engine_volume', 'is not', null).execute();
+    const named = new Set(storages.map((s) => s.engine_volume!));
+    const owners = new Set((await this.db.selectFrom('resources').select('uuid').execute()).map((r) => r.uuid));
+    const networks = await this.db.selectFrom('destinations').select('network').where('server_id', '=', serverId).execute();
+    return dockerCleanup(await this.engineFor(server), {
+      ...opts,
+      keepVolume: (name) => named.has(name) || owners.has(name.split('-')[0]!),
+      keepNetworks: new Set(networks.map((n) => n.network)),
+    });
   }
 
   async close(): Promise<void> {

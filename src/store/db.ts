@@ -11,6 +11,7 @@ import * as m003 from './migrations/003-ssh-servers.js';
 import * as m006 from './migrations/006-live-migration.js';
 import * as m007 from './migrations/007-job-leases.js';
 import * as m014 from './migrations/014-notifications.js';
+import * as m015 from './migrations/015-docker-cleanup.js';
 
 // [tags]
 
@@ -33,6 +34,7 @@ const migrations: Record<string, Migration> = {
   '006-live-migration': m006,
   '007-job-leases': m007,
   '014-notifications': m014,
+  '015-docker-cleanup': m015,
 
   // [tags]
 

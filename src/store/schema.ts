@@ -110,6 +110,8 @@ export interface ServersTable extends Timestamps {
   host_key_fingerprint: string | null;
   /** 1: the root team allows containers on this server to reach into the host (privileged, host binds, …). */
   host_access: number;
+  /** JSON: Coolify's docker cleanup settings; null for the defaults. */
+  docker_cleanup: string | null;
 }
 
 export interface DestinationsTable extends Timestamps {
@@ -218,6 +220,18 @@ export interface MigrationJobsTable extends Timestamps {
   lease_until: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
+export interface DockerCleanupExecutionsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  server_id: number;
+  status: 'running' | 'success' | 'failed';
+  message: string | null;
+  cleanup_log: string | null;
+  /** When a scheduled run was due (ISO); null for one asked for by hand. */
+  scheduled_for: string | null;
+  finished_at: string | null;
+}
+
 export interface NotificationSettingsTable extends Timestamps {
   team_id: number;
   channel: string;
@@ -265,6 +279,7 @@ export interface Database {
   migrations_jobs: MigrationJobsTable;
   notification_settings: NotificationSettingsTable;
   notifications: NotificationsTable;
+  docker_cleanup_executions: DockerCleanupExecutionsTable;
 
   // [tags]
 

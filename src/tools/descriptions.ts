@@ -87,6 +87,13 @@ const explicit: Record<string, ToolText> = {
   list_server_destinations: { title: 'List destinations of a server', description: 'List the destinations (Docker networks) of one server. Resources are placed on a destination.' },
   create_server_destination: { title: 'Add a destination', description: 'Add a destination (a Docker network) to a server. Use its uuid as destination_uuid when creating or migrating resources.' },
   get_server_domains: { title: 'Domains on a server', description: 'The domains of the applications on a server, each with the server address: what their DNS records should point at.' },
+  get_server_docker_cleanup: { title: 'Get Docker cleanup settings', description: "A server's Docker cleanup settings: schedule (docker_cleanup_frequency, UTC cron or hourly/daily/...), whether every unused image goes (force_docker_cleanup), and whether unused volumes and networks go too." },
+  update_server_docker_cleanup: { title: 'Set Docker cleanup settings', description: "Change a server's Docker cleanup schedule or what it removes. Volumes and networks that berth's records name are always kept." },
+  run_server_docker_cleanup: {
+    title: 'Run a Docker cleanup',
+    description: "Free space on a server's engine now: dangling images and build cache (every unused image with force_docker_cleanup), and unused volumes/networks when asked. A stopped resource's data is kept. Follow with list_server_docker_cleanup_executions.",
+  },
+  list_server_docker_cleanup_executions: { title: 'List Docker cleanups', description: "The 20 most recent Docker cleanups of a server, newest first: status (running, success, failed) and message." },
   list_server_resources: { title: 'List resources on a server', description: 'List the applications, databases and services that live on one server.' },
   list_destinations: { title: 'List destinations', description: "List every destination (Docker network) on the team's servers; a migration's target is a destination_uuid from here." },
   get_destination: { title: 'Get a destination', description: 'Get one destination and the server it belongs to.' },

@@ -176,6 +176,7 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if ((m = /^update_(application|database|service)_envs_bulk$/.exec(name))) return { data: [{ key: partsOf(x)[m[1] as Singular].envKey, value: `bulk-${i}` }, { key: `BULK_${i}`, value: 'new' }] };
   if ((m = /^update_(application|database)_storage$/.exec(name))) return { storage_uuid: m[1] === 'application' ? x.appStorageUuid : x.databaseStorageUuid, mount_path: `/moved-${i}` };
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
+  if (name === 'update_server_docker_cleanup') return { docker_cleanup_frequency: 'weekly' };
   if ((m = /^update_(\w+)_notifications$/.exec(name))) return { [`deployment_success_${m[1]}_notifications`]: true };
   if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
 

@@ -145,7 +145,8 @@ function freshRecipe(name: string): Recipe | undefined {
 
 /** Destructive operations whose effect is harmless or undone right after the call. */
 const RESTORED = new Set(['disable_api', 'disable_mcp']);
-const harmless = (name: string) => /^stop_/.test(name);
+// A cleanup of the world's server only records a failed run: it has no engine to prune.
+const harmless = (name: string) => /^stop_/.test(name) || name === 'run_server_docker_cleanup';
 
 async function send(op: Operation, token: string | undefined, params: Record<string, string | undefined>, body: Record<string, unknown> | undefined, opts: { from?: string } = {}): Promise<Reply> {
   let url = fillPath(op, params);

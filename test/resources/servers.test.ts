@@ -89,6 +89,38 @@ describe('private keys', () => {
 });
 
 describe('servers', () => {
+  it('docker cleanup settings: Coolify defaults, PATCH by cron or word, a bad schedule or value is 422 and changes nothing', async () => {
+    const path = `/servers/${c.w.serverUuid}/docker-cleanup`;
+    expect((await c.api('GET', path, c.read)).json).toEqual({
+      docker_cleanup_frequency: '0 0 * * *', docker_cleanup_threshold: 80, force_docker_cleanup: false,
+      delete_unused_volumes: false, delete_unused_networks: false, disable_application_image_retention: false,
+    });
+    const p = await c.api('PATCH', path, c.write, { docker_cleanup_frequency: 'hourly', delete_unused_networks: true });
+    expect(p.status).toBe(200);
+    expect(p.json).toMatchObject({ docker_cleanup_frequency: 'hourly', delete_unused_networks: true });
+    for (const body of [{ docker_cleanup_frequency: 'every now and then' }, { docker_cleanup_frequency: '*/5 * * * * *' }, { docker_cleanup_threshold: 100 }, { sweep: true }]) {
+      expect((await c.api('PATCH', path, c.write, body)).status, JSON.stringify(body)).toBe(422);
+    }
+    expect((await c.api('GET', path, c.read)).json).toMatchObject({ docker_cleanup_frequency: 'hourly', docker_cleanup_threshold: 80 });
+    expect((await c.api('PATCH', path, c.read, { delete_unused_volumes: true })).status).toBe(403);
+    const other = await c.s.team('cleanup-neighbour');
+    for (const [m, p2] of [['GET', path], ['PATCH', path], ['POST', `${path}/run`], ['GET', `${path}/executions`]] as const) {
+      const r = await c.api(m, p2, other.rootToken, m === 'GET' ? undefined : {});
+      expect(r.status, `${m} ${p2}`).toBe(404);
+      expect(r.text).toBe(NOT_FOUND);
+    }
+  });
+
+  it('docker cleanup on a server berth cannot reach: recorded as failed, with the reason', async () => {
+    const run = await c.api('POST', `/servers/${c.w.serverUuid}/docker-cleanup/run`, c.write);
+    expect(run.status).toBe(200);
+    expect(run.json.message).toMatch(/cleanup job started/);
+    const execs = async () => (await c.api('GET', `/servers/${c.w.serverUuid}/docker-cleanup/executions`, c.read)).json;
+    for (let i = 0; i < 50 && (await execs())[0]?.status === 'running'; i++) await new Promise((r) => setTimeout(r, 50));
+    const [latest] = await execs();
+    expect(latest).toMatchObject({ uuid: run.json.execution_uuid, status: 'failed', message: expect.stringContaining('no engine berth can reach'), finished_at: expect.any(String) });
+  });
+
   it('GET /servers/{uuid}/domains: each application with domains, as bare host names with the server address', async () => {
     const place = { project_uuid: c.w.projectUuid, server_uuid: c.w.serverUuid, environment_name: 'production' };
     const app = await c.api('POST', '/applications/dockerimage', c.root, { ...place, docker_registry_image_name: 'nginx', domains: 'https://shop.example.test:8443/x,http://www.shop.example.test' });

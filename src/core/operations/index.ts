@@ -4,6 +4,7 @@ import { databaseOperations } from './databases.js';
 import { deploymentOperations, lifecycleOperations } from './deployments.js';
 import { feedbackOperations } from './feedback.js';
 import { notificationOperations } from './notifications.js';
+import { dockerCleanupOperations } from './docker-cleanup.js';
 import { keyOperations } from './keys.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
@@ -26,6 +27,7 @@ export const operations: readonly Operation[] = [
   ...keyOperations,
   ...serverOperations,
   ...destinationOperations,
+  ...dockerCleanupOperations,
   ...projectOperations,
   ...applicationOperations,
   ...resourceFamily('applications'),
