@@ -8,7 +8,7 @@ import { ExpiryWarnings } from './jobs/expiry-warnings.js';
 import { Notifier } from './notify/notifier.js';
 import { CleanupSchedule } from './jobs/cleanup-schedule.js';
 import { createSenders } from './notify/senders.js';
-import { TargetGuard } from './notify/url-guard.js';
+import { TargetGuard } from './core/outbound-guard.js';
 import { createLogger } from './logging/logger.js';
 import { createMailer } from './mail/mailer.js';
 import { openStore } from './store/db.js';
@@ -40,7 +40,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
   const notifier = new Notifier(
     db,
-    createSenders({ guard: new TargetGuard(config.notifyAllowedTargets), mailer, telegramApiUrl: config.telegramApiUrl, pushoverApiUrl: config.pushoverApiUrl, timeoutMs: 10_000 }),
+    createSenders({ guard: new TargetGuard(config.outboundAllowedTargets), mailer, telegramApiUrl: config.telegramApiUrl, pushoverApiUrl: config.pushoverApiUrl, timeoutMs: 10_000 }),
     logger,
     config.notifyScanMs,
   );

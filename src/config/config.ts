@@ -60,10 +60,11 @@ const envSchema = z.object({
   /** How often the expiry-warning worker looks for tokens close to expiry. */
   BERTH_EXPIRY_SCAN_MS: z.coerce.number().int().min(50).default(60_000),
   /**
-   * Loopback or private addresses (IPs and CIDR ranges, comma-separated) that team notifications
-   * may reach anyway: an intranet chat server or SMTP relay. Empty: public addresses only.
+   * Loopback or private addresses (IPs and CIDR ranges, comma-separated) that what a team points
+   * berth at (notification webhooks, SMTP, S3 endpoints) may reach anyway: an intranet chat server,
+   * a MinIO on the LAN. Empty: public addresses only.
    */
-  BERTH_NOTIFY_ALLOWED_TARGETS: z.string().default(''),
+  BERTH_OUTBOUND_ALLOWED_TARGETS: z.string().default(''),
   /** Telegram's and Pushover's API base URLs (a relay or a test double may stand in). */
   BERTH_TELEGRAM_API_URL: z.string().url().default('https://api.telegram.org'),
   BERTH_PUSHOVER_API_URL: z.string().url().default('https://api.pushover.net'),
@@ -100,7 +101,7 @@ export interface Config {
   testHoldMigrationPhase: { phase: string; ms: number } | null;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
-  notifyAllowedTargets: string;
+  outboundAllowedTargets: string;
   telegramApiUrl: string;
   pushoverApiUrl: string;
   notifyScanMs: number;
@@ -140,7 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     testHoldMigrationPhase: e.BERTH_TEST_HOLD_MIGRATION_PHASE ? { phase: e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[0]!, ms: Number(e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[1]) } : null,
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
-    notifyAllowedTargets: e.BERTH_NOTIFY_ALLOWED_TARGETS,
+    outboundAllowedTargets: e.BERTH_OUTBOUND_ALLOWED_TARGETS,
     telegramApiUrl: e.BERTH_TELEGRAM_API_URL,
     pushoverApiUrl: e.BERTH_PUSHOVER_API_URL,
     notifyScanMs: e.BERTH_NOTIFY_SCAN_MS,

@@ -1,9 +1,8 @@
-import type { LookupFunction } from 'node:net';
 import nodemailer from 'nodemailer';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import type { Mailer } from '../mail/mailer.js';
 import type { Channel, ChannelSettings, NotificationEvent } from './channels.js';
-import type { TargetGuard } from './url-guard.js';
+import type { TargetGuard } from '../core/outbound-guard.js';
 
 export interface NotificationMessage {
   event: NotificationEvent;
@@ -26,26 +25,14 @@ const str = (v: unknown) => (typeof v === 'string' ? v : v === null || v === und
 
 /** Sends one message on one channel; throws with a reason the outbox records. */
 export function createSenders(deps: SenderDeps): (channel: Channel, s: ChannelSettings, m: NotificationMessage) => Promise<void> {
-  // Every connection's address is checked where it is made, so a name that later resolves to a
-  // private address is refused too.
-  const lookup: LookupFunction = (hostname, opts, cb) => {
-    deps.guard.resolve(hostname).then(
-      (address) => {
-        const family = address.includes(':') ? 6 : 4;
-        if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
-        else cb(null, address, family);
-      },
-      (err: Error) => cb(err as NodeJS.ErrnoException, '', 4),
-    );
-  };
-  const dispatcher = new Agent({ connect: { lookup, timeout: deps.timeoutMs }, headersTimeout: deps.timeoutMs, bodyTimeout: deps.timeoutMs });
+  let dispatcher: ReturnType<TargetGuard['dispatcher']> | undefined;
 
   async function post(url: string, body: unknown, form = false): Promise<void> {
     const why = deps.guard.urlRefusal(url);
     if (why) throw new Error(why);
     const r = await request(url, {
       method: 'POST',
-      dispatcher,
+      dispatcher: (dispatcher ??= deps.guard.dispatcher(deps.timeoutMs)),
       headers: { 'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json', 'user-agent': 'berth-notifications' },
       body: form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body),
     });

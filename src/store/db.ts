@@ -12,6 +12,7 @@ import * as m006 from './migrations/006-live-migration.js';
 import * as m007 from './migrations/007-job-leases.js';
 import * as m014 from './migrations/014-notifications.js';
 import * as m015 from './migrations/015-docker-cleanup.js';
+import * as m016 from './migrations/016-s3-storages.js';
 
 // [tags]
 
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '007-job-leases': m007,
   '014-notifications': m014,
   '015-docker-cleanup': m015,
+  '016-s3-storages': m016,
 
   // [tags]
 

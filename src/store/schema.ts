@@ -232,6 +232,22 @@ export interface DockerCleanupExecutionsTable extends Timestamps {
   finished_at: string | null;
 }
 
+export interface S3StoragesTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  name: string;
+  description: string | null;
+  endpoint: string;
+  bucket: string;
+  region: string;
+  /** Access key id and secret: sensitive. */
+  key: string;
+  secret: string;
+  /** 1 after a successful validate; a failed one clears it. */
+  is_usable: number;
+}
+
 export interface NotificationSettingsTable extends Timestamps {
   team_id: number;
   channel: string;
@@ -280,6 +296,7 @@ export interface Database {
   notification_settings: NotificationSettingsTable;
   notifications: NotificationsTable;
   docker_cleanup_executions: DockerCleanupExecutionsTable;
+  s3_storages: S3StoragesTable;
 
   // [tags]
 

@@ -87,6 +87,12 @@ const explicit: Record<string, ToolText> = {
   list_server_destinations: { title: 'List destinations of a server', description: 'List the destinations (Docker networks) of one server. Resources are placed on a destination.' },
   create_server_destination: { title: 'Add a destination', description: 'Add a destination (a Docker network) to a server. Use its uuid as destination_uuid when creating or migrating resources.' },
   get_server_domains: { title: 'Domains on a server', description: 'The domains of the applications on a server, each with the server address: what their DNS records should point at.' },
+  list_s3_storages: { title: 'List S3 storages', description: "The team's S3-compatible storages (backup targets): endpoint, bucket, region, is_usable. Keys need read:sensitive." },
+  create_s3_storage: { title: 'Add an S3 storage', description: 'Add an S3-compatible storage (endpoint URL, bucket, region, key, secret). Then call validate_s3_storage. Private or loopback endpoints need the operator to allow them.' },
+  get_s3_storage: { title: 'Get an S3 storage', description: 'One S3 storage; key and secret only with read:sensitive.' },
+  update_s3_storage: { title: 'Update an S3 storage', description: 'Change an S3 storage. A new endpoint, bucket, region or key clears is_usable: validate again.' },
+  delete_s3_storage: { title: 'Delete an S3 storage', description: "Delete an S3 storage's record from berth; the bucket and its objects stay." },
+  validate_s3_storage: { title: 'Validate an S3 storage', description: 'List the bucket with the stored keys (AWS Signature V4) and record is_usable; the message says what is wrong (bucket, key, secret, endpoint).' },
   get_server_docker_cleanup: { title: 'Get Docker cleanup settings', description: "A server's Docker cleanup settings: schedule (docker_cleanup_frequency, UTC cron or hourly/daily/...), whether every unused image goes (force_docker_cleanup), and whether unused volumes and networks go too." },
   update_server_docker_cleanup: { title: 'Set Docker cleanup settings', description: "Change a server's Docker cleanup schedule or what it removes. Volumes and networks that berth's records name are always kept." },
   run_server_docker_cleanup: {

@@ -22,6 +22,7 @@ export interface World {
   serviceEnvUuid: string;
   deploymentUuid: string;
   migrationUuid: string;
+  s3StorageUuid: string;
 }
 
 export const TEST_KEY = `-----BEGIN PRIVATE KEY-----
@@ -45,6 +46,9 @@ volumes:
   web-data:
   cache-data:
 `;
+
+/** An S3 storage whose endpoint never resolves (.invalid): validating it fails at once, offline. */
+export const S3_SAMPLE = { endpoint: 'https://s3.invalid', bucket: 'berth-backups', region: 'us-east-1', key: 'AKIDSAMPLE', secret: 'sample-secret' };
 
 async function ok(s: TestServer, token: string, method: string, path: string, body?: unknown) {
   const r = await call(s.url, method, path, { token, body });
@@ -74,9 +78,10 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   // A finished migration record: the database moves to the second server and back.
   const migrationUuid = (await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/migrate`, { destination_uuid: destination2Uuid })).migration_uuid;
   await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/migrate`, { destination_uuid: destinationUuid });
+  const s3StorageUuid = (await ok(s, token, 'POST', '/api/v1/s3-storages', { ...S3_SAMPLE, name: `${tag}-s3` })).uuid;
   return {
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
-    databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid,
+    databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid,
   };
 }
 
@@ -114,6 +119,8 @@ export function worldParams(path: string, x: World, teamId: number): Params {
       return { uuid: x.deploymentUuid };
     case 'migrations':
       return { uuid: x.migrationUuid };
+    case 's3-storages':
+      return { uuid: x.s3StorageUuid };
     case 'applications':
       return parts.application;
     case 'databases':
@@ -176,6 +183,7 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if ((m = /^update_(application|database|service)_envs_bulk$/.exec(name))) return { data: [{ key: partsOf(x)[m[1] as Singular].envKey, value: `bulk-${i}` }, { key: `BULK_${i}`, value: 'new' }] };
   if ((m = /^update_(application|database)_storage$/.exec(name))) return { storage_uuid: m[1] === 'application' ? x.appStorageUuid : x.databaseStorageUuid, mount_path: `/moved-${i}` };
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
+  if (name === 'create_s3_storage') return { ...S3_SAMPLE, name: `s3-${i}` };
   if (name === 'update_server_docker_cleanup') return { docker_cleanup_frequency: 'weekly' };
   if ((m = /^update_(\w+)_notifications$/.exec(name))) return { [`deployment_success_${m[1]}_notifications`]: true };
   if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };

@@ -4,7 +4,7 @@ import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
 import { nowIso } from '../../src/store/db.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
-import { buildWorld, COMPOSE, fillPath, freshKey, partsOf, sampleBody as bodyFor, worldParams, type Singular, type World } from '../helpers/world.js';
+import { buildWorld, COMPOSE, fillPath, freshKey, partsOf, S3_SAMPLE, sampleBody as bodyFor, worldParams, type Singular, type World } from '../helpers/world.js';
 
 /**
  * The permission matrix over real HTTP, for every operation of the operation table (a new
@@ -113,6 +113,8 @@ function freshRecipe(name: string): Recipe | undefined {
       return async () => ({ uuid: (await setup.ok('POST', '/api/v1/servers', { ip: '10.30.0.1' })).uuid });
     case 'delete_destination':
       return async (x) => ({ uuid: (await setup.ok('POST', `/api/v1/servers/${x.serverUuid}/destinations`, { network: `gone-${++seq}` })).uuid });
+    case 'delete_s3_storage':
+      return async () => ({ uuid: (await setup.ok('POST', '/api/v1/s3-storages', S3_SAMPLE)).uuid });
     case 'delete_project':
       return async () => ({ uuid: (await setup.ok('POST', '/api/v1/projects', { name: `gone ${++seq}` })).uuid });
     case 'cancel_deployment':

@@ -29,7 +29,7 @@ describe('tool metadata', () => {
   it('every tool has a snake_case name, a title, a description, annotations and object schemas', () => {
     expect(wire.length).toBe(operations.length);
     for (const t of wire) {
-      expect(t.name).toMatch(/^[a-z]+(_[a-z]+)*$/);
+      expect(t.name).toMatch(/^[a-z][a-z0-9]*(_[a-z0-9]+)*$/);
       expect(typeof t.title).toBe('string');
       expect(String(t.description).length).toBeGreaterThan(30);
       // Only hints that differ from MCP's defaults are sent; each one that is sent is a boolean.

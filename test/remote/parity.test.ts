@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../../src/core/operations/index.js';
 import { stdioClient, type AnyClient, type ToolResult } from '../helpers/mcp.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
-import { buildWorld, COMPOSE, type World } from '../helpers/world.js';
+import { buildWorld, COMPOSE, S3_SAMPLE, type World } from '../helpers/world.js';
 import { remoteClient, type RemoteClient } from './helpers.js';
 
 let s: TestServer;
@@ -78,6 +78,8 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['list_server_resources', { uuid: w.serverUuid }],
     ['get_server_domains', { uuid: w.serverUuid }],
     ['get_server_docker_cleanup', { uuid: w.serverUuid }],
+    ['list_s3_storages', {}],
+    ['get_s3_storage', { uuid: w.s3StorageUuid }],
     ['list_server_docker_cleanup_executions', { uuid: w.serverUuid }],
     ['get_email_notifications', {}],
     ['get_discord_notifications', {}],
@@ -268,6 +270,10 @@ const steps: Step[] = [
   { tool: 'update_telegram_notifications', args: () => ({ deployment_success_telegram_notifications: true, backup_failure_telegram_notifications: false }) },
   { tool: 'update_pushover_notifications', args: () => ({ deployment_success_pushover_notifications: true, backup_failure_pushover_notifications: false }) },
   { tool: 'update_webhook_notifications', args: () => ({ deployment_success_webhook_notifications: true, backup_failure_webhook_notifications: false }) },
+  { tool: 'create_s3_storage', args: () => ({ ...S3_SAMPLE, name: 'second s3' }), save: uuidOf('s3b') },
+  { tool: 'update_s3_storage', args: (c) => ({ uuid: c.made.s3b, description: 'changed', bucket: 'other-bucket' }) },
+  { tool: 'validate_s3_storage', args: (c) => ({ uuid: c.made.s3b }) },
+  { tool: 'delete_s3_storage', args: (c) => ({ uuid: c.made.s3b }) },
   { tool: 'send_feedback', args: () => ({ content: 'Remote mode parity check: the same tool in both modes.' }) },
 ];
 

@@ -57,7 +57,7 @@ beforeAll(async () => {
   smtpPort = (smtp.server.address() as AddressInfo).port;
   s = await startTestServer(
     { apiRateLimit: 0 },
-    { BERTH_NOTIFY_ALLOWED_TARGETS: '127.0.0.1', BERTH_TELEGRAM_API_URL: `${hookUrl}/telegram`, BERTH_PUSHOVER_API_URL: `${hookUrl}/pushover`, BERTH_NOTIFY_SCAN_MS: '100' },
+    { BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1', BERTH_TELEGRAM_API_URL: `${hookUrl}/telegram`, BERTH_PUSHOVER_API_URL: `${hookUrl}/pushover`, BERTH_NOTIFY_SCAN_MS: '100' },
   );
   w = await buildWorld(s);
   read = (await s.token({ permissions: ['read'] })).token;
@@ -142,7 +142,10 @@ describe('delivery', () => {
     expect(mails[0]!.to).toEqual(['ops@example.test']);
     expect(mails[0]!.raw).toMatch(/Subject: Deployment of .* finished/);
 
-    const rows = await s.db.selectFrom('notifications').select(['channel', 'status']).where('dedupe_key', 'like', `deployment:${deployment}:%`).execute();
+    const rows = await until('every row marked sent', async () => {
+      const r = await s.db.selectFrom('notifications').select(['channel', 'status']).where('dedupe_key', 'like', `deployment:${deployment}:%`).execute();
+      return r.every((x) => x.status === 'sent') && r;
+    });
     expect(rows.map((r) => `${r.channel}:${r.status}`).sort()).toEqual(['discord:sent', 'email:sent', 'pushover:sent', 'telegram:sent', 'webhook:sent']);
   });
 

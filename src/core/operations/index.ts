@@ -5,6 +5,7 @@ import { deploymentOperations, lifecycleOperations } from './deployments.js';
 import { feedbackOperations } from './feedback.js';
 import { notificationOperations } from './notifications.js';
 import { dockerCleanupOperations } from './docker-cleanup.js';
+import { s3StorageOperations } from './s3-storages.js';
 import { keyOperations } from './keys.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
@@ -39,6 +40,7 @@ export const operations: readonly Operation[] = [
   ...migrationOperations,
   ...feedbackOperations,
   ...notificationOperations,
+  ...s3StorageOperations,
 
   // [tags]
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CHANNEL_SPECS, CHANNELS, EVENTS, eventField, type Channel, type ChannelSettings, type FieldKind } from '../../notify/channels.js';
 import { teamChannels } from '../../notify/notifier.js';
-import { TargetGuard } from '../../notify/url-guard.js';
+import { TargetGuard } from '../outbound-guard.js';
 import { nowIso } from '../../store/db.js';
 import { validationError, type ValidationErrors } from '../errors.js';
 import { defineOperation } from '../operation.js';
@@ -133,7 +133,7 @@ function channelOperations(channel: Channel) {
       async run({ db, caller, config }, patch) {
         const current = (await teamChannels(db, caller.teamId))[channel];
         const merged = { ...current, ...(patch as ChannelSettings) };
-        check(channel, patch as ChannelSettings, merged, new TargetGuard(config.notifyAllowedTargets));
+        check(channel, patch as ChannelSettings, merged, new TargetGuard(config.outboundAllowedTargets));
         const now = nowIso();
         await db
           .insertInto('notification_settings')
