@@ -13,6 +13,7 @@ import * as m007 from './migrations/007-job-leases.js';
 import * as m014 from './migrations/014-notifications.js';
 import * as m015 from './migrations/015-docker-cleanup.js';
 import * as m016 from './migrations/016-s3-storages.js';
+import * as m017 from './migrations/017-cloud-init-scripts.js';
 
 // [tags]
 
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '014-notifications': m014,
   '015-docker-cleanup': m015,
   '016-s3-storages': m016,
+  '017-cloud-init-scripts': m017,
 
   // [tags]
 

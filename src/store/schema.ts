@@ -248,6 +248,15 @@ export interface S3StoragesTable extends Timestamps {
   is_usable: number;
 }
 
+export interface CloudInitScriptsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  name: string;
+  /** A shell script (#!) or cloud-config YAML; may hold secrets. */
+  script: string;
+}
+
 export interface NotificationSettingsTable extends Timestamps {
   team_id: number;
   channel: string;
@@ -297,6 +306,7 @@ export interface Database {
   notifications: NotificationsTable;
   docker_cleanup_executions: DockerCleanupExecutionsTable;
   s3_storages: S3StoragesTable;
+  cloud_init_scripts: CloudInitScriptsTable;
 
   // [tags]
 

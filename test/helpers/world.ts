@@ -23,6 +23,7 @@ export interface World {
   deploymentUuid: string;
   migrationUuid: string;
   s3StorageUuid: string;
+  cloudInitScriptUuid: string;
 }
 
 export const TEST_KEY = `-----BEGIN PRIVATE KEY-----
@@ -78,10 +79,11 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   // A finished migration record: the database moves to the second server and back.
   const migrationUuid = (await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/migrate`, { destination_uuid: destination2Uuid })).migration_uuid;
   await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/migrate`, { destination_uuid: destinationUuid });
+  const cloudInitScriptUuid = (await ok(s, token, 'POST', '/api/v1/cloud-init-scripts', { name: `${tag} init`, script: '#!/bin/sh\necho hello\n' })).uuid;
   const s3StorageUuid = (await ok(s, token, 'POST', '/api/v1/s3-storages', { ...S3_SAMPLE, name: `${tag}-s3` })).uuid;
   return {
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
-    databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid,
+    databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid, cloudInitScriptUuid,
   };
 }
 
@@ -121,6 +123,8 @@ export function worldParams(path: string, x: World, teamId: number): Params {
       return { uuid: x.migrationUuid };
     case 's3-storages':
       return { uuid: x.s3StorageUuid };
+    case 'cloud-init-scripts':
+      return { uuid: x.cloudInitScriptUuid };
     case 'applications':
       return parts.application;
     case 'databases':
@@ -183,6 +187,8 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if ((m = /^update_(application|database|service)_envs_bulk$/.exec(name))) return { data: [{ key: partsOf(x)[m[1] as Singular].envKey, value: `bulk-${i}` }, { key: `BULK_${i}`, value: 'new' }] };
   if ((m = /^update_(application|database)_storage$/.exec(name))) return { storage_uuid: m[1] === 'application' ? x.appStorageUuid : x.databaseStorageUuid, mount_path: `/moved-${i}` };
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
+  if (name === 'create_cloud_init_script') return { name: `init ${i}`, script: '#cloud-config\npackages:\n  - curl\n' };
+  if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
   if (name === 'create_s3_storage') return { ...S3_SAMPLE, name: `s3-${i}` };
   if (name === 'update_server_docker_cleanup') return { docker_cleanup_frequency: 'weekly' };
   if ((m = /^update_(\w+)_notifications$/.exec(name))) return { [`deployment_success_${m[1]}_notifications`]: true };

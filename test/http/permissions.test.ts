@@ -113,6 +113,8 @@ function freshRecipe(name: string): Recipe | undefined {
       return async () => ({ uuid: (await setup.ok('POST', '/api/v1/servers', { ip: '10.30.0.1' })).uuid });
     case 'delete_destination':
       return async (x) => ({ uuid: (await setup.ok('POST', `/api/v1/servers/${x.serverUuid}/destinations`, { network: `gone-${++seq}` })).uuid });
+    case 'delete_cloud_init_script':
+      return async () => ({ uuid: (await setup.ok('POST', '/api/v1/cloud-init-scripts', { name: `gone ${++seq}`, script: '#!/bin/sh\n' })).uuid });
     case 'delete_s3_storage':
       return async () => ({ uuid: (await setup.ok('POST', '/api/v1/s3-storages', S3_SAMPLE)).uuid });
     case 'delete_project':

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
-import { buildWorld, type World } from '../helpers/world.js';
+import { buildWorld, worldParams, type World } from '../helpers/world.js';
 
 /**
  * Shared arrangement for the resource tests: a real server (rate limit off, so a file may send
@@ -118,27 +118,10 @@ export async function markManaged(s: TestServer, serverUuid: string): Promise<vo
 }
 
 /** An operation's REST path with its parameters filled from the world (without the /api/v1 prefix). */
+/** A path with the world's objects filled in (the same choice as the operation-table tests make). */
 export function fillPath(path: string, w: World, teamId: number): string {
-  const p = path.replace(/^\/api\/v1/, '');
-  const top = p.split('/')[1]!;
-  const uuids: Record<string, string> = {
-    security: w.keyUuid,
-    servers: w.serverUuid,
-    destinations: w.destinationUuid,
-    projects: w.projectUuid,
-    applications: w.appUuid,
-    databases: w.databaseUuid,
-    services: w.serviceUuid,
-    deployments: p.startsWith('/deployments/applications/') ? w.appUuid : w.deploymentUuid,
-    migrations: w.migrationUuid,
-  };
-  const envs: Record<string, string> = { applications: w.appEnvUuid, databases: w.databaseEnvUuid, services: w.serviceEnvUuid };
-  const storages: Record<string, string> = { applications: w.appStorageUuid, databases: w.databaseStorageUuid };
-  return p
-    .replace('{uuid}', uuids[top] ?? '')
-    .replace('{env_uuid}', envs[top] ?? '')
-    .replace('{storage_uuid}', storages[top] ?? '')
-    .replace('{id}', String(teamId));
+  const params = worldParams(path, w, teamId);
+  return path.replace(/^\/api\/v1/, '').replace(/\{(\w+)\}/g, (_, k: string) => params[k] ?? '');
 }
 
 /** Every key at any depth of a JSON value. */

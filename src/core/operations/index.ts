@@ -6,6 +6,7 @@ import { feedbackOperations } from './feedback.js';
 import { notificationOperations } from './notifications.js';
 import { dockerCleanupOperations } from './docker-cleanup.js';
 import { s3StorageOperations } from './s3-storages.js';
+import { cloudInitScriptOperations } from './cloud-init-scripts.js';
 import { keyOperations } from './keys.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
@@ -29,6 +30,7 @@ export const operations: readonly Operation[] = [
   ...serverOperations,
   ...destinationOperations,
   ...dockerCleanupOperations,
+  ...cloudInitScriptOperations,
   ...projectOperations,
   ...applicationOperations,
   ...resourceFamily('applications'),
