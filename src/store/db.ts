@@ -14,6 +14,7 @@ import * as m007 from './migrations/007-job-leases.js';
 // [tags]
 
 // [variables]
+import * as m009 from './migrations/009-shared-variables.js';
 
 // [services-parts]
 
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   // [tags]
 
   // [variables]
+  '009-shared-variables': m009,
 
   // [services-parts]
 

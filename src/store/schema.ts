@@ -240,6 +240,7 @@ export interface Database {
   // [tags]
 
   // [variables]
+  shared_environment_variables: import('./schema-shared-variables.js').SharedEnvironmentVariablesTable;
 
   // [services-parts]
 

@@ -12,6 +12,7 @@ import type { Collection } from './resource-common.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serviceOperations } from './services.js';
 import { settingsOperations } from './settings.js';
+import { environmentOperations, sharedVariableOperations } from './shared-variables.js';
 import { teamOperations } from './teams.js';
 
 /** What every application, database and service offers beyond its own CRUD. */
@@ -39,6 +40,8 @@ export const operations: readonly Operation[] = [
   // [tags]
 
   // [variables]
+  ...sharedVariableOperations,
+  ...environmentOperations,
 
   // [services-parts]
 
