@@ -50,7 +50,7 @@ let poolB: Pool;
 
 /** Values of the same shape as real ones that name nothing. */
 function randomParams(op: Operation): Params {
-  return Object.fromEntries(pathParams(op.http.path).map((p) => [p, p === 'id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid()]));
+  return Object.fromEntries(pathParams(op.http.path).map((p) => [p, p === 'id' || p === 'env_id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid()]));
 }
 
 
