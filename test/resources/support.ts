@@ -138,7 +138,10 @@ export function fillPath(path: string, w: World, teamId: number): string {
     .replace('{uuid}', uuids[top] ?? '')
     .replace('{env_uuid}', envs[top] ?? '')
     .replace('{storage_uuid}', storages[top] ?? '')
-    .replace('{id}', String(teamId));
+    .replace('{id}', String(teamId))
+    // [variables]
+    .replace('{environment_name_or_uuid}', w.environmentUuid)
+    .replace('{env_id}', { team: w.teamEnvId, servers: w.serverEnvId, projects: p.includes('/environments/') ? w.environmentEnvId : w.projectEnvId }[top] ?? '');
 }
 
 /** Every key at any depth of a JSON value. */
