@@ -193,6 +193,7 @@ export class LiveRuntime implements Runtime {
     // Whatever door the settings came through, nothing reaches into a host that does not allow it.
     const refusal = planRefusal(plan);
     if (refusal) throw new Error(refusal);
+    for (const note of plan.notes) await ctx.log(note);
     if (!BUILTIN_NETWORKS.has(plan.network)) {
       try {
         await engine.inspectNetwork(plan.network, { signal: ctx.signal });

@@ -6,6 +6,7 @@ import { volumeName } from '../core/operations/resource-parts.js';
 import type { ServiceConfig } from '../core/operations/services.js';
 import type { Db } from '../store/db.js';
 import { describeHostReach, hostReaching } from '../core/host-access.js';
+import { resolveSharedReferences } from './shared-references.js';
 import type { ContainerSpec, PortBinding } from './types.js';
 
 /** Labels berth puts on everything it creates, so it can find (and only touch) its own. */
@@ -24,6 +25,8 @@ export interface Plan {
   network: string;
   containers: PlannedContainer[];
   volumes: string[];
+  /** Lines for the deployment log about how the plan was made (unresolved shared variables). */
+  notes: string[];
 }
 
 function ports(mappings: string | null): PortBinding[] {
@@ -66,7 +69,9 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     .executeTakeFirstOrThrow();
   const envRows = await db.selectFrom('environment_variables').select(['key', 'value']).where('resource_id', '=', r.id).where('is_preview', '=', 0).execute();
   const storages = await db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute();
-  const userEnv = Object.fromEntries(envRows.map((e) => [e.key, e.value ?? '']));
+  // {{team.KEY}} and friends: the shared variables of this resource's own team, project,
+  // environment and the server it is planned on.
+  const { env: userEnv, notes } = await resolveSharedReferences(db, r, dest.server_id, Object.fromEntries(envRows.map((e) => [e.key, e.value ?? ''])));
   const vol = (name: string) => storages.find((s) => s.name === name)?.engine_volume ?? volumeName(r.uuid, name);
   const labels = { [LABEL_MANAGED]: 'true', [LABEL_RESOURCE]: r.uuid };
   const base = { labels, restartPolicy: { name: 'unless-stopped' as const }, networkMode: dest.network };
@@ -136,7 +141,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
       },
     ];
   }
-  return { serverId: dest.server_id, hostAccess: dest.host_access === 1, network: dest.network, containers, volumes: storages.map((s) => vol(s.name)) };
+  return { serverId: dest.server_id, hostAccess: dest.host_access === 1, network: dest.network, containers, volumes: storages.map((s) => vol(s.name)), notes };
 }
 
 /** Why this plan may not run on its server (host-reaching settings without host access), or null. */

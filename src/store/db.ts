@@ -18,6 +18,7 @@ import * as m017 from './migrations/017-cloud-init-scripts.js';
 // [tags]
 
 // [variables]
+import * as m009 from './migrations/009-shared-variables.js';
 
 // [services-parts]
 
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   // [tags]
 
   // [variables]
+  '009-shared-variables': m009,
 
   // [services-parts]
 

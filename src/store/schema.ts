@@ -311,6 +311,7 @@ export interface Database {
   // [tags]
 
   // [variables]
+  shared_environment_variables: import('./schema-shared-variables.js').SharedEnvironmentVariablesTable;
 
   // [services-parts]
 

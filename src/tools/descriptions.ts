@@ -155,6 +155,12 @@ const explicit: Record<string, ToolText> = {
   // [tags]
 
   // [variables]
+  get_environment: { title: 'Get an environment', description: 'Get one environment of a project by its name or uuid, with the applications, databases and services it holds.' },
+  update_environment: { title: 'Update an environment', description: 'Rename an environment of a project (found by name or uuid) or change its description. Another environment of the project with the new name is a conflict.' },
+  delete_environment: {
+    title: 'Delete an environment',
+    description: "Delete an environment of a project (found by name or uuid) together with its shared variables. Refused while it holds resources: delete or move them first.",
+  },
 
   // [services-parts]
 
@@ -179,6 +185,18 @@ function familyText(name: string): ToolText | undefined {
           title: `Set ${where} notifications`,
           description: `Change the team's ${where} notifications: switch the channel on with its target and pick events (deployment_success, deployment_failure, backup_*, scheduled_task_*, server_*). Targets on private or loopback addresses are refused unless the operator allowed them.`,
         };
+  }
+  // [variables]
+  const v = /^(list|create|update|delete)_(team|project|environment|server)_shared_envs?$/.exec(name);
+  if (v) {
+    const scope = v[2]!;
+    const where = { team: "your team", project: 'a project (uuid)', environment: 'a project environment (uuid + environment_name_or_uuid)', server: 'a server (uuid)' }[scope]!;
+    return {
+      list: { title: `List ${scope} shared variables`, description: `List the shared environment variables of ${where}. Values need read:sensitive (never shown for is_shown_once). Resources use them as {{${scope}.KEY}} in their own variables.` },
+      create: { title: `Add a ${scope} shared variable`, description: `Add a shared environment variable (key, value) to ${where}; returns its id. A resource variable whose value holds {{${scope}.KEY}} gets it at its next deploy.` },
+      update: { title: `Change a ${scope} shared variable`, description: `Change a shared variable of ${where} by its id (env_id): key, value, flags or comment. Redeploy the resources that use it.` },
+      delete: { title: `Delete a ${scope} shared variable`, description: `Delete a shared variable of ${where} by its id (env_id). References to it are left as written at the next deploy (and logged).` },
+    }[v[1] as 'list']!;
   }
   m = /^update_(application|database|service)_envs_bulk$/.exec(name);
   if (m) {

@@ -24,6 +24,11 @@ export interface World {
   migrationUuid: string;
   s3StorageUuid: string;
   cloudInitScriptUuid: string;
+  /** Shared variables (ids, as Coolify's {env_id}) of the team, the project, its production environment and the first server. */
+  teamEnvId: string;
+  projectEnvId: string;
+  environmentEnvId: string;
+  serverEnvId: string;
 }
 
 export const TEST_KEY = `-----BEGIN PRIVATE KEY-----
@@ -81,9 +86,15 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/migrate`, { destination_uuid: destinationUuid });
   const cloudInitScriptUuid = (await ok(s, token, 'POST', '/api/v1/cloud-init-scripts', { name: `${tag} init`, script: '#!/bin/sh\necho hello\n' })).uuid;
   const s3StorageUuid = (await ok(s, token, 'POST', '/api/v1/s3-storages', { ...S3_SAMPLE, name: `${tag}-s3` })).uuid;
+  const shared = async (base: string, key: string) => String((await ok(s, token, 'POST', `/api/v1${base}/envs`, { key, value: `${key.toLowerCase()}-secret-value` })).id);
+  const teamEnvId = await shared('/team', 'TEAM_SHARED');
+  const projectEnvId = await shared(`/projects/${projectUuid}`, 'PROJECT_SHARED');
+  const environmentEnvId = await shared(`/projects/${projectUuid}/environments/${environmentUuid}`, 'ENVIRONMENT_SHARED');
+  const serverEnvId = await shared(`/servers/${serverUuid}`, 'SERVER_SHARED');
   return {
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
     databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid, cloudInitScriptUuid,
+    teamEnvId, projectEnvId, environmentEnvId, serverEnvId,
   };
 }
 
@@ -112,11 +123,13 @@ export function worldParams(path: string, x: World, teamId: number): Params {
     case 'security':
       return { uuid: x.keyUuid };
     case 'servers':
-      return { uuid: x.serverUuid };
+      return { uuid: x.serverUuid, env_id: x.serverEnvId };
+    case 'team':
+      return { env_id: x.teamEnvId };
     case 'destinations':
       return { uuid: x.destinationUuid };
     case 'projects':
-      return { uuid: x.projectUuid };
+      return { uuid: x.projectUuid, environment_name_or_uuid: x.environmentUuid, env_id: rest.includes('/environments/') ? x.environmentEnvId : x.projectEnvId };
     case 'deployments':
       return { uuid: x.deploymentUuid };
     case 'migrations':
@@ -197,6 +210,8 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   // [tags]
 
   // [variables]
+  if (/^create_(team|project|environment|server)_shared_env$/.test(name)) return { key: `SHARED_${i}`, value: 'shared' };
+  if (/^update_(team|project|environment|server)_shared_env$/.test(name)) return { value: `changed-${i}` };
 
   // [services-parts]
 

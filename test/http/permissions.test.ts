@@ -144,6 +144,22 @@ function freshRecipe(name: string): Recipe | undefined {
       return { uuid, storage_uuid: (await setup.ok('POST', `/api/v1/${kind}s/${uuid}/storages`, { type: 'persistent', name: `gone-${i}`, mount_path: `/gone/${i}` })).uuid };
     };
   }
+  // [variables]
+  if ((m = /^delete_(team|project|environment|server)_shared_env$/.exec(name))) {
+    const scope = m[1]!;
+    return async (x) => {
+      const base = { team: '/team', project: `/projects/${x.projectUuid}`, environment: `/projects/${x.projectUuid}/environments/${x.environmentUuid}`, server: `/servers/${x.serverUuid}` }[scope]!;
+      const { id } = await setup.ok('POST', `/api/v1${base}/envs`, { key: `GONE_${++seq}`, value: 'x' });
+      return { uuid: scope === 'server' ? x.serverUuid : x.projectUuid, environment_name_or_uuid: x.environmentUuid, env_id: String(id) };
+    };
+  }
+  if (name === 'delete_environment') {
+    return async (x) => {
+      const env = `gone-${++seq}`;
+      await setup.ok('POST', `/api/v1/projects/${x.projectUuid}/environments`, { name: env });
+      return { uuid: x.projectUuid, environment_name_or_uuid: env };
+    };
+  }
   return undefined;
 }
 

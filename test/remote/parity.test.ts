@@ -116,6 +116,12 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['list_application_deployments', { uuid: w.appUuid }],
     ['list_migrations', {}],
     ['get_migration', { uuid: w.migrationUuid }],
+    // [variables]
+    ['list_team_shared_envs', {}],
+    ['list_project_shared_envs', { uuid: w.projectUuid }],
+    ['list_environment_shared_envs', { uuid: w.projectUuid, environment_name_or_uuid: 'production' }],
+    ['list_server_shared_envs', { uuid: w.serverUuid }],
+    ['get_environment', { uuid: w.projectUuid, environment_name_or_uuid: 'production' }],
   ];
 
   it('every read-only tool (and the idempotent settings tools) gives the same result in both modes', async () => {
@@ -252,6 +258,18 @@ const steps: Step[] = [
   // [tags]
 
   // [variables]
+  ...(['team', 'project', 'environment', 'server'] as const).flatMap((scope): Step[] => {
+    const at = (c: Ctx): Record<string, unknown> =>
+      ({ team: {}, project: { uuid: c.made.project2 }, environment: { uuid: c.made.project2, environment_name_or_uuid: 'staging' }, server: { uuid: c.made.server3 } })[scope];
+    return [
+      { tool: `create_${scope}_shared_env`, args: (c) => ({ ...at(c), key: 'SHARED_TWO', value: 'shared-two', comment: 'parity' }), save: (o) => ({ [`${scope}Shared`]: String(o.id) }) },
+      { tool: `update_${scope}_shared_env`, args: (c) => ({ ...at(c), env_id: Number(c.made[`${scope}Shared`]), value: 'shared-2', is_literal: true }) },
+      { tool: `delete_${scope}_shared_env`, args: (c) => ({ ...at(c), env_id: Number(c.made[`${scope}Shared`]) }) },
+    ];
+  }),
+  { tool: 'update_environment', args: (c) => ({ uuid: c.made.project2, environment_name_or_uuid: 'staging', description: 'changed' }) },
+  { tool: 'create_environment_shared_env', args: (c) => ({ uuid: c.made.project2, environment_name_or_uuid: 'staging', key: 'GOES_WITH_IT', value: 'x' }) },
+  { tool: 'delete_environment', args: (c) => ({ uuid: c.made.project2, environment_name_or_uuid: c.made.env2 }) },
 
   // [services-parts]
 

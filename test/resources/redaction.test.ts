@@ -18,6 +18,8 @@ const SECRETS = {
   compose: 'GREETING',
   engine_tls: 'RU5HSU5FVExTU0VDUkVU',
   deployment_log: 'deploy-log-secret-8086',
+  // [variables] the world's shared variables: team_shared-secret-value, project_shared-…
+  shared_value: 'shared-secret-value',
 };
 const NEVER_SHOWN = 'shown-once-secret-value';
 const SENSITIVE_KEYS = ['private_key', 'value', 'postgres_password', 'internal_db_url', 'docker_compose_raw', 'engine_tls', 'logs'];
@@ -92,6 +94,11 @@ describe('redaction over every GET route', () => {
       expect(text('/deployments')).toContain(SECRETS.deployment_log);
       const db = JSON.parse(text(`/databases/${c.w.databaseUuid}`));
       expect(db.internal_db_url).toContain(SECRETS.db_password);
+      // [variables]
+      expect(text('/team/envs')).toContain(`team_${SECRETS.shared_value}`);
+      expect(text(`/projects/${c.w.projectUuid}/envs`)).toContain(`project_${SECRETS.shared_value}`);
+      expect(text(`/projects/${c.w.projectUuid}/environments/${c.w.environmentUuid}/envs`)).toContain(`environment_${SECRETS.shared_value}`);
+      expect(text(`/servers/${c.w.serverUuid}/envs`)).toContain(`server_${SECRETS.shared_value}`);
     }
   });
 

@@ -117,7 +117,6 @@ export async function markManaged(s: TestServer, serverUuid: string): Promise<vo
     .execute();
 }
 
-/** An operation's REST path with its parameters filled from the world (without the /api/v1 prefix). */
 /** A path with the world's objects filled in (the same choice as the operation-table tests make). */
 export function fillPath(path: string, w: World, teamId: number): string {
   const params = worldParams(path, w, teamId);

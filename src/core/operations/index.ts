@@ -16,6 +16,7 @@ import type { Collection } from './resource-common.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serviceOperations } from './services.js';
 import { settingsOperations } from './settings.js';
+import { environmentOperations, sharedVariableOperations } from './shared-variables.js';
 import { teamOperations } from './teams.js';
 
 /** What every application, database and service offers beyond its own CRUD. */
@@ -47,6 +48,8 @@ export const operations: readonly Operation[] = [
   // [tags]
 
   // [variables]
+  ...sharedVariableOperations,
+  ...environmentOperations,
 
   // [services-parts]
 

@@ -1,0 +1,338 @@
+import { z } from 'zod';
+import type { Db } from '../../store/db.js';
+import { nowIso } from '../../store/db.js';
+import type { SharedEnvironmentVariablesTable, SharedScope } from '../../store/schema-shared-variables.js';
+import type { Caller } from '../caller.js';
+import { BerthError, notFound, validationError } from '../errors.js';
+import { owned } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { sensitive } from '../redact.js';
+import { description, envKey, envValue, name, uuidParam } from '../validators.js';
+import { bit, bool, CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
+import { environmentSchema } from './projects.js';
+import { placedSchema, placedView } from './resource-common.js';
+
+/**
+ * Coolify's shared environment variables: team, project, environment and server scopes, one
+ * family of four operations each. A resource's own variables reference them as `{{team.KEY}}`,
+ * `{{project.KEY}}`, `{{environment.KEY}}` or `{{server.KEY}}`; a deployment resolves them
+ * (src/runtime/shared-references.ts). Identified by their integer id, as in Coolify.
+ */
+
+type SharedRow = Omit<SharedEnvironmentVariablesTable, 'id'> & { id: number };
+
+export const sharedEnvSchema = z.object({
+  id: z.number().int(),
+  key: z.string(),
+  /** Sensitive; never shown for is_shown_once variables, whoever asks. */
+  value: sensitive(z.string().nullable()),
+  is_shown_once: z.boolean(),
+  type: z.enum(['team', 'project', 'environment', 'server']),
+  is_multiline: z.boolean(),
+  is_literal: z.boolean(),
+  comment: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+function sharedView(e: SharedRow): z.infer<typeof sharedEnvSchema> {
+  const base = {
+    id: e.id,
+    key: e.key,
+    is_shown_once: bool(e.is_shown_once),
+    type: e.type,
+    is_multiline: bool(e.is_multiline),
+    is_literal: bool(e.is_literal),
+    comment: e.comment,
+    created_at: e.created_at,
+    updated_at: e.updated_at,
+  };
+  return e.is_shown_once ? base : { ...base, value: e.value };
+}
+
+/** A shared variable's id in a path (Coolify's `{env_id}`: the integer id, not a uuid). */
+const envId = z.coerce.number().int().positive().max(2_147_483_647);
+
+/** An environment in a path, by name or uuid (names follow create_environment's rule). */
+export const environmentRef = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\p{L}\p{N}][\p{L}\p{N} ._@()#,:+-]*$/u, 'Must be an environment name or uuid.');
+
+/** An environment of a project by name, else by uuid (Coolify's order). */
+export async function environmentByNameOrUuid(db: Db, projectId: number, ref: string) {
+  const byName = await db.selectFrom('environments').selectAll().where('project_id', '=', projectId).where('name', '=', ref).executeTakeFirst();
+  if (byName) return byName;
+  const byUuid = await db.selectFrom('environments').selectAll().where('project_id', '=', projectId).where('uuid', '=', ref).executeTakeFirst();
+  if (!byUuid) throw notFound();
+  return byUuid;
+}
+
+const flags = {
+  is_literal: z.boolean().optional(),
+  is_multiline: z.boolean().optional(),
+  is_shown_once: z.boolean().optional(),
+  comment: z.string().max(256).nullable().optional(),
+};
+
+interface Scope {
+  type: SharedScope;
+  scopeId: number;
+  columns: { project_id?: number; environment_id?: number; server_id?: number };
+}
+
+interface ScopeSpec {
+  type: SharedScope;
+  /** Operation names: list_<word>_shared_envs, ... */
+  word: string;
+  /** Path of the list, without the variable. */
+  base: string;
+  params: Record<string, z.ZodType>;
+  toolset: 'shared_variables';
+  resolve(db: Db, caller: Caller, input: Record<string, unknown>): Promise<Scope>;
+  what: string;
+}
+
+const SCOPES: ScopeSpec[] = [
+  {
+    type: 'team',
+    word: 'team',
+    base: '/api/v1/team/envs',
+    params: {},
+    toolset: 'shared_variables',
+    what: "the token's team",
+    resolve: async (_db, caller) => ({ type: 'team', scopeId: caller.teamId, columns: {} }),
+  },
+  {
+    type: 'project',
+    word: 'project',
+    base: '/api/v1/projects/{uuid}/envs',
+    params: { uuid: uuidParam },
+    toolset: 'shared_variables',
+    what: 'a project',
+    resolve: async (db, caller, i) => {
+      const p = await owned(db, 'projects', i.uuid as string, caller.teamId);
+      return { type: 'project', scopeId: p.id, columns: { project_id: p.id } };
+    },
+  },
+  {
+    type: 'environment',
+    word: 'environment',
+    base: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}/envs',
+    params: { uuid: uuidParam, environment_name_or_uuid: environmentRef },
+    toolset: 'shared_variables',
+    what: 'a project environment',
+    resolve: async (db, caller, i) => {
+      const p = await owned(db, 'projects', i.uuid as string, caller.teamId);
+      const e = await environmentByNameOrUuid(db, p.id, i.environment_name_or_uuid as string);
+      return { type: 'environment', scopeId: e.id, columns: { environment_id: e.id } };
+    },
+  },
+  {
+    type: 'server',
+    word: 'server',
+    base: '/api/v1/servers/{uuid}/envs',
+    params: { uuid: uuidParam },
+    toolset: 'shared_variables',
+    what: 'a server',
+    resolve: async (db, caller, i) => {
+      const s = await owned(db, 'servers', i.uuid as string, caller.teamId);
+      return { type: 'server', scopeId: s.id, columns: { server_id: s.id } };
+    },
+  },
+];
+
+const inScope = (db: Db, caller: Caller, s: Scope) =>
+  db.selectFrom('shared_environment_variables').where('team_id', '=', caller.teamId).where('type', '=', s.type).where('scope_id', '=', s.scopeId);
+
+const conflict = (message: string) => new BerthError('conflict', { message });
+
+function familyOf(spec: ScopeSpec) {
+  const { word, base, params, toolset, what } = spec;
+  return [
+    defineOperation({
+      name: `list_${word}_shared_envs`,
+      summary: `List the shared environment variables of ${what} (values need read:sensitive).`,
+      permission: 'read',
+      toolset,
+      input: z.strictObject({ ...params }),
+      output: z.array(sharedEnvSchema),
+      annotations: READ,
+      http: { method: 'GET', path: base },
+      async run({ db, caller }, i) {
+        const s = await spec.resolve(db, caller, i);
+        const rows = await inScope(db, caller, s).selectAll().orderBy('id').execute();
+        return rows.map(sharedView);
+      },
+    }),
+    defineOperation({
+      name: `create_${word}_shared_env`,
+      summary: `Add a shared environment variable to ${what}; resources reference it as {{${spec.type}.KEY}}.`,
+      permission: 'write',
+      toolset,
+      input: z.strictObject({ ...params, key: envKey, value: envValue.optional(), ...flags }),
+      output: z.object({ id: z.number().int() }),
+      annotations: CREATE,
+      http: { method: 'POST', path: base, status: 201 },
+      async run({ db, caller }, i) {
+        const s = await spec.resolve(db, caller, i);
+        const taken = () => inScope(db, caller, s).select('id').where('key', '=', i.key).executeTakeFirst();
+        if (await taken()) throw conflict('Environment variable already exists. Use PATCH request to update it.');
+        try {
+          const row = await db
+            .insertInto('shared_environment_variables')
+            .values({
+              team_id: caller.teamId,
+              type: s.type,
+              scope_id: s.scopeId,
+              project_id: s.columns.project_id ?? null,
+              environment_id: s.columns.environment_id ?? null,
+              server_id: s.columns.server_id ?? null,
+              key: i.key,
+              value: i.value ?? null,
+              is_literal: bit(i.is_literal),
+              is_multiline: bit(i.is_multiline),
+              is_shown_once: bit(i.is_shown_once),
+              comment: i.comment ?? null,
+              ...stamps(),
+            })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          return { id: row.id };
+        } catch (err) {
+          // Two creates of one key at once: the unique constraint decides, the loser gets the 409.
+          if (await taken()) throw conflict('Environment variable already exists. Use PATCH request to update it.');
+          throw err;
+        }
+      },
+    }),
+    defineOperation({
+      name: `update_${word}_shared_env`,
+      summary: `Change a shared environment variable of ${what} by its id (key, value, flags, comment); redeploy resources that use it.`,
+      permission: 'write',
+      toolset,
+      input: z.strictObject({ ...params, env_id: envId, key: envKey.optional(), value: envValue.optional(), ...flags }),
+      output: sharedEnvSchema,
+      annotations: UPDATE,
+      http: { method: 'PATCH', path: `${base}/{env_id}`, status: 201 },
+      async run({ db, caller }, i) {
+        const fields = (['key', 'value', 'is_literal', 'is_multiline', 'is_shown_once', 'comment'] as const).filter((k) => i[k] !== undefined);
+        if (fields.length === 0) throw validationError({ body: ['At least one field must be provided.'] });
+        const s = await spec.resolve(db, caller, i);
+        const e = await inScope(db, caller, s).selectAll().where('id', '=', i.env_id).executeTakeFirst();
+        if (!e) throw notFound();
+        if (i.key !== undefined && i.key !== e.key) {
+          const other = await inScope(db, caller, s).select('id').where('key', '=', i.key).where('id', '!=', e.id).executeTakeFirst();
+          if (other) throw conflict('Environment variable already exists with this key.');
+        }
+        const patch: Partial<SharedRow> = { updated_at: nowIso() };
+        if (i.key !== undefined) patch.key = i.key;
+        if (i.value !== undefined) patch.value = i.value;
+        for (const k of ['is_literal', 'is_multiline', 'is_shown_once'] as const) if (i[k] !== undefined) patch[k] = bit(i[k]);
+        if (i.comment !== undefined) patch.comment = i.comment;
+        await db.updateTable('shared_environment_variables').set(patch).where('id', '=', e.id).execute();
+        return sharedView({ ...e, ...patch });
+      },
+    }),
+    defineOperation({
+      name: `delete_${word}_shared_env`,
+      summary: `Delete a shared environment variable of ${what} by its id; references to it stay unresolved at the next deploy.`,
+      permission: 'write',
+      toolset,
+      input: z.strictObject({ ...params, env_id: envId }),
+      output: messageSchema,
+      annotations: DELETE,
+      http: { method: 'DELETE', path: `${base}/{env_id}` },
+      async run({ db, caller }, i) {
+        const s = await spec.resolve(db, caller, i);
+        const d = await db
+          .deleteFrom('shared_environment_variables')
+          .where('team_id', '=', caller.teamId)
+          .where('type', '=', s.type)
+          .where('scope_id', '=', s.scopeId)
+          .where('id', '=', i.env_id)
+          .executeTakeFirst();
+        if (d.numDeletedRows === 0n) throw notFound();
+        return { message: 'Environment variable deleted.' };
+      },
+    }),
+  ];
+}
+
+/** The sixteen operations: four scopes × list, create, update, delete. */
+export const sharedVariableOperations = SCOPES.flatMap(familyOf);
+
+// ---- project environments by name or uuid (Coolify's environment routes) -----------------------
+
+const resourceItem = z.object({ ...placedSchema, type: z.string() });
+const GROUPS = { applications: ['application'], postgresqls: ['postgresql'], redis: ['redis'], mongodbs: ['mongodb'], mysqls: ['mysql'], mariadbs: ['mariadb'], services: ['service'] } as const;
+
+const environmentRefInput = { uuid: uuidParam, environment_name_or_uuid: environmentRef };
+
+export const environmentOperations = [
+  defineOperation({
+    name: 'get_environment',
+    summary: 'Get a project environment by name or uuid, with the resources it holds.',
+    permission: 'read',
+    toolset: 'projects',
+    input: z.strictObject(environmentRefInput),
+    output: environmentSchema.extend(Object.fromEntries(Object.keys(GROUPS).map((g) => [g, z.array(resourceItem)])) as Record<keyof typeof GROUPS, z.ZodArray<typeof resourceItem>>),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/projects/{uuid}/{environment_name_or_uuid}' },
+    async run({ db, caller }, i) {
+      const p = await owned(db, 'projects', i.uuid, caller.teamId);
+      const e = await environmentByNameOrUuid(db, p.id, i.environment_name_or_uuid);
+      const rows = await db.selectFrom('resources').selectAll().where('team_id', '=', caller.teamId).where('environment_id', '=', e.id).orderBy('id').execute();
+      const out: Record<string, z.infer<typeof resourceItem>[]> = {};
+      for (const [group, kinds] of Object.entries(GROUPS)) {
+        const mine = rows.filter((r) => (kinds as readonly string[]).includes(r.kind));
+        out[group] = await Promise.all(mine.map(async (r) => ({ ...(await placedView(db, r)), type: r.kind === 'application' || r.kind === 'service' ? r.kind : `standalone-${r.kind}` })));
+      }
+      return { ...e, ...(out as Record<keyof typeof GROUPS, z.infer<typeof resourceItem>[]>) };
+    },
+  }),
+  defineOperation({
+    name: 'update_environment',
+    summary: 'Rename a project environment or change its description (found by name or uuid).',
+    permission: 'write',
+    toolset: 'projects',
+    input: z.strictObject({ ...environmentRefInput, name: name.optional(), description: description.optional() }),
+    output: z.object({ uuid: z.string(), name: z.string(), description: z.string().nullable() }),
+    annotations: UPDATE,
+    http: { method: 'PATCH', path: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}' },
+    async run({ db, caller }, i) {
+      const p = await owned(db, 'projects', i.uuid, caller.teamId);
+      const e = await environmentByNameOrUuid(db, p.id, i.environment_name_or_uuid);
+      if (i.name !== undefined && i.name !== e.name) {
+        const other = await db.selectFrom('environments').select('id').where('project_id', '=', p.id).where('name', '=', i.name).where('id', '!=', e.id).executeTakeFirst();
+        if (other) throw conflict('Environment with this name already exists.');
+      }
+      const next = { name: i.name ?? e.name, description: i.description === undefined ? e.description : i.description };
+      await db.updateTable('environments').set({ ...next, updated_at: nowIso() }).where('id', '=', e.id).execute();
+      return { uuid: e.uuid, ...next };
+    },
+  }),
+  defineOperation({
+    name: 'delete_environment',
+    summary: 'Delete an empty project environment (found by name or uuid) with its shared variables.',
+    permission: 'write',
+    toolset: 'projects',
+    input: z.strictObject(environmentRefInput),
+    output: messageSchema,
+    annotations: DELETE,
+    http: { method: 'DELETE', path: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}' },
+    async run({ db, caller }, i) {
+      const p = await owned(db, 'projects', i.uuid, caller.teamId);
+      const e = await environmentByNameOrUuid(db, p.id, i.environment_name_or_uuid);
+      await db.transaction().execute(async (trx) => {
+        const used = await trx.selectFrom('resources').select('id').where('environment_id', '=', e.id).executeTakeFirst();
+        if (used) throw conflict('Environment has resources, so it cannot be deleted.');
+        // The cascade would do it too; said here so no store setting can leave them behind.
+        await trx.deleteFrom('shared_environment_variables').where('environment_id', '=', e.id).execute();
+        await trx.deleteFrom('environments').where('id', '=', e.id).execute();
+      });
+      return { message: 'Environment deleted.' };
+    },
+  }),
+];
