@@ -137,7 +137,7 @@ export interface EnvironmentsTable extends Timestamps {
   description: string | null;
 }
 
-export type ResourceKind = 'application' | 'service' | 'postgresql' | 'mysql' | 'mariadb' | 'redis' | 'mongodb';
+export type ResourceKind = 'application' | 'service' | 'postgresql' | 'mysql' | 'mariadb' | 'redis' | 'mongodb' | 'clickhouse' | 'dragonfly' | 'keydb';
 
 export interface ResourcesTable extends Timestamps {
   id: Generated<number>;

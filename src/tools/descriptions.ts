@@ -189,7 +189,7 @@ function familyText(name: string): ToolText | undefined {
       description: `Move ${what} to another destination (from list_destinations) with its volume data, copied while it runs; it stops only for the last pass and is not redeployed. wait: true waits for the end, else follow get_migration; then start it.`,
     };
   }
-  m = /^create_(postgresql|mysql|mariadb|redis|mongodb)_database$/.exec(name);
+  m = /^create_(postgresql|mysql|mariadb|redis|mongodb|clickhouse|dragonfly|keydb)_database$/.exec(name);
   if (m) {
     return {
       title: `Create a ${m[1]} database`,
