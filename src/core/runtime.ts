@@ -94,7 +94,24 @@ export interface Runtime {
   discardStaging(migrationId: number): Promise<void>;
   /** Recent logs of a resource's containers. */
   logs(resourceId: number, opts: { lines: number }): Promise<string>;
+  /**
+   * Runs one backup execution (its row says which backup and database): dumps the running
+   * database into its backup volume. Resolves with the file and the tool's output; throws with a
+   * clear message when nothing usable was written (the caller records a failed execution).
+   */
+  runBackup(executionId: number, signal: AbortSignal): Promise<BackupOutcome>;
+  /** Loads an execution's file back into the running database; throws when the restore failed. */
+  restoreBackup(executionId: number, signal: AbortSignal): Promise<{ logs: string }>;
+  /** Removes backup files of a database from its backup volume (missing files are fine). */
+  removeBackupFiles(resourceId: number, filenames: string[]): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface BackupOutcome {
+  filename: string;
+  size: number;
+  databaseName: string | null;
+  logs: string;
 }
 
 export const RECORD_ONLY_NOTE = 'The server has no engine berth can reach (no engine endpoint or private key, or an SSH server not validated yet): berth recorded the change but did not act on any engine. Validate the server to manage it.';
@@ -127,5 +144,12 @@ export const recordOnlyRuntime: Runtime = {
   async logs() {
     return '';
   },
+  async runBackup() {
+    throw new Error(`Nothing was backed up. ${RECORD_ONLY_NOTE}`);
+  },
+  async restoreBackup() {
+    throw new Error(`Nothing was restored. ${RECORD_ONLY_NOTE}`);
+  },
+  async removeBackupFiles() {},
   async close() {},
 };

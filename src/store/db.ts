@@ -18,6 +18,7 @@ import * as m007 from './migrations/007-job-leases.js';
 // [services-parts]
 
 // [backups]
+import * as m011 from './migrations/011-backups.js';
 
 // [builds]
 
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   // [services-parts]
 
   // [backups]
+  '011-backups': m011,
 
   // [builds]
 
