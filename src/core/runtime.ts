@@ -148,7 +148,7 @@ export const recordOnlyRuntime: Runtime = {
     throw new Error(`Nothing was backed up. ${RECORD_ONLY_NOTE}`);
   },
   async restoreBackup() {
-    throw new Error(`Nothing was restored. ${RECORD_ONLY_NOTE}`);
+    return { logs: `Nothing was restored. ${RECORD_ONLY_NOTE}` };
   },
   async removeBackupFiles() {},
   async close() {},

@@ -103,6 +103,9 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['list_application_deployments', { uuid: w.appUuid }],
     ['list_migrations', {}],
     ['get_migration', { uuid: w.migrationUuid }],
+    // [backups]
+    ['list_database_backups', { uuid: w.databaseUuid }],
+    ['list_database_backup_executions', { uuid: w.databaseUuid, scheduled_backup_uuid: w.backupUuid }],
   ];
 
   it('every read-only tool (and the idempotent settings tools) gives the same result in both modes', async () => {
@@ -234,6 +237,9 @@ const steps: Step[] = [
   // [services-parts]
 
   // [backups]
+  { tool: 'create_database_backup', args: (c) => ({ uuid: c.made.db2, frequency: 'daily', database_backup_retention_amount_locally: 2 }), save: uuidOf('backup2') },
+  { tool: 'update_database_backup', args: (c) => ({ uuid: c.made.db2, scheduled_backup_uuid: c.made.backup2, frequency: '15 3 * * 1', enabled: false }) },
+  { tool: 'delete_database_backup', args: (c) => ({ uuid: c.made.db2, scheduled_backup_uuid: c.made.backup2 }) },
 
   // [builds]
 

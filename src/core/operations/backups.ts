@@ -11,7 +11,8 @@ import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
 import { description, uuidParam } from '../validators.js';
 import { bit, bool, CREATE, DELETE, messageSchema, READ, UPDATE } from './common.js';
-import { DATABASE_KINDS, type DatabaseKind } from './resource-common.js';
+import { DATABASE_KINDS, serverOf, type DatabaseKind } from './resource-common.js';
+import { RECORD_ONLY_NOTE } from '../runtime.js';
 
 type BackupRow = Omit<ScheduledBackupsTable, 'id'> & { id: number };
 type ExecutionRow = Omit<BackupExecutionsTable, 'id'> & { id: number };
@@ -306,8 +307,9 @@ export const backupOperations = [
       if (!RESTORE_KINDS.includes(r.kind as DatabaseKind)) throw validationError({ uuid: [`Restoring ${r.kind} backups is not supported.`] });
       if (e.status !== 'success' || !e.filename || e.local_storage_deleted) throw validationError({ execution_uuid: ['Only a successful execution whose file is kept can be restored.'] });
       try {
+        const live = runtime.isLive(await serverOf(db, r));
         const out = await runtime.restoreBackup(e.id, AbortSignal.timeout(b.timeout * 1000));
-        return { message: 'Backup restored.', logs: out.logs };
+        return { message: live ? 'Backup restored.' : `Nothing was restored. ${RECORD_ONLY_NOTE}`, logs: out.logs };
       } catch (err) {
         throw new BerthError('conflict', { message: (err as Error).message });
       }
