@@ -6,6 +6,7 @@
  * Then a backup of the stopped database leaves a failed execution with a clear message.
  */
 import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupVolumeName } from '../../src/runtime/backup-plan.js';
 import { ENGINE_IMAGE, ENGINES_SCRIPT, enginesAvailable, useEngines } from '../helpers/engines.js';
@@ -21,6 +22,8 @@ describe.skipIf(!enginesAvailable)('database backups on a real engine (PostgreSQ
   let p: Platform;
 
   beforeAll(async () => {
+    // Debian's postgresql package is the image's source (installed already where the store tests ran).
+    execFileSync('bash', [path.join(path.dirname(ENGINES_SCRIPT), 'postgres.sh'), 'install'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
     execFileSync('bash', [ENGINES_SCRIPT, 'pg-image', engines.dir], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ENGINES_QUIET: '1' }, timeout: 300_000 });
     s = await startTestServer({ helperImage: ENGINE_IMAGE });
     api = new Api(s.url, s.rootToken);
