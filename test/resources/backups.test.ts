@@ -203,6 +203,38 @@ describe('executions', () => {
     expect((await c.s.db.selectFrom('scheduled_database_backup_executions').select('id').where('backup_id', '=', id).where('scheduled_for', 'like', '2020-%').execute()).length).toBe(1);
   });
 
+  it('retention keeps the newest N, drops what is older than D days or over the storage cap, files first', async () => {
+    const created = await c.api('POST', path(c.w.databaseUuid), c.write, { frequency: 'yearly', database_backup_retention_amount_locally: 3 });
+    const id = (await c.s.db.selectFrom('scheduled_database_backups').select('id').where('uuid', '=', created.json.uuid).executeTakeFirstOrThrow()).id;
+    const day = 86_400_000;
+    const add = async (name: string, ageDays: number, size: number, status: 'success' | 'failed' = 'success') => {
+      const at = new Date(Date.now() - ageDays * day).toISOString();
+      await c.s.db
+        .insertInto('scheduled_database_backup_executions')
+        .values({ uuid: `${name}${'x'.repeat(24 - name.length)}`, backup_id: id, status, message: null, logs: null, size, filename: `${name}.dmp`, database_name: 'postgres', scheduled_for: null, local_storage_deleted: 0, finished_at: at, created_at: at, updated_at: at })
+        .execute();
+    };
+    for (const [n, age, size] of [['a', 0, 100], ['b', 1.5, 100], ['c', 2, 100], ['d', 3, 100], ['e', 4, 100]] as const) await add(n, age, size);
+    await add('f', 5, 0, 'failed');
+    const removed: string[][] = [];
+    const runtime = { ...recordOnlyRuntime, removeBackupFiles: async (_: number, files: string[]) => void removed.push(files) };
+    const runner = new BackupRunner(c.s.db, runtime, { warn: () => undefined } as never);
+    const left = async () => (await c.s.db.selectFrom('scheduled_database_backup_executions').select('filename').where('backup_id', '=', id).orderBy('created_at', 'desc').execute()).map((r) => r.filename);
+
+    await runner.retain(id);
+    expect(removed).toEqual([['d.dmp', 'e.dmp']]);
+    expect(await left()).toEqual(['a.dmp', 'b.dmp', 'c.dmp', 'f.dmp']); // a failed run has no file and does not count
+    await c.api('PATCH', path(c.w.databaseUuid, `/${created.json.uuid}`), c.write, { database_backup_retention_amount_locally: 0, database_backup_retention_days_locally: 1 });
+    await runner.retain(id);
+    expect(removed.at(-1)).toEqual(['b.dmp', 'c.dmp']);
+    await add('g', 0.5, 100);
+    // 150 bytes of room: the newest (100) fits, the next would pass the cap; the newest always stays.
+    await c.api('PATCH', path(c.w.databaseUuid, `/${created.json.uuid}`), c.write, { database_backup_retention_days_locally: 0, database_backup_retention_max_storage_locally: 150 / 1024 ** 3 });
+    await runner.retain(id);
+    expect(removed.at(-1)).toEqual(['g.dmp']);
+    expect(await left()).toEqual(['a.dmp', 'f.dmp']);
+  });
+
   it('deleting the database removes its backups and executions (no orphans)', async () => {
     const db = (await c.api('POST', '/databases/postgresql', c.write, placeOf(c.w))).json.uuid;
     const b = await c.api('POST', path(db), c.write, { frequency: 'daily', backup_now: true });
