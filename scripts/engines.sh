@@ -5,6 +5,9 @@
 #   scripts/engines.sh up DIR      start engines a and b under DIR, import the busybox image, wait
 #   scripts/engines.sh down DIR    stop both engines and remove everything under DIR they made
 #   scripts/engines.sh env DIR     print ENGINE_A_SOCKET=... / ENGINE_B_SOCKET=... / ENGINE_IMAGE=...
+#   scripts/engines.sh pg-image DIR  import a PostgreSQL image (localhost/berth-postgres:15) into the
+#                                  engines under DIR, built once from Debian's postgresql package
+#                                  (cached tarball: $BERTH_PG_ROOTFS, default /tmp/berth-postgres-rootfs.tar)
 #
 # Each engine is `podman system service` with its own storage root, run root, tmp dir (libpod
 # state, file locks, events), network config dir and volume path, so the two share nothing: a
@@ -137,6 +140,92 @@ build_rootfs_tar() { # out.tar
   rm -rf "$rfs"
 }
 
+PG_IMAGE="${BERTH_PG_IMAGE:-localhost/berth-postgres:15}"
+PG_ROOTFS="${BERTH_PG_ROOTFS:-/tmp/berth-postgres-rootfs.tar}"
+
+# A PostgreSQL image with no registry: Debian's postgresql files, every library ldd lists for
+# them, busybox for a shell, and an entrypoint that acts as the official image does on the
+# variables berth sets (POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB; data in
+# /var/lib/postgresql/data). It runs as postgres (uid 999) and listens on every address.
+build_pg_rootfs_tar() { # out.tar
+  local out="$1" rfs bindir ver f lib
+  [ -s "$out" ] && return 0
+  bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+  [ -x "$bindir/postgres" ] || die "no Debian postgresql (run: scripts/postgres.sh install)"
+  [ -x /bin/busybox ] || die "/bin/busybox missing (run: $0 install)"
+  ver="$(basename "$(dirname "$bindir")")"
+  rfs="$(mktemp -d)"
+  chmod 755 "$rfs"
+  mkdir -p "$rfs"/{bin,etc,tmp,root,proc,sys,dev,usr/lib/postgresql,usr/share/postgresql,usr/share,usr/local/bin,var/run/postgresql,var/lib/postgresql/data}
+  chmod 1777 "$rfs/tmp"
+  cp /bin/busybox "$rfs/bin/busybox"
+  for f in $(/bin/busybox --list); do [ "$f" = busybox ] || ln -sf busybox "$rfs/bin/$f"; done
+  ln -s bin "$rfs/sbin"
+  cp -a "/usr/lib/postgresql/$ver" "$rfs/usr/lib/postgresql/$ver"
+  cp -a "/usr/share/postgresql/$ver" "$rfs/usr/share/postgresql/$ver"
+  # No JIT (its LLVM libraries are most of the size); UTC is the only time zone berth's tests use.
+  rm -rf "$rfs/usr/lib/postgresql/$ver/lib/llvmjit"* "$rfs/usr/lib/postgresql/$ver/lib/bitcode"
+  mkdir -p "$rfs/usr/share/zoneinfo"
+  for f in UTC GMT Etc; do [ -e "/usr/share/zoneinfo/$f" ] && cp -a "/usr/share/zoneinfo/$f" "$rfs/usr/share/zoneinfo/"; done
+  for f in "$bindir"/* "$rfs/usr/lib/postgresql/$ver"/lib/*.so; do
+    [ -f "$f" ] || continue
+    ldd "$f" 2>/dev/null | awk '/=>/ {print $3} $1 ~ /^\/.*ld-linux/ {print $1}' | grep '^/' || true
+  done | sort -u | while read -r lib; do
+    mkdir -p "$rfs$(dirname "$lib")"
+    cp -L "$lib" "$rfs$lib"
+    # The library directories that are symlinks on merged-/usr systems (/lib → usr/lib).
+  done
+  for f in lib lib64; do
+    if [ -L "/$f" ] && [ -d "$rfs/$f" ] && [ ! -L "$rfs/$f" ]; then
+      mkdir -p "$rfs/usr/$f"; cp -a "$rfs/$f/." "$rfs/usr/$f/"; rm -rf "${rfs:?}/$f"; ln -s "usr/$f" "$rfs/$f"
+    fi
+  done
+  for f in "$bindir"/*; do ln -sf "/usr/lib/postgresql/$ver/bin/$(basename "$f")" "$rfs/usr/local/bin/$(basename "$f")"; done
+  printf 'root:x:0:0:root:/root:/bin/sh\npostgres:x:999:999:postgres:/var/lib/postgresql:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$rfs/etc/passwd"
+  printf 'root:x:0:\npostgres:x:999:\nnogroup:x:65534:\n' >"$rfs/etc/group"
+  cat >"$rfs/usr/local/bin/docker-entrypoint.sh" <<'SH'
+#!/bin/sh
+# The official image's behaviour on first start, enough for berth's tests.
+set -e
+export PGDATA="${PGDATA:-/var/lib/postgresql/data/pgdata}"
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  mkdir -p "$PGDATA"
+  chmod 700 "$PGDATA"
+  pw="$(mktemp)"
+  printf '%s\n' "${POSTGRES_PASSWORD:?POSTGRES_PASSWORD is required}" >"$pw"
+  initdb -D "$PGDATA" -U "${POSTGRES_USER:-postgres}" --pwfile="$pw" -E UTF8 --locale=C --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+  rm -f "$pw"
+  echo "host all all all scram-sha-256" >>"$PGDATA/pg_hba.conf"
+  if [ "${POSTGRES_DB:-postgres}" != postgres ]; then
+    pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w start >/dev/null
+    psql -v ON_ERROR_STOP=1 -U "${POSTGRES_USER:-postgres}" -d postgres -c "CREATE DATABASE \"$POSTGRES_DB\"" >/dev/null
+    pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
+  fi
+fi
+exec postgres -D "$PGDATA" -c listen_addresses='*'
+SH
+  chmod 755 "$rfs/usr/local/bin/docker-entrypoint.sh"
+  chown -R 999:999 "$rfs/var/lib/postgresql" "$rfs/var/run/postgresql"
+  tar -C "$rfs" --numeric-owner -cf "$out.tmp" .
+  mv "$out.tmp" "$out"
+  rm -rf "$rfs"
+}
+
+cmd_pg_image() {
+  local dir="${1:?usage: $0 pg-image DIR}" e
+  dir="$(cd "$dir" && pwd)"
+  build_pg_rootfs_tar "$PG_ROOTFS"
+  for e in "${ENGINES[@]}"; do
+    [ -S "$dir/$e/engine.sock" ] || continue
+    run_podman "$e" "$dir" image exists "$PG_IMAGE" 2>/dev/null && continue
+    run_podman "$e" "$dir" import --quiet --change 'USER postgres' \
+      --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change 'ENV TZ=UTC' \
+      --change 'STOPSIGNAL SIGINT' --change 'CMD ["/usr/local/bin/docker-entrypoint.sh"]' \
+      "$PG_ROOTFS" "$PG_IMAGE" >/dev/null
+  done
+  log "pg-image: $PG_IMAGE"
+}
+
 wait_ping() { # socket deadline-seconds log
   local sock="$1" until=$((SECONDS + $2))
   while [ $SECONDS -lt $until ]; do
@@ -245,6 +334,7 @@ case "${1:-}" in
   up) shift; cmd_up "$@" ;;
   down) shift; cmd_down "$@" ;;
   env) shift; cmd_env "$@" ;;
+  pg-image) shift; cmd_pg_image "$@" ;;
   podman) shift; e="${1:?engine}"; dir="${2:?dir}"; shift 2; dir="$(cd "$dir" && pwd)"; run_podman "$e" "$dir" "$@" ;;
   *) echo "usage: $0 install | up DIR | down DIR | env DIR | podman a|b DIR ARGS..." >&2; exit 2 ;;
 esac

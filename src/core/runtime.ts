@@ -96,7 +96,24 @@ export interface Runtime {
   logs(resourceId: number, opts: { lines: number }): Promise<string>;
   /** Frees space on a server's engine (unused images, build cache; volumes and networks on request); the log lines. */
   dockerCleanup(serverId: number, opts: { allImages: boolean; volumes: boolean; networks: boolean; signal?: AbortSignal }): Promise<string[]>;
+  /**
+   * Runs one backup execution (its row says which backup and database): dumps the running
+   * database into its backup volume. Resolves with the file and the tool's output; throws with a
+   * clear message when nothing usable was written (the caller records a failed execution).
+   */
+  runBackup(executionId: number, signal: AbortSignal): Promise<BackupOutcome>;
+  /** Loads an execution's file back into the running database; throws when the restore failed. */
+  restoreBackup(executionId: number, signal: AbortSignal): Promise<{ logs: string }>;
+  /** Removes backup files of a database from its backup volume (missing files are fine). */
+  removeBackupFiles(resourceId: number, filenames: string[]): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface BackupOutcome {
+  filename: string;
+  size: number;
+  databaseName: string | null;
+  logs: string;
 }
 
 export const RECORD_ONLY_NOTE = 'The server has no engine berth can reach (no engine endpoint or private key, or an SSH server not validated yet): berth recorded the change but did not act on any engine. Validate the server to manage it.';
@@ -132,5 +149,12 @@ export const recordOnlyRuntime: Runtime = {
   async dockerCleanup() {
     throw new Error(RECORD_ONLY_NOTE);
   },
+  async runBackup() {
+    throw new Error(`Nothing was backed up. ${RECORD_ONLY_NOTE}`);
+  },
+  async restoreBackup() {
+    return { logs: `Nothing was restored. ${RECORD_ONLY_NOTE}` };
+  },
+  async removeBackupFiles() {},
   async close() {},
 };

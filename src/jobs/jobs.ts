@@ -5,6 +5,7 @@ import { notify } from '../notify/notifier.js';
 import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
+import { BackupRunner } from './backups.js';
 
 /** The reason a migration's copy is aborted when someone cancels it. */
 class MigrationCancelled extends Error {
@@ -45,6 +46,8 @@ export class Jobs {
   private readonly running = new Map<number, AbortController>();
   private readonly runningMigrations = new Map<number, AbortController>();
   private readonly migrationListeners = new Map<number, Set<(p: MigrationProgress) => void>>();
+  /** Database backups: on-demand runs, scheduled runs claimed once across instances, retention. */
+  readonly backups: BackupRunner;
 
   constructor(
     private readonly db: Db,
@@ -55,6 +58,7 @@ export class Jobs {
     private readonly opts: { holdPhase?: { phase: string; ms: number } | null; leaseMs?: number } = {},
   ) {
     this.leaseMs = opts.leaseMs ?? 30_000;
+    this.backups = new BackupRunner(db, runtime, logger);
   }
 
   private leaseEnd = () => Date.now() + this.leaseMs;
@@ -76,6 +80,7 @@ export class Jobs {
     this.timer = setInterval(() => {
       this.ticking ??= this.renew()
         .then(() => this.sweep())
+        .then(() => this.backups.tick())
         .catch((err) => this.logger.warn({ err: (err as Error).message }, 'job leases: store unavailable; retrying'))
         .finally(() => (this.ticking = undefined));
     }, Math.max(250, Math.floor(this.leaseMs / 3)));

@@ -7,6 +7,10 @@ import type { EngineClient } from './engine.js';
 import { NotFoundError } from './errors.js';
 import { LABEL_MANAGED, planRefusal, planResource, type Plan } from './plan.js';
 import type { SshTuning } from './connections.js';
+import type { BackupOutcome } from '../core/runtime.js';
+import type { DatabaseConfig } from '../core/operations/databases.js';
+import type { DatabaseKind } from '../core/operations/resource-common.js';
+import { BACKUP_DIR, backupVolumeName, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
 
 /**
  * The engine client, the SSH transport and the volume copier pull in undici, ssh2 and node-tar;
@@ -412,6 +416,111 @@ export class LiveRuntime implements Runtime {
       keepVolume: (name) => named.has(name) || owners.has(name.split('-')[0]!),
       keepNetworks: new Set(networks.map((n) => n.network)),
     });
+  }
+
+  // [backups]
+  /** An execution with its backup settings and its database. */
+  private async backupParts(executionId: number) {
+    const e = await this.db.selectFrom('scheduled_database_backup_executions').selectAll().where('id', '=', executionId).executeTakeFirstOrThrow();
+    const b = await this.db.selectFrom('scheduled_database_backups').selectAll().where('id', '=', e.backup_id).executeTakeFirstOrThrow();
+    const r = await this.db.selectFrom('resources').selectAll().where('id', '=', b.resource_id).executeTakeFirstOrThrow();
+    return { e, b, r, c: JSON.parse(r.config) as DatabaseConfig, kind: r.kind as DatabaseKind };
+  }
+
+  /**
+   * Runs a script in a helper container made from the database's image, with the database's
+   * backup volume at /backups. With `shareNetwork`, the helper joins the running database
+   * container's network namespace (NetworkMode container:<id>) and reaches it on 127.0.0.1;
+   * otherwise it has no network. The helper is removed whatever happens.
+   */
+  private async runHelper(
+    engine: EngineClient,
+    r: { uuid: string },
+    image: string,
+    o: { name: string; env: string[]; script: string; shareNetwork: boolean; signal: AbortSignal },
+  ): Promise<{ exitCode: number; logs: string }> {
+    let networkMode = 'none';
+    if (o.shareNetwork) {
+      let running = false;
+      let id = '';
+      try {
+        const info = await engine.inspectContainer(r.uuid, { signal: o.signal });
+        running = info.State.Running;
+        id = info.Id;
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+      }
+      if (!running) throw new Error('The database is not running on its server: start it first.');
+      networkMode = `container:${id}`;
+    }
+    await engine.removeContainer(o.name, { force: true }).catch(() => undefined);
+    await engine.createContainer(
+      o.name,
+      {
+        image,
+        entrypoint: ['sh', '-c'],
+        cmd: [o.script],
+        env: o.env,
+        user: '0',
+        networkMode,
+        volumes: [{ volume: backupVolumeName(r.uuid), target: BACKUP_DIR }],
+        labels: { [LABEL_MANAGED]: 'true', 'berth.backup-of': r.uuid },
+      },
+      { signal: o.signal },
+    );
+    try {
+      await engine.startContainer(o.name, { signal: o.signal });
+      const w = await engine.waitContainer(o.name, { signal: o.signal });
+      const { entries } = await engine.containerLogs(o.name, { tail: 'all', tty: false, maxBytes: 256 * 1024 });
+      return { exitCode: w.StatusCode, logs: entries.map((e) => e.line).join('\n') };
+    } finally {
+      await engine.removeContainer(o.name, { force: true }).catch(() => undefined);
+    }
+  }
+
+  async runBackup(executionId: number, signal: AbortSignal): Promise<BackupOutcome> {
+    const { e, b, r, c, kind } = await this.backupParts(executionId);
+    if (!this.isLive(await this.serverOfResource(r.id))) return recordOnlyRuntime.runBackup(executionId, signal);
+    const plan = dumpPlan(kind, c.fields, { dumpAll: b.dump_all === 1, databases: b.databases_to_backup, at: new Date(e.created_at) });
+    const engine = await this.engineFor(await this.serverOfResource(r.id));
+    const out = await this.runHelper(engine, r, c.image, { name: `${r.uuid}-backup-${e.uuid}`, env: plan.env, script: plan.script, shareNetwork: true, signal });
+    const lines = out.logs.split('\n');
+    const marker = lines.find((l) => l.startsWith(SIZE_MARKER));
+    const logs = lines.filter((l) => !l.startsWith(SIZE_MARKER)).join('\n');
+    const size = marker ? Number(marker.slice(SIZE_MARKER.length)) : 0;
+    if (out.exitCode !== 0 || !marker || !(size > 0)) {
+      const err = new Error(`The backup failed (exit code ${out.exitCode}): ${logs.split('\n').filter(Boolean).slice(-3).join(' / ') || 'no output'}`);
+      (err as Error & { logs?: string }).logs = logs;
+      throw err;
+    }
+    return { filename: plan.filename, size, databaseName: plan.databaseName, logs };
+  }
+
+  async restoreBackup(executionId: number, signal: AbortSignal): Promise<{ logs: string }> {
+    const { e, r, c, kind } = await this.backupParts(executionId);
+    if (!this.isLive(await this.serverOfResource(r.id))) return recordOnlyRuntime.restoreBackup(executionId, signal);
+    if (!e.filename || !safeBackupFile(e.filename)) throw new Error('The execution has no backup file.');
+    const plan = restorePlan(kind, c.fields, e.filename);
+    const engine = await this.engineFor(await this.serverOfResource(r.id));
+    const script = `[ -s ${BACKUP_DIR}/${e.filename} ] || { echo "the backup file is gone from the backup volume" >&2; exit 4; }\n${plan.script}`;
+    const out = await this.runHelper(engine, r, c.image, { name: `${r.uuid}-restore-${e.uuid}`, env: plan.env, script, shareNetwork: true, signal });
+    if (out.exitCode !== 0) {
+      const err = new Error(`The restore failed (exit code ${out.exitCode}): ${out.logs.split('\n').filter(Boolean).slice(-3).join(' / ') || 'no output'}`);
+      (err as Error & { logs?: string }).logs = out.logs;
+      throw err;
+    }
+    return { logs: out.logs };
+  }
+
+  async removeBackupFiles(resourceId: number, filenames: string[]): Promise<void> {
+    const files = filenames.filter(safeBackupFile);
+    if (!files.length || !this.isLive(await this.serverOfResource(resourceId))) return;
+    const r = await this.db.selectFrom('resources').select(['uuid', 'config']).where('id', '=', resourceId).executeTakeFirstOrThrow();
+    const c = JSON.parse(r.config) as DatabaseConfig;
+    const engine = await this.engineFor(await this.serverOfResource(resourceId));
+    const script = `cd ${BACKUP_DIR} && rm -f -- ${files.map((f) => `'${f}'`).join(' ')}`;
+    const out = await this.runHelper(engine, r, c.image, { name: `${r.uuid}-backup-prune-${Date.now()}`, env: [], script, shareNetwork: false, signal: AbortSignal.timeout(120_000) });
+    if (out.exitCode !== 0) throw new Error(`Removing backup files failed: ${out.logs}`);
   }
 
   async close(): Promise<void> {

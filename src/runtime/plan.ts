@@ -50,6 +50,24 @@ function databaseEnv(kind: DatabaseKind, f: Record<string, string>): Record<stri
       return { REDIS_PASSWORD: f.redis_password! };
     case 'mongodb':
       return { MONGO_INITDB_ROOT_USERNAME: f.mongo_initdb_root_username!, MONGO_INITDB_ROOT_PASSWORD: f.mongo_initdb_root_password!, MONGO_INITDB_DATABASE: f.mongo_initdb_database! };
+    case 'clickhouse':
+      return { CLICKHOUSE_USER: f.clickhouse_admin_user!, CLICKHOUSE_PASSWORD: f.clickhouse_admin_password!, CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' };
+    case 'dragonfly':
+      return { DRAGONFLY_PASSWORD: f.dragonfly_password! };
+    case 'keydb':
+      return { KEYDB_PASSWORD: f.keydb_password! };
+  }
+}
+
+/** The command of a database container when the image's default does not take the password from the environment (as Coolify's). */
+function databaseCmd(kind: DatabaseKind, f: Record<string, string>): string[] | undefined {
+  switch (kind) {
+    case 'dragonfly':
+      return ['dragonfly', '--requirepass', f.dragonfly_password!, '--dir', '/data'];
+    case 'keydb':
+      return ['keydb-server', '--requirepass', f.keydb_password!, '--appendonly', 'yes', '--dir', '/data'];
+    default:
+      return undefined;
   }
 }
 
@@ -134,6 +152,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
           ...base,
           image: c.image,
           stopTimeoutS: DATABASE_ENGINES[kind].stopGraceS,
+          ...(c.image === DATABASE_ENGINES[kind].image && databaseCmd(kind, c.fields) ? { cmd: databaseCmd(kind, c.fields)! } : {}),
           env: envList({ ...databaseEnv(kind, c.fields), ...userEnv }),
           ports: c.is_public && c.public_port ? [{ hostPort: c.public_port, containerPort: DATABASE_ENGINES[kind].port }] : [],
           volumes: storages.map((s) => ({ volume: vol(s.name), target: s.mount_path })),

@@ -23,6 +23,7 @@ import * as m009 from './migrations/009-shared-variables.js';
 // [services-parts]
 
 // [backups]
+import * as m011 from './migrations/011-backups.js';
 
 // [builds]
 
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   // [services-parts]
 
   // [backups]
+  '011-backups': m011,
 
   // [builds]
 

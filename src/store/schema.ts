@@ -139,7 +139,7 @@ export interface EnvironmentsTable extends Timestamps {
   description: string | null;
 }
 
-export type ResourceKind = 'application' | 'service' | 'postgresql' | 'mysql' | 'mariadb' | 'redis' | 'mongodb';
+export type ResourceKind = 'application' | 'service' | 'postgresql' | 'mysql' | 'mariadb' | 'redis' | 'mongodb' | 'clickhouse' | 'dragonfly' | 'keydb';
 
 export interface ResourcesTable extends Timestamps {
   id: Generated<number>;
@@ -316,6 +316,8 @@ export interface Database {
   // [services-parts]
 
   // [backups]
+  scheduled_database_backups: ScheduledBackupsTable;
+  scheduled_database_backup_executions: BackupExecutionsTable;
 
   // [builds]
 
@@ -328,3 +330,42 @@ export type TeamRow = Selectable<TeamsTable>;
 export type ApiTokenRow = Selectable<ApiTokensTable>;
 export type NewApiToken = Insertable<ApiTokensTable>;
 export type OutboxRow = Selectable<OutboxTable>;
+
+// [backups]
+export interface ScheduledBackupsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  resource_id: number;
+  description: string | null;
+  enabled: number;
+  save_s3: number;
+  frequency: string;
+  databases_to_backup: string | null;
+  dump_all: number;
+  database_backup_retention_amount_locally: number;
+  database_backup_retention_days_locally: number;
+  database_backup_retention_max_storage_locally: number;
+  database_backup_retention_amount_s3: number;
+  database_backup_retention_days_s3: number;
+  database_backup_retention_max_storage_s3: number;
+  timeout: number;
+}
+
+export type BackupExecutionStatus = 'running' | 'success' | 'failed';
+
+export interface BackupExecutionsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  backup_id: number;
+  status: BackupExecutionStatus;
+  message: string | null;
+  logs: string | null;
+  /** bigint: PostgreSQL hands it back as a string. */
+  size: number | string | null;
+  filename: string | null;
+  database_name: string | null;
+  scheduled_for: string | null;
+  local_storage_deleted: number;
+  finished_at: string | null;
+}

@@ -165,6 +165,19 @@ const explicit: Record<string, ToolText> = {
   // [services-parts]
 
   // [backups]
+  list_database_backups: { title: 'List database backups', description: 'The scheduled backups of a database (uuid from list_databases), each with its settings (frequency, enabled, retention) and its executions, newest first.' },
+  create_database_backup: {
+    title: 'Schedule database backups',
+    description: 'Schedule backups of a database: frequency is a 5-field cron expression or every_minute, hourly, daily, weekly, monthly, yearly (UTC). Files stay on the database’s server. Retention: database_backup_retention_amount_locally (keep N), _days_locally, _max_storage_locally (GB); 0 keeps all. backup_now: true also runs one now; follow it with list_database_backup_executions.',
+  },
+  update_database_backup: { title: 'Change a database backup', description: 'Change a scheduled backup: frequency, enabled (false pauses it), retention. backup_now: true runs one now.' },
+  delete_database_backup: { title: 'Delete a database backup', description: 'Delete a scheduled backup, all its executions and their files on the server. Cannot be undone.' },
+  list_database_backup_executions: { title: 'List backup executions', description: 'The runs of a scheduled backup, newest first: status (running, success, failed), filename, size in bytes, message; the dump tool’s logs need read:sensitive.' },
+  delete_database_backup_execution: { title: 'Delete a backup execution', description: 'Delete one backup run and its file on the server.' },
+  restore_database_backup_execution: {
+    title: 'Restore a database backup',
+    description: 'Load a successful backup run back into its running database (PostgreSQL, MySQL, MariaDB, MongoDB): objects in the dump are dropped and recreated, so changes since the backup are lost. Waits until the restore ends.',
+  },
 
   // [builds]
 
@@ -244,7 +257,7 @@ function familyText(name: string): ToolText | undefined {
       description: `Move ${what} to another destination (from list_destinations) with its volume data, copied while it runs; it stops only for the last pass and is not redeployed. wait: true waits for the end, else follow get_migration; then start it.`,
     };
   }
-  m = /^create_(postgresql|mysql|mariadb|redis|mongodb)_database$/.exec(name);
+  m = /^create_(postgresql|mysql|mariadb|redis|mongodb|clickhouse|dragonfly|keydb)_database$/.exec(name);
   if (m) {
     return {
       title: `Create a ${m[1]} database`,

@@ -29,6 +29,9 @@ export interface World {
   projectEnvId: string;
   environmentEnvId: string;
   serverEnvId: string;
+  // [backups]
+  backupUuid: string;
+  backupExecutionUuid: string;
 }
 
 export const TEST_KEY = `-----BEGIN PRIVATE KEY-----
@@ -91,7 +94,12 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   const projectEnvId = await shared(`/projects/${projectUuid}`, 'PROJECT_SHARED');
   const environmentEnvId = await shared(`/projects/${projectUuid}/environments/${environmentUuid}`, 'ENVIRONMENT_SHARED');
   const serverEnvId = await shared(`/servers/${serverUuid}`, 'SERVER_SHARED');
+  // [backups] A yearly backup with one on-demand run (it fails at once: the server is record-only).
+  const backup = await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/backups`, { frequency: 'yearly', backup_now: true });
+  const backupUuid = backup.uuid as string;
+  const backupExecutionUuid = backup.execution_uuid as string;
   return {
+    backupUuid, backupExecutionUuid,
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
     databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid, cloudInitScriptUuid,
     teamEnvId, projectEnvId, environmentEnvId, serverEnvId,
@@ -141,7 +149,8 @@ export function worldParams(path: string, x: World, teamId: number): Params {
     case 'applications':
       return parts.application;
     case 'databases':
-      return parts.database;
+      // [backups]
+      return { ...parts.database, scheduled_backup_uuid: x.backupUuid, execution_uuid: x.backupExecutionUuid };
     case 'services':
       return parts.service;
   }
@@ -216,6 +225,8 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   // [services-parts]
 
   // [backups]
+  if (name === 'create_database_backup') return { frequency: 'daily', database_backup_retention_amount_locally: 3 };
+  if (name === 'update_database_backup') return { frequency: '30 2 * * *', enabled: true };
 
   // [builds]
 

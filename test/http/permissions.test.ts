@@ -102,6 +102,18 @@ async function pendingMigration(x: World): Promise<string> {
   return uuid;
 }
 
+// [backups] A finished execution of the world's backup, written as the runner would (the world's servers are record-only).
+async function backupExecution(x: World, status: 'success' | 'failed'): Promise<string> {
+  const b = await s.db.selectFrom('scheduled_database_backups').select('id').where('uuid', '=', x.backupUuid).executeTakeFirstOrThrow();
+  const uuid = newUuid();
+  const now = nowIso();
+  await s.db
+    .insertInto('scheduled_database_backup_executions')
+    .values({ uuid, backup_id: b.id, status, message: status, logs: null, size: 10, filename: `pg-dump-postgres-${uuid}.dmp`, database_name: 'postgres', scheduled_for: null, local_storage_deleted: 0, finished_at: now, created_at: now, updated_at: now })
+    .execute();
+  return uuid;
+}
+
 type Recipe = (x: World) => Promise<Record<string, string | undefined>>;
 
 /** Destructive operations act on an object made for the one call, so later cases keep their world. */
@@ -123,6 +135,13 @@ function freshRecipe(name: string): Recipe | undefined {
       return async (x) => ({ uuid: await queuedDeployment(x.appUuid) });
     case 'cancel_migration':
       return async (x) => ({ uuid: await pendingMigration(x) });
+    // [backups]
+    case 'delete_database_backup':
+      return async (x) => ({ uuid: x.databaseUuid, scheduled_backup_uuid: (await setup.ok('POST', `/api/v1/databases/${x.databaseUuid}/backups`, { frequency: 'daily' })).uuid });
+    case 'delete_database_backup_execution':
+      return async (x) => ({ uuid: x.databaseUuid, scheduled_backup_uuid: x.backupUuid, execution_uuid: await backupExecution(x, 'failed') });
+    case 'restore_database_backup_execution':
+      return async (x) => ({ uuid: x.databaseUuid, scheduled_backup_uuid: x.backupUuid, execution_uuid: await backupExecution(x, 'success') });
   }
   let m: RegExpExecArray | null;
   if ((m = /^(?:delete|migrate)_(application|database|service)$/.exec(name))) {

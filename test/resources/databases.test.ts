@@ -49,6 +49,30 @@ const TYPES = {
     dataDir: '/data/db',
     defaults: { mongo_initdb_root_username: 'root', mongo_initdb_database: 'default' },
   },
+  clickhouse: {
+    body: { clickhouse_admin_user: 'admin', clickhouse_admin_password: 'ch-secret-1234' },
+    passwords: ['clickhouse_admin_password'],
+    url: /^clickhouse:\/\/admin:ch-secret-1234@[a-z0-9]{24}:9000\/default$/,
+    image: 'clickhouse/clickhouse-server:25.11',
+    dataDir: '/var/lib/clickhouse',
+    defaults: { clickhouse_admin_user: 'default' },
+  },
+  dragonfly: {
+    body: { dragonfly_password: 'df-secret-1234' },
+    passwords: ['dragonfly_password'],
+    url: /^redis:\/\/:df-secret-1234@[a-z0-9]{24}:6379\/0$/,
+    image: 'docker.dragonflydb.io/dragonflydb/dragonfly',
+    dataDir: '/data',
+    defaults: {},
+  },
+  keydb: {
+    body: { keydb_password: 'keydb-secret-1234' },
+    passwords: ['keydb_password'],
+    url: /^redis:\/\/:keydb-secret-1234@[a-z0-9]{24}:6379\/0$/,
+    image: 'eqalpha/keydb:latest',
+    dataDir: '/data',
+    defaults: {},
+  },
 } as const;
 
 type Kind = keyof typeof TYPES;
@@ -169,10 +193,13 @@ describe('databases: common rules', () => {
       ['mysql', { ...base, uuid: 'x', team_id: 1, id: 1 }, ['uuid', 'team_id', 'id']],
       ['mongodb', { ...base, mongo_initdb_root_username: 'a b' }, ['mongo_initdb_root_username']],
       ['mariadb', { ...base, mariadb_password: 'with"quote' }, ['mariadb_password']],
+      ['keydb', { ...base, keydb_password: 'has space 123' }, ['keydb_password']],
+      ['clickhouse', { ...base, clickhouse_admin_user: 'x-y', redis_password: 'not-for-clickhouse' }, ['clickhouse_admin_user', 'redis_password']],
+      ['dragonfly', { ...base, dragonfly_password: 'short' }, ['dragonfly_password']],
     ];
     for (const [kind, body, fields] of cases) expectValidation(await c.api('POST', `/databases/${kind}`, c.write, body), fields);
-    const nope = await c.api('POST', '/databases/keydb', c.write, base);
-    // /databases/keydb is /databases/{uuid}: a known path without POST.
+    const nope = await c.api('POST', '/databases/cassandra', c.write, base);
+    // /databases/cassandra is /databases/{uuid}: a known path without POST.
     expect(nope.status).toBe(405);
     expect(nope.headers.allow).not.toContain('POST');
     expect(await dump(c.s)).toEqual(before);

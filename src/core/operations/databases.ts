@@ -24,6 +24,9 @@ const ENGINES: Record<DatabaseKind, { image: string; port: number; dataDir: stri
   mariadb: { image: 'mariadb:11', port: 3306, dataDir: '/var/lib/mysql', user: 'mariadb', db: 'default', stopGraceS: 60 },
   redis: { image: 'redis:7.2', port: 6379, dataDir: '/data', stopGraceS: 30 },
   mongodb: { image: 'mongo:7', port: 27017, dataDir: '/data/db', user: 'root', db: 'default', stopGraceS: 60 },
+  clickhouse: { image: 'clickhouse/clickhouse-server:25.11', port: 9000, dataDir: '/var/lib/clickhouse', user: 'default', db: 'default', stopGraceS: 60 },
+  dragonfly: { image: 'docker.dragonflydb.io/dragonflydb/dragonfly', port: 6379, dataDir: '/data', stopGraceS: 30 },
+  keydb: { image: 'eqalpha/keydb:latest', port: 6379, dataDir: '/data', stopGraceS: 30 },
 };
 
 const password = () => {
@@ -43,9 +46,12 @@ const typeFields = {
   mariadb: { mariadb_root_password: secret.optional(), mariadb_user: ident.optional(), mariadb_password: secret.optional(), mariadb_database: ident.optional() },
   redis: { redis_password: secret.optional() },
   mongodb: { mongo_initdb_root_username: ident.optional(), mongo_initdb_root_password: secret.optional(), mongo_initdb_database: ident.optional() },
+  clickhouse: { clickhouse_admin_user: ident.optional(), clickhouse_admin_password: secret.optional() },
+  dragonfly: { dragonfly_password: secret.optional() },
+  keydb: { keydb_password: secret.optional() },
 } as const;
 
-const PASSWORD_FIELDS = new Set(['postgres_password', 'mysql_root_password', 'mysql_password', 'mariadb_root_password', 'mariadb_password', 'redis_password', 'mongo_initdb_root_password']);
+const PASSWORD_FIELDS = new Set(['postgres_password', 'mysql_root_password', 'mysql_password', 'mariadb_root_password', 'mariadb_password', 'redis_password', 'mongo_initdb_root_password', 'clickhouse_admin_password', 'dragonfly_password', 'keydb_password']);
 
 /** Defaults for a new database of a kind: users and names as Coolify's, random passwords. */
 function defaults(kind: DatabaseKind): Record<string, string> {
@@ -61,6 +67,12 @@ function defaults(kind: DatabaseKind): Record<string, string> {
       return { redis_password: password() };
     case 'mongodb':
       return { mongo_initdb_root_username: e.user!, mongo_initdb_root_password: password(), mongo_initdb_database: e.db! };
+    case 'clickhouse':
+      return { clickhouse_admin_user: e.user!, clickhouse_admin_password: password() };
+    case 'dragonfly':
+      return { dragonfly_password: password() };
+    case 'keydb':
+      return { keydb_password: password() };
   }
 }
 
@@ -85,6 +97,12 @@ function internalUrl(kind: DatabaseKind, uuid: string, f: Record<string, string>
       return `redis://default:${f.redis_password}@${uuid}:${port}/0`;
     case 'mongodb':
       return `mongodb://${f.mongo_initdb_root_username}:${f.mongo_initdb_root_password}@${uuid}:${port}/?directConnection=true`;
+    case 'clickhouse':
+      return `clickhouse://${f.clickhouse_admin_user}:${f.clickhouse_admin_password}@${uuid}:${port}/${ENGINES.clickhouse.db}`;
+    case 'dragonfly':
+      return `redis://:${f.dragonfly_password}@${uuid}:${port}/0`;
+    case 'keydb':
+      return `redis://:${f.keydb_password}@${uuid}:${port}/0`;
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Operation } from '../operation.js';
 import { applicationOperations } from './applications.js';
 import { databaseOperations } from './databases.js';
+import { backupOperations } from './backups.js';
 import { deploymentOperations, lifecycleOperations } from './deployments.js';
 import { feedbackOperations } from './feedback.js';
 import { notificationOperations } from './notifications.js';
@@ -54,6 +55,7 @@ export const operations: readonly Operation[] = [
   // [services-parts]
 
   // [backups]
+  ...backupOperations,
 
   // [builds]
 

@@ -8,7 +8,7 @@ import { stamps } from './common.js';
 
 export type ResourceRow = Omit<ResourcesTable, 'id'> & { id: number };
 
-export const DATABASE_KINDS = ['postgresql', 'mysql', 'mariadb', 'redis', 'mongodb'] as const;
+export const DATABASE_KINDS = ['postgresql', 'mysql', 'mariadb', 'redis', 'mongodb', 'clickhouse', 'dragonfly', 'keydb'] as const;
 export type DatabaseKind = (typeof DATABASE_KINDS)[number];
 
 /** The REST collection each kind lives under. */

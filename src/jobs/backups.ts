@@ -1,0 +1,173 @@
+import { Cron } from 'croner';
+import type { Logger } from 'pino';
+import type { Runtime } from '../core/runtime.js';
+import { newUuid } from '../core/ids.js';
+import { nowIso, type Db } from '../store/db.js';
+
+/** Coolify's frequency words and the cron expressions they stand for. */
+export const FREQUENCY_WORDS: Record<string, string> = {
+  every_minute: '* * * * *',
+  hourly: '0 * * * *',
+  daily: '0 0 * * *',
+  weekly: '0 0 * * 0',
+  monthly: '0 0 1 * *',
+  yearly: '0 0 1 1 *',
+};
+
+/** The cron expression of a frequency (a word or a 5-field cron expression), or null when invalid. */
+export function cronOf(frequency: string): string | null {
+  const f = frequency.trim();
+  const expr = FREQUENCY_WORDS[f] ?? f;
+  if (expr.split(/\s+/).length !== 5) return null;
+  try {
+    new Cron(expr, { paused: true, timezone: 'UTC' });
+    return expr;
+  } catch {
+    return null;
+  }
+}
+
+/** The latest time at or before `now` a frequency was due (UTC), or null. */
+export function lastDue(frequency: string, now: Date): Date | null {
+  const expr = cronOf(frequency);
+  if (!expr) return null;
+  const cron = new Cron(expr, { paused: true, timezone: 'UTC' });
+  // previousRuns is strictly before the reference: a run due this very second counts too.
+  return cron.previousRuns(1, new Date(now.getTime() + 1000))[0] ?? null;
+}
+
+/** A running execution older than its backup's timeout plus this belongs to an instance that died. */
+const ORPHAN_GRACE_MS = 60_000;
+
+/** The largest tool output kept per execution. */
+const MAX_LOG_CHARS = 200_000;
+
+/**
+ * Runs backup executions (on demand and scheduled) and applies retention. A run is an execution
+ * row first, status running; the outcome is written once, success only when a non-empty file was
+ * written. Scheduled runs are claimed by inserting the execution with its schedule time: the
+ * unique (backup, scheduled_for) pair lets exactly one of several berth instances run it.
+ */
+export class BackupRunner {
+  private readonly active = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly runtime: Runtime,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Inserts a running execution; null when another instance already claimed this schedule time. */
+  async claim(backupId: number, scheduledFor: string | null): Promise<number | null> {
+    const now = nowIso();
+    try {
+      const row = await this.db
+        .insertInto('scheduled_database_backup_executions')
+        .values({ uuid: newUuid(), backup_id: backupId, status: 'running', message: 'Backup in progress.', scheduled_for: scheduledFor, local_storage_deleted: 0, created_at: now, updated_at: now })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      return row.id;
+    } catch (err) {
+      if (scheduledFor && /unique|duplicate/i.test((err as Error).message)) return null;
+      throw err;
+    }
+  }
+
+  /** Runs a claimed execution in the background; `done` resolves when its outcome is recorded. */
+  start(executionId: number): { done: Promise<void> } {
+    const done = this.run(executionId).finally(() => this.active.delete(executionId));
+    this.active.set(executionId, done);
+    return { done };
+  }
+
+  private async run(executionId: number): Promise<void> {
+    const e = await this.db
+      .selectFrom('scheduled_database_backup_executions as e')
+      .innerJoin('scheduled_database_backups as b', 'b.id', 'e.backup_id')
+      .select(['b.timeout', 'b.id as backup_id', 'b.resource_id'])
+      .where('e.id', '=', executionId)
+      .executeTakeFirst();
+    if (!e) return;
+    const finish = (v: { status: 'success' | 'failed'; message: string; logs: string; filename?: string | null; size?: number | null; database_name?: string | null }) =>
+      this.db
+        .updateTable('scheduled_database_backup_executions')
+        .set({ ...v, logs: v.logs.slice(-MAX_LOG_CHARS), finished_at: nowIso(), updated_at: nowIso() })
+        .where('id', '=', executionId)
+        .where('status', '=', 'running')
+        .execute();
+    try {
+      const out = await this.runtime.runBackup(executionId, AbortSignal.timeout(e.timeout * 1000));
+      await finish({ status: 'success', message: 'Backup completed.', logs: out.logs, filename: out.filename, size: out.size, database_name: out.databaseName });
+      await this.retain(e.backup_id).catch((err: Error) => this.logger.warn({ err: err.message, backup: e.backup_id }, 'backup retention failed'));
+    } catch (err) {
+      const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
+      const message = timedOut ? `The backup did not finish within its timeout (${e.timeout} s) and was stopped.` : (err as Error).message;
+      await finish({ status: 'failed', message, logs: (err as Error & { logs?: string }).logs ?? message }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Applies the backup's local retention after a successful run: keeps the newest
+   * `amount` (0: all), drops those older than `days` (0: none), and drops the oldest while the
+   * total is over `max storage` GB (0: no limit). The newest successful file always stays.
+   * Files go from the volume first; rows whose file could not be removed stay.
+   */
+  async retain(backupId: number): Promise<void> {
+    const b = await this.db.selectFrom('scheduled_database_backups').selectAll().where('id', '=', backupId).executeTakeFirst();
+    if (!b) return;
+    const rows = await this.db
+      .selectFrom('scheduled_database_backup_executions')
+      .select(['id', 'filename', 'size', 'created_at'])
+      .where('backup_id', '=', backupId)
+      .where('status', '=', 'success')
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    const amount = b.database_backup_retention_amount_locally;
+    const days = b.database_backup_retention_days_locally;
+    const maxBytes = b.database_backup_retention_max_storage_locally * 1024 ** 3;
+    const cutoff = days > 0 ? Date.now() - days * 86_400_000 : null;
+    let total = 0;
+    const drop = rows.filter((r, i) => {
+      total += Number(r.size ?? 0);
+      if (i === 0) return false;
+      if (amount > 0 && i >= amount) return true;
+      if (cutoff !== null && Date.parse(r.created_at) < cutoff) return true;
+      return maxBytes > 0 && total > maxBytes;
+    });
+    if (!drop.length) return;
+    await this.runtime.removeBackupFiles(b.resource_id, drop.map((r) => r.filename).filter((f): f is string => !!f));
+    await this.db.deleteFrom('scheduled_database_backup_executions').where('id', 'in', drop.map((r) => r.id)).execute();
+  }
+
+  /** Claims and starts every scheduled run that is due; fails runs whose instance died. */
+  async tick(now = new Date()): Promise<void> {
+    const orphans = await this.db
+      .selectFrom('scheduled_database_backup_executions as e')
+      .innerJoin('scheduled_database_backups as b', 'b.id', 'e.backup_id')
+      .select(['e.id', 'e.created_at', 'b.timeout'])
+      .where('e.status', '=', 'running')
+      .execute();
+    for (const o of orphans) {
+      if (this.active.has(o.id) || Date.parse(o.created_at) + o.timeout * 1000 + ORPHAN_GRACE_MS > now.getTime()) continue;
+      await this.db
+        .updateTable('scheduled_database_backup_executions')
+        .set({ status: 'failed', message: 'berth stopped during this backup; its file, if any, is incomplete. Run the backup again.', finished_at: nowIso(), updated_at: nowIso() })
+        .where('id', '=', o.id)
+        .where('status', '=', 'running')
+        .execute();
+    }
+    const backups = await this.db.selectFrom('scheduled_database_backups').select(['id', 'frequency', 'created_at']).where('enabled', '=', 1).execute();
+    for (const b of backups) {
+      const due = lastDue(b.frequency, now);
+      if (!due || due.getTime() <= Date.parse(b.created_at)) continue;
+      const id = await this.claim(b.id, due.toISOString());
+      if (id !== null) this.start(id);
+    }
+  }
+
+  /** Waits for the runs this instance started. */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.active.values()]);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * End to end on a real engine: a PostgreSQL database (image built by `engines.sh pg-image` from
+ * Debian's package, no registry) is backed up on demand by a helper container made from its own
+ * image (pg_dump over 127.0.0.1 in the database container's network namespace) into the
+ * database's backup volume; the row dropped afterwards comes back with the restore operation.
+ * Then a backup of the stopped database leaves a failed execution with a clear message.
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backupVolumeName } from '../../src/runtime/backup-plan.js';
+import { ENGINE_IMAGE, ENGINES_SCRIPT, enginesAvailable, useEngines } from '../helpers/engines.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { Api, deployed, registerEngines, until, type Platform } from './support.js';
+
+const PG_IMAGE = 'localhost/berth-postgres:15';
+
+describe.skipIf(!enginesAvailable)('database backups on a real engine (PostgreSQL)', () => {
+  const engines = useEngines();
+  let s: TestServer;
+  let api: Api;
+  let p: Platform;
+
+  beforeAll(async () => {
+    // Debian's postgresql package is the image's source (installed already where the store tests ran).
+    execFileSync('bash', [path.join(path.dirname(ENGINES_SCRIPT), 'postgres.sh'), 'install'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
+    execFileSync('bash', [ENGINES_SCRIPT, 'pg-image', engines.dir], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ENGINES_QUIET: '1' }, timeout: 300_000 });
+    s = await startTestServer({ helperImage: ENGINE_IMAGE });
+    api = new Api(s.url, s.rootToken);
+    p = await registerEngines(api, engines);
+  }, 360_000);
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  const psql = (db: string, q: string) => engines.podman('a', ['exec', db, 'psql', '-U', 'app', '-d', 'shop', '-tAc', q]).trim();
+  const runs = async (db: string, backup: string) => (await api.ok('GET', `/databases/${db}/backups/${backup}/executions`)).executions;
+  const ended = (db: string, backup: string, uuid: string) =>
+    until(
+      `execution ${uuid}`,
+      async () => {
+        const e = (await runs(db, backup)).find((x: { uuid: string }) => x.uuid === uuid);
+        return e && e.status !== 'running' ? e : undefined;
+      },
+      60_000,
+    );
+
+  it('backs up, loses a row, restores it; a backup of a stopped database fails clearly', async () => {
+    const { uuid: db } = await api.ok('POST', '/databases/postgresql', {
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      image: PG_IMAGE,
+      postgres_user: 'app',
+      postgres_password: 'app-secret-pw',
+      postgres_db: 'shop',
+    });
+    const d = await api.ok('POST', `/databases/${db}/start`);
+    await deployed(api, d.deployment_uuid ?? d.deployments?.[0]?.deployment_uuid, 60_000);
+    await until(
+      'postgres ready',
+      async () => {
+        try {
+          return psql(db, 'select 1') === '1' ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      60_000,
+      300,
+    );
+    psql(db, "create table orders (id int primary key, item text); insert into orders values (1, 'kept-by-backup')");
+
+    const b = await api.ok('POST', `/databases/${db}/backups`, { frequency: 'daily', backup_now: true, database_backup_retention_amount_locally: 3 });
+    const run = await ended(db, b.uuid, b.execution_uuid);
+    expect(run, JSON.stringify(run)).toMatchObject({ status: 'success', database_name: 'shop', message: 'Backup completed.' });
+    expect(run.filename).toMatch(/^pg-dump-shop-\d{8}T\d{6}Z\.dmp$/);
+    expect(run.size).toBeGreaterThan(0);
+    // The file is in the database's backup volume, with the size recorded.
+    const listing = engines.podman('a', ['run', '--rm', '--network', 'none', '-v', `${backupVolumeName(db)}:/b`, ENGINE_IMAGE, 'wc', '-c', `/b/${run.filename}`]);
+    expect(Number(listing.trim().split(/\s+/)[0])).toBe(run.size);
+    // No helper container is left behind.
+    expect(engines.podman('a', ['ps', '-a', '--filter', `label=berth.backup-of=${db}`, '--format', '{{.Names}}']).trim()).toBe('');
+
+    psql(db, 'delete from orders');
+    expect(psql(db, 'select count(*) from orders')).toBe('0');
+    const restored = await api.ok('POST', `/databases/${db}/backups/${b.uuid}/executions/${b.execution_uuid}/restore`);
+    expect(restored.message).toBe('Backup restored.');
+    expect(psql(db, 'select item from orders where id = 1')).toBe('kept-by-backup');
+
+    // A stopped database: the run fails with the reason, and is never a success.
+    const stop = await api.ok('POST', `/databases/${db}/stop`);
+    await deployed(api, stop.deployment_uuid ?? stop.deployments?.[0]?.deployment_uuid, 90_000);
+    const again = await api.ok('PATCH', `/databases/${db}/backups/${b.uuid}`, { backup_now: true });
+    const failed = await ended(db, b.uuid, again.execution_uuid);
+    expect(failed).toMatchObject({ status: 'failed', filename: null, size: null });
+    expect(failed.message).toMatch(/not running/);
+
+    // Deleting the successful run removes its file from the volume.
+    await api.ok('DELETE', `/databases/${db}/backups/${b.uuid}/executions/${b.execution_uuid}`);
+    const left = engines.podman('a', ['run', '--rm', '--network', 'none', '-v', `${backupVolumeName(db)}:/b`, ENGINE_IMAGE, 'ls', '/b']).trim();
+    expect(left).toBe('');
+  }, 240_000);
+});
