@@ -72,7 +72,9 @@ export async function openStore(dataDir: string, databaseUrl: string | null = nu
   const db = databaseUrl ? await openPostgres(databaseUrl) : openSqlite(dataDir);
   setMigrationDialect(databaseUrl ? 'postgres' : 'sqlite');
   // Several instances starting at once migrate one after another (Kysely locks on PostgreSQL).
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  // Migrations are independent tables and columns; one written on a branch may land after a
+  // higher-numbered one that a store has already run, and must still run there.
+  const { error, results } = await new Migrator({ db, provider, allowUnorderedMigrations: true }).migrateToLatest();
   if (error) {
     await db.destroy();
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
