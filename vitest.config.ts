@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
@@ -15,13 +16,25 @@ const STORE_FREE = [
   'test/remote/paced-gate.test.ts',
 ];
 
+/**
+ * Engine end-to-end files run once, on SQLite: they exercise engines, SSH and volumes, and the
+ * store behaviour under them (job claims, leases, resuming after a crash) is what the two kept
+ * here run on PostgreSQL too, with the whole API and MCP suite. This keeps both runs within the
+ * suite's time budget.
+ */
+const E2E_ON_BOTH_STORES = new Set(['multi-instance.test.ts', 'migrate-kill.test.ts']);
+const E2E_SQLITE_ONLY = fs
+  .readdirSync(new URL('./test/e2e/', import.meta.url))
+  .filter((f) => f.endsWith('.test.ts') && !E2E_ON_BOTH_STORES.has(f))
+  .map((f) => `test/e2e/${f}`);
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // Each run also leaves out the other store's own mechanics (test/store/sqlite-*, postgres-*).
     exclude:
       process.env.BERTH_TEST_STORE === 'postgres'
-        ? [...configDefaults.exclude, ...STORE_FREE, 'test/store/sqlite-*.test.ts']
+        ? [...configDefaults.exclude, ...STORE_FREE, ...E2E_SQLITE_ONLY, 'test/store/sqlite-*.test.ts']
         : [...configDefaults.exclude, 'test/store/postgres-*.test.ts'],
     // BERTH_TEST_STORE=postgres: a real PostgreSQL server for the run (test/helpers/store.ts).
     globalSetup: ['test/global-setup.ts'],
