@@ -1,40 +1,8 @@
-import { Cron } from 'croner';
 import type { Logger } from 'pino';
+import { lastDue } from '../core/frequency.js';
 import type { Runtime } from '../core/runtime.js';
 import { newUuid } from '../core/ids.js';
 import { nowIso, type Db } from '../store/db.js';
-
-/** Coolify's frequency words and the cron expressions they stand for. */
-export const FREQUENCY_WORDS: Record<string, string> = {
-  every_minute: '* * * * *',
-  hourly: '0 * * * *',
-  daily: '0 0 * * *',
-  weekly: '0 0 * * 0',
-  monthly: '0 0 1 * *',
-  yearly: '0 0 1 1 *',
-};
-
-/** The cron expression of a frequency (a word or a 5-field cron expression), or null when invalid. */
-export function cronOf(frequency: string): string | null {
-  const f = frequency.trim();
-  const expr = FREQUENCY_WORDS[f] ?? f;
-  if (expr.split(/\s+/).length !== 5) return null;
-  try {
-    new Cron(expr, { paused: true, timezone: 'UTC' });
-    return expr;
-  } catch {
-    return null;
-  }
-}
-
-/** The latest time at or before `now` a frequency was due (UTC), or null. */
-export function lastDue(frequency: string, now: Date): Date | null {
-  const expr = cronOf(frequency);
-  if (!expr) return null;
-  const cron = new Cron(expr, { paused: true, timezone: 'UTC' });
-  // previousRuns is strictly before the reference: a run due this very second counts too.
-  return cron.previousRuns(1, new Date(now.getTime() + 1000))[0] ?? null;
-}
 
 /** A running execution older than its backup's timeout plus this belongs to an instance that died. */
 const ORPHAN_GRACE_MS = 60_000;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
 import type { BackupExecutionsTable, ScheduledBackupsTable } from '../../store/schema.js';
-import { cronOf } from '../../jobs/backups.js';
+import { cronPattern } from '../frequency.js';
 import { BACKUP_KINDS, RESTORE_KINDS } from '../../runtime/backup-plan.js';
 import { BerthError, notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
@@ -164,7 +164,7 @@ function columns(i: Settings): Partial<BackupRow> {
 }
 
 function checkFrequency(f: string | undefined) {
-  if (f !== undefined && !cronOf(f)) throw validationError({ frequency: [FREQUENCY_ERROR] });
+  if (f !== undefined && !cronPattern(f)) throw validationError({ frequency: [FREQUENCY_ERROR] });
 }
 
 export const backupOperations = [
