@@ -106,6 +106,8 @@ export interface Runtime {
   restoreBackup(executionId: number, signal: AbortSignal): Promise<{ logs: string }>;
   /** Removes backup files of a database from its backup volume (missing files are fine). */
   removeBackupFiles(resourceId: number, filenames: string[]): Promise<void>;
+  /** Archives one storage's volume (tar.gz) into its resource's backup volume; the file and its size. */
+  runVolumeBackup(storageId: number, at: Date, signal: AbortSignal): Promise<{ filename: string; size: number; logs: string }>;
   close(): Promise<void>;
 }
 
@@ -156,5 +158,8 @@ export const recordOnlyRuntime: Runtime = {
     return { logs: `Nothing was restored. ${RECORD_ONLY_NOTE}` };
   },
   async removeBackupFiles() {},
+  async runVolumeBackup() {
+    throw new Error(`Nothing was backed up. ${RECORD_ONLY_NOTE}`);
+  },
   async close() {},
 };

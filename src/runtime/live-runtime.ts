@@ -516,11 +516,60 @@ export class LiveRuntime implements Runtime {
     const files = filenames.filter(safeBackupFile);
     if (!files.length || !this.isLive(await this.serverOfResource(resourceId))) return;
     const r = await this.db.selectFrom('resources').select(['uuid', 'config']).where('id', '=', resourceId).executeTakeFirstOrThrow();
-    const c = JSON.parse(r.config) as DatabaseConfig;
+    // A database's own image (its backups), else the helper image (an application's or service's volume backups).
+    const c = JSON.parse(r.config) as Partial<DatabaseConfig>;
     const engine = await this.engineFor(await this.serverOfResource(resourceId));
     const script = `cd ${BACKUP_DIR} && rm -f -- ${files.map((f) => `'${f}'`).join(' ')}`;
-    const out = await this.runHelper(engine, r, c.image, { name: `${r.uuid}-backup-prune-${Date.now()}`, env: [], script, shareNetwork: false, signal: AbortSignal.timeout(120_000) });
+    const out = await this.runHelper(engine, r, c.image ?? this.helperImage, { name: `${r.uuid}-backup-prune-${Date.now()}`, env: [], script, shareNetwork: false, signal: AbortSignal.timeout(120_000) });
     if (out.exitCode !== 0) throw new Error(`Removing backup files failed: ${out.logs}`);
+  }
+
+  /**
+   * A storage's volume, read-only, archived by a helper container (BERTH_HELPER_IMAGE, no network)
+   * into the resource's backup volume. A partial archive is removed; an empty volume still gives
+   * a valid (small) archive.
+   */
+  async runVolumeBackup(storageId: number, at: Date, signal: AbortSignal): Promise<{ filename: string; size: number; logs: string }> {
+    const s = await this.db.selectFrom('storages as st').innerJoin('resources as r', 'r.id', 'st.resource_id').select(['st.name', 'st.engine_volume', 'r.id as resource_id', 'r.uuid']).where('st.id', '=', storageId).executeTakeFirstOrThrow();
+    const server = await this.serverOfResource(s.resource_id);
+    if (!this.isLive(server)) return recordOnlyRuntime.runVolumeBackup(storageId, at, signal);
+    const engine = await this.engineFor(server);
+    const volume = s.engine_volume ?? volumeName(s.uuid, s.name);
+    const slug = s.name.replace(/[^A-Za-z0-9_.-]/g, '-');
+    const filename = `volume-${slug}-${at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.tar.gz`;
+    const name = `${s.uuid}-volume-backup-${Date.now().toString(36)}`;
+    const { ensureImage } = (await loadEngineModules()).engine;
+    await ensureImage(engine, this.helperImage, { signal });
+    const file = `${BACKUP_DIR}/${filename}`;
+    const script = `tar -czf "${file}" -C /source . || { rm -f "${file}"; exit 1; }; echo "${SIZE_MARKER}$(wc -c < "${file}")"`;
+    await engine.createContainer(
+      name,
+      {
+        image: this.helperImage,
+        entrypoint: ['sh', '-c'],
+        cmd: [script],
+        user: '0',
+        networkMode: 'none',
+        volumes: [
+          { volume, target: '/source', readOnly: true },
+          { volume: backupVolumeName(s.uuid), target: BACKUP_DIR },
+        ],
+        labels: { [LABEL_MANAGED]: 'true', 'berth.backup-of': s.uuid },
+      },
+      { signal },
+    );
+    try {
+      await engine.startContainer(name, { signal });
+      const w = await engine.waitContainer(name, { signal });
+      const { entries } = await engine.containerLogs(name, { tail: 'all', tty: false, maxBytes: 64 * 1024 });
+      const lines = entries.map((e) => e.line);
+      const marker = lines.find((l) => l.startsWith(SIZE_MARKER));
+      const logs = lines.filter((l) => !l.startsWith(SIZE_MARKER)).join('\n');
+      if (w.StatusCode !== 0 || !marker) throw Object.assign(new Error(`The volume backup failed (exit code ${w.StatusCode}): ${logs.split('\n').filter(Boolean).slice(-3).join(' / ') || 'no output'}`), { logs });
+      return { filename, size: Number(marker.slice(SIZE_MARKER.length)), logs };
+    } finally {
+      await engine.removeContainer(name, { force: true }).catch(() => undefined);
+    }
   }
 
   async close(): Promise<void> {

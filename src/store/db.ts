@@ -14,6 +14,7 @@ import * as m014 from './migrations/014-notifications.js';
 import * as m015 from './migrations/015-docker-cleanup.js';
 import * as m016 from './migrations/016-s3-storages.js';
 import * as m017 from './migrations/017-cloud-init-scripts.js';
+import * as m018 from './migrations/018-volume-backups.js';
 
 // [tags]
 
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '015-docker-cleanup': m015,
   '016-s3-storages': m016,
   '017-cloud-init-scripts': m017,
+  '018-volume-backups': m018,
 
   // [tags]
 

@@ -257,6 +257,27 @@ export interface CloudInitScriptsTable extends Timestamps {
   script: string;
 }
 
+export interface ScheduledVolumeBackupsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  storage_id: number;
+  /** JSON: Coolify's schedule fields (frequency, enabled, retention, stop_during_backup, timeout, …). */
+  settings: string;
+}
+
+export interface ScheduledVolumeBackupExecutionsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  backup_id: number;
+  status: 'running' | 'success' | 'failed';
+  message: string | null;
+  logs: string | null;
+  size: ColumnType<number | null, number | null | undefined, number | null>;
+  filename: string | null;
+  scheduled_for: string | null;
+  finished_at: string | null;
+}
+
 export interface NotificationSettingsTable extends Timestamps {
   team_id: number;
   channel: string;
@@ -307,6 +328,8 @@ export interface Database {
   docker_cleanup_executions: DockerCleanupExecutionsTable;
   s3_storages: S3StoragesTable;
   cloud_init_scripts: CloudInitScriptsTable;
+  scheduled_volume_backups: ScheduledVolumeBackupsTable;
+  scheduled_volume_backup_executions: ScheduledVolumeBackupExecutionsTable;
 
   // [tags]
 

@@ -199,6 +199,16 @@ function familyText(name: string): ToolText | undefined {
           description: `Change the team's ${where} notifications: switch the channel on with its target and pick events (deployment_success, deployment_failure, backup_*, scheduled_task_*, server_*). Targets on private or loopback addresses are refused unless the operator allowed them.`,
         };
   }
+  m = /^(get|update|delete|run)_(application|database|service)_storage_backup$/.exec(name);
+  if (m) {
+    const what = COLLECTION_WORDS[m[2]!]!;
+    return {
+      get: { title: `Get a ${m[2]} volume backup`, description: `The backup schedule of a volume of ${what} (storage_uuid) and its latest runs: status, archive file, size; the tool output needs read:sensitive.` },
+      update: { title: `Schedule a ${m[2]} volume backup`, description: `Create or change the backup schedule of a volume of ${what}: frequency (cron, UTC, or hourly/daily/...), retention_amount_locally, stop_during_backup. Archives (tar.gz) stay in the server's backup volume; S3 is not supported yet.` },
+      delete: { title: `Remove a ${m[2]} volume backup`, description: `Remove the backup schedule of a volume of ${what}. Archives already made stay on the server.` },
+      run: { title: `Back up a ${m[2]} volume now`, description: `Archive a volume of ${what} now (it needs a schedule). Follow it with get_${m[2]}_storage_backup.` },
+    }[m[1] as 'get']!;
+  }
   // [variables]
   const v = /^(list|create|update|delete)_(team|project|environment|server)_shared_envs?$/.exec(name);
   if (v) {

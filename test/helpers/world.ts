@@ -29,6 +29,8 @@ export interface World {
   projectEnvId: string;
   environmentEnvId: string;
   serverEnvId: string;
+  /** A volume of the service (from its compose file); the app's, the database's and this one have backup schedules. */
+  serviceStorageUuid: string;
   // [backups]
   backupUuid: string;
   backupExecutionUuid: string;
@@ -98,8 +100,12 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   const backup = await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/backups`, { frequency: 'yearly', backup_now: true });
   const backupUuid = backup.uuid as string;
   const backupExecutionUuid = backup.execution_uuid as string;
+  const serviceStorageUuid = (await ok(s, token, 'GET', `/api/v1/services/${serviceUuid}/storages`)).persistent_storages[0].uuid;
+  for (const [collection, uuid, storage] of [['applications', appUuid, appStorageUuid], ['databases', databaseUuid, databaseStorageUuid], ['services', serviceUuid, serviceStorageUuid]]) {
+    await ok(s, token, 'PUT', `/api/v1/${collection}/${uuid}/storages/${storage}/backups`, { frequency: 'weekly' });
+  }
   return {
-    backupUuid, backupExecutionUuid,
+    backupUuid, backupExecutionUuid, serviceStorageUuid,
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
     databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid, cloudInitScriptUuid,
     teamEnvId, projectEnvId, environmentEnvId, serverEnvId,
@@ -116,7 +122,7 @@ export function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: st
   return {
     application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, envKey: 'API_KEY' },
     database: { uuid: x.databaseUuid, env_uuid: x.databaseEnvUuid, storage_uuid: x.databaseStorageUuid, envKey: 'PGTZ' },
-    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, envKey: 'MODE' },
+    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, storage_uuid: x.serviceStorageUuid, envKey: 'MODE' },
   };
 }
 
@@ -211,6 +217,7 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
   if (name === 'create_cloud_init_script') return { name: `init ${i}`, script: '#cloud-config\npackages:\n  - curl\n' };
   if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
+  if (/^update_(application|database|service)_storage_backup$/.test(name)) return { frequency: 'daily', retention_amount_locally: 3 };
   if (name === 'create_s3_storage') return { ...S3_SAMPLE, name: `s3-${i}` };
   if (name === 'update_server_docker_cleanup') return { docker_cleanup_frequency: 'weekly' };
   if ((m = /^update_(\w+)_notifications$/.exec(name))) return { [`deployment_success_${m[1]}_notifications`]: true };

@@ -115,7 +115,7 @@ beforeAll(async () => {
   const B = await s.team('B');
   teamB = B.id;
   poolA = await Pool.of(teamA, 2);
-  poolB = await Pool.of(teamB, 4);
+  poolB = await Pool.of(teamB, 6);
   a = await buildWorld(s, s.rootToken, 'a');
   b = await buildWorld(s, B.rootToken, 'b');
   // An application with a tag only team A uses.
@@ -194,6 +194,7 @@ const REFERENCE: Record<string, (x: World, op: string) => string> = {
   private_key_uuid: (x) => x.keyUuid,
   // A storage of the resource the operation's path names (storages PATCH).
   storage_uuid: (x, op) => (op.includes('database') ? x.databaseStorageUuid : x.appStorageUuid),
+  s3_storage_uuid: (x) => x.s3StorageUuid,
 
   // [tags]
 

@@ -144,6 +144,15 @@ function freshRecipe(name: string): Recipe | undefined {
       return async (x) => ({ uuid: x.databaseUuid, scheduled_backup_uuid: x.backupUuid, execution_uuid: await backupExecution(x, 'success') });
   }
   let m: RegExpExecArray | null;
+  if ((m = /^(?:delete|run)_(application|database|service)_storage_backup$/.exec(name))) {
+    const kind = m[1] as Singular;
+    // Each call gets the schedule back first: a delete removes it, a run needs it.
+    return async (x) => {
+      const p = partsOf(x)[kind];
+      await setup.ok('PUT', `/api/v1/${kind}s/${p.uuid}/storages/${p.storage_uuid}/backups`, { frequency: 'weekly' });
+      return p;
+    };
+  }
   if ((m = /^(?:delete|migrate)_(application|database|service)$/.exec(name))) {
     const kind = m[1] as Singular;
     return async (x) => ({ uuid: await freshResource(kind, x) });

@@ -79,6 +79,9 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['get_server_domains', { uuid: w.serverUuid }],
     ['get_server_docker_cleanup', { uuid: w.serverUuid }],
     ['list_s3_storages', {}],
+    ['get_application_storage_backup', { uuid: w.appUuid, storage_uuid: w.appStorageUuid }],
+    ['get_database_storage_backup', { uuid: w.databaseUuid, storage_uuid: w.databaseStorageUuid }],
+    ['get_service_storage_backup', { uuid: w.serviceUuid, storage_uuid: w.serviceStorageUuid }],
     ['list_cloud_init_scripts', {}],
     ['get_cloud_init_script', { uuid: w.cloudInitScriptUuid }],
     ['get_s3_storage', { uuid: w.s3StorageUuid }],
@@ -290,6 +293,15 @@ const steps: Step[] = [
 
   // [tasks]
 
+  { tool: 'update_application_storage_backup', args: (c) => ({ uuid: c.w.appUuid, storage_uuid: c.w.appStorageUuid, frequency: '0 4 * * *', retention_amount_locally: 2 }) },
+  { tool: 'run_application_storage_backup', args: (c) => ({ uuid: c.w.appUuid, storage_uuid: c.w.appStorageUuid }) },
+  { tool: 'delete_application_storage_backup', args: (c) => ({ uuid: c.w.appUuid, storage_uuid: c.w.appStorageUuid }) },
+  { tool: 'update_database_storage_backup', args: (c) => ({ uuid: c.w.databaseUuid, storage_uuid: c.w.databaseStorageUuid, frequency: '0 4 * * *', retention_amount_locally: 2 }) },
+  { tool: 'run_database_storage_backup', args: (c) => ({ uuid: c.w.databaseUuid, storage_uuid: c.w.databaseStorageUuid }) },
+  { tool: 'delete_database_storage_backup', args: (c) => ({ uuid: c.w.databaseUuid, storage_uuid: c.w.databaseStorageUuid }) },
+  { tool: 'update_service_storage_backup', args: (c) => ({ uuid: c.w.serviceUuid, storage_uuid: c.w.serviceStorageUuid, frequency: '0 4 * * *', retention_amount_locally: 2 }) },
+  { tool: 'run_service_storage_backup', args: (c) => ({ uuid: c.w.serviceUuid, storage_uuid: c.w.serviceStorageUuid }) },
+  { tool: 'delete_service_storage_backup', args: (c) => ({ uuid: c.w.serviceUuid, storage_uuid: c.w.serviceStorageUuid }) },
   { tool: 'delete_service', args: (c) => ({ uuid: c.w.serviceUuid }) },
   { tool: 'delete_application', args: (c) => ({ uuid: c.w.appUuid }) },
   { tool: 'delete_server', args: (c) => ({ uuid: c.made.server3 }) },

@@ -8,6 +8,7 @@ import { notificationOperations } from './notifications.js';
 import { dockerCleanupOperations } from './docker-cleanup.js';
 import { s3StorageOperations } from './s3-storages.js';
 import { cloudInitScriptOperations } from './cloud-init-scripts.js';
+import { volumeBackupOperations } from './volume-backups.js';
 import { keyOperations } from './keys.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
@@ -21,7 +22,7 @@ import { environmentOperations, sharedVariableOperations } from './shared-variab
 import { teamOperations } from './teams.js';
 
 /** What every application, database and service offers beyond its own CRUD. */
-const resourceFamily = (c: Collection) => [...envOperations(c), ...storageOperations(c), logOperation(c), ...lifecycleOperations(c), migrateOperation(c)];
+const resourceFamily = (c: Collection) => [...envOperations(c), ...storageOperations(c), ...volumeBackupOperations(c), logOperation(c), ...lifecycleOperations(c), migrateOperation(c)];
 
 /** The operation table: every door is built from this list. */
 export const operations: readonly Operation[] = [

@@ -1,5 +1,8 @@
 /**
- * Docker cleanup on a real engine: unused images and what the caller asked for go; what berth's
+ * Server housekeeping on a real engine: volume backups (an archive of the data, retention, a
+ * stop during the archive when asked) and Docker cleanup.
+ *
+ * Docker cleanup: unused images and what the caller asked for go; what berth's
  * records name (a stopped resource's data, a destination's network) and berth's own volumes stay.
  * The schedule claims each due slot once, however many instances tick.
  */
@@ -9,7 +12,7 @@ import { createLogger } from '../../src/logging/logger.js';
 import { LiveRuntime } from '../../src/runtime/live-runtime.js';
 import { enginesAvailable, enginesUnavailableReason, useEngines } from '../helpers/engines.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { Api, registerEngines, until, volumeExists, type Platform } from './support.js';
+import { Api, deployAppWithVolume, deployed, ensureSleeperImage, registerEngines, until, volumeExists, writeVolume, type Platform } from './support.js';
 
 describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAvailable ? '' : `(skipped: ${enginesUnavailableReason})`}`, () => {
   const engines = useEngines();
@@ -18,9 +21,10 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
   let p: Platform;
 
   beforeAll(async () => {
-    s = await startTestServer({ apiRateLimit: 0 });
+    s = await startTestServer({ apiRateLimit: 0, helperImage: engines.image });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
+    ensureSleeperImage(engines);
   }, 120_000);
   afterAll(() => s?.stop());
 
@@ -57,6 +61,41 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
     expect(networkExists('kept-net')).toBe(true);
     expect(kept).toBeTruthy();
   }, 90_000);
+
+  it('a volume backup archives the data into the backup volume, stops the app for it when asked, and keeps the newest N', async () => {
+    const app = await deployAppWithVolume(api, p, 'backed-up');
+    writeVolume(engines, 'a', app.volume, 'echo "precious $1" > /data/data.txt; mkdir -p /data/sub && echo nested > /data/sub/n.txt', ['bytes']);
+    const startedAt = () => Date.parse(JSON.parse(engines.podman('a', ['container', 'inspect', app.uuid]))[0].State.StartedAt);
+    const startedBefore = startedAt();
+    const storage = (await api.ok('GET', `/applications/${app.uuid}/storages`)).persistent_storages[0].uuid as string;
+    const path = `/applications/${app.uuid}/storages/${storage}/backups`;
+    const put = await api.ok('PUT', path, { frequency: 'daily', retention_amount_locally: 2, stop_during_backup: true });
+    expect(put).toMatchObject({ message: 'Storage backup schedule created.', storage_uuid: storage, frequency: 'daily', retention_amount_locally: 2, stop_during_backup: true, save_s3: false });
+    const runs: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const run = await api.ok('POST', `${path}/run`);
+      runs.push(run.execution_uuid);
+      await until('the backup ends', async () => {
+        const e = (await api.ok('GET', path)).executions.find((x: { uuid: string }) => x.uuid === run.execution_uuid);
+        return e && e.status !== 'running' ? e : undefined;
+      }, 60_000);
+    }
+    // Retention runs right after the third archive is recorded.
+    const after = await until('retention applied', async () => {
+      const b = await api.ok('GET', path);
+      return b.executions.length === 2 ? b : undefined;
+    }, 30_000);
+    // Retention: the newest two stay, the first is gone from the records and from the volume.
+    expect(after.executions.map((e: { uuid: string }) => e.uuid)).toEqual([runs[2], runs[1]]);
+    expect(after.executions[0]).toMatchObject({ status: 'success', message: 'Backup completed.', filename: expect.stringMatching(/^volume-data-\d{8}T\d{6}Z\.tar\.gz$/) });
+    expect(after.executions[0].size).toBeGreaterThan(0);
+    const listing = engines.podman('a', ['run', '--rm', '--network', 'none', '-v', `berth-backups-${app.uuid}:/b`, engines.image, 'sh', '-c', 'ls /b; tar -xzOf "/b/$(ls /b | tail -1)" ./data.txt']);
+    expect(listing).toContain('precious bytes');
+    expect(listing.split('\n').filter((l) => l.startsWith('volume-'))).toHaveLength(2);
+    // stop_during_backup: stopped for the archive, started again after.
+    expect(JSON.parse(engines.podman('a', ['container', 'inspect', app.uuid]))[0].State.Running).toBe(true);
+    expect(startedAt()).toBeGreaterThan(startedBefore);
+  }, 180_000);
 
   it('a due slot runs once, even when two instances tick at the same time; a slot before validation never runs', async () => {
     await api.ok('PATCH', `/servers/${p.serverB}/docker-cleanup`, { docker_cleanup_frequency: 'every_minute' });

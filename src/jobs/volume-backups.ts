@@ -1,0 +1,135 @@
+import type { Logger } from 'pino';
+import { lastDue } from '../core/frequency.js';
+import { newUuid } from '../core/ids.js';
+import type { Runtime } from '../core/runtime.js';
+import { nowIso, type Db } from '../store/db.js';
+
+/** A volume backup schedule's settings, as Coolify names them. */
+export interface VolumeBackupSettings {
+  frequency: string;
+  enabled: boolean;
+  save_s3: boolean;
+  disable_local_backup: boolean;
+  stop_during_backup: boolean;
+  s3_storage_uuid: string | null;
+  retention_amount_locally: number;
+  retention_days_locally: number;
+  retention_max_storage_locally: number;
+  retention_amount_s3: number;
+  retention_days_s3: number;
+  retention_max_storage_s3: number;
+  timeout: number;
+}
+
+export const VOLUME_BACKUP_DEFAULTS: Omit<VolumeBackupSettings, 'frequency'> = {
+  enabled: true,
+  save_s3: false,
+  disable_local_backup: false,
+  stop_during_backup: false,
+  s3_storage_uuid: null,
+  retention_amount_locally: 7,
+  retention_days_locally: 0,
+  retention_max_storage_locally: 0,
+  retention_amount_s3: 7,
+  retention_days_s3: 0,
+  retention_max_storage_s3: 0,
+  timeout: 3600,
+};
+
+const MAX_LOG_CHARS = 100_000;
+
+/**
+ * Runs volume backups, on demand and on their schedules: each run is an execution row first
+ * (claimed once per due time across instances), then a tar.gz of the volume in the resource's
+ * backup volume, then local retention. With stop_during_backup the resource is stopped for the
+ * archive and started again after, whatever the outcome.
+ */
+export class VolumeBackupRunner {
+  constructor(
+    private readonly db: Db,
+    private readonly runtime: Runtime,
+    private readonly logger: Logger,
+  ) {}
+
+  async claim(backupId: number, scheduledFor: string | null): Promise<{ id: number; uuid: string } | null> {
+    const uuid = newUuid();
+    const row = await this.db
+      .insertInto('scheduled_volume_backup_executions')
+      .values({ uuid, backup_id: backupId, status: 'running', message: 'Backup in progress.', logs: null, size: null, filename: null, scheduled_for: scheduledFor, finished_at: null, created_at: nowIso(), updated_at: nowIso() })
+      .onConflict((oc) => oc.columns(['backup_id', 'scheduled_for']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    return row ? { id: row.id, uuid } : null;
+  }
+
+  /** Runs a claimed execution to its end; never throws (the outcome is on the row). */
+  async run(executionId: number): Promise<void> {
+    const e = await this.db
+      .selectFrom('scheduled_volume_backup_executions as e')
+      .innerJoin('scheduled_volume_backups as b', 'b.id', 'e.backup_id')
+      .innerJoin('storages as s', 's.id', 'b.storage_id')
+      .innerJoin('resources as r', 'r.id', 's.resource_id')
+      .select(['e.created_at', 'b.id as backup_id', 'b.settings', 'b.storage_id', 'r.id as resource_id', 'r.status'])
+      .where('e.id', '=', executionId)
+      .executeTakeFirst();
+    if (!e) return;
+    const settings = JSON.parse(e.settings) as VolumeBackupSettings;
+    const finish = (v: { status: 'success' | 'failed'; message: string; logs: string; filename?: string; size?: number }) =>
+      this.db
+        .updateTable('scheduled_volume_backup_executions')
+        .set({ ...v, logs: v.logs.slice(-MAX_LOG_CHARS), finished_at: nowIso(), updated_at: nowIso() })
+        .where('id', '=', executionId)
+        .where('status', '=', 'running')
+        .execute();
+    const signal = AbortSignal.timeout(settings.timeout * 1000);
+    const restart = settings.stop_during_backup && e.status === 'running';
+    try {
+      if (restart) await this.runtime.stopResource(e.resource_id, signal);
+      const out = await this.runtime.runVolumeBackup(e.storage_id, new Date(e.created_at), signal);
+      await finish({ status: 'success', message: 'Backup completed.', logs: out.logs, filename: out.filename, size: out.size });
+      await this.retain(e.backup_id, settings).catch((err: Error) => this.logger.warn({ err: err.message, backup: e.backup_id }, 'volume backup retention failed'));
+    } catch (err) {
+      const message = (err as Error).name === 'TimeoutError' ? `The backup did not finish within its timeout (${settings.timeout} s).` : (err as Error).message;
+      await finish({ status: 'failed', message, logs: (err as Error & { logs?: string }).logs ?? message }).catch(() => undefined);
+    } finally {
+      if (restart) await this.runtime.startResource(e.resource_id).catch((err: Error) => this.logger.error({ err: err.message, resource: e.resource_id }, 'could not start a resource again after its volume backup'));
+    }
+  }
+
+  /** Keeps the newest `retention_amount_locally` archives (0: all) and drops older ones than `retention_days_locally`. */
+  private async retain(backupId: number, s: VolumeBackupSettings): Promise<void> {
+    const rows = await this.db
+      .selectFrom('scheduled_volume_backup_executions as e')
+      .innerJoin('scheduled_volume_backups as b', 'b.id', 'e.backup_id')
+      .innerJoin('storages as st', 'st.id', 'b.storage_id')
+      .select(['e.id', 'e.filename', 'e.size', 'e.created_at', 'st.resource_id'])
+      .where('e.backup_id', '=', backupId)
+      .where('e.status', '=', 'success')
+      .orderBy('e.id', 'desc')
+      .execute();
+    const cutoff = s.retention_days_locally > 0 ? Date.now() - s.retention_days_locally * 86_400_000 : null;
+    const maxBytes = s.retention_max_storage_locally * 1024 ** 3;
+    let total = 0;
+    const drop = rows.filter((r, i) => {
+      total += Number(r.size ?? 0);
+      if (i === 0) return false;
+      return (s.retention_amount_locally > 0 && i >= s.retention_amount_locally) || (cutoff !== null && Date.parse(r.created_at) < cutoff) || (maxBytes > 0 && total > maxBytes);
+    });
+    if (!drop.length) return;
+    await this.runtime.removeBackupFiles(rows[0]!.resource_id, drop.map((r) => r.filename).filter((f): f is string => !!f));
+    await this.db.deleteFrom('scheduled_volume_backup_executions').where('id', 'in', drop.map((r) => r.id)).execute();
+  }
+
+  /** Claims and runs each enabled schedule's latest due slot (once across instances). */
+  async tick(now = new Date()): Promise<void> {
+    const schedules = await this.db.selectFrom('scheduled_volume_backups').select(['id', 'settings', 'created_at']).execute();
+    for (const b of schedules) {
+      const s = JSON.parse(b.settings) as VolumeBackupSettings;
+      if (!s.enabled) continue;
+      const due = lastDue(s.frequency, now);
+      if (!due || due.toISOString() <= b.created_at) continue;
+      const claimed = await this.claim(b.id, due.toISOString());
+      if (claimed) await this.run(claimed.id);
+    }
+  }
+}
