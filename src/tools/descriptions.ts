@@ -130,6 +130,8 @@ const explicit: Record<string, ToolText> = {
   // [variables]
 
   // [services-parts]
+  list_service_applications: { title: 'List service applications', description: 'List the application containers of a compose service (containers whose image is not a database image), each with a uuid that stays while its compose service name stays.' },
+  list_service_databases: { title: 'List service databases', description: 'List the database containers of a compose service (postgres, mysql, mariadb, mongo, redis, keydb, dragonfly, clickhouse and similar images), each with a uuid that stays while its compose service name stays.' },
 
   // [backups]
 

@@ -11,6 +11,7 @@ import { envOperations, logOperation, storageOperations } from './resource-parts
 import type { Collection } from './resource-common.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serviceOperations } from './services.js';
+import { servicePartOperations } from './service-parts.js';
 import { settingsOperations } from './settings.js';
 import { teamOperations } from './teams.js';
 
@@ -41,6 +42,7 @@ export const operations: readonly Operation[] = [
   // [variables]
 
   // [services-parts]
+  ...servicePartOperations,
 
   // [backups]
 
