@@ -44,3 +44,11 @@ describe('service applications and databases', () => {
     expect((await c.api('GET', `/services/${c.w.serviceUuid}/databases`, other.rootToken)).status).toBe(404);
   });
 });
+
+describe('classification by image', () => {
+  it('treats database images from any registry and tag as databases, and their tools as applications', async () => {
+    const { isDatabaseImage } = await import('../../src/core/operations/service-parts.js');
+    expect(['postgres:16', 'docker.io/library/redis:7', 'bitnami/mariadb', 'ghcr.io/x/clickhouse@sha256:ab', 'mongo'].filter((i) => !isDatabaseImage(i))).toEqual([]);
+    expect(['mongo-express', 'localhost/berth-busybox:latest', 'adminer', 'redis-commander/redis-commander'].filter((i) => isDatabaseImage(i))).toEqual([]);
+  });
+});

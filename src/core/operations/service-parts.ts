@@ -9,13 +9,13 @@ import { config } from './resource-common.js';
 import type { ServiceConfig } from './services.js';
 
 // Coolify splits a service's containers into applications and databases by image name.
-const DATABASE_IMAGES = ['postgres', 'postgis', 'mysql', 'mariadb', 'mongo', 'redis', 'keydb', 'dragonfly', 'clickhouse', 'memcached', 'couchdb', 'neo4j', 'influxdb', 'surrealdb', 'valkey'];
+const DATABASE_IMAGES = ['postgres', 'postgis', 'mysql', 'mariadb', 'mongo', 'redis', 'keydb', 'dragonfly', 'clickhouse', 'memcached', 'couchdb', 'neo4j', 'influxdb', 'surrealdb', 'valkey', 'postgresql', 'timescaledb'];
 
 /** True when the image (any registry, any tag) is a database image. */
 export function isDatabaseImage(image: string): boolean {
   const last = image.split('/').pop() ?? image;
   const base = (last.split('@')[0] ?? last).split(':')[0] ?? last;
-  return DATABASE_IMAGES.some((d) => base === d || base.startsWith(`${d}-`));
+  return DATABASE_IMAGES.includes(base);
 }
 
 /** A part's uuid: derived from its service's uuid and its compose service name, so it stays while the name stays. */
