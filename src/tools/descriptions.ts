@@ -163,6 +163,8 @@ const explicit: Record<string, ToolText> = {
   },
 
   // [services-parts]
+  list_service_applications: { title: 'List service applications', description: 'List the application containers of a compose service (containers whose image is not a database image), each with a uuid that stays while its compose service name stays.' },
+  list_service_databases: { title: 'List service databases', description: 'List the database containers of a compose service (postgres, mysql, mariadb, mongo, redis, keydb, dragonfly, clickhouse and similar images), each with a uuid that stays while its compose service name stays.' },
 
   // [backups]
   list_database_backups: { title: 'List database backups', description: 'The scheduled backups of a database (uuid from list_databases), each with its settings (frequency, enabled, retention) and its executions, newest first.' },

@@ -113,6 +113,8 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['list_service_envs', { uuid: w.serviceUuid }],
     ['list_service_storages', { uuid: w.serviceUuid }],
     ['get_service_logs', { uuid: w.serviceUuid }],
+    ['list_service_applications', { uuid: w.serviceUuid }],
+    ['list_service_databases', { uuid: w.serviceUuid }],
     ['list_deployments', {}],
     ['get_deployment', { uuid: w.deploymentUuid }],
     ['get_deployment', { uuid: w.deploymentUuid, full: 'true' }],

@@ -17,6 +17,7 @@ import { envOperations, logOperation, storageOperations } from './resource-parts
 import type { Collection } from './resource-common.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serviceOperations } from './services.js';
+import { servicePartOperations } from './service-parts.js';
 import { settingsOperations } from './settings.js';
 import { environmentOperations, sharedVariableOperations } from './shared-variables.js';
 import { teamOperations } from './teams.js';
@@ -54,6 +55,7 @@ export const operations: readonly Operation[] = [
   ...environmentOperations,
 
   // [services-parts]
+  ...servicePartOperations,
 
   // [backups]
   ...backupOperations,
