@@ -526,6 +526,56 @@ export class EngineClient {
     }
   }
 
+  /**
+   * `POST /build` from a tar context: the image is tagged `tag`. Each output line goes to `onLine`.
+   * A failed build still answers 200 with an error line at the end (podman and Docker): that
+   * line is thrown as an EngineError with the engine's own words.
+   */
+  async build(context: Readable, opts: CallOptions & { tag: string; dockerfile: string; onLine?: (line: string) => void }): Promise<void> {
+    const spec: RequestSpec = {
+      method: 'POST',
+      path: '/build',
+      query: { t: opts.tag, dockerfile: opts.dockerfile, rm: '1', forcerm: '1' },
+      stream: context,
+      headers: { 'content-type': 'application/x-tar' },
+      headersTimeoutMs: this.timeouts.streamHeadersMs,
+      bodyTimeoutMs: this.timeouts.streamIdleMs,
+      signal: opts.signal,
+    };
+    const res = await this.request(spec);
+    let buffered = '';
+    let failure: string | undefined;
+    const decoder = new TextDecoder();
+    const handle = (line: string) => {
+      if (!line.trim()) return;
+      let msg: { stream?: string; error?: string; errorDetail?: { message?: string } };
+      try {
+        msg = JSON.parse(line) as typeof msg;
+      } catch {
+        return;
+      }
+      const error = msg.errorDetail?.message ?? msg.error;
+      if (error) failure ??= error;
+      const text = (error ?? msg.stream ?? '').replace(/\n$/, '');
+      if (text) opts.onLine?.(text);
+    };
+    try {
+      for await (const chunk of res.body) {
+        buffered += decoder.decode(chunk as Buffer, { stream: true });
+        let nl: number;
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          handle(buffered.slice(0, nl));
+          buffered = buffered.slice(nl + 1);
+        }
+      }
+      handle(buffered);
+    } catch (err) {
+      res.body.destroy();
+      throw this.mapTransportError(err, spec);
+    }
+    if (failure) throw new EngineError(`the build failed: ${failure}`, { endpoint: this.endpoint, method: 'POST', path: '/build', status: res.status, engineMessage: failure });
+  }
+
   // ---------------------------------------------------------------- networks
 
   async createNetwork(

@@ -10,6 +10,8 @@ import type { SshTuning } from './connections.js';
 import type { BackupOutcome } from '../core/runtime.js';
 import type { DatabaseConfig } from '../core/operations/databases.js';
 import type { DatabaseKind } from '../core/operations/resource-common.js';
+import { TargetGuard } from '../core/outbound-guard.js';
+import { UNBUILT_TAG, type ApplicationConfig } from '../core/operations/applications.js';
 import { BACKUP_DIR, backupVolumeName, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
 
 /**
@@ -54,6 +56,8 @@ export class LiveRuntime implements Runtime {
     /** Also compare every file's sha256 after a volume copy (see copyVolume's `checksums`). */
     private readonly checksums = false,
     private readonly ssh: SshTuning = {},
+    /** Where a team's git repositories may be fetched from (the outbound guard). */
+    private readonly outbound: TargetGuard = new TargetGuard(''),
   ) {}
 
   isLive(server: ServerEngine): boolean {
@@ -91,6 +95,7 @@ export class LiveRuntime implements Runtime {
   async runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'> {
     const d = await ctx.db.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirstOrThrow();
     if (!this.isLive(await this.serverOfResource(d.resource_id))) return recordOnlyRuntime.runDeployment(deploymentId, ctx);
+    await this.buildIfNeeded(d, ctx);
     const plan = await planResource(ctx.db, d.resource_id);
     const engine = await this.engineForServerId(plan.serverId);
     const setStatus = (status: string) => ctx.db.updateTable('resources').set({ status, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
@@ -120,6 +125,48 @@ export class LiveRuntime implements Runtime {
     await this.deploy(engine, plan, ctx);
     await setStatus('running');
     return 'finished';
+  }
+
+  /**
+   * A dockerfile application is built on its server's engine at each deploy, tagged per
+   * deployment (localhost/berth-app-<uuid>:<deployment uuid>), and its record then names that
+   * image. The build happens before anything is stopped: a failed build leaves the running
+   * container as it was. Start and restart use the last built image.
+   */
+  private async buildIfNeeded(d: { uuid: string; kind: string; resource_id: number }, ctx: RuntimeJobContext): Promise<void> {
+    const r = await ctx.db.selectFrom('resources').select(['uuid', 'kind', 'config']).where('id', '=', d.resource_id).executeTakeFirstOrThrow();
+    if (r.kind !== 'application') return;
+    const c = JSON.parse(r.config) as ApplicationConfig;
+    if (c.build_pack !== 'dockerfile' || !c.source) return;
+    if (d.kind !== 'deploy') {
+      if (c.docker_registry_image_tag === UNBUILT_TAG) throw new Error('This application has not been built yet: deploy it first.');
+      return;
+    }
+    const { prepareBuildContext } = await import('./build-source.js');
+    const context = await prepareBuildContext(c.source, this.outbound, ctx.log);
+    try {
+      if (context.commit) await ctx.log(`building commit ${context.commit}`);
+      const image = `localhost/berth-app-${r.uuid}`;
+      const engine = await this.engineFor(await this.serverOfResource(d.resource_id));
+      // Build output comes line by line; it reaches the deployment's log in batches.
+      let pending: string[] = [];
+      let writing = Promise.resolve();
+      const flush = () => {
+        const lines = pending;
+        pending = [];
+        if (lines.length) writing = writing.then(() => ctx.log(lines.join('\n')));
+      };
+      try {
+        await engine.build(context.tar(), { tag: `${image}:${d.uuid}`, dockerfile: context.dockerfile, signal: ctx.signal, onLine: (l) => (pending.push(l), pending.length >= 25 && flush()) });
+      } finally {
+        flush();
+        await writing;
+      }
+      await ctx.log(`built ${image}:${d.uuid}`);
+      await ctx.db.updateTable('resources').set({ config: JSON.stringify({ ...c, docker_registry_image_name: image, docker_registry_image_tag: d.uuid }), updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
+    } finally {
+      await context.cleanup();
+    }
   }
 
   /** Starts the plan's containers; deploys them when any is missing. */

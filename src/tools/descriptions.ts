@@ -123,6 +123,16 @@ const explicit: Record<string, ToolText> = {
     description:
       'Create an application that runs a Docker image on a server, in a project environment. Needs project_uuid, server_uuid, environment_name (or environment_uuid) and docker_registry_image_name. Nothing runs until you deploy (or pass instant_deploy: true).',
   },
+  create_dockerfile_application: {
+    title: 'Create an application from a Dockerfile',
+    description:
+      "Create an application whose image is built from an inline Dockerfile (base64, as Coolify) on the server's engine at each deploy. Placement as create_application, plus ports_exposes. Deploy to build; the build output is in the deployment's logs.",
+  },
+  create_public_application: {
+    title: 'Create an application from a git repository',
+    description:
+      "Create an application built from a public git repository (git_repository, git_branch, build_pack \"dockerfile\", base_directory, dockerfile_location) on the server's engine at each deploy. A failed build fails the deployment and leaves the running container alone.",
+  },
   get_application: { title: 'Get an application', description: 'Get an application: image, ports, domains, status and where it lives.' },
   update_application: { title: 'Update an application', description: 'Change an application (image, ports, domains, name). Call deploy afterwards for the running container to pick it up.' },
   delete_application: { title: 'Delete an application', description: 'Delete an application and its variables, storages and deployment history from berth.' },

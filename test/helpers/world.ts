@@ -215,6 +215,8 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if ((m = /^update_(application|database|service)_envs_bulk$/.exec(name))) return { data: [{ key: partsOf(x)[m[1] as Singular].envKey, value: `bulk-${i}` }, { key: `BULK_${i}`, value: 'new' }] };
   if ((m = /^update_(application|database)_storage$/.exec(name))) return { storage_uuid: m[1] === 'application' ? x.appStorageUuid : x.databaseStorageUuid, mount_path: `/moved-${i}` };
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
+  if (name === 'create_dockerfile_application') return { ...place, ports_exposes: '80', dockerfile: Buffer.from('FROM busybox\nCMD ["sleep", "3600"]\n').toString('base64') };
+  if (name === 'create_public_application') return { ...place, ports_exposes: '80', git_repository: 'https://git.example.test/team/app.git', git_branch: 'main', build_pack: 'dockerfile' };
   if (name === 'create_cloud_init_script') return { name: `init ${i}`, script: '#cloud-config\npackages:\n  - curl\n' };
   if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
   if (/^update_(application|database|service)_storage_backup$/.test(name)) return { frequency: 'daily', retention_amount_locally: 3 };

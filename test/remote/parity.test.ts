@@ -221,6 +221,8 @@ const steps: Step[] = [
     args: (c) => ({ ...place(c), docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80', name: 'app two', tags: ['two'] }),
     save: uuidOf('app2'),
   },
+  { tool: 'create_dockerfile_application', args: (c) => ({ ...place(c), name: 'built', ports_exposes: '8080', dockerfile: Buffer.from('FROM busybox\n').toString('base64') }) },
+  { tool: 'create_public_application', args: (c) => ({ ...place(c), name: 'from git', ports_exposes: '8080', git_repository: 'https://git.example.test/team/app.git', git_branch: 'main', build_pack: 'dockerfile', base_directory: '/app' }) },
   { tool: 'update_application', args: (c) => ({ uuid: c.made.app2, description: 'changed', ports_exposes: '80,443' }) },
   { tool: 'create_application_env', args: (c) => ({ uuid: c.made.app2, key: 'TWO', value: 'value-two' }), save: uuidOf('appEnv2') },
   { tool: 'update_application_env', args: (c) => ({ uuid: c.made.app2, key: 'TWO', value: 'value-2' }) },

@@ -10,8 +10,18 @@ import { CREATE, DELETE, messageSchema, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
 
+/** The image tag of a dockerfile application before its first build. */
+export const UNBUILT_TAG = 'unbuilt';
+
+/** Where a built application's image comes from (build_pack dockerfile). */
+export type BuildSource =
+  | { dockerfile: string }
+  | { git_repository: string; git_branch: string; base_directory: string; dockerfile_location: string };
+
 export interface ApplicationConfig {
-  build_pack: 'dockerimage';
+  /** dockerimage: run a registry image; dockerfile: build it on the server's engine at each deploy. */
+  build_pack: 'dockerimage' | 'dockerfile';
+  source?: BuildSource;
   docker_registry_image_name: string;
   docker_registry_image_tag: string;
   ports_exposes: string | null;
@@ -21,7 +31,13 @@ export interface ApplicationConfig {
 
 export const applicationSchema = z.object({
   ...placedSchema,
-  build_pack: z.literal('dockerimage'),
+  build_pack: z.enum(['dockerimage', 'dockerfile']),
+  /** Built applications: the repository, branch and Dockerfile, or the inline Dockerfile. */
+  git_repository: z.string().nullable(),
+  git_branch: z.string().nullable(),
+  base_directory: z.string().nullable(),
+  dockerfile_location: z.string().nullable(),
+  dockerfile: z.string().nullable(),
   docker_registry_image_name: z.string(),
   docker_registry_image_tag: z.string(),
   ports_exposes: z.string().nullable(),
@@ -29,9 +45,18 @@ export const applicationSchema = z.object({
   fqdn: z.string().nullable(),
 });
 
-async function view(db: import('../../store/db.js').Db, r: ResourceRow): Promise<z.infer<typeof applicationSchema>> {
-  const c = config<ApplicationConfig>(r);
-  return { ...(await placedView(db, r)), ...c };
+export async function view(db: import('../../store/db.js').Db, r: ResourceRow): Promise<z.infer<typeof applicationSchema>> {
+  const { source, ...c } = config<ApplicationConfig>(r);
+  const git = source && 'git_repository' in source ? source : null;
+  return {
+    ...(await placedView(db, r)),
+    ...c,
+    git_repository: git?.git_repository ?? null,
+    git_branch: git?.git_branch ?? null,
+    base_directory: git?.base_directory ?? null,
+    dockerfile_location: git?.dockerfile_location ?? null,
+    dockerfile: source && 'dockerfile' in source ? source.dockerfile : null,
+  };
 }
 
 /** Image name and tag as Coolify stores them: a tag inside the name wins over the default. */
@@ -42,9 +67,9 @@ function image(nameRef: string, tag: string | undefined): { docker_registry_imag
 }
 
 /** Coolify's fqdn: comma-separated URLs without spaces, the same from create and patch. */
-const normalizeDomains = (v: string | null | undefined): string | null => v?.split(',').map((d) => d.trim()).join(',') ?? null;
+export const normalizeDomains = (v: string | null | undefined): string | null => v?.split(',').map((d) => d.trim()).join(',') ?? null;
 
-const appFields = {
+export const appFields = {
   name: name.optional(),
   description: description.optional(),
   docker_registry_image_name: imageName,
@@ -126,6 +151,9 @@ export const applicationOperations = [
     async run({ db, caller }, { uuid, ...i }) {
       const r = await ownedResource(db, uuid, caller.teamId, ['application']);
       const c = config<ApplicationConfig>(r);
+      if (c.build_pack === 'dockerfile' && (i.docker_registry_image_name !== undefined || i.docker_registry_image_tag !== undefined)) {
+        throw validationError({ [i.docker_registry_image_name !== undefined ? 'docker_registry_image_name' : 'docker_registry_image_tag']: ['This application is built from a Dockerfile: each deploy builds its image.'] });
+      }
       if (i.docker_registry_image_name !== undefined) Object.assign(c, image(i.docker_registry_image_name, i.docker_registry_image_tag ?? c.docker_registry_image_tag));
       else if (i.docker_registry_image_tag !== undefined) c.docker_registry_image_tag = i.docker_registry_image_tag;
       if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;

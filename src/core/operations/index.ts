@@ -9,6 +9,7 @@ import { dockerCleanupOperations } from './docker-cleanup.js';
 import { s3StorageOperations } from './s3-storages.js';
 import { cloudInitScriptOperations } from './cloud-init-scripts.js';
 import { volumeBackupOperations } from './volume-backups.js';
+import { applicationBuildOperations } from './application-builds.js';
 import { keyOperations } from './keys.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
@@ -37,6 +38,7 @@ export const operations: readonly Operation[] = [
   ...cloudInitScriptOperations,
   ...projectOperations,
   ...applicationOperations,
+  ...applicationBuildOperations,
   ...resourceFamily('applications'),
   ...databaseOperations,
   ...resourceFamily('databases'),
