@@ -93,7 +93,9 @@ export interface Runtime {
   /** Removes staging volumes a failed migration left on the target (never a source volume). */
   discardStaging(migrationId: number): Promise<void>;
   /** Recent logs of a resource's containers. */
-  logs(resourceId: number, opts: { lines: number }): Promise<string>;
+  logs(resourceId: number, opts: { lines: number; container?: string }): Promise<string>;
+  /** Starts, stops or restarts one container of a service (its compose service name); what happened. */
+  serviceContainer(resourceId: number, container: string, action: 'start' | 'stop' | 'restart'): Promise<string>;
   /** Frees space on a server's engine (unused images, build cache; volumes and networks on request); the log lines. */
   dockerCleanup(serverId: number, opts: { allImages: boolean; volumes: boolean; networks: boolean; signal?: AbortSignal }): Promise<string[]>;
   /**
@@ -147,6 +149,9 @@ export const recordOnlyRuntime: Runtime = {
   async discardStaging() {},
   async logs() {
     return '';
+  },
+  async serviceContainer() {
+    return RECORD_ONLY_NOTE;
   },
   async dockerCleanup() {
     throw new Error(RECORD_ONLY_NOTE);

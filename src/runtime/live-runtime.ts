@@ -169,6 +169,22 @@ export class LiveRuntime implements Runtime {
     }
   }
 
+  async serviceContainer(resourceId: number, container: string, action: 'start' | 'stop' | 'restart'): Promise<string> {
+    if (!this.isLive(await this.serverOfResource(resourceId))) return recordOnlyRuntime.serviceContainer(resourceId, container, action);
+    const plan = await planResource(this.db, resourceId);
+    const c = plan.containers.find((k) => k.spec.labels?.['berth.container'] === container);
+    if (!c) throw new Error(`The service has no container ${container}.`);
+    const engine = await this.engineForServerId(plan.serverId);
+    try {
+      if (action !== 'start') await engine.stopContainer(c.name, 10);
+      if (action !== 'stop') await engine.startContainer(c.name);
+    } catch (err) {
+      if (err instanceof NotFoundError) throw new Error(`The container ${c.name} does not exist on the server: deploy the service first.`);
+      throw err;
+    }
+    return `${c.name} ${action === 'stop' ? 'stopped' : action === 'start' ? 'started' : 'restarted'}`;
+  }
+
   /** Starts the plan's containers; deploys them when any is missing. */
   private async start(engine: EngineClient, plan: Plan, ctx: RuntimeJobContext): Promise<void> {
     const missing = await this.missing(engine, plan);
@@ -432,12 +448,12 @@ export class LiveRuntime implements Runtime {
     for (const v of vols) await to.removeVolume(v.Name, { force: true }).catch((err) => this.logger.warn({ err, volume: v.Name }, 'could not discard a staging volume'));
   }
 
-  async logs(resourceId: number, opts: { lines: number }): Promise<string> {
+  async logs(resourceId: number, opts: { lines: number; container?: string }): Promise<string> {
     if (!this.isLive(await this.serverOfResource(resourceId))) return '';
     const plan = await planResource(this.db, resourceId);
     const engine = await this.engineForServerId(plan.serverId);
     const parts: string[] = [];
-    for (const c of plan.containers) {
+    for (const c of plan.containers.filter((k) => opts.container === undefined || k.spec.labels?.['berth.container'] === opts.container)) {
       try {
         const { entries } = await engine.containerLogs(c.name, { tail: opts.lines, timestamps: true });
         const lines = entries.map((e) => `${e.timestamp ?? ''} ${e.line}`.trim());

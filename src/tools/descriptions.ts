@@ -211,6 +211,18 @@ function familyText(name: string): ToolText | undefined {
           description: `Change the team's ${where} notifications: switch the channel on with its target and pick events (deployment_success, deployment_failure, backup_*, scheduled_task_*, server_*). Targets on private or loopback addresses are refused unless the operator allowed them.`,
         };
   }
+  m = /^(get|update|start|stop|restart)_service_(application|database)(_logs)?$/.exec(name);
+  if (m) {
+    const what = `one ${m[2]} of a service (a compose container, from list_service_${m[2]}s)`;
+    if (m[3]) return m[1] === 'get' ? { title: `Get service ${m[2]} logs`, description: `The last lines (default 100) of the logs of ${what}; read:sensitive.` } : undefined;
+    return {
+      get: { title: `Get a service ${m[2]}`, description: `Get ${what}: its name, human_name, description and image.` },
+      update: { title: `Describe a service ${m[2]}`, description: `Set the human_name or description of ${what}.` },
+      start: { title: `Start a service ${m[2]}`, description: `Start ${what} alone; the service's other containers are left as they are.` },
+      stop: { title: `Stop a service ${m[2]}`, description: `Stop ${what} alone; the service's other containers keep running.` },
+      restart: { title: `Restart a service ${m[2]}`, description: `Restart ${what} alone; the service's other containers keep running.` },
+    }[m[1] as 'get'];
+  }
   m = /^(get|update|delete|run)_(application|database|service)_storage_backup$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[2]!]!;

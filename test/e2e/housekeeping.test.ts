@@ -97,6 +97,22 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
     expect(startedAt()).toBeGreaterThan(startedBefore);
   }, 180_000);
 
+  it('a service part is started and stopped alone; its logs are its own', async () => {
+    const compose = `services:\n  web:\n    image: ${engines.image}\n    command: ["sh", "-c", "echo from-web; trap 'exit 0' TERM; while :; do sleep 1; done"]\n  worker:\n    image: ${engines.image}\n    command: ["sh", "-c", "echo from-worker; trap 'exit 0' TERM; while :; do sleep 1; done"]\n`;
+    const { uuid } = await api.ok('POST', '/services', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', docker_compose_raw: compose });
+    await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
+    const parts = await api.ok('GET', `/services/${uuid}/applications`);
+    const web = parts.find((x: { name: string }) => x.name === 'web').uuid;
+    const running = (name: string) => JSON.parse(engines.podman('a', ['container', 'inspect', `${uuid}-${name}`]))[0].State.Running as boolean;
+    expect((await api.ok('POST', `/services/${uuid}/applications/${web}/stop`)).message).toBe(`${uuid}-web stopped`);
+    expect([running('web'), running('worker')]).toEqual([false, true]);
+    expect((await api.ok('POST', `/services/${uuid}/applications/${web}/start`)).message).toBe(`${uuid}-web started`);
+    expect([running('web'), running('worker')]).toEqual([true, true]);
+    const logs = (await api.ok('GET', `/services/${uuid}/applications/${web}/logs`)).logs as string;
+    expect(logs).toContain('from-web');
+    expect(logs).not.toContain('from-worker');
+  }, 90_000);
+
   it('a due slot runs once, even when two instances tick at the same time; a slot before validation never runs', async () => {
     await api.ok('PATCH', `/servers/${p.serverB}/docker-cleanup`, { docker_cleanup_frequency: 'every_minute' });
     const logger = createLogger({ level: 'silent', destination: 'stderr' });

@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { Operation } from '../../src/core/operation.js';
+import { partUuid } from '../../src/core/operations/service-parts.js';
 import { call, type TestServer } from './server.js';
 
 /** One of everything a team can own, created through the REST API with a root token. */
@@ -158,7 +159,7 @@ export function worldParams(path: string, x: World, teamId: number): Params {
       // [backups]
       return { ...parts.database, scheduled_backup_uuid: x.backupUuid, execution_uuid: x.backupExecutionUuid };
     case 'services':
-      return parts.service;
+      return { ...parts.service, app_uuid: partUuid(x.serviceUuid, 'web'), database_uuid: partUuid(x.serviceUuid, 'cache') };
   }
   return {};
 }
@@ -220,6 +221,7 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (name === 'create_cloud_init_script') return { name: `init ${i}`, script: '#cloud-config\npackages:\n  - curl\n' };
   if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
   if (/^update_(application|database|service)_storage_backup$/.test(name)) return { frequency: 'daily', retention_amount_locally: 3 };
+  if (/^update_service_(application|database)$/.test(name)) return { human_name: `part ${i}`, description: 'a part' };
   if (name === 'create_s3_storage') return { ...S3_SAMPLE, name: `s3-${i}` };
   if (name === 'update_server_docker_cleanup') return { docker_cleanup_frequency: 'weekly' };
   if ((m = /^update_(\w+)_notifications$/.exec(name))) return { [`deployment_success_${m[1]}_notifications`]: true };

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../../src/core/operations/index.js';
 import { stdioClient, type AnyClient, type ToolResult } from '../helpers/mcp.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { partUuid } from '../../src/core/operations/service-parts.js';
 import { buildWorld, COMPOSE, S3_SAMPLE, type World } from '../helpers/world.js';
 import { remoteClient, type RemoteClient } from './helpers.js';
 
@@ -79,6 +80,10 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['get_server_domains', { uuid: w.serverUuid }],
     ['get_server_docker_cleanup', { uuid: w.serverUuid }],
     ['list_s3_storages', {}],
+    ['get_service_application', { uuid: w.serviceUuid, app_uuid: partUuid(w.serviceUuid, 'web') }],
+    ['get_service_database', { uuid: w.serviceUuid, database_uuid: partUuid(w.serviceUuid, 'cache') }],
+    ['get_service_application_logs', { uuid: w.serviceUuid, app_uuid: partUuid(w.serviceUuid, 'web') }],
+    ['get_service_database_logs', { uuid: w.serviceUuid, database_uuid: partUuid(w.serviceUuid, 'cache'), lines: 5 }],
     ['get_application_storage_backup', { uuid: w.appUuid, storage_uuid: w.appStorageUuid }],
     ['get_database_storage_backup', { uuid: w.databaseUuid, storage_uuid: w.databaseStorageUuid }],
     ['get_service_storage_backup', { uuid: w.serviceUuid, storage_uuid: w.serviceStorageUuid }],
@@ -306,6 +311,14 @@ const steps: Step[] = [
   { tool: 'update_service_storage_backup', args: (c) => ({ uuid: c.w.serviceUuid, storage_uuid: c.w.serviceStorageUuid, frequency: '0 4 * * *', retention_amount_locally: 2 }) },
   { tool: 'run_service_storage_backup', args: (c) => ({ uuid: c.w.serviceUuid, storage_uuid: c.w.serviceStorageUuid }) },
   { tool: 'delete_service_storage_backup', args: (c) => ({ uuid: c.w.serviceUuid, storage_uuid: c.w.serviceStorageUuid }) },
+  { tool: 'update_service_application', args: (c) => ({ uuid: c.w.serviceUuid, app_uuid: partUuid(c.w.serviceUuid, 'web'), human_name: 'the web' }) },
+  { tool: 'start_service_application', args: (c) => ({ uuid: c.w.serviceUuid, app_uuid: partUuid(c.w.serviceUuid, 'web') }) },
+  { tool: 'stop_service_application', args: (c) => ({ uuid: c.w.serviceUuid, app_uuid: partUuid(c.w.serviceUuid, 'web') }) },
+  { tool: 'restart_service_application', args: (c) => ({ uuid: c.w.serviceUuid, app_uuid: partUuid(c.w.serviceUuid, 'web') }) },
+  { tool: 'update_service_database', args: (c) => ({ uuid: c.w.serviceUuid, database_uuid: partUuid(c.w.serviceUuid, 'cache'), human_name: 'the cache' }) },
+  { tool: 'start_service_database', args: (c) => ({ uuid: c.w.serviceUuid, database_uuid: partUuid(c.w.serviceUuid, 'cache') }) },
+  { tool: 'stop_service_database', args: (c) => ({ uuid: c.w.serviceUuid, database_uuid: partUuid(c.w.serviceUuid, 'cache') }) },
+  { tool: 'restart_service_database', args: (c) => ({ uuid: c.w.serviceUuid, database_uuid: partUuid(c.w.serviceUuid, 'cache') }) },
   { tool: 'delete_service', args: (c) => ({ uuid: c.w.serviceUuid }) },
   { tool: 'delete_application', args: (c) => ({ uuid: c.w.appUuid }) },
   { tool: 'delete_server', args: (c) => ({ uuid: c.made.server3 }) },

@@ -24,7 +24,7 @@ describe('builds from source', () => {
     });
     const git = await c.api('POST', '/applications/public', c.readWrite, { ...place(), ...repo, base_directory: '/web', dockerfile_location: '/docker/Dockerfile' });
     expect(git.status).toBe(201);
-    expect((await c.api('GET', `/applications/${git.json.uuid}`, c.read)).json).toMatchObject({ build_pack: 'dockerfile', ...repo, base_directory: '/web', dockerfile_location: '/docker/Dockerfile', dockerfile: null });
+    expect((await c.api('GET', `/applications/${git.json.uuid}`, c.read)).json).toMatchObject({ ...repo, base_directory: '/web', dockerfile_location: '/docker/Dockerfile', dockerfile: null });
     // Its image is whatever the last build made.
     const p = await c.api('PATCH', `/applications/${git.json.uuid}`, c.write, { docker_registry_image_tag: 'v2' });
     expect(p.status).toBe(422);

@@ -51,4 +51,38 @@ describe('classification by image', () => {
     expect(['postgres:16', 'docker.io/library/redis:7', 'bitnami/mariadb', 'ghcr.io/x/clickhouse@sha256:ab', 'mongo'].filter((i) => !isDatabaseImage(i))).toEqual([]);
     expect(['mongo-express', 'localhost/berth-busybox:latest', 'adminer', 'redis-commander/redis-commander'].filter((i) => isDatabaseImage(i))).toEqual([]);
   });
+
+  it('one part: get, describe, logs (read:sensitive), and actions on a record-only server answer what berth did', async () => {
+    const apps = (await c.api('GET', `/services/${c.w.serviceUuid}/applications`, c.read)).json;
+    const web = apps[0].uuid as string;
+    const base = `/services/${c.w.serviceUuid}/applications/${web}`;
+    expect((await c.api('GET', base, c.read)).json).toMatchObject({ uuid: web, name: 'web', human_name: null });
+    const p = await c.api('PATCH', base, c.write, { human_name: 'Front door', description: 'nginx in front' });
+    expect(p.json).toMatchObject({ uuid: web, human_name: 'Front door', description: 'nginx in front' });
+    expect((await c.api('GET', `/services/${c.w.serviceUuid}/applications`, c.read)).json[0].human_name).toBe('Front door');
+    expect((await c.api('PATCH', base, c.write, {})).status).toBe(422);
+    expect((await c.api('PATCH', base, c.write, { image: 'evil' })).status).toBe(422);
+    expect((await c.api('GET', `${base}/logs`, c.read)).status).toBe(403);
+    expect((await c.api('GET', `${base}/logs`, c.sensitive)).json).toEqual({ logs: '' });
+    expect((await c.api('POST', `${base}/stop`, c.read)).status).toBe(403);
+    const stop = await c.api('POST', `${base}/stop`, c.deploy);
+    expect(stop.status).toBe(200);
+    expect(stop.json.message).toMatch(/no engine berth can reach/);
+  });
+
+  it('a part uuid of another kind, another service or another team is the same 404 as a missing one', async () => {
+    const apps = (await c.api('GET', `/services/${c.w.serviceUuid}/applications`, c.read)).json;
+    const dbs = (await c.api('GET', `/services/${c.w.serviceUuid}/databases`, c.read)).json;
+    const other = await c.s.team('Parts third');
+    for (const [token, path] of [
+      [c.read, `/services/${c.w.serviceUuid}/databases/${apps[0].uuid}`],
+      [c.read, `/services/${c.w.serviceUuid}/applications/${dbs[0].uuid}`],
+      [c.read, `/services/${c.w.serviceUuid}/applications/aaaaaaaaaaaaaaaaaaaaaaaa`],
+      [other.rootToken, `/services/${c.w.serviceUuid}/applications/${apps[0].uuid}`],
+    ] as const) {
+      const r = await c.api('GET', path, token);
+      expect(r.status, path).toBe(404);
+      expect(r.text).toBe('{"message":"Resource not found."}');
+    }
+  });
 });

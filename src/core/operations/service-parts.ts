@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { nowIso, type Db } from '../../store/db.js';
+import { BerthError, notFound, validationError } from '../errors.js';
 import { ownedResource } from '../lookup.js';
+import { sensitive } from '../redact.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput, pageOf } from '../pagination.js';
 import { uuidParam } from '../validators.js';
-import { READ } from './common.js';
+import { READ, UPDATE } from './common.js';
 import { config } from './resource-common.js';
 import type { ServiceConfig } from './services.js';
 
@@ -29,6 +32,25 @@ export function partUuid(serviceUuid: string, name: string): string {
 
 const partSchema = z.object({ uuid: z.string(), name: z.string(), human_name: z.string().nullable(), description: z.string().nullable(), image: z.string(), status: z.string() });
 
+type Kind = 'application' | 'database';
+type ServiceRow = Awaited<ReturnType<typeof ownedResource>>;
+
+/** The service's parts of one kind, as their API shows them. */
+function partViews(r: ServiceRow, kind: Kind) {
+  const c = config<ServiceConfig>(r);
+  return c.containers
+    .filter((k) => isDatabaseImage(k.image) === (kind === 'database'))
+    .map((k) => ({ uuid: partUuid(r.uuid, k.name), name: k.name, human_name: c.parts?.[k.name]?.human_name ?? null, description: c.parts?.[k.name]?.description ?? null, image: k.image, status: r.status }));
+}
+
+/** One part of a team's service, by uuid; a part of another service (or kind) is a 404 like a missing one. */
+async function ownedPart(db: Db, teamId: number, uuid: string, partUuidValue: string, kind: Kind) {
+  const r = await ownedResource(db, uuid, teamId, ['service']);
+  const part = partViews(r, kind).find((p) => p.uuid === partUuidValue);
+  if (!part) throw notFound();
+  return { r, part };
+}
+
 function partsOf(kind: 'application' | 'database') {
   return defineOperation({
     name: `list_service_${kind}s`,
@@ -41,13 +63,87 @@ function partsOf(kind: 'application' | 'database') {
     http: { method: 'GET', path: `/api/v1/services/{uuid}/${kind}s`, list: true },
     async run({ db, caller }, i) {
       const r = await ownedResource(db, i.uuid, caller.teamId, ['service']);
-      const c = config<ServiceConfig>(r);
-      const all = c.containers
-        .filter((k) => isDatabaseImage(k.image) === (kind === 'database'))
-        .map((k) => ({ uuid: partUuid(r.uuid, k.name), name: k.name, human_name: null, description: null, image: k.image, status: r.status }));
-      return pageOf(all, i);
+      return pageOf(partViews(r, kind), i);
     },
   });
 }
 
-export const servicePartOperations = [partsOf('application'), partsOf('database')];
+/** One part: read, rename or describe, its logs, and start/stop/restart of its container alone. */
+function partOperations(kind: Kind) {
+  const param = kind === 'application' ? 'app_uuid' : 'database_uuid';
+  const base = `/api/v1/services/{uuid}/${kind}s/{${param}}`;
+  const ids = { uuid: uuidParam, [param]: uuidParam } as { uuid: typeof uuidParam; app_uuid: typeof uuidParam };
+  const partOf = (i: object) => (i as Record<string, string>)[param]!;
+  const actions = (['start', 'stop', 'restart'] as const).map((action) =>
+    defineOperation({
+      name: `${action}_service_${kind}`,
+      summary: `${action === 'start' ? 'Start' : action === 'stop' ? 'Stop' : 'Restart'} one ${kind} container of a service; the others are left as they are.`,
+      permission: 'deploy',
+      toolset: 'services',
+      input: z.strictObject(ids),
+      output: z.object({ message: z.string() }),
+      annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
+      http: { method: 'POST', path: `${base}/${action}` },
+      async run({ db, caller, runtime }, i) {
+        const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
+        try {
+          return { message: await runtime.serviceContainer(r.id, part.name, action) };
+        } catch (err) {
+          throw new BerthError('conflict', { message: (err as Error).message });
+        }
+      },
+    }),
+  );
+  return [
+    defineOperation({
+      name: `get_service_${kind}`,
+      summary: `Get one ${kind} of a service (a compose container) by its uuid.`,
+      permission: 'read',
+      toolset: 'services',
+      input: z.strictObject(ids),
+      output: partSchema,
+      annotations: READ,
+      http: { method: 'GET', path: base },
+      async run({ db, caller }, i) {
+        return (await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind)).part;
+      },
+    }),
+    defineOperation({
+      name: `update_service_${kind}`,
+      summary: `Name or describe one ${kind} of a service (human_name, description).`,
+      permission: 'write',
+      toolset: 'services',
+      input: z.strictObject({ ...ids, human_name: z.string().max(255).nullable().optional(), description: z.string().max(1000).nullable().optional() }),
+      output: partSchema,
+      annotations: UPDATE,
+      http: { method: 'PATCH', path: base },
+      async run({ db, caller }, i) {
+        const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
+        if (i.human_name === undefined && i.description === undefined) throw validationError({ human_name: ['At least one field must be provided.'] });
+        const c = config<ServiceConfig>(r);
+        const was = c.parts?.[part.name] ?? { human_name: null, description: null };
+        const now = { human_name: i.human_name === undefined ? was.human_name : i.human_name, description: i.description === undefined ? was.description : i.description };
+        c.parts = { ...c.parts, [part.name]: now };
+        await db.updateTable('resources').set({ config: JSON.stringify(c), updated_at: nowIso() }).where('id', '=', r.id).execute();
+        return { ...part, ...now };
+      },
+    }),
+    defineOperation({
+      name: `get_service_${kind}_logs`,
+      summary: `Recent logs of one ${kind} container of a service (read:sensitive).`,
+      permission: 'read:sensitive',
+      toolset: 'services',
+      input: z.strictObject({ ...ids, lines: z.coerce.number().int().min(1).max(10_000).default(100) }),
+      output: z.object({ logs: sensitive(z.string()) }),
+      annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: true },
+      http: { method: 'GET', path: `${base}/logs` },
+      async run({ db, caller, runtime }, i) {
+        const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
+        return { logs: await runtime.logs(r.id, { lines: i.lines, container: part.name }) };
+      },
+    }),
+    ...actions,
+  ];
+}
+
+export const servicePartOperations = [partsOf('application'), partsOf('database'), ...partOperations('application'), ...partOperations('database')];

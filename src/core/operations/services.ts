@@ -13,6 +13,8 @@ import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
 export interface ServiceConfig {
+  /** Names and descriptions given to the service's containers (by compose service name). */
+  parts?: Record<string, { human_name: string | null; description: string | null }>;
   docker_compose_raw: string;
   containers: ComposeContainer[];
   volumes: string[];
