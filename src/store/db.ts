@@ -10,6 +10,7 @@ import * as m002 from './migrations/002-platform.js';
 import * as m003 from './migrations/003-ssh-servers.js';
 import * as m006 from './migrations/006-live-migration.js';
 import * as m007 from './migrations/007-job-leases.js';
+import * as m008 from './migrations/008-tags.js';
 import * as m014 from './migrations/014-notifications.js';
 import * as m015 from './migrations/015-docker-cleanup.js';
 import * as m016 from './migrations/016-s3-storages.js';
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   '003-ssh-servers': m003,
   '006-live-migration': m006,
   '007-job-leases': m007,
+  '008-tags': m008,
   '014-notifications': m014,
   '015-docker-cleanup': m015,
   '016-s3-storages': m016,

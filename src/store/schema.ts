@@ -278,6 +278,14 @@ export interface ScheduledVolumeBackupExecutionsTable extends Timestamps {
   finished_at: string | null;
 }
 
+export interface TagsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  /** Lower case, as Coolify keeps them; unique per team. */
+  name: string;
+}
+
 export interface NotificationSettingsTable extends Timestamps {
   team_id: number;
   channel: string;
@@ -328,6 +336,7 @@ export interface Database {
   docker_cleanup_executions: DockerCleanupExecutionsTable;
   s3_storages: S3StoragesTable;
   cloud_init_scripts: CloudInitScriptsTable;
+  tags: TagsTable;
   scheduled_volume_backups: ScheduledVolumeBackupsTable;
   scheduled_volume_backup_executions: ScheduledVolumeBackupExecutionsTable;
 

@@ -123,6 +123,10 @@ const explicit: Record<string, ToolText> = {
     description:
       'Create an application that runs a Docker image on a server, in a project environment. Needs project_uuid, server_uuid, environment_name (or environment_uuid) and docker_registry_image_name. Nothing runs until you deploy (or pass instant_deploy: true).',
   },
+  list_tags: { title: 'List tags', description: "The team's tags (uuid, name). Deploy everything that carries one with deploy(tag)." },
+  create_tag: { title: 'Create a tag', description: 'Create a tag (2-64 letters, digits, . _ -; stored lower case, unique in the team). Attach it with add_application_tags and friends.' },
+  update_tag: { title: 'Rename a tag', description: 'Rename a tag; every application, database and service carrying it carries the new name.' },
+  delete_tag: { title: 'Delete a tag', description: 'Delete a tag; the resources that carried it lose it (they are not deleted).' },
   create_dockerfile_application: {
     title: 'Create an application from a Dockerfile',
     description:
@@ -210,6 +214,15 @@ function familyText(name: string): ToolText | undefined {
           title: `Set ${where} notifications`,
           description: `Change the team's ${where} notifications: switch the channel on with its target and pick events (deployment_success, deployment_failure, backup_*, scheduled_task_*, server_*). Targets on private or loopback addresses are refused unless the operator allowed them.`,
         };
+  }
+  m = /^(list|add|remove)_(application|database|service)_tags?$/.exec(name);
+  if (m) {
+    const what = COLLECTION_WORDS[m[2]!]!;
+    return {
+      list: { title: `List ${m[2]} tags`, description: `The tags ${what} carries (uuid and name of each).` },
+      add: { title: `Tag ${what.replace(/^an? /, 'a ')}`, description: `Add tags to ${what}: tag_name, or tag_names for several; new names become tags. Answers all its tags.` },
+      remove: { title: `Untag ${what.replace(/^an? /, 'a ')}`, description: `Take one tag (tag_uuid from list_tags) off ${what}. A tag nothing carries any more is deleted.` },
+    }[m[1] as 'list'];
   }
   m = /^(get|update|start|stop|restart)_service_(application|database)(_logs)?$/.exec(name);
   if (m) {

@@ -32,6 +32,8 @@ export interface World {
   serverEnvId: string;
   /** A volume of the service (from its compose file); the app's, the database's and this one have backup schedules. */
   serviceStorageUuid: string;
+  /** The record of the app's tag "web". */
+  tagUuid: string;
   // [backups]
   backupUuid: string;
   backupExecutionUuid: string;
@@ -105,8 +107,9 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   for (const [collection, uuid, storage] of [['applications', appUuid, appStorageUuid], ['databases', databaseUuid, databaseStorageUuid], ['services', serviceUuid, serviceStorageUuid]]) {
     await ok(s, token, 'PUT', `/api/v1/${collection}/${uuid}/storages/${storage}/backups`, { frequency: 'weekly' });
   }
+  const tagUuid = (await ok(s, token, 'GET', '/api/v1/tags')).find((t: { name: string }) => t.name === 'web').uuid;
   return {
-    backupUuid, backupExecutionUuid, serviceStorageUuid,
+    backupUuid, backupExecutionUuid, serviceStorageUuid, tagUuid,
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
     databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid, cloudInitScriptUuid,
     teamEnvId, projectEnvId, environmentEnvId, serverEnvId,
@@ -119,11 +122,11 @@ export type Singular = 'application' | 'database' | 'service';
 export type Params = Record<string, string | undefined>;
 
 /** Per collection: the world's resource, one of its env vars and storages, and an env key. */
-export function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: string; storage_uuid?: string; envKey: string }> {
+export function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: string; storage_uuid?: string; tag_uuid: string; envKey: string }> {
   return {
-    application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, envKey: 'API_KEY' },
-    database: { uuid: x.databaseUuid, env_uuid: x.databaseEnvUuid, storage_uuid: x.databaseStorageUuid, envKey: 'PGTZ' },
-    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, storage_uuid: x.serviceStorageUuid, envKey: 'MODE' },
+    application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, tag_uuid: x.tagUuid, envKey: 'API_KEY' },
+    database: { uuid: x.databaseUuid, env_uuid: x.databaseEnvUuid, storage_uuid: x.databaseStorageUuid, tag_uuid: x.tagUuid, envKey: 'PGTZ' },
+    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, storage_uuid: x.serviceStorageUuid, tag_uuid: x.tagUuid, envKey: 'MODE' },
   };
 }
 
@@ -151,6 +154,8 @@ export function worldParams(path: string, x: World, teamId: number): Params {
       return { uuid: x.migrationUuid };
     case 's3-storages':
       return { uuid: x.s3StorageUuid };
+    case 'tags':
+      return { uuid: x.tagUuid };
     case 'cloud-init-scripts':
       return { uuid: x.cloudInitScriptUuid };
     case 'applications':
@@ -222,6 +227,8 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
   if (/^update_(application|database|service)_storage_backup$/.test(name)) return { frequency: 'daily', retention_amount_locally: 3 };
   if (/^update_service_(application|database)$/.test(name)) return { human_name: `part ${i}`, description: 'a part' };
+  if (name === 'create_tag' || name === 'update_tag') return { name: `tag-${i}` };
+  if (/^add_(application|database|service)_tags$/.test(name)) return { tag_names: [`t-${i}`, 'web'] };
   if (name === 'create_s3_storage') return { ...S3_SAMPLE, name: `s3-${i}` };
   if (name === 'update_server_docker_cleanup') return { docker_cleanup_frequency: 'weekly' };
   if ((m = /^update_(\w+)_notifications$/.exec(name))) return { [`deployment_success_${m[1]}_notifications`]: true };

@@ -1,0 +1,183 @@
+import { z } from 'zod';
+import { nowIso, type Db } from '../../store/db.js';
+import { BerthError, notFound, validationError } from '../errors.js';
+import { newUuid } from '../ids.js';
+import { owned, ownedResource } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { uuidParam } from '../validators.js';
+import { CREATE, messageSchema, READ, stamps, UPDATE } from './common.js';
+import { KINDS_OF, SINGULAR, type Collection } from './resource-common.js';
+
+const tagSchema = z.object({ uuid: z.string(), name: z.string(), created_at: z.string(), updated_at: z.string() });
+
+/** As Coolify: trimmed and lower case; berth's tag characters (the same rule as resource tags). */
+const tagName = z
+  .string()
+  .transform((v) => v.trim().toLowerCase())
+  .pipe(z.string().min(2).max(64).regex(/^[a-z0-9._-]+$/, 'Tags use letters, digits and . _ -.'));
+
+/** Every name a team's resources carry has a record (resources may have been tagged at create or update). */
+async function syncRecords(db: Db, teamId: number): Promise<void> {
+  const used = new Set<string>();
+  for (const r of await db.selectFrom('resources').select('tags').where('team_id', '=', teamId).execute()) for (const t of JSON.parse(r.tags) as string[]) used.add(t);
+  const have = new Set((await db.selectFrom('tags').select('name').where('team_id', '=', teamId).execute()).map((t) => t.name));
+  for (const name of used) {
+    if (!have.has(name)) await db.insertInto('tags').values({ uuid: newUuid(), team_id: teamId, name, ...stamps() }).onConflict((oc) => oc.columns(['team_id', 'name']).doNothing()).execute();
+  }
+}
+
+const view = (t: { uuid: string; name: string; created_at: string; updated_at: string }) => ({ uuid: t.uuid, name: t.name, created_at: t.created_at, updated_at: t.updated_at });
+
+/** Rewrites the tag names of every resource of the team that carries `from` (to `to`, or without it). */
+async function retag(db: Db, teamId: number, from: string, to: string | null): Promise<void> {
+  for (const r of await db.selectFrom('resources').select(['id', 'tags']).where('team_id', '=', teamId).execute()) {
+    const names = JSON.parse(r.tags) as string[];
+    if (!names.includes(from)) continue;
+    const next = [...new Set(names.flatMap((n) => (n === from ? (to ? [to] : []) : [n])))];
+    await db.updateTable('resources').set({ tags: JSON.stringify(next), updated_at: nowIso() }).where('id', '=', r.id).execute();
+  }
+}
+
+const taken = () => new BerthError('conflict', { message: 'Tag with this name already exists.' });
+
+export const tagOperations = [
+  defineOperation({
+    name: 'list_tags',
+    summary: "List the team's tags, by name.",
+    permission: 'read',
+    toolset: 'tags',
+    input: z.strictObject({}),
+    output: z.array(tagSchema),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/tags' },
+    async run({ db, caller }) {
+      await syncRecords(db, caller.teamId);
+      return (await db.selectFrom('tags').selectAll().where('team_id', '=', caller.teamId).orderBy('name').execute()).map(view);
+    },
+  }),
+  defineOperation({
+    name: 'create_tag',
+    summary: 'Create a tag (trimmed, lower case, unique in the team).',
+    permission: 'write',
+    toolset: 'tags',
+    input: z.strictObject({ name: tagName }),
+    output: tagSchema,
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/tags', status: 201 },
+    async run({ db, caller }, { name }) {
+      await syncRecords(db, caller.teamId);
+      if (await db.selectFrom('tags').select('id').where('team_id', '=', caller.teamId).where('name', '=', name).executeTakeFirst()) throw taken();
+      const row = { uuid: newUuid(), team_id: caller.teamId, name, ...stamps() };
+      await db.insertInto('tags').values(row).execute();
+      return view(row);
+    },
+  }),
+  defineOperation({
+    name: 'update_tag',
+    summary: 'Rename a tag: every application, database and service that carries it carries the new name.',
+    permission: 'write',
+    toolset: 'tags',
+    input: z.strictObject({ uuid: uuidParam, name: tagName }),
+    output: tagSchema,
+    annotations: UPDATE,
+    http: { method: 'PATCH', path: '/api/v1/tags/{uuid}' },
+    async run({ db, caller }, { uuid, name }) {
+      const t = await owned(db, 'tags', uuid, caller.teamId);
+      if (name === t.name) return view(t);
+      if (await db.selectFrom('tags').select('id').where('team_id', '=', caller.teamId).where('name', '=', name).executeTakeFirst()) throw taken();
+      const updated_at = nowIso();
+      await db.transaction().execute(async (trx) => {
+        await trx.updateTable('tags').set({ name, updated_at }).where('id', '=', t.id).execute();
+        await retag(trx, caller.teamId, t.name, name);
+      });
+      return view({ ...t, name, updated_at });
+    },
+  }),
+  defineOperation({
+    name: 'delete_tag',
+    summary: 'Delete a tag; the resources that carried it lose it.',
+    permission: 'write',
+    toolset: 'tags',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: messageSchema,
+    annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
+    http: { method: 'DELETE', path: '/api/v1/tags/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      const t = await owned(db, 'tags', uuid, caller.teamId);
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('tags').where('id', '=', t.id).execute();
+        await retag(trx, caller.teamId, t.name, null);
+      });
+      return { message: 'Tag deleted.' };
+    },
+  }),
+];
+
+/** Tags of one application, database or service: list, add (creating new names), remove. */
+export function resourceTagOperations(collection: Collection) {
+  const singular = SINGULAR[collection];
+  const kinds = KINDS_OF[collection];
+  const base = `/api/v1/${collection}/{uuid}/tags`;
+  const tagsOf = async (db: Db, teamId: number, names: string[]) =>
+    names.length ? (await db.selectFrom('tags').selectAll().where('team_id', '=', teamId).where('name', 'in', names).orderBy('name').execute()).map(view) : [];
+  return [
+    defineOperation({
+      name: `list_${singular}_tags`,
+      summary: `List the tags of a ${singular}.`,
+      permission: 'read',
+      toolset: 'tags',
+      input: z.strictObject({ uuid: uuidParam }),
+      output: z.array(tagSchema),
+      annotations: READ,
+      http: { method: 'GET', path: base },
+      async run({ db, caller }, { uuid }) {
+        const r = await ownedResource(db, uuid, caller.teamId, kinds);
+        await syncRecords(db, caller.teamId);
+        return tagsOf(db, caller.teamId, JSON.parse(r.tags) as string[]);
+      },
+    }),
+    defineOperation({
+      name: `add_${singular}_tags`,
+      summary: `Tag a ${singular} (tag_name, or tag_names for several); new names become tags. Answers all its tags.`,
+      permission: 'write',
+      toolset: 'tags',
+      input: z.strictObject({ uuid: uuidParam, tag_name: tagName.optional(), tag_names: z.array(tagName).min(1).max(50).optional() }),
+      output: z.array(tagSchema),
+      annotations: UPDATE,
+      http: { method: 'POST', path: base, status: 201 },
+      async run({ db, caller }, { uuid, tag_name, tag_names }) {
+        if ((tag_name === undefined) === (tag_names === undefined)) throw validationError({ tag_name: ['Give tag_name or tag_names (one of them).'] });
+        const r = await ownedResource(db, uuid, caller.teamId, kinds);
+        const names = [...new Set([...(JSON.parse(r.tags) as string[]), ...(tag_names ?? [tag_name!])])];
+        if (names.length > 50) throw validationError({ tag_names: ['A resource carries at most 50 tags.'] });
+        await db.transaction().execute(async (trx) => {
+          await trx.updateTable('resources').set({ tags: JSON.stringify(names), updated_at: nowIso() }).where('id', '=', r.id).execute();
+          await syncRecords(trx, caller.teamId);
+        });
+        return tagsOf(db, caller.teamId, names);
+      },
+    }),
+    defineOperation({
+      name: `remove_${singular}_tag`,
+      summary: `Take a tag (tag_uuid) off a ${singular}; a tag no resource carries any more is deleted, as Coolify does.`,
+      permission: 'write',
+      toolset: 'tags',
+      input: z.strictObject({ uuid: uuidParam, tag_uuid: uuidParam }),
+      output: messageSchema,
+      annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
+      http: { method: 'DELETE', path: `${base}/{tag_uuid}` },
+      async run({ db, caller }, { uuid, tag_uuid }) {
+        const r = await ownedResource(db, uuid, caller.teamId, kinds);
+        const t = await owned(db, 'tags', tag_uuid, caller.teamId);
+        const names = JSON.parse(r.tags) as string[];
+        if (!names.includes(t.name)) throw notFound();
+        await db.transaction().execute(async (trx) => {
+          await trx.updateTable('resources').set({ tags: JSON.stringify(names.filter((n) => n !== t.name)), updated_at: nowIso() }).where('id', '=', r.id).execute();
+          const still = (await trx.selectFrom('resources').select('tags').where('team_id', '=', caller.teamId).execute()).some((x) => (JSON.parse(x.tags) as string[]).includes(t.name));
+          if (!still) await trx.deleteFrom('tags').where('id', '=', t.id).execute();
+        });
+        return { message: 'Tag removed.' };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,68 @@
+/**
+ * Tags as Coolify's: records with uuids (lower case, unique in the team) and tags on
+ * applications, databases and services. A name used at create time has a record; renaming or
+ * deleting a record changes every resource carrying it; deploy by tag follows.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NOT_FOUND, setup, type Ctx } from './support.js';
+
+let c: Ctx;
+beforeAll(async () => {
+  c = await setup();
+});
+afterAll(() => c.stop());
+
+const names = (list: Array<{ name: string }>) => list.map((t) => t.name);
+
+describe('tags', () => {
+  it('a name given at create time is a tag record; create normalizes and refuses a taken name with 409', async () => {
+    expect(names((await c.api('GET', '/tags', c.read)).json)).toContain('web');
+    const made = await c.api('POST', '/tags', c.write, { name: '  Staging ' });
+    expect(made.status).toBe(201);
+    expect(made.json).toMatchObject({ uuid: expect.any(String), name: 'staging' });
+    const dup = await c.api('POST', '/tags', c.write, { name: 'STAGING' });
+    expect(dup.status).toBe(409);
+    expect(dup.json.message).toBe('Tag with this name already exists.');
+    for (const name of ['x', 'has space', 'a'.repeat(65)]) expect((await c.api('POST', '/tags', c.write, { name })).status).toBe(422);
+  });
+
+  it('tags on a resource: add by name (new names become tags), list, remove; deploy by tag follows a rename', async () => {
+    const base = `/databases/${c.w.databaseUuid}/tags`;
+    const add = await c.api('POST', base, c.write, { tag_names: ['Nightly', 'staging'] });
+    expect(add.status).toBe(201);
+    expect(names(add.json)).toEqual(['nightly', 'staging']);
+    expect((await c.api('POST', base, c.write, { tag_name: 'a1', tag_names: ['b1'] })).status).toBe(422);
+    expect((await c.api('POST', base, c.write, {})).status).toBe(422);
+
+    const nightly = add.json.find((t: { name: string }) => t.name === 'nightly');
+    const renamed = await c.api('PATCH', `/tags/${nightly.uuid}`, c.write, { name: 'every-night' });
+    expect(renamed.json).toMatchObject({ uuid: nightly.uuid, name: 'every-night' });
+    expect(names((await c.api('GET', base, c.read)).json)).toEqual(['every-night', 'staging']);
+    expect((await c.api('GET', `/databases/${c.w.databaseUuid}`, c.read)).json.tags).toContain('every-night');
+    const deploy = await c.api('POST', '/deploy?tag=every-night', c.deploy);
+    expect(deploy.status).toBe(200);
+    expect(deploy.json.deployments.map((d: { resource_uuid: string }) => d.resource_uuid)).toEqual([c.w.databaseUuid]);
+
+    const staging = add.json.find((t: { name: string }) => t.name === 'staging');
+    expect((await c.api('DELETE', `${base}/${staging.uuid}`, c.write)).json).toEqual({ message: 'Tag removed.' });
+    expect(names((await c.api('GET', base, c.read)).json)).toEqual(['every-night']);
+    // Not on the resource any more: as missing as a tag that never was.
+    expect((await c.api('DELETE', `${base}/${staging.uuid}`, c.write)).text).toBe(NOT_FOUND);
+  });
+
+  it('deleting a tag takes it off every resource; another team sees none of it', async () => {
+    const t = (await c.api('POST', '/tags', c.write, { name: 'doomed' })).json;
+    await c.api('POST', `/applications/${c.w.appUuid}/tags`, c.write, { tag_name: 'doomed' });
+    await c.api('POST', `/services/${c.w.serviceUuid}/tags`, c.write, { tag_name: 'doomed' });
+    const other = await c.s.team('tags-neighbour');
+    expect((await c.api('GET', '/tags', other.rootToken)).json).toEqual([]);
+    for (const [m, p] of [['PATCH', `/tags/${t.uuid}`], ['DELETE', `/tags/${t.uuid}`], ['GET', `/applications/${c.w.appUuid}/tags`]] as const) {
+      const r = await c.api(m, p, other.rootToken, m === 'PATCH' ? { name: 'mine' } : undefined);
+      expect(r.text, `${m} ${p}`).toBe(NOT_FOUND);
+    }
+    expect((await c.api('DELETE', `/tags/${t.uuid}`, c.write)).json).toEqual({ message: 'Tag deleted.' });
+    expect((await c.api('GET', `/applications/${c.w.appUuid}`, c.read)).json.tags).not.toContain('doomed');
+    expect((await c.api('GET', `/services/${c.w.serviceUuid}`, c.read)).json.tags).not.toContain('doomed');
+    expect((await c.api('POST', '/tags', c.read, { name: 'nope' })).status).toBe(403);
+  });
+});
