@@ -215,6 +215,11 @@ function familyText(name: string): ToolText | undefined {
           description: `Change the team's ${where} notifications: switch the channel on with its target and pick events (deployment_success, deployment_failure, backup_*, scheduled_task_*, server_*). Targets on private or loopback addresses are refused unless the operator allowed them.`,
         };
   }
+  m = /^move_(application|database|service)$/.exec(name);
+  if (m) {
+    const what = COLLECTION_WORDS[m[1]!]!;
+    return { title: `Move ${what.replace(/^an? /, 'a ')} to an environment`, description: `Move ${what} to another environment (environment_uuid, from list_environments of any of your projects). Records only: its server, containers and data stay; not to be confused with migrate, which changes servers.` };
+  }
   m = /^(list|add|remove)_(application|database|service)_tags?$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[2]!]!;

@@ -34,6 +34,8 @@ export interface World {
   serviceStorageUuid: string;
   /** The record of the app's tag "web". */
   tagUuid: string;
+  /** A second environment of the project (where move sends a resource). */
+  stagingUuid: string;
   // [backups]
   backupUuid: string;
   backupExecutionUuid: string;
@@ -107,9 +109,10 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   for (const [collection, uuid, storage] of [['applications', appUuid, appStorageUuid], ['databases', databaseUuid, databaseStorageUuid], ['services', serviceUuid, serviceStorageUuid]]) {
     await ok(s, token, 'PUT', `/api/v1/${collection}/${uuid}/storages/${storage}/backups`, { frequency: 'weekly' });
   }
+  const stagingUuid = (await ok(s, token, 'POST', `/api/v1/projects/${projectUuid}/environments`, { name: 'elsewhere' })).uuid;
   const tagUuid = (await ok(s, token, 'GET', '/api/v1/tags')).find((t: { name: string }) => t.name === 'web').uuid;
   return {
-    backupUuid, backupExecutionUuid, serviceStorageUuid, tagUuid,
+    backupUuid, backupExecutionUuid, serviceStorageUuid, tagUuid, stagingUuid,
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
     databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid, cloudInitScriptUuid,
     teamEnvId, projectEnvId, environmentEnvId, serverEnvId,
@@ -227,6 +230,7 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
   if (/^update_(application|database|service)_storage_backup$/.test(name)) return { frequency: 'daily', retention_amount_locally: 3 };
   if (/^update_service_(application|database)$/.test(name)) return { human_name: `part ${i}`, description: 'a part' };
+  if (/^move_(application|database|service)$/.test(name)) return { environment_uuid: x.stagingUuid };
   if (name === 'create_tag' || name === 'update_tag') return { name: `tag-${i}` };
   if (/^add_(application|database|service)_tags$/.test(name)) return { tag_names: [`t-${i}`, 'web'] };
   if (name === 'create_s3_storage') return { ...S3_SAMPLE, name: `s3-${i}` };

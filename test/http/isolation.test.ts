@@ -190,7 +190,8 @@ const REFERENCE: Record<string, (x: World, op: string) => string> = {
   project_uuid: (x) => x.projectUuid,
   server_uuid: (x) => x.serverUuid,
   destination_uuid: (x) => x.destinationUuid,
-  environment_uuid: (x) => x.environmentUuid,
+  // A create names where the resource goes; a move names where it goes next.
+  environment_uuid: (x, op) => (op.startsWith('move_') ? x.stagingUuid : x.environmentUuid),
   private_key_uuid: (x) => x.keyUuid,
   // A storage of the resource the operation's path names (storages PATCH).
   storage_uuid: (x, op) => (op.includes('database') ? x.databaseStorageUuid : x.appStorageUuid),

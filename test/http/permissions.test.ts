@@ -166,7 +166,7 @@ function freshRecipe(name: string): Recipe | undefined {
       return p;
     };
   }
-  if ((m = /^(?:delete|migrate)_(application|database|service)$/.exec(name))) {
+  if ((m = /^(?:delete|migrate|move)_(application|database|service)$/.exec(name))) {
     const kind = m[1] as Singular;
     return async (x) => ({ uuid: await freshResource(kind, x) });
   }

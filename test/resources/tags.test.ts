@@ -66,3 +66,21 @@ describe('tags', () => {
     expect((await c.api('POST', '/tags', c.read, { name: 'nope' })).status).toBe(403);
   });
 });
+
+describe('move', () => {
+  it('moves a resource to another environment of the team, records only; the same one again is a 409', async () => {
+    const staging = c.w.stagingUuid;
+    const r = await c.api('POST', `/services/${c.w.serviceUuid}/move`, c.write, { environment_uuid: staging });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ message: 'Service moved successfully.', uuid: c.w.serviceUuid, project_uuid: c.w.projectUuid, environment_uuid: staging });
+    expect((await c.api('GET', `/services/${c.w.serviceUuid}`, c.read)).json).toMatchObject({ environment_uuid: staging, server_uuid: c.w.serverUuid });
+    const again = await c.api('POST', `/services/${c.w.serviceUuid}/move`, c.write, { environment_uuid: staging });
+    expect(again.status).toBe(409);
+    expect(again.json.message).toBe('Service is already in this environment.');
+    const other = await c.s.team('move-neighbour');
+    const theirs = (await c.api('POST', '/projects', other.rootToken, { name: 'theirs' })).json.uuid;
+    const theirEnv = (await c.api('GET', `/projects/${theirs}/environments`, other.rootToken)).json[0].uuid;
+    expect((await c.api('POST', `/services/${c.w.serviceUuid}/move`, c.write, { environment_uuid: theirEnv })).text).toBe(NOT_FOUND);
+    expect((await c.api('POST', `/services/${c.w.serviceUuid}/move`, other.rootToken, { environment_uuid: theirEnv })).text).toBe(NOT_FOUND);
+  });
+});
