@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { Periodic } from './periodic.js';
 import { cleanupSettingsOf, runCleanup } from '../core/operations/docker-cleanup.js';
 import { lastDue } from '../core/frequency.js';
 import { newUuid } from '../core/ids.js';
@@ -15,17 +16,15 @@ import { VolumeBackupRunner } from './volume-backups.js';
  * a schedule missed while berth was down runs once, not once per missed slot. Cleanups that were
  * running when berth stopped are marked failed at the next start.
  */
-export class CleanupSchedule {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> = Promise.resolve();
-  private stopped = false;
-
+export class CleanupSchedule extends Periodic {
   constructor(
     private readonly db: Db,
     private readonly runtime: Runtime,
-    private readonly logger: Logger,
-    private readonly intervalMs: number,
-  ) {}
+    logger: Logger,
+    intervalMs: number,
+  ) {
+    super(logger, intervalMs, 'docker cleanup schedule');
+  }
 
   async start(): Promise<void> {
     // An hour is far longer than a prune takes: such a row was cut off by a stop or a crash.
@@ -44,19 +43,6 @@ export class CleanupSchedule {
       .where('created_at', '<', new Date(Date.now() - 11 * 3_600_000).toISOString())
       .execute();
     this.schedule();
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.running = this.tick().catch((err) => this.logger.error({ err }, 'docker cleanup schedule failed'));
-    this.timer = setTimeout(() => void this.running.then(() => this.schedule()), this.intervalMs);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
   }
 
   async tick(now = new Date()): Promise<void> {

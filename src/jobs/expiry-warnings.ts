@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
+import { Periodic } from './periodic.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { Mailer } from '../mail/mailer.js';
 
@@ -16,35 +17,19 @@ const MAX_BACKOFF_MS = 3_600_000;
  * after. A send cut off by a crash is left "unknown" and not retried: a warning is never sent twice.
  * Without SMTP the message is kept in the outbox and logged.
  */
-export class ExpiryWarnings {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> = Promise.resolve();
-  private stopped = false;
-
+export class ExpiryWarnings extends Periodic {
   constructor(
     private readonly db: Db,
     private readonly mailer: Mailer | null,
-    private readonly logger: Logger,
-    private readonly intervalMs: number,
-  ) {}
+    logger: Logger,
+    intervalMs: number,
+  ) {
+    super(logger, intervalMs, 'expiry warning scan');
+  }
 
   async start(): Promise<void> {
     await this.db.updateTable('outbox').set({ status: 'unknown' }).where('status', '=', 'sending').execute();
     this.schedule();
-  }
-
-  private schedule(): void {
-    // A timer that fired during the last tick chains the next one after it; none after stop().
-    if (this.stopped) return;
-    this.running = this.tick().catch((err) => this.logger.error({ err }, 'expiry warning scan failed'));
-    this.timer = setTimeout(() => void this.running.then(() => this.schedule()), this.intervalMs);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
   }
 
   async tick(): Promise<void> {

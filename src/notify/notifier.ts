@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { Periodic } from '../jobs/periodic.js';
 import { nowIso, type Db } from '../store/db.js';
 import { CHANNELS, channelDefaults, wants, type Channel, type ChannelSettings, type NotificationEvent } from './channels.js';
 import type { NotificationMessage } from './senders.js';
@@ -42,34 +43,19 @@ export type Send = (channel: Channel, s: ChannelSettings, m: NotificationMessage
  * both send it), sent with the channel's settings as they are now, retried with backoff, and
  * given up after MAX_ATTEMPTS. A send cut off by a crash is left "unknown", never sent twice.
  */
-export class Notifier {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> = Promise.resolve();
-  private stopped = false;
-
+export class Notifier extends Periodic {
   constructor(
     private readonly db: Db,
     private readonly send: Send,
-    private readonly logger: Logger,
-    private readonly intervalMs: number,
-  ) {}
+    logger: Logger,
+    intervalMs: number,
+  ) {
+    super(logger, intervalMs, 'notification delivery');
+  }
 
   async start(): Promise<void> {
     await this.db.updateTable('notifications').set({ status: 'unknown' }).where('status', '=', 'sending').execute();
     this.schedule();
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.running = this.tick().catch((err) => this.logger.error({ err }, 'notification delivery failed'));
-    this.timer = setTimeout(() => void this.running.then(() => this.schedule()), this.intervalMs);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
   }
 
   async tick(): Promise<void> {

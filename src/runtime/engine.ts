@@ -488,8 +488,6 @@ export class EngineClient {
       signal: opts.signal,
     };
     const res = await this.request(spec);
-    let buffered = '';
-    const decoder = new TextDecoder();
     const handle = (line: string) => {
       if (!line.trim()) return;
       let msg: { error?: string; errorDetail?: { message?: string }; status?: string };
@@ -510,6 +508,13 @@ export class EngineClient {
       }
       if (msg.status) opts.onProgress?.(msg.status);
     };
+    await this.jsonLines(res, spec, handle);
+  }
+
+  /** Feeds each line of a JSON-lines progress stream (pull, build) to `handle`, which may throw. */
+  private async jsonLines(res: Response, spec: RequestSpec, handle: (line: string) => void): Promise<void> {
+    let buffered = '';
+    const decoder = new TextDecoder();
     try {
       for await (const chunk of res.body) {
         buffered += decoder.decode(chunk as Buffer, { stream: true });
@@ -543,9 +548,7 @@ export class EngineClient {
       signal: opts.signal,
     };
     const res = await this.request(spec);
-    let buffered = '';
     let failure: string | undefined;
-    const decoder = new TextDecoder();
     const handle = (line: string) => {
       if (!line.trim()) return;
       let msg: { stream?: string; error?: string; errorDetail?: { message?: string } };
@@ -559,20 +562,7 @@ export class EngineClient {
       const text = (error ?? msg.stream ?? '').replace(/\n$/, '');
       if (text) opts.onLine?.(text);
     };
-    try {
-      for await (const chunk of res.body) {
-        buffered += decoder.decode(chunk as Buffer, { stream: true });
-        let nl: number;
-        while ((nl = buffered.indexOf('\n')) >= 0) {
-          handle(buffered.slice(0, nl));
-          buffered = buffered.slice(nl + 1);
-        }
-      }
-      handle(buffered);
-    } catch (err) {
-      res.body.destroy();
-      throw this.mapTransportError(err, spec);
-    }
+    await this.jsonLines(res, spec, handle);
     if (failure) throw new EngineError(`the build failed: ${failure}`, { endpoint: this.endpoint, method: 'POST', path: '/build', status: res.status, engineMessage: failure });
   }
 
