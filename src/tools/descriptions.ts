@@ -215,6 +215,11 @@ function familyText(name: string): ToolText | undefined {
           description: `Change the team's ${where} notifications: switch the channel on with its target and pick events (deployment_success, deployment_failure, backup_*, scheduled_task_*, server_*). Targets on private or loopback addresses are refused unless the operator allowed them.`,
         };
   }
+  m = /^clone_(application|database|service)$/.exec(name);
+  if (m) {
+    const what = COLLECTION_WORDS[m[1]!]!;
+    return { title: `Clone ${what.replace(/^an? /, 'a ')}`, description: `Copy ${what} onto a destination (destination_uuid from list_destinations): settings, variables, volumes (new and empty) and tags, in the same environment; name optional. The copy is not deployed.` };
+  }
   m = /^move_(application|database|service)$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[1]!]!;

@@ -230,6 +230,7 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
   if (/^update_(application|database|service)_storage_backup$/.test(name)) return { frequency: 'daily', retention_amount_locally: 3 };
   if (/^update_service_(application|database)$/.test(name)) return { human_name: `part ${i}`, description: 'a part' };
+  if (/^clone_(application|database|service)$/.test(name)) return { destination_uuid: x.destination2Uuid, name: `copy-${i}` };
   if (/^move_(application|database|service)$/.test(name)) return { environment_uuid: x.stagingUuid };
   if (name === 'create_tag' || name === 'update_tag') return { name: `tag-${i}` };
   if (/^add_(application|database|service)_tags$/.test(name)) return { tag_names: [`t-${i}`, 'web'] };

@@ -84,3 +84,30 @@ describe('move', () => {
     expect((await c.api('POST', `/services/${c.w.serviceUuid}/move`, other.rootToken, { environment_uuid: theirEnv })).text).toBe(NOT_FOUND);
   });
 });
+
+describe('clone', () => {
+  it('copies settings, variables, volumes (new engine volumes) and tags onto a destination; not deployed', async () => {
+    const r = await c.api('POST', `/applications/${c.w.appUuid}/clone`, c.write, { destination_uuid: c.w.destination2Uuid, name: 'web copy' });
+    expect(r.status).toBe(201);
+    expect(r.json).toEqual({ uuid: expect.any(String), message: 'Application cloned.' });
+    const [src, copy] = await Promise.all([c.api('GET', `/applications/${c.w.appUuid}`, c.read), c.api('GET', `/applications/${r.json.uuid}`, c.read)]);
+    expect(copy.json).toMatchObject({ name: 'web copy', status: 'exited', server_uuid: c.w.server2Uuid, environment_uuid: src.json.environment_uuid, docker_registry_image_name: src.json.docker_registry_image_name, tags: src.json.tags });
+    const keys = async (uuid: string) => (await c.api('GET', `/applications/${uuid}/envs`, c.sensitive)).json.map((e: { key: string; value: string }) => `${e.key}=${e.value}`).sort();
+    expect(await keys(r.json.uuid)).toEqual(await keys(c.w.appUuid));
+    const volumes = async (uuid: string) => (await c.api('GET', `/applications/${uuid}/storages`, c.read)).json.persistent_storages.map((s: { name: string; volume_name: string }) => [s.name, s.volume_name]);
+    const [a, b] = [await volumes(c.w.appUuid), await volumes(r.json.uuid)];
+    expect(b.map((x: string[]) => x[0])).toEqual(a.map((x: string[]) => x[0]));
+    for (const [, v] of b) expect(a.map((x: string[]) => x[1])).not.toContain(v);
+  });
+
+  it("another team's destination or resource is the same 404 as a missing one; copying data is refused, nothing is made", async () => {
+    const before = (await c.api('GET', '/applications', c.read)).json.length;
+    const other = await c.s.team('clone-neighbour');
+    const theirServer = (await c.api('POST', '/servers', other.rootToken, { ip: '10.7.7.7' })).json.uuid;
+    const theirDest = (await c.api('GET', `/servers/${theirServer}/destinations`, other.rootToken)).json[0].uuid;
+    expect((await c.api('POST', `/applications/${c.w.appUuid}/clone`, c.write, { destination_uuid: theirDest })).text).toBe(NOT_FOUND);
+    expect((await c.api('POST', `/applications/${c.w.appUuid}/clone`, other.rootToken, { destination_uuid: theirDest })).text).toBe(NOT_FOUND);
+    expect((await c.api('POST', `/applications/${c.w.appUuid}/clone`, c.write, { destination_uuid: c.w.destinationUuid, clone_volumes: true })).status).toBe(422);
+    expect((await c.api('GET', '/applications', c.read)).json.length).toBe(before);
+  });
+});

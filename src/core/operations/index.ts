@@ -12,6 +12,7 @@ import { volumeBackupOperations } from './volume-backups.js';
 import { applicationBuildOperations } from './application-builds.js';
 import { resourceTagOperations, tagOperations } from './tags.js';
 import { moveOperation } from './move.js';
+import { cloneOperation } from './clone.js';
 import { keyOperations } from './keys.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
@@ -26,7 +27,7 @@ import { environmentOperations, sharedVariableOperations } from './shared-variab
 import { teamOperations } from './teams.js';
 
 /** What every application, database and service offers beyond its own CRUD. */
-const resourceFamily = (c: Collection) => [...envOperations(c), ...storageOperations(c), ...volumeBackupOperations(c), ...resourceTagOperations(c), moveOperation(c), logOperation(c), ...lifecycleOperations(c), migrateOperation(c)];
+const resourceFamily = (c: Collection) => [...envOperations(c), ...storageOperations(c), ...volumeBackupOperations(c), ...resourceTagOperations(c), moveOperation(c), cloneOperation(c), logOperation(c), ...lifecycleOperations(c), migrateOperation(c)];
 
 /** The operation table: every door is built from this list. */
 export const operations: readonly Operation[] = [

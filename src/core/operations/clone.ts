@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { validationError } from '../errors.js';
+import { newUuid } from '../ids.js';
+import { owned, ownedResource } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { name, uuidParam } from '../validators.js';
+import { stamps } from './common.js';
+import { KINDS_OF, SINGULAR, TOOLSET_OF, type Collection } from './resource-common.js';
+
+const TITLE: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
+
+/**
+ * Coolify's clone: a copy of a resource on a destination of the team, in the same environment,
+ * with its settings, variables, volumes (new, empty engine volumes: never the source's) and tags;
+ * stopped, not deployed. A database keeps its credentials. Copying volume data is not offered yet.
+ */
+export function cloneOperation(collection: Collection) {
+  const singular = SINGULAR[collection];
+  return defineOperation({
+    name: `clone_${singular}`,
+    summary: `Copy a ${singular} (settings, variables, volumes, tags) onto a destination of the team; the copy has new, empty volumes and is not deployed.`,
+    permission: 'write',
+    toolset: TOOLSET_OF[collection],
+    input: z.strictObject({ uuid: uuidParam, destination_uuid: uuidParam, name: name.nullable().optional(), clone_volumes: z.boolean().optional() }),
+    output: z.object({ uuid: z.string(), message: z.string() }),
+    annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: false },
+    http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/clone`, status: 201 },
+    async run({ db, caller }, i) {
+      const r = await ownedResource(db, i.uuid, caller.teamId, KINDS_OF[collection]);
+      const dest = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
+      if (i.clone_volumes) throw validationError({ clone_volumes: ['berth does not copy volume data on clone yet: the copy starts with empty volumes (migrate moves data between servers).'] });
+      const uuid = newUuid();
+      await db.transaction().execute(async (trx) => {
+        const { id: _id, uuid: _uuid, created_at: _c, updated_at: _u, ...rest } = r;
+        const { id } = await trx
+          .insertInto('resources')
+          .values({ ...rest, uuid, destination_id: dest.id, name: i.name ?? `${r.name}-clone`, status: 'exited', ...stamps() })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        for (const e of await trx.selectFrom('environment_variables').selectAll().where('resource_id', '=', r.id).execute()) {
+          const { id: _e, ...env } = e;
+          await trx.insertInto('environment_variables').values({ ...env, uuid: newUuid(), resource_id: id, ...stamps() }).execute();
+        }
+        // New volumes named after the copy: the source's data is never shared.
+        for (const s of await trx.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute()) {
+          const { id: _s, ...storage } = s;
+          await trx.insertInto('storages').values({ ...storage, uuid: newUuid(), resource_id: id, engine_volume: null, ...stamps() }).execute();
+        }
+      });
+      return { uuid, message: `${TITLE[collection]} cloned.` };
+    },
+  });
+}
