@@ -31,6 +31,16 @@ const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$
 /** The size marker the dump script prints last; the runtime reads it and drops it from the logs. */
 export const SIZE_MARKER = 'BERTH_BACKUP_SIZE=';
 
+/** A helper's output split into the file size its script printed (null when none) and the rest. */
+export function sizedOutput(output: string): { size: number | null; logs: string } {
+  const lines = output.split('\n');
+  const marker = lines.find((l) => l.startsWith(SIZE_MARKER));
+  return { size: marker ? Number(marker.slice(SIZE_MARKER.length)) : null, logs: lines.filter((l) => !l.startsWith(SIZE_MARKER)).join('\n') };
+}
+
+/** The last few lines of a tool's output, for an error message. */
+export const lastLines = (logs: string) => logs.split('\n').filter(Boolean).slice(-3).join(' / ') || 'no output';
+
 /**
  * The dump of one execution: file name (Coolify's prefixes), environment and shell script. The
  * script removes a partial file on failure, refuses an empty dump, and prints the file's size.

@@ -12,7 +12,7 @@ import type { DatabaseConfig } from '../core/operations/databases.js';
 import type { DatabaseKind } from '../core/operations/resource-common.js';
 import { TargetGuard } from '../core/outbound-guard.js';
 import { UNBUILT_TAG, type ApplicationConfig } from '../core/operations/applications.js';
-import { BACKUP_DIR, backupVolumeName, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
+import { BACKUP_DIR, backupVolumeName, lastLines, sizedOutput, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
 
 /**
  * The engine client, the SSH transport and the volume copier pull in undici, ssh2 and node-tar;
@@ -500,7 +500,7 @@ export class LiveRuntime implements Runtime {
     engine: EngineClient,
     r: { uuid: string },
     image: string,
-    o: { name: string; env: string[]; script: string; shareNetwork: boolean; signal: AbortSignal },
+    o: { name: string; env: string[]; script: string; shareNetwork: boolean; signal: AbortSignal; mounts?: { volume: string; target: string; readOnly?: boolean }[] },
   ): Promise<{ exitCode: number; logs: string }> {
     let networkMode = 'none';
     if (o.shareNetwork) {
@@ -526,7 +526,7 @@ export class LiveRuntime implements Runtime {
         env: o.env,
         user: '0',
         networkMode,
-        volumes: [{ volume: backupVolumeName(r.uuid), target: BACKUP_DIR }],
+        volumes: [...(o.mounts ?? []), { volume: backupVolumeName(r.uuid), target: BACKUP_DIR }],
         labels: { [LABEL_MANAGED]: 'true', 'berth.backup-of': r.uuid },
       },
       { signal: o.signal },
@@ -547,12 +547,9 @@ export class LiveRuntime implements Runtime {
     const plan = dumpPlan(kind, c.fields, { dumpAll: b.dump_all === 1, databases: b.databases_to_backup, at: new Date(e.created_at) });
     const engine = await this.engineFor(await this.serverOfResource(r.id));
     const out = await this.runHelper(engine, r, c.image, { name: `${r.uuid}-backup-${e.uuid}`, env: plan.env, script: plan.script, shareNetwork: true, signal });
-    const lines = out.logs.split('\n');
-    const marker = lines.find((l) => l.startsWith(SIZE_MARKER));
-    const logs = lines.filter((l) => !l.startsWith(SIZE_MARKER)).join('\n');
-    const size = marker ? Number(marker.slice(SIZE_MARKER.length)) : 0;
-    if (out.exitCode !== 0 || !marker || !(size > 0)) {
-      const err = new Error(`The backup failed (exit code ${out.exitCode}): ${logs.split('\n').filter(Boolean).slice(-3).join(' / ') || 'no output'}`);
+    const { size, logs } = sizedOutput(out.logs);
+    if (out.exitCode !== 0 || !size) {
+      const err = new Error(`The backup failed (exit code ${out.exitCode}): ${lastLines(logs)}`);
       (err as Error & { logs?: string }).logs = logs;
       throw err;
     }
@@ -600,39 +597,14 @@ export class LiveRuntime implements Runtime {
     const volume = s.engine_volume ?? volumeName(s.uuid, s.name);
     const slug = s.name.replace(/[^A-Za-z0-9_.-]/g, '-');
     const filename = `volume-${slug}-${at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.tar.gz`;
-    const name = `${s.uuid}-volume-backup-${Date.now().toString(36)}`;
     const { ensureImage } = (await loadEngineModules()).engine;
     await ensureImage(engine, this.helperImage, { signal });
     const file = `${BACKUP_DIR}/${filename}`;
     const script = `tar -czf "${file}" -C /source . || { rm -f "${file}"; exit 1; }; echo "${SIZE_MARKER}$(wc -c < "${file}")"`;
-    await engine.createContainer(
-      name,
-      {
-        image: this.helperImage,
-        entrypoint: ['sh', '-c'],
-        cmd: [script],
-        user: '0',
-        networkMode: 'none',
-        volumes: [
-          { volume, target: '/source', readOnly: true },
-          { volume: backupVolumeName(s.uuid), target: BACKUP_DIR },
-        ],
-        labels: { [LABEL_MANAGED]: 'true', 'berth.backup-of': s.uuid },
-      },
-      { signal },
-    );
-    try {
-      await engine.startContainer(name, { signal });
-      const w = await engine.waitContainer(name, { signal });
-      const { entries } = await engine.containerLogs(name, { tail: 'all', tty: false, maxBytes: 64 * 1024 });
-      const lines = entries.map((e) => e.line);
-      const marker = lines.find((l) => l.startsWith(SIZE_MARKER));
-      const logs = lines.filter((l) => !l.startsWith(SIZE_MARKER)).join('\n');
-      if (w.StatusCode !== 0 || !marker) throw Object.assign(new Error(`The volume backup failed (exit code ${w.StatusCode}): ${logs.split('\n').filter(Boolean).slice(-3).join(' / ') || 'no output'}`), { logs });
-      return { filename, size: Number(marker.slice(SIZE_MARKER.length)), logs };
-    } finally {
-      await engine.removeContainer(name, { force: true }).catch(() => undefined);
-    }
+    const out = await this.runHelper(engine, s, this.helperImage, { name: `${s.uuid}-volume-backup-${Date.now().toString(36)}`, env: [], script, shareNetwork: false, signal, mounts: [{ volume, target: '/source', readOnly: true }] });
+    const { size, logs } = sizedOutput(out.logs);
+    if (out.exitCode !== 0 || size === null) throw Object.assign(new Error(`The volume backup failed (exit code ${out.exitCode}): ${lastLines(logs)}`), { logs });
+    return { filename, size, logs };
   }
 
   async close(): Promise<void> {
