@@ -9,7 +9,7 @@ import type { Runtime } from './runtime.js';
 import type { Caller } from './caller.js';
 
 /** Tool groups an MCP client can select with --toolsets. */
-export const TOOLSETS = ['teams', 'servers', 'projects', 'applications', 'databases', 'services', 'deployments', 'settings', 'feedback', 'tags', 'shared_variables', 'backups', 'scheduled_tasks', 'notifications'] as const;
+export const TOOLSETS = ['teams', 'servers', 'projects', 'applications', 'databases', 'services', 'deployments', 'settings', 'feedback', 'tags', 'shared_variables', 'backups', 'notifications'] as const;
 export type Toolset = (typeof TOOLSETS)[number];
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';

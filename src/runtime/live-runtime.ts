@@ -481,7 +481,6 @@ export class LiveRuntime implements Runtime {
     });
   }
 
-  // [backups]
   /** An execution with its backup settings and its database. */
   private async backupParts(executionId: number) {
     const e = await this.db.selectFrom('scheduled_database_backup_executions').selectAll().where('id', '=', executionId).executeTakeFirstOrThrow();

@@ -17,20 +17,9 @@ import * as m016 from './migrations/016-s3-storages.js';
 import * as m017 from './migrations/017-cloud-init-scripts.js';
 import * as m018 from './migrations/018-volume-backups.js';
 
-// [tags]
-
-// [variables]
 import * as m009 from './migrations/009-shared-variables.js';
 
-// [services-parts]
-
-// [backups]
 import * as m011 from './migrations/011-backups.js';
-
-// [builds]
-
-// [tasks]
-
 
 /** Migrations are compiled in (no directory scan), so the built package is self-contained. */
 const migrations: Record<string, Migration> = {
@@ -46,19 +35,9 @@ const migrations: Record<string, Migration> = {
   '017-cloud-init-scripts': m017,
   '018-volume-backups': m018,
 
-  // [tags]
-
-  // [variables]
   '009-shared-variables': m009,
 
-  // [services-parts]
-
-  // [backups]
   '011-backups': m011,
-
-  // [builds]
-
-  // [tasks]
 
 };
 

@@ -340,20 +340,10 @@ export interface Database {
   scheduled_volume_backups: ScheduledVolumeBackupsTable;
   scheduled_volume_backup_executions: ScheduledVolumeBackupExecutionsTable;
 
-  // [tags]
-
-  // [variables]
   shared_environment_variables: import('./schema-shared-variables.js').SharedEnvironmentVariablesTable;
 
-  // [services-parts]
-
-  // [backups]
   scheduled_database_backups: ScheduledBackupsTable;
   scheduled_database_backup_executions: BackupExecutionsTable;
-
-  // [builds]
-
-  // [tasks]
 
 }
 
@@ -363,7 +353,6 @@ export type ApiTokenRow = Selectable<ApiTokensTable>;
 export type NewApiToken = Insertable<ApiTokensTable>;
 export type OutboxRow = Selectable<OutboxTable>;
 
-// [backups]
 export interface ScheduledBackupsTable extends Timestamps {
   id: Generated<number>;
   uuid: string;

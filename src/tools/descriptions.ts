@@ -166,9 +166,6 @@ const explicit: Record<string, ToolText> = {
   get_migration: { title: 'Get a migration', description: 'Follow a migration started by migrate_application, migrate_database or migrate_service: status, phase (pre-copy round N, final-sync, verify, switch), bytes sent, and downtime_ms once done.' },
   cancel_migration: { title: 'Cancel a migration', description: 'Cancel a migration before its switch: the copy stops, the copies on the target are removed, and the resource stays (running if it ran) where it was.' },
 
-  // [tags]
-
-  // [variables]
   get_environment: { title: 'Get an environment', description: 'Get one environment of a project by its name or uuid, with the applications, databases and services it holds.' },
   update_environment: { title: 'Update an environment', description: 'Rename an environment of a project (found by name or uuid) or change its description. Another environment of the project with the new name is a conflict.' },
   delete_environment: {
@@ -176,11 +173,9 @@ const explicit: Record<string, ToolText> = {
     description: "Delete an environment of a project (found by name or uuid) together with its shared variables. Refused while it holds resources: delete or move them first.",
   },
 
-  // [services-parts]
   list_service_applications: { title: 'List service applications', description: 'List the application containers of a compose service (containers whose image is not a database image), each with a uuid that stays while its compose service name stays.' },
   list_service_databases: { title: 'List service databases', description: 'List the database containers of a compose service (postgres, mysql, mariadb, mongo, redis, keydb, dragonfly, clickhouse and similar images), each with a uuid that stays while its compose service name stays.' },
 
-  // [backups]
   list_database_backups: { title: 'List database backups', description: 'The scheduled backups of a database (uuid from list_databases), each with its settings (frequency, enabled, retention) and its executions, newest first.' },
   create_database_backup: {
     title: 'Schedule database backups',
@@ -194,10 +189,6 @@ const explicit: Record<string, ToolText> = {
     title: 'Restore a database backup',
     description: 'Load a successful backup run back into its running database (PostgreSQL, MySQL, MariaDB, MongoDB): objects in the dump are dropped and recreated, so changes since the backup are lost. Waits until the restore ends.',
   },
-
-  // [builds]
-
-  // [tasks]
 
 };
 
@@ -256,7 +247,6 @@ function familyText(name: string): ToolText | undefined {
       run: { title: `Back up a ${m[2]} volume now`, description: `Archive a volume of ${what} now (it needs a schedule). Follow it with get_${m[2]}_storage_backup.` },
     }[m[1] as 'get']!;
   }
-  // [variables]
   const v = /^(list|create|update|delete)_(team|project|environment|server)_shared_envs?$/.exec(name);
   if (v) {
     const scope = v[2]!;

@@ -36,7 +36,6 @@ export const TOOLSET_DESCRIPTIONS: Record<Toolset, string> = {
   shared_variables: 'Shared variables of the team, a project, an environment or a server, referenced from resource variables as {{team.KEY}}.',
   backups: 'Database backups: scheduled and on-demand dumps, their executions, restore.',
   notifications: 'Team notifications: e-mail, Discord, Slack, Telegram, Pushover and webhook settings, and which events each sends.',
-  scheduled_tasks: 'Scheduled tasks: commands run on a cron schedule inside an application or service, and their executions.',
 };
 
 /** `--toolsets` (and the HTTP header or query): group names, `default`, or `all`. */

@@ -36,7 +36,6 @@ export interface World {
   tagUuid: string;
   /** A second environment of the project (where move sends a resource). */
   stagingUuid: string;
-  // [backups]
   backupUuid: string;
   backupExecutionUuid: string;
 }
@@ -101,7 +100,7 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   const projectEnvId = await shared(`/projects/${projectUuid}`, 'PROJECT_SHARED');
   const environmentEnvId = await shared(`/projects/${projectUuid}/environments/${environmentUuid}`, 'ENVIRONMENT_SHARED');
   const serverEnvId = await shared(`/servers/${serverUuid}`, 'SERVER_SHARED');
-  // [backups] A yearly backup with one on-demand run (it fails at once: the server is record-only).
+  // A yearly backup with one on-demand run (it fails at once: the server is record-only).
   const backup = await ok(s, token, 'POST', `/api/v1/databases/${databaseUuid}/backups`, { frequency: 'yearly', backup_now: true });
   const backupUuid = backup.uuid as string;
   const backupExecutionUuid = backup.execution_uuid as string;
@@ -164,7 +163,6 @@ export function worldParams(path: string, x: World, teamId: number): Params {
     case 'applications':
       return parts.application;
     case 'databases':
-      // [backups]
       return { ...parts.database, scheduled_backup_uuid: x.backupUuid, execution_uuid: x.backupExecutionUuid };
     case 'services':
       return { ...parts.service, app_uuid: partUuid(x.serviceUuid, 'web'), database_uuid: partUuid(x.serviceUuid, 'cache') };
@@ -239,21 +237,11 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if ((m = /^update_(\w+)_notifications$/.exec(name))) return { [`deployment_success_${m[1]}_notifications`]: true };
   if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
 
-  // [tags]
-
-  // [variables]
   if (/^create_(team|project|environment|server)_shared_env$/.test(name)) return { key: `SHARED_${i}`, value: 'shared' };
   if (/^update_(team|project|environment|server)_shared_env$/.test(name)) return { value: `changed-${i}` };
 
-  // [services-parts]
-
-  // [backups]
   if (name === 'create_database_backup') return { frequency: 'daily', database_backup_retention_amount_locally: 3 };
   if (name === 'update_database_backup') return { frequency: '30 2 * * *', enabled: true };
-
-  // [builds]
-
-  // [tasks]
 
   if (/^update_/.test(name)) return { description: `changed ${i}` };
   return undefined;

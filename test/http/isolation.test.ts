@@ -53,7 +53,6 @@ function randomParams(op: Operation): Params {
   return Object.fromEntries(pathParams(op.http.path).map((p) => [p, p === 'id' || p === 'env_id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid()]));
 }
 
-
 async function send(op: Operation, token: string, params: Params, body: Record<string, unknown> | undefined): Promise<Reply> {
   let url = fillPath(op, params);
   let payload: unknown = body;
@@ -196,18 +195,6 @@ const REFERENCE: Record<string, (x: World, op: string) => string> = {
   // A storage of the resource the operation's path names (storages PATCH).
   storage_uuid: (x, op) => (op.includes('database') ? x.databaseStorageUuid : x.appStorageUuid),
   s3_storage_uuid: (x) => x.s3StorageUuid,
-
-  // [tags]
-
-  // [variables]
-
-  // [services-parts]
-
-  // [backups]
-
-  // [builds]
-
-  // [tasks]
 
 };
 

@@ -65,7 +65,6 @@ afterAll(() => s.stop());
 
 // ---- sample inputs, built from the world ------------------------------------------------------
 
-
 async function freshResource(kind: Singular, x: World): Promise<string> {
   const place = { project_uuid: x.projectUuid, server_uuid: x.serverUuid, destination_uuid: x.destinationUuid, environment_name: 'production' };
   const i = ++seq;
@@ -104,7 +103,7 @@ async function pendingMigration(x: World): Promise<string> {
   return uuid;
 }
 
-// [backups] A finished execution of the world's backup, written as the runner would (the world's servers are record-only).
+// A finished execution of the world's backup, written as the runner would (the world's servers are record-only).
 async function backupExecution(x: World, status: 'success' | 'failed'): Promise<string> {
   const b = await s.db.selectFrom('scheduled_database_backups').select('id').where('uuid', '=', x.backupUuid).executeTakeFirstOrThrow();
   const uuid = newUuid();
@@ -139,7 +138,6 @@ function freshRecipe(name: string): Recipe | undefined {
       return async (x) => ({ uuid: await queuedDeployment(x.appUuid) });
     case 'cancel_migration':
       return async (x) => ({ uuid: await pendingMigration(x) });
-    // [backups]
     case 'delete_database_backup':
       return async (x) => ({ uuid: x.databaseUuid, scheduled_backup_uuid: (await setup.ok('POST', `/api/v1/databases/${x.databaseUuid}/backups`, { frequency: 'daily' })).uuid });
     case 'delete_database_backup_execution':
@@ -185,7 +183,6 @@ function freshRecipe(name: string): Recipe | undefined {
       return { uuid, storage_uuid: (await setup.ok('POST', `/api/v1/${kind}s/${uuid}/storages`, { type: 'persistent', name: `gone-${i}`, mount_path: `/gone/${i}` })).uuid };
     };
   }
-  // [variables]
   if ((m = /^delete_(team|project|environment|server)_shared_env$/.exec(name))) {
     const scope = m[1]!;
     return async (x) => {

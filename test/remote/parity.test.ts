@@ -130,13 +130,11 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['list_application_deployments', { uuid: w.appUuid }],
     ['list_migrations', {}],
     ['get_migration', { uuid: w.migrationUuid }],
-    // [variables]
     ['list_team_shared_envs', {}],
     ['list_project_shared_envs', { uuid: w.projectUuid }],
     ['list_environment_shared_envs', { uuid: w.projectUuid, environment_name_or_uuid: 'production' }],
     ['list_server_shared_envs', { uuid: w.serverUuid }],
     ['get_environment', { uuid: w.projectUuid, environment_name_or_uuid: 'production' }],
-    // [backups]
     ['list_database_backups', { uuid: w.databaseUuid }],
     ['list_database_backup_executions', { uuid: w.databaseUuid, scheduled_backup_uuid: w.backupUuid }],
   ];
@@ -274,9 +272,6 @@ const steps: Step[] = [
   { tool: 'migrate_database', args: (c) => ({ uuid: c.made.mysql2, destination_uuid: c.w.destination2Uuid, migrate_volumes: false }), save: (o) => ({ dbMigration: String(o.migration_uuid) }) },
   { tool: 'migrate_service', args: (c) => ({ uuid: c.made.svc2, destination_uuid: c.w.destination2Uuid }), save: (o) => ({ svcMigration: String(o.migration_uuid) }) },
 
-  // [tags]
-
-  // [variables]
   ...(['team', 'project', 'environment', 'server'] as const).flatMap((scope): Step[] => {
     const at = (c: Ctx): Record<string, unknown> =>
       ({ team: {}, project: { uuid: c.made.project2 }, environment: { uuid: c.made.project2, environment_name_or_uuid: 'staging' }, server: { uuid: c.made.server3 } })[scope];
@@ -290,9 +285,6 @@ const steps: Step[] = [
   { tool: 'create_environment_shared_env', args: (c) => ({ uuid: c.made.project2, environment_name_or_uuid: 'staging', key: 'GOES_WITH_IT', value: 'x' }) },
   { tool: 'delete_environment', args: (c) => ({ uuid: c.made.project2, environment_name_or_uuid: c.made.env2 }) },
 
-  // [services-parts]
-
-  // [backups]
   // backup_now on a record-only server: its execution fails at once (the steps between give it time to end).
   { tool: 'create_database_backup', args: (c) => ({ uuid: c.made.db2, frequency: 'daily', database_backup_retention_amount_locally: 2, backup_now: true }), save: (o) => ({ backup2: String(o.uuid), backupRun2: String(o.execution_uuid) }) },
   { tool: 'update_database_backup', args: (c) => ({ uuid: c.made.db2, scheduled_backup_uuid: c.made.backup2, frequency: '15 3 * * 1', enabled: false }) },
@@ -301,10 +293,6 @@ const steps: Step[] = [
   { tool: 'create_keydb_database', args: (c) => ({ ...place(c), name: 'keydb two', keydb_password: 'kdb-secret-1' }), save: uuidOf('kdb2') },
   { tool: 'delete_database_backup_execution', args: (c) => ({ uuid: c.made.db2, scheduled_backup_uuid: c.made.backup2, execution_uuid: c.made.backupRun2 }) },
   { tool: 'delete_database_backup', args: (c) => ({ uuid: c.made.db2, scheduled_backup_uuid: c.made.backup2 }) },
-
-  // [builds]
-
-  // [tasks]
 
   { tool: 'update_application_storage_backup', args: (c) => ({ uuid: c.w.appUuid, storage_uuid: c.w.appStorageUuid, frequency: '0 4 * * *', retention_amount_locally: 2 }) },
   { tool: 'run_application_storage_backup', args: (c) => ({ uuid: c.w.appUuid, storage_uuid: c.w.appStorageUuid }) },
@@ -425,7 +413,7 @@ describe('tools that change data: the same answers on two identical worlds', () 
       expect({ tool: step.tool, ...(nr as object) }).toEqual({ tool: step.tool, ...(nl as object) });
     }
     const changing = operations.filter((o) => !o.annotations.readOnly && !o.access?.rootTeamOnly).map((o) => o.name);
-    // [backups] restore's happy path needs a successful backup, which only a live engine makes (test/e2e/backups.test.ts).
+    // restore's happy path needs a successful backup, which only a live engine makes (test/e2e/backups.test.ts).
     expect(changing.filter((n) => !covered.has(n) && n !== 'cancel_deployment' && n !== 'cancel_migration' && n !== 'restore_database_backup_execution')).toEqual([]);
   }, 120_000);
 

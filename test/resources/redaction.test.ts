@@ -18,7 +18,7 @@ const SECRETS = {
   compose: 'GREETING',
   engine_tls: 'RU5HSU5FVExTU0VDUkVU',
   deployment_log: 'deploy-log-secret-8086',
-  // [variables] the world's shared variables: team_shared-secret-value, project_shared-…
+  // the world's shared variables: team_shared-secret-value, project_shared-…
   shared_value: 'shared-secret-value',
 };
 const NEVER_SHOWN = 'shown-once-secret-value';
@@ -94,7 +94,6 @@ describe('redaction over every GET route', () => {
       expect(text('/deployments')).toContain(SECRETS.deployment_log);
       const db = JSON.parse(text(`/databases/${c.w.databaseUuid}`));
       expect(db.internal_db_url).toContain(SECRETS.db_password);
-      // [variables]
       expect(text('/team/envs')).toContain(`team_${SECRETS.shared_value}`);
       expect(text(`/projects/${c.w.projectUuid}/envs`)).toContain(`project_${SECRETS.shared_value}`);
       expect(text(`/projects/${c.w.projectUuid}/environments/${c.w.environmentUuid}/envs`)).toContain(`environment_${SECRETS.shared_value}`);

@@ -53,22 +53,9 @@ export const operations: readonly Operation[] = [
   ...tagOperations,
   ...notificationOperations,
   ...s3StorageOperations,
-
-  // [tags]
-
-  // [variables]
   ...sharedVariableOperations,
   ...environmentOperations,
-
-  // [services-parts]
   ...servicePartOperations,
-
-  // [backups]
   ...backupOperations,
-
-  // [builds]
-
-  // [tasks]
-
 ] as unknown as readonly Operation[];
 
