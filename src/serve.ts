@@ -51,6 +51,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
   await notifier.start();
   await cleanups.start();
   await assembled.jobs.start();
+  core.deps.runtime.startWatching(assembled.jobs.instanceId);
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -69,6 +70,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
         await expiry.stop();
         await notifier.stop();
         await cleanups.stop();
+        await core.deps.runtime.stopWatching();
         await assembled.close();
         mailer?.close();
         await db.destroy();

@@ -72,6 +72,13 @@ const envSchema = z.object({
   BERTH_SCHEDULE_TICK_MS: z.coerce.number().int().min(50).default(30_000),
   /** How often queued notifications are sent (and failed ones retried). */
   BERTH_NOTIFY_SCAN_MS: z.coerce.number().int().min(50).default(5_000),
+  /**
+   * The engine watcher: how long one instance's watch of a server lasts unless renewed (another
+   * instance takes over after it), and how often every resource of a watched server is looked at
+   * besides the engine's events.
+   */
+  BERTH_WATCH_LEASE_MS: z.coerce.number().int().min(300).default(15_000),
+  BERTH_WATCH_RECONCILE_MS: z.coerce.number().int().min(100).default(15_000),
 });
 
 export type EnvConfig = z.infer<typeof envSchema>;
@@ -106,6 +113,8 @@ export interface Config {
   pushoverApiUrl: string;
   notifyScanMs: number;
   scheduleTickMs: number;
+  watchLeaseMs: number;
+  watchReconcileMs: number;
 }
 
 const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
@@ -146,6 +155,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     pushoverApiUrl: e.BERTH_PUSHOVER_API_URL,
     notifyScanMs: e.BERTH_NOTIFY_SCAN_MS,
     scheduleTickMs: e.BERTH_SCHEDULE_TICK_MS,
+    watchLeaseMs: e.BERTH_WATCH_LEASE_MS,
+    watchReconcileMs: e.BERTH_WATCH_RECONCILE_MS,
     ...overrides,
   };
 }

@@ -110,7 +110,35 @@ export interface Runtime {
   removeBackupFiles(resourceId: number, filenames: string[]): Promise<void>;
   /** Archives one storage's volume (tar.gz) into its resource's backup volume; the file and its size. */
   runVolumeBackup(storageId: number, at: Date, signal: AbortSignal): Promise<{ filename: string; size: number; logs: string }>;
+  /**
+   * Follows the engines of managed servers and keeps each resource's observed state in the
+   * store (one instance per server at a time, by lease). `instanceId` names this process's leases.
+   */
+  startWatching(instanceId: string): void;
+  stopWatching(): Promise<void>;
+  /** Looks at a resource's containers now and stores what the engine says; the status, or null when berth does not manage its server. */
+  observeResource(resourceId: number): Promise<string | null>;
+  /**
+   * Removes what a resource has on its engine: its containers (and helpers), with `volumes` its
+   * volumes and backup volume, with `networks` berth-made networks nothing else uses, with
+   * `cleanup` the engine's dangling images. The log lines; throws when the engine cannot be reached
+   * (nothing is reported removed that was not).
+   */
+  removeResource(resourceId: number, opts: RemoveOptions): Promise<string[]>;
+  /** berth-labelled containers and volumes on a server that no record names. */
+  orphans(serverId: number): Promise<Orphans>;
   close(): Promise<void>;
+}
+
+export interface RemoveOptions {
+  volumes: boolean;
+  networks: boolean;
+  cleanup: boolean;
+}
+
+export interface Orphans {
+  containers: { name: string; resource_uuid: string | null; state: string }[];
+  volumes: { name: string; resource_uuid: string | null }[];
 }
 
 export interface BackupOutcome {
@@ -165,6 +193,17 @@ export const recordOnlyRuntime: Runtime = {
   async removeBackupFiles() {},
   async runVolumeBackup() {
     throw new Error(`Nothing was backed up. ${RECORD_ONLY_NOTE}`);
+  },
+  startWatching() {},
+  async stopWatching() {},
+  async observeResource() {
+    return null;
+  },
+  async removeResource() {
+    return [];
+  },
+  async orphans() {
+    return { containers: [], volumes: [] };
   },
   async close() {},
 };

@@ -6,6 +6,8 @@ import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
 import { BackupRunner } from './backups.js';
+import { finishDeletion, retryDeletions } from './deletions.js';
+import type { RemoveOptions } from '../core/runtime.js';
 
 /** The reason a migration's copy is aborted when someone cancels it. */
 class MigrationCancelled extends Error {
@@ -22,6 +24,9 @@ class LeaseLost extends Error {
     super('another berth instance took this migration over');
   }
 }
+
+/** A resource that moved: what was seen where it was says nothing about where it is. */
+const NOT_OBSERVED = { observed_status: null, observed: null, observed_at: null, restart_count: null, last_exit_code: null } as const;
 
 /** A row with no lease this long after its last change was inserted by an instance that died before queueing it. */
 const UNLEASED_GRACE_MS = 60_000;
@@ -81,6 +86,7 @@ export class Jobs {
       this.ticking ??= this.renew()
         .then(() => this.sweep())
         .then(() => this.backups.tick())
+        .then(() => retryDeletions(this.db, this.runtime, this.logger))
         .catch((err) => this.logger.warn({ err: (err as Error).message }, 'job leases: store unavailable; retrying'))
         .finally(() => (this.ticking = undefined));
     }, Math.max(250, Math.floor(this.leaseMs / 3)));
@@ -159,10 +165,11 @@ export class Jobs {
   }
 
   /** Puts a deployment on its server's queue; 429 "Deployment queue is full." when it is. */
-  async enqueue(deploymentId: number, serverId: number): Promise<void> {
+  async enqueue(deploymentId: number, serverId: number): Promise<{ done: Promise<void> }> {
     await this.db.updateTable('deployments').set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() }).where('id', '=', deploymentId).execute();
     const { done } = await this.queues.submit(String(serverId), () => this.run(deploymentId));
-    done.catch((err) => this.logger.error({ err, deploymentId }, 'deployment job failed'));
+    // Settles when the deployment has ended, however; never rejects (failures are logged here).
+    return { done: done.catch((err) => this.logger.error({ err, deploymentId }, 'deployment job failed')) };
   }
 
   /**
@@ -237,7 +244,7 @@ export class Jobs {
         for (const [storageId, volume] of staged) {
           await trx.updateTable('storages').set({ engine_volume: volume, updated_at: nowIso() }).where('id', '=', storageId).execute();
         }
-        await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
+        await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
         const done = await trx
           .updateTable('migrations_jobs')
           .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done' }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, finished_at: nowIso(), updated_at: nowIso() })
@@ -301,6 +308,18 @@ export class Jobs {
       await trx.updateTable('resources').set({ status: resourceStatus, updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
       await trx.updateTable('migrations_jobs').set({ status, error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', migrationId).execute();
     });
+  }
+
+  /**
+   * Deletes a resource: marks it (with its flags), cancels its deployments, removes what it has
+   * on its engine, then its records. When the engine part fails the resource stays, marked as
+   * being deleted, and the tick tries again.
+   */
+  async deleteResource(resourceId: number, flags: RemoveOptions): Promise<{ done: boolean; error?: string; log: string[] }> {
+    await this.db.updateTable('resources').set({ deleting: JSON.stringify(flags), updated_at: nowIso() }).where('id', '=', resourceId).execute();
+    const active = await this.db.selectFrom('deployments').select('id').where('resource_id', '=', resourceId).where('status', 'in', ['queued', 'in_progress']).execute();
+    for (const d of active) await this.cancel(d.id);
+    return finishDeletion(this.db, this.runtime, this.logger, resourceId);
   }
 
   /** Cancels a queued or running deployment; false when it already ended. */

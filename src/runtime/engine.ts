@@ -82,6 +82,17 @@ export interface CallOptions {
 type Query = Record<string, string | number | boolean | undefined>;
 type Filters = Record<string, string[]>;
 
+/** One line of `GET /events` (the fields berth reads). */
+export interface EngineEvent {
+  Type?: string;
+  Action?: string;
+  status?: string;
+  id?: string;
+  Actor?: { ID?: string; Attributes?: Record<string, string> };
+  time?: number;
+  timeNano?: number;
+}
+
 interface RequestSpec {
   method: Dispatcher.HttpMethod;
   /** Path without the version prefix. */
@@ -564,6 +575,54 @@ export class EngineClient {
     };
     await this.jsonLines(res, spec, handle);
     if (failure) throw new EngineError(`the build failed: ${failure}`, { endpoint: this.endpoint, method: 'POST', path: '/build', status: res.status, engineMessage: failure });
+  }
+
+  /**
+   * `GET /events` for containers (optionally only those carrying `labels`), one callback per
+   * event, until the engine closes the stream or `signal` aborts. Resolves when the stream ends
+   * (the engine restarted, the connection dropped): the caller reconnects. The stream may stay
+   * silent for hours, so no idle timeout applies. Not retried.
+   */
+  async events(opts: CallOptions & { labels?: Record<string, string | true>; onEvent: (e: EngineEvent) => void; onOpen?: () => void }): Promise<void> {
+    const spec: RequestSpec = {
+      method: 'GET',
+      path: '/events',
+      query: { filters: filtersParam({ type: ['container'], label: labelFilter(opts.labels) }) },
+      idempotent: false,
+      headersTimeoutMs: this.timeouts.streamHeadersMs,
+      bodyTimeoutMs: 0,
+      signal: opts.signal,
+    };
+    const res = await this.request(spec);
+    opts.onOpen?.();
+    await this.jsonLines(res, spec, (line) => {
+      if (!line.trim()) return;
+      try {
+        opts.onEvent(JSON.parse(line) as EngineEvent);
+      } catch {
+        /* a line that is not an event is skipped */
+      }
+    });
+  }
+
+  /**
+   * Runs a container's health check once, now (libpod's `GET /libpod/containers/{name}/healthcheck`):
+   * podman without systemd never runs them on its own. The result lands in `.State.Health`.
+   * Docker runs its checks itself and has no such endpoint (NotFoundError).
+   */
+  async runHealthcheck(idOrName: string, opts: CallOptions = {}): Promise<void> {
+    await this.empty({ method: 'GET', path: `/libpod/containers/${id(idOrName)}/healthcheck`, idempotent: false, accept: [409], signal: opts.signal });
+  }
+
+  /** `POST /containers/{id}/kill`; false when it was not running (409) or is gone (404). */
+  async killContainer(idOrName: string, opts: CallOptions & { signalName?: string } = {}): Promise<boolean> {
+    const status = await this.empty({ method: 'POST', path: `/containers/${id(idOrName)}/kill`, query: { signal: opts.signalName ?? 'SIGKILL' }, accept: [404, 409], signal: opts.signal });
+    return status < 300;
+  }
+
+  /** `POST /containers/{id}/rename?name=…`. */
+  async renameContainer(idOrName: string, name: string, opts: CallOptions = {}): Promise<void> {
+    await this.empty({ method: 'POST', path: `/containers/${id(idOrName)}/rename`, query: { name }, signal: opts.signal });
   }
 
   // ---------------------------------------------------------------- networks

@@ -1,11 +1,12 @@
 import { dockerCleanup } from './docker-cleanup.js';
 import type { Logger } from 'pino';
 import { volumeName } from '../core/operations/resource-parts.js';
-import { reachesEngine, recordOnlyRuntime, SERVER_ENGINE_COLUMNS, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
+import { reachesEngine, recordOnlyRuntime, type Orphans, type RemoveOptions, SERVER_ENGINE_COLUMNS, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine.js';
 import { NotFoundError } from './errors.js';
-import { LABEL_MANAGED, planRefusal, planResource, type Plan } from './plan.js';
+import { LABEL_MANAGED, LABEL_RESOURCE, planRefusal, planResource, type Plan, type PlannedContainer } from './plan.js';
+import { EngineWatchers } from './engine-watcher.js';
 import type { SshTuning } from './connections.js';
 import type { BackupOutcome } from '../core/runtime.js';
 import type { DatabaseConfig } from '../core/operations/databases.js';
@@ -36,6 +37,29 @@ const LABEL_MIGRATION = 'berth.migration';
 /** How long a stopped container is watched for a restart (see ensureStopped). */
 const RESTART_WATCH_MS = 400;
 
+/** How long a started container must stay up (without a health check) to count as running. */
+const SETTLE_MS = 1_000;
+/** How long a deploy waits for its containers to run (healthy, with a health check). */
+const DEPLOY_READY_TIMEOUT_MS = 120_000;
+const POLL_MS = 150;
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
+  });
+
+/** A planned container's dependencies (compose depends_on), in the plan's terms. */
+type Dependency = { name: string; condition: 'service_started' | 'service_healthy' | 'service_completed_successfully' };
+const dependsOn = (c: PlannedContainer): Dependency[] => (c as PlannedContainer & { dependsOn?: Dependency[] }).dependsOn ?? [];
+
+/** The last health-check output, for a failure message. */
+function healthOutput(h: { Status: string; [key: string]: unknown } | undefined): string {
+  const log = Array.isArray(h?.Log) ? (h.Log as { ExitCode?: number; Output?: string }[]) : [];
+  const last = log[log.length - 1];
+  return last ? ` Last check: exit code ${last.ExitCode ?? '?'}${last.Output?.trim() ? `, output: ${last.Output.trim().slice(0, 500)}` : ''}.` : '';
+}
+
 /** Networks berth never creates: the engine's own modes. */
 const BUILTIN_NETWORKS = new Set(['none', 'host', 'bridge', 'default']);
 
@@ -58,6 +82,8 @@ export class LiveRuntime implements Runtime {
     private readonly ssh: SshTuning = {},
     /** Where a team's git repositories may be fetched from (the outbound guard). */
     private readonly outbound: TargetGuard = new TargetGuard(''),
+    /** The engine watcher's lease and full-look intervals. */
+    private readonly watch: { leaseMs: number; reconcileMs: number } = { leaseMs: 15_000, reconcileMs: 15_000 },
   ) {}
 
   isLive(server: ServerEngine): boolean {
@@ -98,33 +124,66 @@ export class LiveRuntime implements Runtime {
     await this.buildIfNeeded(d, ctx);
     const plan = await planResource(ctx.db, d.resource_id);
     const engine = await this.engineForServerId(plan.serverId);
-    const setStatus = (status: string) => ctx.db.updateTable('resources').set({ status, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
-    switch (d.kind) {
-      case 'stop':
-        await this.stopAll(engine, plan, ctx);
-        await setStatus('exited');
-        return 'finished';
-      case 'start':
-        await this.start(engine, plan, ctx);
-        await setStatus('running');
-        return 'finished';
-      case 'restart': {
-        await this.stopAll(engine, plan, ctx);
-        // A container migrate removed (see ensureStopped) is deployed again instead.
-        const gone = await this.missing(engine, plan);
-        if (gone.length === 0) {
-          for (const c of plan.containers) await engine.startContainer(c.name, { signal: ctx.signal });
-          await setStatus('running');
-          await ctx.log('restarted');
+    // What berth wants comes first: the watcher reads a container that is down while the
+    // resource should run as restarting, and as exited once it should be stopped.
+    const want = (status: 'running' | 'exited') => ctx.db.updateTable('resources').set({ status, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
+    try {
+      switch (d.kind) {
+        case 'stop':
+          await want('exited');
+          await this.stopAll(engine, plan, ctx);
+          await this.ensureStopped(engine, plan, ctx.signal, ctx.log);
           return 'finished';
+        case 'start':
+          await want('running');
+          await this.start(engine, plan, ctx);
+          return 'finished';
+        case 'restart': {
+          await want('running');
+          await this.stopAll(engine, plan, ctx);
+          // One that kept restarting is removed by ensureStopped, and deployed again below.
+          await this.ensureStopped(engine, plan, ctx.signal, ctx.log);
+          if ((await this.missing(engine, plan)).length === 0) {
+            await this.startInOrder(engine, plan, ctx);
+            await ctx.log('restarted');
+            return 'finished';
+          }
+          await ctx.log('some containers do not exist; deploying instead');
+          break;
         }
-        await ctx.log(`${gone.length} container(s) do not exist; deploying instead`);
-        break;
       }
+      await want('running');
+      await this.deploy(engine, plan, ctx);
+      return 'finished';
+    } finally {
+      await this.observeOn(engine, d.resource_id).catch((err) => this.logger.debug({ err: (err as Error).message }, 'could not observe after a deployment'));
     }
-    await this.deploy(engine, plan, ctx);
-    await setStatus('running');
-    return 'finished';
+  }
+
+  private watchers: EngineWatchers | undefined;
+
+  private watchersOf(instanceId = 'on-demand'): EngineWatchers {
+    return (this.watchers ??= new EngineWatchers(this.db, this.logger, (s) => this.engineFor(s), { instanceId, ...this.watch }));
+  }
+
+  startWatching(instanceId: string): void {
+    void this.watchers?.stop();
+    this.watchers = undefined;
+    this.watchersOf(instanceId).start();
+  }
+
+  async stopWatching(): Promise<void> {
+    await this.watchers?.stop();
+  }
+
+  private observeOn(engine: EngineClient, resourceId: number): Promise<string> {
+    return this.watchersOf().observeResource(resourceId, engine);
+  }
+
+  async observeResource(resourceId: number): Promise<string | null> {
+    const server = await this.serverOfResource(resourceId);
+    if (!this.isLive(server)) return null;
+    return this.observeOn(await this.engineFor(server), resourceId);
   }
 
   /**
@@ -175,21 +234,31 @@ export class LiveRuntime implements Runtime {
     const c = plan.containers.find((k) => k.spec.labels?.['berth.container'] === container);
     if (!c) throw new Error(`The service has no container ${container}.`);
     const engine = await this.engineForServerId(plan.serverId);
+    const one: Plan = { ...plan, containers: [c] };
+    const ctx = { db: this.db, log: async () => undefined, signal: AbortSignal.timeout(DEPLOY_READY_TIMEOUT_MS + 60_000) };
     try {
-      if (action !== 'start') await engine.stopContainer(c.name, 10);
-      if (action !== 'stop') await engine.startContainer(c.name);
+      if (action !== 'start') {
+        await this.stopAll(engine, one, ctx);
+        await this.ensureStopped(engine, one, ctx.signal);
+      }
+      if (action !== 'stop') {
+        if ((await this.missing(engine, one)).length) await this.deploy(engine, one, ctx);
+        else await this.startInOrder(engine, one, ctx);
+      }
     } catch (err) {
       if (err instanceof NotFoundError) throw new Error(`The container ${c.name} does not exist on the server: deploy the service first.`);
       throw err;
+    } finally {
+      await this.observeOn(engine, resourceId).catch(() => undefined);
     }
     return `${c.name} ${action === 'stop' ? 'stopped' : action === 'start' ? 'started' : 'restarted'}`;
   }
 
-  /** Starts the plan's containers; deploys them when any is missing. */
+  /** Starts the plan's containers (and waits until they run); deploys them when any is missing. */
   private async start(engine: EngineClient, plan: Plan, ctx: RuntimeJobContext): Promise<void> {
     const missing = await this.missing(engine, plan);
     if (missing.length === 0) {
-      for (const c of plan.containers) await engine.startContainer(c.name, { signal: ctx.signal });
+      await this.startInOrder(engine, plan, ctx);
       await ctx.log(`started ${plan.containers.length} container(s)`);
       return;
     }
@@ -201,7 +270,11 @@ export class LiveRuntime implements Runtime {
     if (!this.isLive(await this.serverOfResource(resourceId))) return;
     const plan = await planResource(this.db, resourceId);
     const engine = await this.engineForServerId(plan.serverId);
-    await this.start(engine, plan, { db: this.db, log: async () => undefined, signal: signal ?? new AbortController().signal });
+    try {
+      await this.start(engine, plan, { db: this.db, log: async () => undefined, signal: signal ?? new AbortController().signal });
+    } finally {
+      await this.observeOn(engine, resourceId).catch(() => undefined);
+    }
   }
 
   private async missing(engine: EngineClient, plan: Plan): Promise<string[]> {
@@ -215,6 +288,112 @@ export class LiveRuntime implements Runtime {
       }
     }
     return out;
+  }
+
+  /**
+   * Starts containers in the plan's order (dependencies first), each once the ones it depends on
+   * are as its condition asks (started, healthy, or exited with 0), then waits until every
+   * long-running one runs (healthy, when it has a health check). Throws with the exit code and
+   * the log tail of one that does not.
+   */
+  private async startInOrder(engine: EngineClient, plan: Plan, ctx: Pick<RuntimeJobContext, 'log' | 'signal'>): Promise<void> {
+    const oneShots = new Set(plan.containers.flatMap((c) => dependsOn(c).filter((d) => d.condition === 'service_completed_successfully').map((d) => d.name)));
+    for (const c of plan.containers) {
+      for (const dep of dependsOn(c)) {
+        if (dep.condition === 'service_healthy') await this.awaitReady(engine, dep.name, ctx, { requireHealthy: true });
+        if (dep.condition === 'service_completed_successfully') {
+          const w = await engine.waitContainer(dep.name, { signal: ctx.signal });
+          if (w.StatusCode !== 0) throw new Error(`${dep.name} exited with ${w.StatusCode}; ${c.name} depends on its success.${await this.logTail(engine, dep.name)}`);
+        }
+      }
+      await engine.startContainer(c.name, { signal: ctx.signal });
+    }
+    for (const c of plan.containers) if (!oneShots.has(c.name)) await this.awaitReady(engine, c.name, ctx);
+  }
+
+  /** The last lines a container wrote, for a failure message. */
+  private async logTail(engine: EngineClient, name: string): Promise<string> {
+    try {
+      const { entries } = await engine.containerLogs(name, { tail: 20, maxBytes: 16 * 1024 });
+      const lines = entries.map((e) => e.line).filter(Boolean);
+      return lines.length ? `\nLast log lines:\n${lines.join('\n')}` : '\nIt wrote no log.';
+    } catch {
+      return '';
+    }
+  }
+
+  /**
+   * Waits until a started container runs for good: healthy when it has a health check (berth runs
+   * the check where the engine does not), otherwise up for a short while without a restart. A
+   * container that exits, restarts or turns unhealthy fails at once, with its exit code and log
+   * tail; one that never gets there fails at the timeout.
+   */
+  private async awaitReady(engine: EngineClient, name: string, ctx: Pick<RuntimeJobContext, 'log' | 'signal'>, opts: { requireHealthy?: boolean } = {}): Promise<void> {
+    const deadline = Date.now() + DEPLOY_READY_TIMEOUT_MS;
+    const drivesChecks = await this.drivesHealthchecks(engine);
+    let first: number | undefined;
+    let upSince: number | undefined;
+    let lastCheck = 0;
+    for (;;) {
+      const info = await engine.inspectContainer(name, { signal: ctx.signal });
+      const s = info.State;
+      const restarts = info.RestartCount ?? 0;
+      first ??= restarts;
+      const hc = (info.Config as { Healthcheck?: { Test?: string[] } }).Healthcheck?.Test;
+      const hasCheck = Array.isArray(hc) && hc.length > 0 && hc[0] !== 'NONE';
+      if (!s.Running || restarts > first) {
+        // A one-shot container (no restart policy) that did its work is done, not failed.
+        if (!s.Running && s.ExitCode === 0 && (info.HostConfig.RestartPolicy?.Name ?? 'no') === 'no' && !opts.requireHealthy) return;
+        const code = s.Running ? await this.exitCodeBetweenRestarts(engine, name, ctx.signal) : s.ExitCode;
+        throw new Error(`${name} did not stay running (exit code ${code ?? 'unknown'}${restarts > first ? `, restarted ${restarts - first} time(s)` : ''}).${await this.logTail(engine, name)}`);
+      }
+      if (hasCheck) {
+        const health = s.Health?.Status;
+        if (health === 'healthy') {
+          await ctx.log(`${name} is healthy`);
+          return;
+        }
+        if (health === 'unhealthy') throw new Error(`${name} is unhealthy: its health check failed.${healthOutput(s.Health)}${await this.logTail(engine, name)}`);
+        if (drivesChecks && Date.now() - lastCheck >= 1_000) {
+          lastCheck = Date.now();
+          await engine.runHealthcheck(name, { signal: ctx.signal });
+          continue;
+        }
+      } else if (opts.requireHealthy) {
+        throw new Error(`${name} has no health check, and another container waits for it to be healthy.`);
+      } else {
+        upSince ??= Date.now();
+        if (Date.now() - upSince >= SETTLE_MS) return;
+      }
+      if (Date.now() > deadline) throw new Error(`${name} did not become ${hasCheck ? 'healthy' : 'ready'} within ${DEPLOY_READY_TIMEOUT_MS / 1000} s.${await this.logTail(engine, name)}`);
+      await sleep(POLL_MS, ctx.signal);
+    }
+  }
+
+  /**
+   * A container its policy restarts at once reports running with exit code 0 in most inspects
+   * (podman): its real exit code shows only between two runs, caught by looking often for a moment.
+   */
+  private async exitCodeBetweenRestarts(engine: EngineClient, name: string, signal?: AbortSignal): Promise<number | null> {
+    for (let i = 0; i < 50; i++) {
+      const s = (await engine.inspectContainer(name, { signal })).State;
+      if (!s.Running) return s.ExitCode;
+      await sleep(10, signal);
+    }
+    return null;
+  }
+
+  private readonly podmanEngines = new WeakMap<EngineClient, Promise<boolean>>();
+
+  /** podman without systemd never runs health checks by itself: berth runs them there. */
+  private drivesHealthchecks(engine: EngineClient): Promise<boolean> {
+    let p = this.podmanEngines.get(engine);
+    if (!p) {
+      p = engine.version().then((v) => (v.Components ?? []).some((c) => /podman/i.test(c.Name)));
+      p.catch(() => this.podmanEngines.delete(engine));
+      this.podmanEngines.set(engine, p);
+    }
+    return p;
   }
 
   /**
@@ -279,14 +458,50 @@ export class LiveRuntime implements Runtime {
         await ctx.log(`created volume ${v}`);
       }
     }
+    const { ensureImage } = (await loadEngineModules()).engine;
+    for (const c of plan.containers) await ensureImage(engine, c.spec.image, { signal: ctx.signal });
+    if (await this.rollingUpdate(engine, plan, ctx)) return;
     for (const c of plan.containers) {
-      await (await loadEngineModules()).engine.ensureImage(engine, c.spec.image, { signal: ctx.signal });
       // removeContainer answers false (no error) when there was none to remove.
       if (await engine.removeContainer(c.name, { force: true, signal: ctx.signal })) await ctx.log(`removed the previous ${c.name}`);
       await engine.createContainer(c.name, c.spec, { signal: ctx.signal });
-      await engine.startContainer(c.name, { signal: ctx.signal });
-      await ctx.log(`started ${c.name} from ${c.spec.image}`);
     }
+    await this.startInOrder(engine, plan, ctx);
+    for (const c of plan.containers) await ctx.log(`started ${c.name} from ${c.spec.image}`);
+  }
+
+  /**
+   * Coolify's rolling update, for a one-container resource with a health check and no fixed host
+   * port (two containers cannot bind one): the new container starts beside the running one, and
+   * replaces it only once healthy; a new one that fails is removed and the previous one keeps
+   * serving. False when it does not apply (the caller replaces the container in place).
+   */
+  private async rollingUpdate(engine: EngineClient, plan: Plan, ctx: RuntimeJobContext): Promise<boolean> {
+    const [c] = plan.containers;
+    const check = (c?.spec as { healthcheck?: { test?: string[] } } | undefined)?.healthcheck?.test;
+    if (plan.containers.length !== 1 || !c || !check?.length || check[0] === 'NONE' || (c.spec.ports ?? []).some((p) => p.hostPort !== undefined)) return false;
+    let old: Awaited<ReturnType<EngineClient['inspectContainer']>> | undefined;
+    try {
+      old = await engine.inspectContainer(c.name, { signal: ctx.signal });
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+    }
+    if (!old?.State.Running) return false;
+    const next = `${c.name}-next`;
+    await engine.removeContainer(next, { force: true, signal: ctx.signal });
+    await engine.createContainer(next, c.spec, { signal: ctx.signal });
+    await ctx.log(`rolling update: starting ${next} beside the running ${c.name}`);
+    try {
+      await engine.startContainer(next, { signal: ctx.signal });
+      await this.awaitReady(engine, next, ctx, { requireHealthy: true });
+    } catch (err) {
+      await engine.removeContainer(next, { force: true }).catch(() => undefined);
+      throw new Error(`${(err as Error).message}\nThe new container was removed; the previous one keeps running.`);
+    }
+    await engine.removeContainer(c.name, { force: true, signal: ctx.signal });
+    await engine.renameContainer(next, c.name, { signal: ctx.signal });
+    await ctx.log(`rolling update: ${c.name} replaced by the new container from ${c.spec.image}`);
+    return true;
   }
 
   async stopResource(resourceId: number, signal?: AbortSignal): Promise<void> {
@@ -298,13 +513,13 @@ export class LiveRuntime implements Runtime {
   }
 
   /**
-   * Migrate must not copy a volume a container is writing, nor leave the resource running on
-   * its old server. podman (4.x) keeps restarting a container that exits at once under a
-   * restart policy, whatever stop answered (304, or even 204 between two restarts). A container
-   * still up, or restarted, shortly after the stop is removed: its volumes are kept, and a
-   * deploy (or start) recreates it from the records.
+   * A stop must end the container even while its restart policy restarts it. podman (4.x) keeps
+   * restarting a container that exits at once, whatever stop answered (304, or even 204 between
+   * two restarts), and cannot change a restart policy in place. A container still up, or
+   * restarted, shortly after the stop is removed: its volumes are kept, and a start (or deploy)
+   * recreates it from the records.
    */
-  private async ensureStopped(engine: EngineClient, plan: Plan, signal?: AbortSignal): Promise<void> {
+  private async ensureStopped(engine: EngineClient, plan: Plan, signal?: AbortSignal, log?: (line: string) => Promise<void>): Promise<void> {
     const look = async (name: string) => {
       try {
         const c = await engine.inspectContainer(name, { signal });
@@ -326,6 +541,7 @@ export class LiveRuntime implements Runtime {
       if (now && (before.up || now.up || now.restarts !== before.restarts)) {
         this.logger.warn({ container: c.name }, 'container keeps restarting after stop; removing it (volumes kept)');
         await engine.removeContainer(c.name, { force: true, removeVolumes: false, signal });
+        await log?.(`${c.name} kept restarting after the stop: removed (its volumes are kept; start recreates it)`);
       }
     }
   }
@@ -479,6 +695,71 @@ export class LiveRuntime implements Runtime {
       keepVolume: (name) => named.has(name) || owners.has(name.split('-')[0]!),
       keepNetworks: new Set(networks.map((n) => n.network)),
     });
+  }
+
+  async removeResource(resourceId: number, opts: RemoveOptions): Promise<string[]> {
+    const server = await this.serverOfResource(resourceId);
+    if (!this.isLive(server)) return [];
+    const r = await this.db.selectFrom('resources').select(['uuid']).where('id', '=', resourceId).executeTakeFirstOrThrow();
+    const plan = await planResource(this.db, resourceId);
+    const engine = await this.engineFor(server);
+    const signal = AbortSignal.timeout(120_000);
+    const out: string[] = [];
+    // Its containers, a rolling update's leftover, and the backup helpers made for it.
+    const names = new Set([...plan.containers.map((c) => c.name), ...plan.containers.map((c) => `${c.name}-next`)]);
+    for (const c of await engine.listContainers({ all: true, labels: { 'berth.backup-of': r.uuid }, signal })) names.add(c.Names[0]?.replace(/^\//, '') ?? c.Id);
+    for (const c of await engine.listContainers({ all: true, labels: { [LABEL_RESOURCE]: r.uuid }, signal })) names.add(c.Names[0]?.replace(/^\//, '') ?? c.Id);
+    for (const name of names) if (await engine.removeContainer(name, { force: true, removeVolumes: false, signal })) out.push(`removed container ${name}`);
+    if (opts.volumes) {
+      for (const v of [...plan.volumes, backupVolumeName(r.uuid)]) {
+        if (await engine.removeVolume(v, { force: true, signal })) out.push(`removed volume ${v}`);
+      }
+    }
+    if (opts.networks && !BUILTIN_NETWORKS.has(plan.network)) {
+      // Only a network berth made that no container and no other record on this server still uses.
+      const others = await this.db
+        .selectFrom('resources as r')
+        .innerJoin('destinations as d', 'd.id', 'r.destination_id')
+        .select('r.id')
+        .where('d.server_id', '=', plan.serverId)
+        .where('d.network', '=', plan.network)
+        .where('r.id', '!=', resourceId)
+        .executeTakeFirst();
+      if (!others) {
+        try {
+          const n = await engine.inspectNetwork(plan.network, { signal });
+          if (n.Labels?.[LABEL_MANAGED] === 'true' && Object.keys(n.Containers ?? {}).length === 0 && (await engine.removeNetwork(plan.network, { signal }))) out.push(`removed network ${plan.network}`);
+        } catch (err) {
+          if (!(err instanceof NotFoundError)) throw err;
+        }
+      }
+    }
+    if (opts.cleanup) {
+      const pruned = await engine.pruneImages({ danglingOnly: true, signal });
+      if (pruned.deleted) out.push(`removed ${pruned.deleted} unused image(s)`);
+    }
+    return out;
+  }
+
+  async orphans(serverId: number): Promise<Orphans> {
+    const server = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirstOrThrow();
+    if (!this.isLive(server)) return { containers: [], volumes: [] };
+    const engine = await this.engineFor(server);
+    // Any team's records count: a volume or container a record names is never an orphan.
+    const known = new Set((await this.db.selectFrom('resources').select('uuid').execute()).map((r) => r.uuid));
+    const named = new Set((await this.db.selectFrom('storages').select('engine_volume').where('engine_volume', 'is not', null).execute()).map((s) => s.engine_volume!));
+    const containers = (await engine.listContainers({ all: true, labels: { [LABEL_MANAGED]: 'true' } }))
+      .map((c) => ({ name: c.Names[0]?.replace(/^\//, '') ?? c.Id, resource_uuid: c.Labels?.[LABEL_RESOURCE] ?? c.Labels?.['berth.backup-of'] ?? null, state: c.State, migration: c.Labels?.[LABEL_MIGRATION] }))
+      .filter((c) => !c.migration && (c.resource_uuid === null || !known.has(c.resource_uuid)))
+      .map(({ migration: _m, ...c }) => c);
+    // berth's volumes: labelled when berth made them, or named after a resource (backup volumes
+    // are made by the engine when a helper first mounts them).
+    const owner = (name: string) => /^(?:berth-backups-)?([a-z0-9]{24})(?:-|$)/.exec(name)?.[1] ?? null;
+    const volumes = (await engine.listVolumes())
+      .filter((v) => (v.Labels?.[LABEL_MANAGED] === 'true' || owner(v.Name) !== null) && !v.Labels?.[LABEL_MIGRATION] && !named.has(v.Name))
+      .map((v) => ({ name: v.Name, resource_uuid: owner(v.Name) }))
+      .filter((v) => v.resource_uuid === null || !known.has(v.resource_uuid));
+    return { containers, volumes };
   }
 
   /** An execution with its backup settings and its database. */

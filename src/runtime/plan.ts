@@ -13,6 +13,12 @@ import type { ContainerSpec, PortBinding } from './types.js';
 export const LABEL_RESOURCE = 'berth.resource';
 export const LABEL_MANAGED = 'berth.managed';
 
+/** The containers a resource has on its engine, by name (what a plan of it would name). */
+export function containerNames(r: { uuid: string; kind: string; config: string }): string[] {
+  if (r.kind !== 'service') return [r.uuid];
+  return (JSON.parse(r.config) as ServiceConfig).containers.map((k) => `${r.uuid}-${k.name}`);
+}
+
 export interface PlannedContainer {
   name: string;
   spec: ContainerSpec;

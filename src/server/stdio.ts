@@ -41,8 +41,13 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // listed part grows when the agent enables toolsets.
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
   const handle = serveStdio(() => buildMcpServer({ core, logger, catalogue, callerFor: (tool) => core.admit(access, tool.op) }));
+  // Resource status comes from the engines: a desktop-only installation follows them too.
+  core.deps.runtime.startWatching(assembled.jobs.instanceId);
   logger.info({ tools: catalogue.listed.size, reachable: catalogue.reachable.length, teamId: caller.teamId }, 'berth mcp ready on stdio');
   process.stdin.once('end', () => {
-    void handle.close().finally(() => Promise.all([db.destroy(), assembled.close()]));
+    void handle.close().finally(async () => {
+      await core.deps.runtime.stopWatching().catch(() => undefined);
+      await Promise.all([db.destroy(), assembled.close()]);
+    });
   });
 }

@@ -16,6 +16,7 @@ import * as m015 from './migrations/015-docker-cleanup.js';
 import * as m016 from './migrations/016-s3-storages.js';
 import * as m017 from './migrations/017-cloud-init-scripts.js';
 import * as m018 from './migrations/018-volume-backups.js';
+import * as m019 from './migrations/019-observed-state.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
 
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '016-s3-storages': m016,
   '017-cloud-init-scripts': m017,
   '018-volume-backups': m018,
+  '019-observed-state': m019,
 
   '009-shared-variables': m009,
 

@@ -154,6 +154,21 @@ export interface ResourcesTable extends Timestamps {
   /** JSON: the kind's own fields (image, ports, passwords, compose, ...). */
   config: string;
   tags: string;
+  /** The engine's state in Coolify's words (`running:healthy`, `exited`, ...), as last observed; null: never observed here. */
+  observed_status: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON: each container's observed state (runtime/observe.ts ContainerObservation by name). */
+  observed: ColumnType<string | null, string | null | undefined, string | null>;
+  observed_at: ColumnType<string | null, string | null | undefined, string | null>;
+  restart_count: ColumnType<number | null, number | null | undefined, number | null>;
+  last_exit_code: ColumnType<number | null, number | null | undefined, number | null>;
+  /** JSON: the delete flags while the engine part of a delete is retried; null: not being deleted. */
+  deleting: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface EngineWatchLeasesTable {
+  server_id: number;
+  lease_owner: string;
+  lease_until: number;
 }
 
 export interface EnvironmentVariablesTable extends Timestamps {
@@ -339,6 +354,7 @@ export interface Database {
   tags: TagsTable;
   scheduled_volume_backups: ScheduledVolumeBackupsTable;
   scheduled_volume_backup_executions: ScheduledVolumeBackupExecutionsTable;
+  engine_watch_leases: EngineWatchLeasesTable;
 
   shared_environment_variables: import('./schema-shared-variables.js').SharedEnvironmentVariablesTable;
 

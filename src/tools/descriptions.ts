@@ -106,6 +106,7 @@ const explicit: Record<string, ToolText> = {
   },
   list_server_docker_cleanup_executions: { title: 'List Docker cleanups', description: "The 20 most recent Docker cleanups of a server, newest first: status (running, success, failed) and message." },
   list_server_resources: { title: 'List resources on a server', description: 'List the applications, databases and services that live on one server.' },
+  list_server_orphans: { title: 'List orphans on a server', description: 'List containers and volumes berth made on a server that no record names any more (a delete that could not reach the engine, or removed records). Asks the engine.' },
   list_destinations: { title: 'List destinations', description: "List every destination (Docker network) on the team's servers; a migration's target is a destination_uuid from here." },
   get_destination: { title: 'Get a destination', description: 'Get one destination and the server it belongs to.' },
   update_destination: { title: 'Rename a destination', description: 'Rename a destination. The Docker network itself does not change.' },
@@ -139,11 +140,11 @@ const explicit: Record<string, ToolText> = {
   },
   get_application: { title: 'Get an application', description: 'Get an application: image, ports, domains, status and where it lives.' },
   update_application: { title: 'Update an application', description: 'Change an application (image, ports, domains, name). Call deploy afterwards for the running container to pick it up.' },
-  delete_application: { title: 'Delete an application', description: 'Delete an application and its variables, storages and deployment history from berth.' },
+  delete_application: { title: 'Delete an application', description: 'Delete an application: its container on the server, its volumes (unless delete_volumes is false), then its records.' },
   list_databases: { title: 'List databases', description: "List the team's databases. Passwords and connection URLs are included only with read:sensitive." },
   get_database: { title: 'Get a database', description: 'Get a database. Passwords and internal_db_url need read:sensitive.' },
   update_database: { title: 'Update a database', description: 'Change a database (name, image, credentials of its own type). Restart it for the change to apply.' },
-  delete_database: { title: 'Delete a database', description: 'Delete a database and its records from berth.' },
+  delete_database: { title: 'Delete a database', description: 'Delete a database: its container, its volumes and backups (unless delete_volumes is false), then its records.' },
   list_services: { title: 'List services', description: "List the team's services (docker compose stacks) with their containers and volumes." },
   create_service: {
     title: 'Create a service from compose',
@@ -152,7 +153,7 @@ const explicit: Record<string, ToolText> = {
   },
   get_service: { title: 'Get a service', description: 'Get a service with its containers and volumes. The compose file itself needs read:sensitive.' },
   update_service: { title: 'Update a service', description: 'Change a service or replace its compose file (same rules as create). Redeploy to apply.' },
-  delete_service: { title: 'Delete a service', description: 'Delete a service and its records from berth.' },
+  delete_service: { title: 'Delete a service', description: 'Delete a service: its containers, its volumes (unless delete_volumes is false), then its records.' },
   deploy: {
     title: 'Deploy resources',
     description:
@@ -294,7 +295,7 @@ function familyText(name: string): ToolText | undefined {
   if (m) {
     const what = COLLECTION_WORDS[m[2]!]!;
     const effect = { start: 'Start', stop: 'Stop', restart: 'Restart' }[m[1] as 'start'];
-    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what}. Queued: follow deployment_uuid with get_deployment.` };
+    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what} and wait until the engine shows it ${m[1] === 'stop' ? 'stopped' : 'running'}; status is what the engine shows afterwards. A failure's logs: get_deployment.` };
   }
   m = /^migrate_(application|database|service)$/.exec(name);
   if (m) {

@@ -40,6 +40,19 @@ function importImage(engines: TestEngines, image: string, command: string): void
   }
 }
 
+/** An image whose command exits at once with code 3 (a crash loop under a restart policy). */
+export const EXITER_IMAGE = 'localhost/berth-exiter:latest';
+/** An image serving /www over HTTP on port 8080 (busybox httpd), with /www/index.html saying ok. */
+export const HTTPD_IMAGE = 'localhost/berth-httpd:latest';
+
+export function ensureExiterImage(engines: TestEngines): void {
+  importImage(engines, EXITER_IMAGE, 'echo boom >&2; exit 3');
+}
+
+export function ensureHttpdImage(engines: TestEngines): void {
+  importImage(engines, HTTPD_IMAGE, `mkdir -p /www; [ -e /www/index.html ] || echo ok > /www/index.html; trap 'exit 0' TERM INT; httpd -f -p 8080 -h /www & wait`);
+}
+
 /** Imports the sleeper image on both engines from the busybox rootfs engines.sh built (idempotent). */
 export function ensureSleeperImage(engines: TestEngines): void {
   importImage(engines, SLEEPER_IMAGE, KEEP_RUNNING);

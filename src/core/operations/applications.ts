@@ -3,6 +3,7 @@ import { nowIso } from '../../store/db.js';
 import { validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
+import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput } from '../pagination.js';
 import { description, domains, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
@@ -173,19 +174,5 @@ export const applicationOperations = [
       return { uuid };
     },
   }),
-  defineOperation({
-    name: 'delete_application',
-    summary: 'Delete an application’s records (its envs, storages and deployments too).',
-    permission: 'write',
-    toolset: 'applications',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: messageSchema,
-    annotations: DELETE,
-    http: { method: 'DELETE', path: '/api/v1/applications/{uuid}' },
-    async run({ db, caller }, { uuid }) {
-      const r = await ownedResource(db, uuid, caller.teamId, ['application']);
-      await db.deleteFrom('resources').where('id', '=', r.id).execute();
-      return { message: 'Application deleted.' };
-    },
-  }),
+  deleteOperation('applications'),
 ];

@@ -5,6 +5,7 @@ import { nowIso } from '../../store/db.js';
 import { validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
+import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
@@ -233,21 +234,7 @@ export const databaseOperations = [
       return { message: 'Database updated.' };
     },
   }),
-  defineOperation({
-    name: 'delete_database',
-    summary: 'Delete a database’s records (its storages, envs and deployments too).',
-    permission: 'write',
-    toolset: 'databases',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: messageSchema,
-    annotations: DELETE,
-    http: { method: 'DELETE', path: '/api/v1/databases/{uuid}' },
-    async run({ db, caller }, { uuid }) {
-      const r = await ownedResource(db, uuid, caller.teamId, DATABASE_KINDS);
-      await db.deleteFrom('resources').where('id', '=', r.id).execute();
-      return { message: 'Database deleted.' };
-    },
-  }),
+  deleteOperation('databases'),
 ];
 
 export { ENGINES as DATABASE_ENGINES };

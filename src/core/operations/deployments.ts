@@ -11,7 +11,7 @@ import { sensitive } from '../redact.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { uuidParam } from '../validators.js';
 import { ENGINE, READ, stamps } from './common.js';
-import { KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection, type ResourceRow } from './resource-common.js';
+import { displayStatus, KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection, type ResourceRow } from './resource-common.js';
 
 export type DeploymentKind = 'deploy' | 'start' | 'stop' | 'restart';
 type DeploymentRow = Selectable<DeploymentsTable>;
@@ -78,19 +78,21 @@ async function views(db: Db, rows: DeploymentRow[], full = false): Promise<z.inf
  */
 export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' | 'caller' | 'runtime'>, r: ResourceRow, kind: DeploymentKind, force: boolean) {
   if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; deploy it when the migration has finished.' });
+  if (r.deleting !== null) throw new BerthError('conflict', { message: 'The resource is being deleted.' });
   const server = await serverOf(ctx.db, r);
   const d = await ctx.db
     .insertInto('deployments')
     .values({ uuid: newUuid(), team_id: ctx.caller.teamId, resource_id: r.id, server_id: server.id, kind, status: 'queued', force: force ? 1 : 0, logs: '', started_at: null, finished_at: null, ...stamps() })
     .returning(['id', 'uuid'])
     .executeTakeFirstOrThrow();
+  let done: Promise<void>;
   try {
-    await ctx.jobs.enqueue(d.id, server.id);
+    ({ done } = await ctx.jobs.enqueue(d.id, server.id));
   } catch (err) {
     await ctx.db.deleteFrom('deployments').where('id', '=', d.id).execute();
     throw err;
   }
-  return { ...d, live: ctx.runtime.isLive(server) };
+  return { ...d, done, live: ctx.runtime.isLive(server) };
 }
 
 const note = (live: boolean) => (live ? '' : ` ${RECORD_ONLY_NOTE}`);
@@ -197,6 +199,9 @@ export function collectionOf(r: Pick<ResourceRow, 'kind'>): Collection {
 }
 
 const VERB: Record<'start' | 'stop' | 'restart', string> = { start: 'starting', stop: 'stopping', restart: 'restarting' };
+const DONE: Record<'start' | 'stop' | 'restart', string> = { start: 'started', stop: 'stopped', restart: 'restarted' };
+/** How long start, stop and restart wait for their deployment before answering. */
+const ACTION_WAIT_MS = 150_000;
 
 /** start/stop/restart for one collection: each queues a deployment of that kind. */
 export function lifecycleOperations(collection: Collection) {
@@ -208,14 +213,26 @@ export function lifecycleOperations(collection: Collection) {
       permission: 'deploy',
       toolset: TOOLSET_OF[collection],
       input: z.strictObject({ uuid: uuidParam }),
-      output: z.object({ message: z.string(), deployment_uuid: z.string() }),
-      annotations: { readOnly: false, destructive: action === 'stop', idempotent: false, openWorld: true },
+      output: z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: z.string(), status: z.string() }),
+      annotations: { readOnly: false, destructive: action === 'stop', idempotent: true, openWorld: true },
       http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}` },
       async run(ctx, { uuid }) {
         const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, KINDS_OF[collection]);
         const d = await queueDeployment(ctx, r, action, false);
         const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
-        return { message: `${label} ${VERB[action]} request queued.${note(d.live)}`, deployment_uuid: d.uuid };
+        // The answer comes once the engine is in the asked state (or the action failed), and says
+        // what the engine was seen doing afterwards; a long queue answers before, saying so.
+        const ended = await Promise.race([d.done.then(() => true), new Promise<false>((res) => setTimeout(res, ACTION_WAIT_MS, false).unref())]);
+        const dep = await ctx.db.selectFrom('deployments').select('status').where('id', '=', d.id).executeTakeFirst();
+        const now = await ctx.db.selectFrom('resources').select(['status', 'observed_status', 'deleting']).where('id', '=', r.id).executeTakeFirst();
+        const status = now ? displayStatus(now) : 'deleted';
+        const depStatus = dep?.status ?? 'cancelled';
+        const message = !ended
+          ? `${label} ${VERB[action]} request queued; it has not finished yet (deployment ${d.uuid}).${note(d.live)}`
+          : depStatus === 'finished'
+            ? `${label} ${DONE[action]}.${note(d.live)}`
+            : `${label} ${action} ${depStatus}: get_deployment ${d.uuid} has its logs.`;
+        return { message, deployment_uuid: d.uuid, deployment_status: depStatus, status };
       },
     }),
   );

@@ -169,7 +169,7 @@ export function migrateOperation(collection: Collection) {
         }
         await db.transaction().execute(async (trx) => {
           await trx.insertInto('migrations_jobs').values({ ...row, status: 'finished', progress: '{}', finished_at: nowIso() }).execute();
-          await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', updated_at: nowIso() }).where('id', '=', r.id).execute();
+          await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', observed_status: null, observed: null, observed_at: null, restart_count: null, last_exit_code: null, updated_at: nowIso() }).where('id', '=', r.id).execute();
         });
         return result('finished');
       }

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import type { Db } from '../../store/db.js';
+import type { Selectable } from 'kysely';
 import type { ResourceKind, ResourcesTable } from '../../store/schema.js';
 import { notFound, validationError } from '../errors.js';
 import { owned, ownedEnvironment } from '../lookup.js';
 import { uuidParam } from '../validators.js';
 import { stamps } from './common.js';
 
-export type ResourceRow = Omit<ResourcesTable, 'id'> & { id: number };
+export type ResourceRow = Selectable<ResourcesTable>;
 
 export const DATABASE_KINDS = ['postgresql', 'mysql', 'mariadb', 'redis', 'mongodb', 'clickhouse', 'dragonfly', 'keydb'] as const;
 export type DatabaseKind = (typeof DATABASE_KINDS)[number];
@@ -71,7 +72,12 @@ export const placedSchema = {
   uuid: z.string(),
   name: z.string(),
   description: z.string().nullable(),
+  /** The engine's state in Coolify's words where berth manages the server (`running:healthy`, `restarting:unknown`, `exited`, ...); what was recorded where it does not. */
   status: z.string(),
+  restart_count: z.number().int(),
+  last_exit_code: z.number().int().nullable(),
+  /** When berth last looked at the engine for this resource (null: never). */
+  observed_at: z.string().nullable(),
   environment_id: z.number().int(),
   destination_id: z.number().int(),
   environment_uuid: z.string(),
@@ -97,7 +103,10 @@ export async function placedView(db: Db, r: ResourceRow) {
     uuid: r.uuid,
     name: r.name,
     description: r.description,
-    status: r.status,
+    status: displayStatus(r),
+    restart_count: r.restart_count ?? 0,
+    last_exit_code: r.last_exit_code,
+    observed_at: r.observed_at,
     environment_id: r.environment_id,
     destination_id: r.destination_id,
     ...where,
@@ -105,6 +114,16 @@ export async function placedView(db: Db, r: ResourceRow) {
     created_at: r.created_at,
     updated_at: r.updated_at,
   };
+}
+
+/**
+ * What a resource's status field says: being deleted or migrated, else what its engine was seen
+ * doing, else (a server berth does not manage, or never looked at yet) what was recorded.
+ */
+export function displayStatus(r: Pick<ResourceRow, 'status' | 'observed_status' | 'deleting'>): string {
+  if (r.deleting !== null) return 'deleting';
+  if (r.status === 'migrating') return 'migrating';
+  return r.observed_status ?? r.status;
 }
 
 /** The server a resource currently lives on. */

@@ -13,6 +13,7 @@ import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
 import { description, engineEndpoint, engineName, engineTls, hostAddress, hostKeyFingerprint, name, sshUser, uuidParam } from '../validators.js';
+import { displayStatus } from './resource-common.js';
 import { bool, CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
 
 type Row<T> = Omit<T, 'id'> & { id: number };
@@ -355,6 +356,23 @@ export const serverOperations = [
     },
   }),
   defineOperation({
+    name: 'list_server_orphans',
+    summary: 'List berth-labelled containers and volumes on a server that no record names (left by a delete that could not finish, or by hand).',
+    permission: 'read',
+    toolset: 'servers',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: z.object({
+      containers: z.array(z.object({ name: z.string(), resource_uuid: z.string().nullable(), state: z.string() })),
+      volumes: z.array(z.object({ name: z.string(), resource_uuid: z.string().nullable() })),
+    }),
+    annotations: { ...READ, openWorld: true },
+    http: { method: 'GET', path: '/api/v1/servers/{uuid}/orphans' },
+    async run({ db, caller, runtime }, { uuid }) {
+      const s = await owned(db, 'servers', uuid, caller.teamId);
+      return runtime.orphans(s.id);
+    },
+  }),
+  defineOperation({
     name: 'list_server_resources',
     summary: 'List the applications, databases and services on a server.',
     permission: 'read',
@@ -366,7 +384,7 @@ export const serverOperations = [
     async run({ db, caller }, { uuid, ...p }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
       const base = db.selectFrom('resources as r').innerJoin('destinations as d', 'd.id', 'r.destination_id').where('d.server_id', '=', s.id);
-      return paged(base, p, (q) => q.select(['r.uuid', 'r.name', 'r.kind', 'r.status', 'r.created_at', 'r.updated_at']).orderBy('r.id'), (rows) => rows.map(({ kind, ...r }) => ({ ...r, type: kind })));
+      return paged(base, p, (q) => q.select(['r.uuid', 'r.name', 'r.kind', 'r.status', 'r.observed_status', 'r.deleting', 'r.created_at', 'r.updated_at']).orderBy('r.id'), (rows) => rows.map(({ kind, observed_status, deleting, ...r }) => ({ ...r, status: displayStatus({ status: r.status, observed_status, deleting }), type: kind })));
     },
   }),
   defineOperation({

@@ -8,7 +8,8 @@ import { defineOperation } from '../operation.js';
 import { listOf, pageInput, pageOf } from '../pagination.js';
 import { uuidParam } from '../validators.js';
 import { READ, UPDATE } from './common.js';
-import { config } from './resource-common.js';
+import { aggregate, type ContainerObservation } from '../observed-status.js';
+import { config, displayStatus } from './resource-common.js';
 import type { ServiceConfig } from './services.js';
 
 // Coolify splits a service's containers into applications and databases by image name.
@@ -33,6 +34,12 @@ export function partUuid(serviceUuid: string, name: string): string {
 const partSchema = z.object({ uuid: z.string(), name: z.string(), human_name: z.string().nullable(), description: z.string().nullable(), image: z.string(), status: z.string() });
 
 type Kind = 'application' | 'database';
+
+/** One container's status as the engine was seen (the service's own status where berth does not observe it). */
+function partStatus(r: ServiceRow, name: string): string {
+  const seen = r.observed && r.deleting === null && r.status !== 'migrating' ? (JSON.parse(r.observed) as Record<string, ContainerObservation>)[`${r.uuid}-${name}`] : undefined;
+  return seen ? aggregate({ [name]: seen }).status : displayStatus(r);
+}
 type ServiceRow = Awaited<ReturnType<typeof ownedResource>>;
 
 /** The service's parts of one kind, as their API shows them. */
@@ -40,7 +47,7 @@ function partViews(r: ServiceRow, kind: Kind) {
   const c = config<ServiceConfig>(r);
   return c.containers
     .filter((k) => isDatabaseImage(k.image) === (kind === 'database'))
-    .map((k) => ({ uuid: partUuid(r.uuid, k.name), name: k.name, human_name: c.parts?.[k.name]?.human_name ?? null, description: c.parts?.[k.name]?.description ?? null, image: k.image, status: r.status }));
+    .map((k) => ({ uuid: partUuid(r.uuid, k.name), name: k.name, human_name: c.parts?.[k.name]?.human_name ?? null, description: c.parts?.[k.name]?.description ?? null, image: k.image, status: partStatus(r, k.name) }));
 }
 
 /** One part of a team's service, by uuid; a part of another service (or kind) is a 404 like a missing one. */

@@ -4,6 +4,7 @@ import { nowIso } from '../../store/db.js';
 import { composeInput, parseCompose, requireHostAccess, type ComposeContainer } from '../compose.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
+import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
@@ -143,19 +144,5 @@ export const serviceOperations = [
       return { uuid, domains: [] };
     },
   }),
-  defineOperation({
-    name: 'delete_service',
-    summary: 'Delete a service’s records (its envs, storages and deployments too).',
-    permission: 'write',
-    toolset: 'services',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: messageSchema,
-    annotations: DELETE,
-    http: { method: 'DELETE', path: '/api/v1/services/{uuid}' },
-    async run({ db, caller }, { uuid }) {
-      const r = await ownedResource(db, uuid, caller.teamId, ['service']);
-      await db.deleteFrom('resources').where('id', '=', r.id).execute();
-      return { message: 'Service deleted.' };
-    },
-  }),
+  deleteOperation('services'),
 ];

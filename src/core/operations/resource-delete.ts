@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { BerthError } from '../errors.js';
+import { ownedResource } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { uuidParam } from '../validators.js';
+import { KINDS_OF, SINGULAR, TOOLSET_OF, type Collection } from './resource-common.js';
+
+/** A query flag as Coolify sends it (`true`/`false`), or a JSON boolean over MCP; Coolify's default is true. */
+const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional();
+
+const WHAT: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
+
+/**
+ * Delete as Coolify deletes: the resource's containers on its engine, its volumes and backup
+ * volume (delete_volumes), berth-made networks nothing else uses (delete_connected_networks) and
+ * the engine's dangling images (docker_cleanup), then its records. berth keeps no configuration
+ * files on servers, so delete_configurations has nothing more to remove. When the engine cannot
+ * be reached the resource stays, marked `deleting`, and berth retries until it can.
+ */
+export function deleteOperation(collection: Collection) {
+  const singular = SINGULAR[collection];
+  return defineOperation({
+    name: `delete_${singular}`,
+    summary: `Delete a ${singular}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
+    permission: 'write',
+    toolset: TOOLSET_OF[collection],
+    input: z.strictObject({ uuid: uuidParam, delete_configurations: flag, delete_volumes: flag, docker_cleanup: flag, delete_connected_networks: flag }),
+    output: z.object({ message: z.string(), removed: z.array(z.string()).optional() }),
+    annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: true },
+    http: { method: 'DELETE', path: `/api/v1/${collection}/{uuid}` },
+    async run({ db, caller, jobs }, i) {
+      const r = await ownedResource(db, i.uuid, caller.teamId, KINDS_OF[collection]);
+      if (r.status === 'migrating') throw new BerthError('conflict', { message: `The ${singular} is being migrated; delete it when the migration has finished.` });
+      const result = await jobs.deleteResource(r.id, { volumes: i.delete_volumes ?? true, networks: i.delete_connected_networks ?? true, cleanup: i.docker_cleanup ?? true });
+      if (!result.done) {
+        return { message: `${WHAT[collection]} deletion started, but its server's engine could not be reached (${result.error}). It stays listed as deleting, and berth removes it once the engine answers.` };
+      }
+      return { message: `${WHAT[collection]} deleted.`, ...(result.log.length ? { removed: result.log } : {}) };
+    },
+  });
+}

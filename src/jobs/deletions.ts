@@ -1,0 +1,37 @@
+import type { Logger } from 'pino';
+import type { RemoveOptions, Runtime } from '../core/runtime.js';
+import { nowIso, type Db } from '../store/db.js';
+
+/** How often a delete whose engine could not be reached is tried again. */
+export const DELETE_RETRY_MS = 10_000;
+
+/**
+ * The engine part of a delete, then the records. The resource is marked as being deleted (with
+ * its flags) before anything is removed, so a failure (the engine unreachable, berth stopped
+ * midway) leaves a record that says so and is retried, never a container nobody knows about.
+ * True when the resource is gone; false when the engine part failed and will be retried.
+ */
+export async function finishDeletion(db: Db, runtime: Runtime, logger: Logger, resourceId: number): Promise<{ done: boolean; error?: string; log: string[] }> {
+  const r = await db.selectFrom('resources').select(['uuid', 'deleting']).where('id', '=', resourceId).executeTakeFirst();
+  if (!r?.deleting) return { done: true, log: [] };
+  const flags = JSON.parse(r.deleting) as RemoveOptions;
+  let log: string[];
+  try {
+    log = await runtime.removeResource(resourceId, flags);
+  } catch (err) {
+    const error = (err as Error).message;
+    logger.warn({ resource: r.uuid, err: error }, 'delete: the engine part failed; retrying later');
+    await db.updateTable('resources').set({ updated_at: nowIso() }).where('id', '=', resourceId).execute();
+    return { done: false, error, log: [] };
+  }
+  await db.deleteFrom('resources').where('id', '=', resourceId).execute();
+  if (log.length) logger.info({ resource: r.uuid, removed: log }, 'delete: removed from the engine');
+  return { done: true, log };
+}
+
+/** Deletes whose engine part failed, tried again (any instance may; removal is idempotent). */
+export async function retryDeletions(db: Db, runtime: Runtime, logger: Logger): Promise<void> {
+  const due = new Date(Date.now() - DELETE_RETRY_MS).toISOString();
+  const rows = await db.selectFrom('resources').select('id').where('deleting', 'is not', null).where('updated_at', '<', due).orderBy('id').limit(20).execute();
+  for (const r of rows) await finishDeletion(db, runtime, logger, r.id);
+}
