@@ -57,6 +57,8 @@ export class TargetGuard {
   /** Why a host name or literal is refused before any lookup (at save time), or null. */
   hostRefusal(host: string): string | null {
     const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+    // A name is letters, digits, dots and hyphens: nothing a resolver or client could read as more.
+    if (!parseIp(h) && !/^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$/.test(h)) return 'Must be a host name (letters, digits, dots and hyphens; punycode for others) or an IP address.';
     const cls = classifyHost(h);
     if (cls === 'metadata' || cls === 'link-local') return `${host} is a ${cls === 'metadata' ? 'cloud metadata service' : 'link-local address'}; berth never sends there.`;
     if (cls === 'loopback' && !parseIp(h)) return this.addressRefusal('127.0.0.1') && `${host} is the berth host itself; the instance operator can allow it with BERTH_OUTBOUND_ALLOWED_TARGETS.`;

@@ -130,6 +130,9 @@ describe('notification settings', () => {
     }
     expect((await api('PATCH', '/notifications/email', w.token, { resend_enabled: true })).json.errors).toHaveProperty('resend_enabled');
     expect((await api('PATCH', '/notifications/email', w.token, { smtp_enabled: true, smtp_recipients: 'not-an-address', smtp_host: 'mail.example.test' })).json.errors).toHaveProperty('smtp_recipients');
+    for (const smtp_host of ['mail.example.test\\@127.0.0.1', 'mail.example.test 127.0.0.1', 'mail@127.0.0.1', 'mäil.example.test']) {
+      expect((await api('PATCH', '/notifications/email', w.token, { smtp_host })).json.errors, smtp_host).toHaveProperty('smtp_host');
+    }
     expect((await api('GET', '/notifications/webhook', sensitive)).json).toEqual(before);
   });
 });
