@@ -1,5 +1,4 @@
 import nodemailer from 'nodemailer';
-import { request } from 'undici';
 import type { Mailer } from '../mail/mailer.js';
 import type { Channel, ChannelSettings, NotificationEvent } from './channels.js';
 import type { TargetGuard } from '../core/outbound-guard.js';
@@ -25,20 +24,16 @@ const str = (v: unknown) => (typeof v === 'string' ? v : v === null || v === und
 
 /** Sends one message on one channel; throws with a reason the outbox records. */
 export function createSenders(deps: SenderDeps): (channel: Channel, s: ChannelSettings, m: NotificationMessage) => Promise<void> {
-  let dispatcher: ReturnType<TargetGuard['dispatcher']> | undefined;
-
   async function post(url: string, body: unknown, form = false): Promise<void> {
-    const why = deps.guard.urlRefusal(url);
-    if (why) throw new Error(why);
-    const r = await request(url, {
+    // The one guarded client: the URL checked by the one parser, the address pinned, no redirects.
+    const r = await deps.guard.fetch(url, {
       method: 'POST',
-      dispatcher: (dispatcher ??= deps.guard.dispatcher(deps.timeoutMs)),
+      timeoutMs: deps.timeoutMs,
       headers: { 'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json', 'user-agent': 'berth-notifications' },
       body: form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body),
     });
-    const text = await r.body.text();
     // The URL may carry a secret (Discord's, Slack's): never echo it, only the status.
-    if (r.statusCode >= 300) throw new Error(`answered ${r.statusCode}${text ? `: ${text.slice(0, 200)}` : ''}`);
+    if (r.status >= 300) throw new Error(`answered ${r.status}${r.text ? `: ${r.text.slice(0, 200)}` : ''}`);
   }
 
   async function email(s: ChannelSettings, m: NotificationMessage): Promise<void> {

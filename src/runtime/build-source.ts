@@ -6,7 +6,9 @@ import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { create } from 'tar';
 import type { BuildSource } from '../core/operations/applications.js';
+import { parseIp } from '../core/network-guard.js';
 import type { TargetGuard } from '../core/outbound-guard.js';
+import { urlHost } from '../core/target-url.js';
 
 const run = promisify(execFile);
 
@@ -35,18 +37,35 @@ async function sizeOf(dir: string): Promise<number> {
 
 /**
  * Clones a public repository on the berth host (the engines here cannot fetch a git context
- * themselves): depth 1, one branch, no prompts, no system or user git config, only the http,
- * https and git transports, the URL after `--`, with a time and a size limit. The repository's
- * host is checked on every address it resolves to before git runs.
+ * themselves): depth 1, one branch, no prompts, no system or user git config, the URL after `--`,
+ * with a time and a size limit. git connects to exactly what berth checked: the URL is read by the
+ * one parser (target-url.ts), its host resolved once by the outbound guard with every address
+ * checked, and that address pinned for the whole clone (curl's resolve list for http(s), the
+ * address itself in a git:// URL), so neither a parser that reads the URL otherwise nor a second
+ * DNS answer can send git elsewhere. Redirects are not followed (to no host), only the URL's own
+ * transport is allowed, and no credential helper, askpass, proxy or proxy command is consulted.
  */
 async function clone(s: Extract<BuildSource, { git_repository: string }>, dir: string, guard: TargetGuard, log: (l: string) => Promise<void>): Promise<string> {
-  await guard.resolve(new URL(s.git_repository).hostname);
-  await log(`cloning ${s.git_repository} (branch ${s.git_branch})`);
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
-  const allow = ['-c', 'protocol.allow=never', '-c', 'protocol.http.allow=always', '-c', 'protocol.https.allow=always', '-c', 'protocol.git.allow=always', '-c', 'core.symlinks=false'];
+  const t = guard.target(s.git_repository, ['http', 'https', 'git'], { repository: true });
+  const address = await guard.resolve(t.host);
+  await log(`cloning ${s.git_repository} (branch ${s.git_branch}) from ${urlHost(address)}:${t.port}`);
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_ALLOW_PROTOCOL: t.scheme, GIT_ASKPASS: '/bin/false', SSH_ASKPASS: '/bin/false' };
+  const config = [
+    `protocol.allow=never`,
+    `protocol.${t.scheme}.allow=always`,
+    'core.symlinks=false',
+    'http.followRedirects=false',
+    'http.proxy=',
+    'core.gitProxy=',
+    'credential.helper=',
+    'core.askPass=/bin/false',
+    ...(t.scheme !== 'git' && !parseIp(t.host) ? [`http.curloptResolve=${t.host}:${t.port}:${urlHost(address)}`] : []),
+  ].flatMap((c) => ['-c', c]);
+  // git:// has no resolve list: the URL names the checked address itself.
+  const url = t.scheme === 'git' ? `git://${urlHost(address)}:${t.port}${t.rest}` : t.url;
   const target = path.join(dir, 'src');
   try {
-    await run('git', [...allow, 'clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', s.git_branch, '--', s.git_repository, target], { env, timeout: CLONE_TIMEOUT_MS, maxBuffer: 1024 * 1024 });
+    await run('git', [...config, 'clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', s.git_branch, '--', url, target], { env, timeout: CLONE_TIMEOUT_MS, maxBuffer: 1024 * 1024 });
   } catch (err) {
     const stderr = String((err as { stderr?: string }).stderr ?? '').trim().split('\n').slice(-2).join(' / ');
     throw new Error(`Cloning ${s.git_repository} (branch ${s.git_branch}) failed: ${stderr || (err as Error).message}`);

@@ -44,14 +44,19 @@ class RefusedAddressError extends Error {
   readonly permanent = true;
 }
 
-/** DNS lookup for TCP endpoints that never hands a refused address to the socket. */
-function guardedLookup(transport: 'tcp', rootTeam: boolean): LookupFunction {
+/**
+ * DNS lookup for TCP endpoints that never hands a refused address to the socket: a name with any
+ * refused address is refused whole (it names the host, whatever else it names), and the socket
+ * connects to the address checked here.
+ */
+function guardedLookup(rootTeam: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return (callback as (e: Error) => void)(err);
-      const allowed = addresses.filter((a) => hostRefusal(a.address, transport, rootTeam) === null);
+      const refused = addresses.map((a) => hostRefusal(a.address, rootTeam)).find((r) => r !== null);
+      const allowed = refused ? [] : addresses;
       if (!allowed.length) {
-        const reason = hostRefusal(addresses[0]?.address ?? hostname, transport, rootTeam) ?? 'no address';
+        const reason = refused ?? 'no address';
         return (callback as (e: Error) => void)(new RefusedAddressError(`${hostname} resolves to an address berth does not connect to: ${reason}`));
       }
       if ((options as { all?: boolean }).all) (callback as (e: null, a: LookupAddress[]) => void)(null, allowed);
@@ -86,7 +91,7 @@ export class EngineConnections {
     const byRecord = targetRefusal(target, root);
     if (byRecord) return byRecord;
     // An IP literal skips name resolution, so the guard never sees it there.
-    if (target.transport !== 'unix' && parseIp(target.host)) return hostRefusal(target.host, target.transport, root);
+    if (target.transport !== 'unix' && parseIp(target.host)) return hostRefusal(target.host, root);
     return null;
   }
 
@@ -98,14 +103,14 @@ export class EngineConnections {
       privateKey: key.forSsh2,
       keyFingerprint: key.fingerprint,
       hostKey,
-      refuseAddress: (a) => hostRefusal(a, 'ssh', rootTeam),
+      refuseAddress: (a) => hostRefusal(a, rootTeam),
       ...this.ssh,
     });
   }
 
   private async clientFor(server: ServerEngine, target: EngineTarget, extra: Partial<EngineClientOptions> = {}): Promise<EngineClient> {
     const tls = server.engine_tls ? (JSON.parse(server.engine_tls) as { ca: string; cert: string; key: string }) : undefined;
-    const lookup = target.transport === 'tcp' ? guardedLookup('tcp', await this.rootTeam(server)) : undefined;
+    const lookup = target.transport === 'tcp' ? guardedLookup(await this.rootTeam(server)) : undefined;
     return new EngineClient({ endpoint: target.endpoint, ...(tls ? { tls } : {}), ...(lookup ? { lookup } : {}), ...extra });
   }
 

@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import aws4 from 'aws4';
 import type { TargetGuard } from '../core/outbound-guard.js';
 
@@ -35,14 +34,13 @@ export async function checkBucket(t: S3Target, guard: TargetGuard, timeoutMs = 1
     { host: base.host, path, method: 'GET', service: 's3', region: t.region, protocol: base.protocol, headers: {} },
     { accessKeyId: t.key, secretAccessKey: t.secret },
   );
-  const { request } = createRequire(import.meta.url)('undici') as typeof import('undici');
   let res;
   try {
-    res = await request(`${base.protocol}//${base.host}${path}`, { method: 'GET', headers: signed.headers as Record<string, string>, dispatcher: guard.dispatcher(timeoutMs) });
+    res = await guard.fetch(`${base.protocol}//${base.host}${path}`, { method: 'GET', headers: signed.headers as Record<string, string>, timeoutMs });
   } catch (err) {
     throw new Error(`Could not reach the endpoint: ${(err as Error).message}`);
   }
-  const body = await res.body.text();
-  if (res.statusCode !== 200) throw new Error(explain(res.statusCode, body));
+  const body = res.text;
+  if (res.status !== 200) throw new Error(explain(res.status, body));
   if (!body.includes('<ListBucketResult')) throw new Error('The endpoint did not answer like S3 (no ListBucketResult).');
 }

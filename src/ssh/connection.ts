@@ -198,13 +198,11 @@ export class SshConnection {
         throw new SshError('resolve', `The host name ${host} could not be resolved (${code}): check the spelling, or give the server's IP address.`, false);
       }
     }
-    const reasons: string[] = [];
-    for (const a of addresses) {
-      const refusal = this.opts.refuseAddress?.(a) ?? null;
-      if (!refusal) return a;
-      reasons.push(refusal);
-    }
-    throw new SshError('address-refused', `${host} resolves to an address berth does not connect to: ${reasons[0]}`, true);
+    // A name with any refused address is refused whole; otherwise the first address, checked
+    // here, is the one connected to (no second lookup).
+    const refusal = addresses.map((a) => this.opts.refuseAddress?.(a) ?? null).find((r) => r !== null);
+    if (refusal || !addresses.length) throw new SshError('address-refused', `${host} resolves to an address berth does not connect to: ${refusal ?? 'no address'}`, true);
+    return addresses[0]!;
   }
 
   private async connect(): Promise<Client> {

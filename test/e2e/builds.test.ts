@@ -6,6 +6,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -99,4 +100,33 @@ describe.skipIf(!enginesAvailable)(`builds from source ${enginesAvailable ? '' :
     expect(r.status).toBe('failed');
     expect(r.logs).toMatch(/Cloning .* failed: .*no-such-branch/);
   }, 240_000);
+
+  it('a URL git reads otherwise than the guard (issue 22): refused at the door, and a record from before fails its deploy with nothing reaching the loopback listener', async () => {
+    const requests: string[] = [];
+    const listener = http.createServer((q, r) => (requests.push(`${q.method} ${q.url}`), r.end()));
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+    try {
+      const port = (listener.address() as net.AddressInfo).port;
+      const sneaky = `http://public.test\\@127.0.0.1:${port}/pwn`;
+      const door = await api.req('POST', '/applications/public', { ...place(), git_repository: sneaky, git_branch: 'main', build_pack: 'dockerfile' });
+      expect(door.status).toBe(422);
+      expect(door.json.errors.git_repository[0]).toMatch(/backslash/);
+      // As stored before the rule: the clone reads the URL with the same parser and never starts git.
+      const { uuid } = await api.ok('POST', '/applications/public', { ...place(), git_repository: repoUrl, git_branch: 'main', build_pack: 'dockerfile', base_directory: '/app' });
+      const row = await s.db.selectFrom('resources').select(['id', 'config']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
+      const config = JSON.parse(row.config);
+      config.source.git_repository = sneaky;
+      await s.db.updateTable('resources').set({ config: JSON.stringify(config) }).where('id', '=', row.id).execute();
+      const dep = (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid;
+      const r = await until('the deploy to fail', async () => {
+        const x = await api.ok('GET', `/deployments/${dep}`);
+        return ['queued', 'in_progress'].includes(x.status) ? undefined : x;
+      }, 60_000);
+      expect(r.status).toBe('failed');
+      expect(r.logs).toMatch(/refused to connect: Must not contain a backslash/);
+      expect(requests).toEqual([]);
+    } finally {
+      listener.close();
+    }
+  }, 120_000);
 });

@@ -5,12 +5,14 @@
  * over SSH, one reused connection, a changed host key, a refused key, key rotation, and the
  * words berth uses when something is wrong.
  */
+import dns from 'node:dns/promises';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { classifyHost, TEAM_REFUSAL } from '../../src/core/network-guard.js';
 import { ENGINE_IMAGE, enginesAvailable, useEngines } from '../helpers/engines.js';
 import { freePort } from '../helpers/process.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -291,5 +293,99 @@ describe.skipIf(!sshdAvailable)('servers over SSH: what went wrong, in words', (
   it('the key is refused: the message names the offered fingerprint', async () => {
     const { logs } = await validate({ port: sshd.port, user: 'nobody' });
     expect(logs).toContain(`was refused for the key ${fingerprint}`);
+  });
+});
+
+describe.skipIf(!sshdAvailable)('a team other than the root team: the berth host is not a port scanner', () => {
+  const sshd = useSshd();
+  let s: TestServer;
+  let root: Api;
+  let tenant: Api;
+  let tenantId: number;
+  let tenantKey: string;
+  let rootKey: string;
+  const connections = { silent: 0, web: 0 };
+  const closers: (() => void)[] = [];
+  let ports: number[];
+
+  beforeAll(async () => {
+    s = await startTestServer({ helperImage: ENGINE_IMAGE, sshTimeoutMs: 1_500 });
+    root = new Api(s.url, s.rootToken);
+    const t = await s.team('Tenant');
+    tenantId = t.id;
+    tenant = new Api(s.url, t.rootToken);
+    const k = makeKey();
+    sshd.authorize('root', k.publicLine);
+    tenantKey = (await tenant.ok('POST', '/security/keys', { private_key: k.text })).uuid;
+    rootKey = (await root.ok('POST', '/security/keys', { private_key: k.text })).uuid;
+    const silent = net.createServer(() => void connections.silent++).listen(0, '127.0.0.1');
+    const web = http.createServer((_q, r) => (connections.web++, r.end('secret-banner-4711'))).listen(0, '127.0.0.1');
+    await Promise.all([silent, web].map((x) => new Promise((r) => x.once('listening', r))));
+    closers.push(() => silent.close(), () => web.close());
+    // sshd, something silent, something that is not SSH, nothing at all.
+    ports = [sshd.port, (silent.address() as net.AddressInfo).port, (web.address() as net.AddressInfo).port, await freePort()];
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+    for (const c of closers) c();
+  });
+
+  /** This machine's addresses: loopback and every address of its interfaces berth calls the host. */
+  const hostAddresses = () => ['127.0.0.1', ...Object.values(os.networkInterfaces()).flatMap((l) => l ?? []).filter((a) => classifyHost(a.address) === 'host' && a.family === 'IPv4').map((a) => a.address)];
+
+  it('creating an SSH server on any port of the host answers the same 422, and nothing is connected to', async () => {
+    const answers = new Set<string>();
+    for (const ip of hostAddresses()) {
+      for (const port of ports) {
+        const r = await tenant.req('POST', '/servers', { ip, port, private_key_uuid: tenantKey });
+        expect(r.status).toBe(422);
+        answers.add(JSON.stringify(r.json));
+        const e = await tenant.req('POST', '/servers', { ip: '203.0.113.9', private_key_uuid: tenantKey, engine_endpoint: `ssh://root@${ip}:${port}/var/run/docker.sock` });
+        expect(e.status).toBe(422);
+        answers.add(JSON.stringify(e.json.errors.engine_endpoint));
+      }
+    }
+    expect([...answers]).toEqual([JSON.stringify({ message: 'Validation error.', errors: { ip: [TEAM_REFUSAL] } }), JSON.stringify([TEAM_REFUSAL])]);
+    expect(connections).toEqual({ silent: 0, web: 0 });
+  });
+
+  it('records from before the rule validate to the same answer for every port, without connecting; names resolving to the host are refused when connecting', async () => {
+    const keyId = (await s.db.selectFrom('private_keys').select('id').where('uuid', '=', tenantKey).executeTakeFirstOrThrow()).id;
+    const made: string[] = [];
+    for (const ip of hostAddresses()) {
+      for (const port of ports) {
+        const { uuid } = await root.ok('POST', '/servers', { ip, port, private_key_uuid: rootKey });
+        await s.db.updateTable('servers').set({ team_id: tenantId, private_key_id: keyId }).where('uuid', '=', uuid).execute();
+        made.push(uuid);
+      }
+    }
+    const logs = new Set<string>();
+    for (const uuid of made) {
+      const v = await tenant.ok('POST', `/servers/${uuid}/validate`);
+      expect(v).toMatchObject({ is_reachable: false, is_usable: false });
+      logs.add(v.validation_logs);
+    }
+    expect([...logs]).toEqual([TEAM_REFUSAL]);
+    // A name is checked on the addresses it resolves to, when connecting: the same answer for every port.
+    const name = os.hostname();
+    const resolved = await dns.lookup(name, { all: true }).catch(() => []);
+    if (resolved.length && resolved.every((a) => classifyHost(a.address) !== 'other')) {
+      const byName = new Set<string>();
+      for (const port of ports) {
+        const { uuid } = await tenant.ok('POST', '/servers', { ip: name, port, private_key_uuid: tenantKey });
+        byName.add((await tenant.ok('POST', `/servers/${uuid}/validate`)).validation_logs);
+      }
+      expect([...byName]).toEqual([`${name} resolves to an address berth does not connect to: ${TEAM_REFUSAL}`]);
+    }
+    expect(connections).toEqual({ silent: 0, web: 0 });
+  });
+
+  it('the root team still reaches the host over SSH and hears what went wrong', async () => {
+    const { uuid } = await root.ok('POST', '/servers', { ip: '127.0.0.1', port: sshd.port, private_key_uuid: rootKey });
+    const v = await root.ok('POST', `/servers/${uuid}/validate`);
+    expect(v.is_reachable).toBe(true);
+    expect(v.validation_logs).toContain(`logged in as root on 127.0.0.1:${sshd.port}`);
+    const closed = await root.ok('POST', '/servers', { ip: '127.0.0.1', port: ports[3], private_key_uuid: rootKey });
+    expect((await root.ok('POST', `/servers/${closed.uuid}/validate`)).validation_logs).toMatch(/refused: nothing listens on port/);
   });
 });

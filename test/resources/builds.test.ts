@@ -42,6 +42,16 @@ describe('builds from source', () => {
       ['/applications/public', { ...repo, git_repository: 'https://user:secret@git.example.test/app.git' }, 'git_repository'],
       ['/applications/public', { ...repo, git_repository: 'http://169.254.169.254/latest' }, 'git_repository'],
       ['/applications/public', { ...repo, git_repository: 'git://10.1.2.3/app.git' }, 'git_repository'],
+      // What git, curl and WHATWG URL read differently (issue 22): refused at the door.
+      ['/applications/public', { ...repo, git_repository: 'http://public.test\\@127.0.0.1:23751/pwn' }, 'git_repository'],
+      ['/applications/public', { ...repo, git_repository: 'http://public.test\\@169.254.169.254/pwn' }, 'git_repository'],
+      ['/applications/public', { ...repo, git_repository: 'http://public.test@127.0.0.1:23751/pwn' }, 'git_repository'],
+      ['/applications/public', { ...repo, git_repository: 'http://public.test%40127.0.0.1:23751/pwn' }, 'git_repository'],
+      ['/applications/public', { ...repo, git_repository: 'git://public.test/x@[::1]/pwn' }, 'git_repository'],
+      ['/applications/public', { ...repo, git_repository: 'https://git.example.test/app.git\t' }, 'git_repository'],
+      ['/applications/public', { ...repo, git_repository: 'https://gït.example.test/app.git' }, 'git_repository'],
+      ['/applications/public', { ...repo, git_repository: 'http://127.1/app.git' }, 'git_repository'],
+      ['/applications/public', { ...repo, git_repository: 'https://git.example.test/app.git?x=1' }, 'git_repository'],
       ['/applications/public', { ...repo, git_branch: '--upload-pack=touch /tmp/x' }, 'git_branch'],
       ['/applications/public', { ...repo, base_directory: '/../../etc' }, 'base_directory'],
       ['/applications/public', { ...repo, dockerfile_location: '/a\nb' }, 'dockerfile_location'],
@@ -51,6 +61,8 @@ describe('builds from source', () => {
       expect(r.status, `${field}: ${r.text}`).toBe(422);
       expect(Object.keys(r.json.errors)).toContain(field);
     }
+    const backslash = await c.api('POST', '/applications/public', c.write, { ...place(), ...repo, git_repository: 'http://public.test\\@127.0.0.1:23751/pwn' });
+    expect(backslash.json.errors.git_repository[0]).toMatch(/backslash/);
     expect((await c.api('POST', '/applications/public', c.read, { ...place(), ...repo })).status).toBe(403);
     expect(await dump(c.s)).toEqual(before);
   });

@@ -6,7 +6,9 @@
  * field (and the compose key and line), nothing is stored, and records made before these rules
  * are refused at connect time.
  */
+import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { classifyHost, TEAM_REFUSAL } from '../../src/core/network-guard.js';
 import { buildWorld, freshKey, type World } from '../helpers/world.js';
 import { b64, dump, expectValidation, finished, setup, type Ctx } from './support.js';
 
@@ -37,12 +39,50 @@ describe('engine endpoints and SSH hosts', () => {
     expect(await dump(c.s)).toEqual(before);
   });
 
-  it('the root team may use the host’s engine; a tenant may use SSH to any host (sshd authenticates it)', async () => {
+  it('the root team may use the host’s engine and SSH to it; a tenant may not SSH to the host either', async () => {
     const root = await c.api('POST', '/servers', c.write, { ip: '127.0.0.1', engine_endpoint: 'unix:///var/run/docker.sock' });
     expect(root.status, root.text).toBe(201);
-    const ssh = await c.api('POST', '/servers', tenant.write, { ip: '127.0.0.1', private_key_uuid: tenant.w.keyUuid });
-    expect(ssh.status, ssh.text).toBe(201);
-    expect((await c.api('GET', `/servers/${ssh.json.uuid}`, tenant.write)).json).toMatchObject({ transport: 'ssh', engine_endpoint: 'ssh://root@127.0.0.1:22/var/run/docker.sock' });
+    const rootSsh = await c.api('POST', '/servers', c.write, { ip: '127.0.0.1', private_key_uuid: c.w.keyUuid });
+    expect(rootSsh.status, rootSsh.text).toBe(201);
+    const before = await dump(c.s);
+    for (const body of [{ ip: '127.0.0.1', private_key_uuid: tenant.w.keyUuid }, { ip: 'localhost', port: 2222, private_key_uuid: tenant.w.keyUuid }, { ip: '::1', private_key_uuid: tenant.w.keyUuid }]) {
+      const r = await c.api('POST', '/servers', tenant.write, body);
+      expectValidation(r, ['ip']);
+      expect(r.json.errors.ip).toEqual([TEAM_REFUSAL]);
+    }
+    expectValidation(await c.api('POST', '/servers', tenant.write, { ip: '10.0.0.9', private_key_uuid: tenant.w.keyUuid, engine_endpoint: 'ssh://root@127.0.0.1:22/var/run/docker.sock' }), ['engine_endpoint']);
+    expectValidation(await c.api('PATCH', `/servers/${tenant.w.serverUuid}`, tenant.write, { ip: '127.0.0.1' }), ['ip']);
+    expect(await dump(c.s)).toEqual(before);
+  });
+
+  it('every address of the berth host’s own interfaces is the host: a tenant gets the one answer for any port, engine or SSH; the root team may', async () => {
+    // The machine's own non-loopback addresses (read like the guard reads them); loopback when it has none.
+    const own = Object.values(os.networkInterfaces()).flatMap((l) => l ?? []).filter((a) => classifyHost(a.address) === 'host').map((a) => a.address);
+    if (process.env.CI) expect(own.length, 'this machine has no non-loopback interface address').toBeGreaterThan(0);
+    const addresses = own.length ? own : ['127.0.0.1'];
+    const before = await dump(c.s);
+    const answers = new Set<string>();
+    for (const a of addresses) {
+      const host = a.includes(':') ? `[${a}]` : a;
+      for (const port of [2375, 2376, 22, 80, 5432]) {
+        for (const token of [tenant.write, tenant.rootToken]) {
+          const tcp = await c.api('POST', '/servers', token, { ip: '203.0.113.7', engine_endpoint: `tcp://${host}:${port}` });
+          expectValidation(tcp, ['engine_endpoint']);
+          answers.add(tcp.json.errors.engine_endpoint[0]);
+          const ssh = await c.api('POST', '/servers', token, { ip: a, port, private_key_uuid: tenant.w.keyUuid });
+          expectValidation(ssh, ['ip']);
+          answers.add(ssh.json.errors.ip[0]);
+          const patch = await c.api('PATCH', `/servers/${tenant.w.server2Uuid}`, token, { engine_endpoint: `tcp://${host}:${port}` });
+          expectValidation(patch, ['engine_endpoint']);
+          answers.add(patch.json.errors.engine_endpoint[0]);
+        }
+      }
+    }
+    expect([...answers]).toEqual([TEAM_REFUSAL]);
+    expect(await dump(c.s)).toEqual(before);
+    const host = addresses[0]!.includes(':') ? `[${addresses[0]}]` : addresses[0]!;
+    const r = await c.api('POST', '/servers', c.write, { ip: addresses[0], engine_endpoint: `tcp://${host}:2375` });
+    expect(r.status, r.text).toBe(201);
   });
 
   it('metadata services and link-local addresses are refused for every team, in every spelling, without connecting', async () => {
@@ -91,11 +131,11 @@ describe('engine endpoints and SSH hosts', () => {
     try {
       const v = await c.api('POST', `/servers/${tenant.w.serverUuid}/validate`, tenant.write);
       expect(v.json).toMatchObject({ is_reachable: false, is_usable: false });
-      expect(v.json.validation_logs).toMatch(/only the instance's root team may use it/);
+      expect(v.json.validation_logs).toBe(TEAM_REFUSAL);
       const d = await c.api('POST', `/deploy?uuid=${tenant.w.appUuid}`, (await c.s.token({ permissions: ['deploy'], team: tenant.id })).token);
       const done = await finished({ ...c, root: tenant.rootToken }, d.json.deployments[0].deployment_uuid);
       expect(done.status).toBe('failed');
-      expect(done.logs).toMatch(/only the instance's root team may use it/);
+      expect(done.logs).toContain(TEAM_REFUSAL);
     } finally {
       await c.s.db.updateTable('servers').set({ engine_endpoint: null }).where('id', '=', row.id).execute();
     }

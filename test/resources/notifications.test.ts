@@ -27,6 +27,9 @@ let hook: http.Server;
 let hookUrl: string;
 const hits: Hit[] = [];
 let failing = false;
+/** Where a redirect points: it must never be reached. */
+let trap: http.Server;
+const trapped: string[] = [];
 let smtp: SMTPServer;
 let smtpPort: number;
 const mails: { to: string[]; raw: string }[] = [];
@@ -37,10 +40,16 @@ beforeAll(async () => {
     req.on('data', (d) => (body += d));
     req.on('end', () => {
       hits.push({ path: req.url!, type: String(req.headers['content-type']), body });
+      if (req.url === '/redirect') return void res.writeHead(302, { location: `http://127.0.0.1:${(trap.address() as AddressInfo).port}/stolen` }).end();
       res.writeHead(failing && req.url === '/slack' ? 500 : 200, { 'content-type': 'application/json' }).end('{"ok":true}');
     });
   });
   await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+  trap = http.createServer((req, res) => {
+    trapped.push(req.url!);
+    res.end();
+  });
+  await new Promise<void>((r) => trap.listen(0, '127.0.0.1', r));
   hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}`;
   smtp = new SMTPServer({
     disabledCommands: ['STARTTLS', 'AUTH'],
@@ -66,6 +75,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.stop();
   await new Promise((r) => hook?.close(r));
+  await new Promise((r) => trap?.close(r));
   await new Promise((r) => smtp?.close(() => r(undefined)));
 });
 
@@ -103,6 +113,13 @@ describe('notification settings', () => {
       [{ webhook_url: 'http://10.1.2.3/hook' }, 'webhook_url'],
       [{ webhook_url: 'http://[::1]:8080/hook' }, 'webhook_url'],
       [{ webhook_url: 'ftp://example.test/hook' }, 'webhook_url'],
+      // What URL parsers read differently: refused at the door, whatever host each would pick.
+      [{ webhook_url: 'http://hooks.example.test\\@127.0.0.1:9/hook' }, 'webhook_url'],
+      [{ webhook_url: 'http://hooks.example.test@10.1.2.3/hook' }, 'webhook_url'],
+      [{ webhook_url: 'http://hooks.example.test%2f@10.1.2.3/hook' }, 'webhook_url'],
+      [{ webhook_url: 'http://hooks.example.test /hook' }, 'webhook_url'],
+      [{ webhook_url: 'http://2130706433/hook' }, 'webhook_url'],
+      [{ discord_webhook_url: 'https://dïscord.example.test/api/webhooks/1/x' }, 'discord_webhook_url'],
       [{ webhook_enabled: true }, 'webhook_url'],
       [{ webhook_enabled: 'yes' }, 'webhook_enabled'],
       [{ no_such_field: true }, 'no_such_field'],
@@ -113,6 +130,9 @@ describe('notification settings', () => {
     }
     expect((await api('PATCH', '/notifications/email', w.token, { resend_enabled: true })).json.errors).toHaveProperty('resend_enabled');
     expect((await api('PATCH', '/notifications/email', w.token, { smtp_enabled: true, smtp_recipients: 'not-an-address', smtp_host: 'mail.example.test' })).json.errors).toHaveProperty('smtp_recipients');
+    for (const smtp_host of ['mail.example.test\\@127.0.0.1', 'mail.example.test 127.0.0.1', 'mail@127.0.0.1', 'mäil.example.test']) {
+      expect((await api('PATCH', '/notifications/email', w.token, { smtp_host })).json.errors, smtp_host).toHaveProperty('smtp_host');
+    }
     expect((await api('GET', '/notifications/webhook', sensitive)).json).toEqual(before);
   });
 });
@@ -160,6 +180,17 @@ describe('delivery', () => {
     expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: expect.stringContaining('500') });
     expect(row.next_attempt_at).not.toBeNull();
     failing = false;
+  });
+
+  it('a target that answers with a redirect is not followed: the 302 is the answer, the place it points to hears nothing', async () => {
+    expect((await api('PATCH', '/notifications/webhook', w.token, { webhook_url: `${hookUrl}/redirect` })).status).toBe(200);
+    const d = await api('POST', `/deploy?uuid=${w.appUuid}`, w.token);
+    const key = `deployment:${d.json.deployments[0].deployment_uuid}:webhook`;
+    await until('the redirected send recorded', async () => !!(await s.db.selectFrom('notifications').select('last_error').where('dedupe_key', '=', key).executeTakeFirst())?.last_error, 15_000);
+    const row = await s.db.selectFrom('notifications').selectAll().where('dedupe_key', '=', key).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'pending', last_error: expect.stringContaining('answered 302') });
+    expect(hits.map((h) => h.path)).toContain('/redirect');
+    expect(trapped).toEqual([]);
   });
 
 });

@@ -117,6 +117,11 @@ describe('s3 storages', () => {
       [{ endpoint: 'http://169.254.169.254' }, 'endpoint'],
       [{ endpoint: 'http://192.168.1.10:9000' }, 'endpoint'],
       [{ endpoint: 'file:///etc' }, 'endpoint'],
+      // What URL parsers read differently (issue 22).
+      [{ endpoint: 'http://s3.example.test\\@127.0.0.1:9000' }, 'endpoint'],
+      [{ endpoint: 'http://s3.example.test@192.168.1.10:9000' }, 'endpoint'],
+      [{ endpoint: 'http://s3.example.test%2f.192.168.1.10:9000' }, 'endpoint'],
+      [{ endpoint: 'http://0xc0a8010a:9000' }, 'endpoint'],
       [{ bucket: 'Upper_Case' }, 'bucket'],
       [{ bucket: '10.0.0.1' }, 'bucket'],
       [{ acl: 'public' }, 'acl'],

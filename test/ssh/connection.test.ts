@@ -7,7 +7,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hostRefusal } from '../../src/core/network-guard.js';
+import { hostRefusal, TEAM_REFUSAL } from '../../src/core/network-guard.js';
 import { SshConnection, SshError } from '../../src/ssh/connection.js';
 import { inspectPrivateKey } from '../../src/ssh/keys.js';
 
@@ -51,7 +51,7 @@ describe('SSH connections: resolution and the address guard', () => {
   it('a name that resolves to a metadata or link-local address is refused before any connection (DNS rebinding)', async () => {
     const l = await listener();
     for (const address of ['169.254.169.254', 'fe80::1', '::ffff:169.254.169.254']) {
-      const err = await failure(new SshConnection({ ...KEY, host: 'innocent.example', port: l.port, resolve: async () => [address], refuseAddress: (a) => hostRefusal(a, 'ssh', false) }));
+      const err = await failure(new SshConnection({ ...KEY, host: 'innocent.example', port: l.port, resolve: async () => [address], refuseAddress: (a) => hostRefusal(a, true) }));
       expect(err.kind).toBe('address-refused');
       expect(err.permanent).toBe(true);
       expect(err.message).toMatch(/^innocent\.example resolves to an address berth does not connect to: /);
@@ -59,11 +59,37 @@ describe('SSH connections: resolution and the address guard', () => {
     expect(l.connections()).toBe(0);
   });
 
-  it('of several addresses, the first one the guard allows is used', async () => {
+  it('a name with any refused address is refused whole; otherwise the first address is used', async () => {
     const l = await listener();
-    const err = await failure(new SshConnection({ ...KEY, host: 'mixed.example', port: l.port, resolve: async () => ['169.254.169.254', '127.0.0.1'], refuseAddress: (a) => hostRefusal(a, 'ssh', false) }));
+    const refused = await failure(new SshConnection({ ...KEY, host: 'mixed.example', port: l.port, resolve: async () => ['127.0.0.1', '169.254.169.254'], refuseAddress: (a) => hostRefusal(a, true) }));
+    expect(refused.kind).toBe('address-refused');
+    expect(l.connections()).toBe(0);
+    const err = await failure(new SshConnection({ ...KEY, host: 'mixed.example', port: l.port, resolve: async () => ['127.0.0.1', '10.255.255.1'], refuseAddress: (a) => hostRefusal(a, true) }));
     expect(err.kind).not.toBe('address-refused');
     expect(l.connections()).toBe(1);
+  });
+
+  it('for a team other than the root team, a name resolving to the berth host is refused with the one answer, whatever the port', async () => {
+    const a = await listener();
+    const answers = new Set<string>();
+    for (const port of [a.port, 1, 22]) {
+      const err = await failure(new SshConnection({ ...KEY, host: 'innocent.example', port, resolve: async () => ['127.0.0.1'], refuseAddress: (x) => hostRefusal(x, false) }));
+      expect(err.kind).toBe('address-refused');
+      answers.add(err.message);
+    }
+    expect([...answers]).toEqual([`innocent.example resolves to an address berth does not connect to: ${TEAM_REFUSAL}`]);
+    expect(a.connections()).toBe(0);
+  });
+
+  it('the name is resolved once: an answer that changes afterwards (DNS rebinding) is never connected to', async () => {
+    const first = await listener();
+    let lookups = 0;
+    // First the allowed address, then (too late) the metadata service.
+    const resolve = async () => (lookups++ === 0 ? ['127.0.0.1'] : ['169.254.169.254']);
+    const err = await failure(new SshConnection({ ...KEY, host: 'rebind.example', port: first.port, resolve, refuseAddress: (x) => hostRefusal(x, true) }));
+    expect(err.kind).not.toBe('address-refused');
+    expect(lookups).toBe(1);
+    expect(first.connections()).toBe(1);
   });
 
   it('a key ssh2 cannot use fails the connection with a reason instead of throwing', async () => {

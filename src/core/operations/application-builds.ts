@@ -3,6 +3,7 @@ import { validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { TargetGuard } from '../outbound-guard.js';
+import { parseTarget } from '../target-url.js';
 import { domains, description, name, portsExposes, portsMappings, tags } from '../validators.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
@@ -37,18 +38,14 @@ const gitBranch = z
   .regex(/^[A-Za-z0-9._/-]+$/, 'Use letters, digits and . _ / - only.')
   .refine((b) => !b.startsWith('-') && !b.includes('..') && !b.endsWith('.lock') && !b.endsWith('/'), 'Not a valid branch name.');
 
-/** A public repository URL: http, https or git, no credentials, no option-looking text. */
+/** A public repository URL: http, https or git, read by the one parser (target-url.ts): no credentials, nothing parsers disagree on. */
 const gitRepository = z
   .string()
   .max(2048)
-  .refine((u) => {
-    try {
-      const url = new URL(u);
-      return ['http:', 'https:', 'git:'].includes(url.protocol) && !!url.hostname && !url.username && !url.password;
-    } catch {
-      return false;
-    }
-  }, 'Must be a public http(s):// or git:// repository URL, without credentials.');
+  .superRefine((u, ctx) => {
+    const t = parseTarget(u, ['http', 'https', 'git'], { repository: true });
+    if (typeof t === 'string') ctx.addIssue({ code: 'custom', message: `Must be a public http(s):// or git:// repository URL, without credentials. ${t}` });
+  });
 
 async function createBuilt(ctx: OperationContext, i: z.infer<z.ZodObject<typeof shared>>, source: BuildSource, fallbackName: string) {
   const { db, caller } = ctx;
@@ -107,7 +104,7 @@ export const applicationBuildOperations = [
     http: { method: 'POST', path: '/api/v1/applications/public', status: 201 },
     async run(ctx, { git_repository, git_branch, build_pack, base_directory, dockerfile_location, ...i }) {
       if (build_pack !== 'dockerfile') throw validationError({ build_pack: [`berth builds with a Dockerfile only: use build_pack "dockerfile" (${build_pack} is not supported).`] });
-      const why = new TargetGuard(ctx.config.outboundAllowedTargets).hostRefusal(new URL(git_repository).hostname);
+      const why = new TargetGuard(ctx.config.outboundAllowedTargets).urlRefusal(git_repository, ['http', 'https', 'git']);
       if (why) throw validationError({ git_repository: [why] });
       return createBuilt(ctx, i, { git_repository, git_branch, base_directory: base_directory ?? '/', dockerfile_location: dockerfile_location ?? '/Dockerfile' }, 'public');
     },

@@ -18,6 +18,8 @@ async function forward(ctx: OperationContext, id: number, content: string): Prom
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ id, content, team_id: ctx.caller.teamId, created_at: nowIso() }),
       signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+      // The operator's URL, but a redirect is not followed anywhere (a 3xx is a failure).
+      redirect: 'error',
     });
     await res.body?.cancel();
     if (res.status >= 300) throw new Error(`webhook answered ${res.status}`);
