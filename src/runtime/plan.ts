@@ -6,6 +6,9 @@ import { volumeName } from '../core/operations/resource-parts.js';
 import type { ServiceConfig } from '../core/operations/services.js';
 import type { Db } from '../store/db.js';
 import { describeHostReach, hostReaching } from '../core/host-access.js';
+import { labelsOf } from '../core/custom-labels.js';
+import { parseRunOptions } from '../core/run-options.js';
+import { healthcheckSpec, limitsSpec } from '../core/runtime-fields.js';
 import { resolveSharedReferences } from './shared-references.js';
 import type { ContainerSpec, PortBinding } from './types.js';
 
@@ -97,6 +100,10 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   let containers: PlannedContainer[];
   if (r.kind === 'application') {
     const c = config as ApplicationConfig;
+    // Checked at the door; read again here so a record never carries more than the rules allow.
+    const { labels: runLabels, ...run } = c.custom_docker_run_options ? parseRunOptions(c.custom_docker_run_options) : {};
+    const healthcheck = healthcheckSpec(c, c.ports_exposes);
+    const limits = limitsSpec(c);
     containers = [
       {
         name: r.uuid,
@@ -106,6 +113,13 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
           env: envList(userEnv),
           ports: ports(c.ports_mappings),
           volumes: storages.map((s) => ({ volume: vol(s.name), target: s.mount_path })),
+          ...run,
+          // An entrypoint replaces the image's command too, as `docker run --entrypoint` does.
+          ...(run.entrypoint ? { cmd: [] } : {}),
+          ...(healthcheck ? { healthcheck } : {}),
+          ...(limits ? { limits } : {}),
+          // berth's own labels last: a tenant's never replace them.
+          labels: { ...labelsOf(c.custom_labels), ...runLabels, ...labels },
         },
       },
     ];
@@ -156,6 +170,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
           env: envList({ ...databaseEnv(kind, c.fields), ...userEnv }),
           ports: c.is_public && c.public_port ? [{ hostPort: c.public_port, containerPort: DATABASE_ENGINES[kind].port }] : [],
           volumes: storages.map((s) => ({ volume: vol(s.name), target: s.mount_path })),
+          ...(limitsSpec(c) ? { limits: limitsSpec(c) } : {}),
         },
       },
     ];
