@@ -5,6 +5,7 @@ import type { DatabaseKind } from '../core/operations/resource-common.js';
 import { volumeName } from '../core/operations/resource-parts.js';
 import type { ServiceConfig } from '../core/operations/services.js';
 import type { Db } from '../store/db.js';
+import { dependencyOrder, type DependencyCondition } from '../core/compose.js';
 import { describeHostReach, hostReaching } from '../core/host-access.js';
 import { labelsOf } from '../core/custom-labels.js';
 import { parseRunOptions } from '../core/run-options.js';
@@ -19,6 +20,8 @@ export const LABEL_MANAGED = 'berth.managed';
 export interface PlannedContainer {
   name: string;
   spec: ContainerSpec;
+  /** Compose's depends_on: planned containers (by their name) to wait for, and for what. Containers come after what they depend on. */
+  dependsOn?: { name: string; condition: DependencyCondition }[];
 }
 
 export interface Plan {
@@ -125,8 +128,12 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     ];
   } else if (r.kind === 'service') {
     const c = config as ServiceConfig;
-    containers = c.containers.map((k) => ({
+    // Stored in dependency order since depends_on is honoured; older records are ordered here.
+    const ordered = dependencyOrder(c.containers);
+    const list = 'order' in ordered ? ordered.order : c.containers;
+    containers = list.map((k) => ({
       name: `${r.uuid}-${k.name}`,
+      ...(k.dependsOn?.length ? { dependsOn: k.dependsOn.map((d) => ({ name: `${r.uuid}-${d.service}`, condition: d.condition })) } : {}),
       spec: {
         ...base,
         networkAliases: [k.name],
@@ -153,6 +160,9 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
         securityOpt: k.securityOpt ?? [],
         ...(k.user ? { user: k.user } : {}),
         ...(k.workingDir ? { workingDir: k.workingDir } : {}),
+        ...(k.healthcheck ? { healthcheck: k.healthcheck } : {}),
+        ...(k.limits ? { limits: k.limits } : {}),
+        ...(k.stopGraceS !== undefined ? { stopTimeoutS: k.stopGraceS } : {}),
         labels: { ...k.labels, ...labels, 'berth.container': k.name },
       },
     }));

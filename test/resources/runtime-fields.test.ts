@@ -194,3 +194,89 @@ describe('databases: limits', () => {
     expectValidation(await c.api('POST', '/databases/postgresql', c.write, { ...placeOf(c.w), health_check_enabled: true }), ['health_check_enabled']);
   });
 });
+
+describe('services: compose runtime keys', () => {
+  const service = (yaml: string) => c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: b64(yaml) });
+
+  it('string command and entrypoint split into words; healthcheck, limits, stop_grace_period and depends_on planned; containers after what they depend on', async () => {
+    const yaml = [
+      'services:',
+      '  web:',
+      '    image: nginx',
+      '    entrypoint: /docker-entrypoint.sh',
+      '    command: nginx -g "daemon off;"',
+      '    depends_on:',
+      '      db: { condition: service_healthy }',
+      '      cache: { condition: service_started }',
+      '      migrate: { condition: service_completed_successfully }',
+      '    healthcheck:',
+      '      test: wget -q -O- http://localhost/ || exit 1',
+      '      interval: 1m30s',
+      '      timeout: 500ms',
+      '      retries: 3',
+      '      start_period: 10s',
+      '    deploy:',
+      '      resources:',
+      '        limits: { memory: 512M, cpus: "0.5" }',
+      '        reservations: { memory: 128m }',
+      '    stop_grace_period: 1m',
+      '  migrate:',
+      '    image: busybox',
+      '    command: sleep 36000',
+      '    depends_on: [db]',
+      '  db:',
+      '    image: postgres',
+      '    healthcheck:',
+      '      test: ["CMD", "pg_isready"]',
+      '    mem_limit: 1g',
+      '    cpus: 2',
+      '  cache:',
+      '    image: redis',
+      '    healthcheck: { disable: true }',
+    ].join('\n');
+    const r = await service(yaml);
+    expect(r.status, r.text).toBe(201);
+    const plan = await planOf(r.json.uuid);
+    const name = (s: string) => `${r.json.uuid}-${s}`;
+    expect(plan.containers.map((k) => k.name)).toEqual([name('db'), name('cache'), name('migrate'), name('web')]);
+    const [db, cache, migrate, web] = plan.containers;
+    expect(web!.spec).toMatchObject({
+      entrypoint: ['/docker-entrypoint.sh'],
+      cmd: ['nginx', '-g', 'daemon off;'],
+      healthcheck: { test: ['CMD-SHELL', 'wget -q -O- http://localhost/ || exit 1'], intervalS: 90, timeoutS: 0.5, retries: 3, startPeriodS: 10 },
+      limits: { memory: 512 * 2 ** 20, nanoCpus: 5e8, memoryReservation: 128 * 2 ** 20 },
+      stopTimeoutS: 60,
+    });
+    expect(web!.dependsOn).toEqual([
+      { name: name('db'), condition: 'service_healthy' },
+      { name: name('cache'), condition: 'service_started' },
+      { name: name('migrate'), condition: 'service_completed_successfully' },
+    ]);
+    expect(migrate!.spec.cmd).toEqual(['sleep', '36000']);
+    expect(migrate!.dependsOn).toEqual([{ name: name('db'), condition: 'service_started' }]);
+    expect(db!.spec).toMatchObject({ healthcheck: { test: ['CMD', 'pg_isready'] }, limits: { memory: 2 ** 30, nanoCpus: 2e9 } });
+    expect(db!.dependsOn).toBeUndefined();
+    expect(cache!.spec.healthcheck).toEqual({ test: ['NONE'] });
+  });
+
+  it('cycles, unknown services, bad conditions, durations, sizes and shell operators are a 422 naming the key', async () => {
+    const before = await dump(c.s);
+    const refused = async (yaml: string, text: string) => {
+      const r = await service(yaml);
+      expectValidation(r, ['docker_compose_raw']);
+      expect(r.json.errors.docker_compose_raw.join(' '), yaml).toContain(text);
+    };
+    await refused('services:\n  a:\n    image: x\n    depends_on: [b]\n  b:\n    image: x\n    depends_on: [a]\n', 'cycle (a → b → a)');
+    await refused('services:\n  a:\n    image: x\n    depends_on: [a]\n', 'cycle');
+    await refused('services:\n  a:\n    image: x\n    depends_on: [nope]\n', '"nope" is not a service');
+    await refused('services:\n  a:\n    image: x\n    depends_on: { b: { condition: service_ready } }\n  b:\n    image: x\n', 'condition of "b"');
+    await refused('services:\n  a:\n    image: x\n    healthcheck: { test: "true", interval: 10 }\n', 'services.a.healthcheck (line 4): interval must be a duration');
+    await refused('services:\n  a:\n    image: x\n    healthcheck: { test: [curl, x] }\n', 'test must be');
+    await refused('services:\n  a:\n    image: x\n    mem_limit: 1m\n', 'services.a.mem_limit (line 4)');
+    await refused('services:\n  a:\n    image: x\n    cpus: lots\n', 'services.a.cpus');
+    await refused('services:\n  a:\n    image: x\n    deploy: { replicas: 2 }\n', 'services.a.deploy');
+    await refused('services:\n  a:\n    image: x\n    stop_grace_period: soon\n', 'services.a.stop_grace_period');
+    await refused('services:\n  a:\n    image: x\n    command: run && rm -rf /\n', 'services.a.command (line 4): "&&" is a shell operator');
+    expect(await dump(c.s)).toEqual(before);
+  });
+});
