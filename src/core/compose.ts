@@ -333,7 +333,7 @@ function runtimeSettings(svc: Record<string, unknown>, where: (key: string) => s
     if (!hc || typeof hc !== 'object' || Array.isArray(hc)) problems.push(`${where('healthcheck')}: must be a map (test, interval, timeout, retries, start_period, disable).`);
     else {
       const h = hc as Record<string, unknown>;
-      for (const k of Object.keys(h)) if (!['test', 'interval', 'timeout', 'retries', 'start_period', 'start_interval', 'disable'].includes(k)) problems.push(`${where('healthcheck')}: "${k}" is not supported by berth.`);
+      for (const k of Object.keys(h)) if (!['test', 'interval', 'timeout', 'retries', 'start_period', 'disable'].includes(k)) problems.push(`${where('healthcheck')}: "${k}" is not supported by berth.`);
       const seconds = (k: string): number | undefined => {
         if (h[k] === undefined) return undefined;
         const s = durationSeconds(h[k]);
@@ -347,7 +347,6 @@ function runtimeSettings(svc: Record<string, unknown>, where: (key: string) => s
       else problems.push(`${where('healthcheck')}: test must be a string, or a list starting with CMD, CMD-SHELL or NONE.`);
       if (h.retries !== undefined && !(Number.isInteger(h.retries) && (h.retries as number) >= 0)) problems.push(`${where('healthcheck')}: retries must be a whole number.`);
       const [intervalS, timeoutS, startPeriodS] = [seconds('interval'), seconds('timeout'), seconds('start_period')];
-      seconds('start_interval');
       if (test) {
         out.healthcheck = { test };
         if (test[0] !== 'NONE') {
