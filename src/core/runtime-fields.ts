@@ -23,7 +23,7 @@ export const healthCheckInput = {
   health_check_path: brief(z.string().max(1024).regex(/^\/[^\s\u0000-\u001f\u007f]*$/, 'Must start with / and have no spaces.').optional()),
   health_check_port: brief(z.string().regex(/^\d{1,5}$/, 'Must be a port number.').nullable().optional()),
   health_check_host: brief(z.string().max(253).regex(/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/, 'Must be a host name or address.').optional()),
-  health_check_method: brief(z.string().regex(/^(GET|POST|get|post)$/, 'Use GET or POST.').optional()),
+  health_check_method: brief(z.string().regex(/^(get|post)$/i, 'Use GET or POST.').optional()),
   health_check_scheme: brief(z.enum(['http', 'https']).optional()),
   health_check_return_code: brief(z.number().int().min(100).max(599).optional()),
   health_check_response_text: brief(z.string().max(1024).regex(noControl, 'Must not contain control characters.').nullable().optional()),
@@ -154,8 +154,8 @@ export function checkLimits(stored: Partial<LimitsFields>): void {
 
 /**
  * The engine's resource settings. "0" and unset mean no limit; swappiness and CPU shares go to
- * the engine only when set (an engine on cgroup v2 may refuse swappiness, and 1024 shares is the
- * engine's own default).
+ * the engine only when set to other than Coolify's defaults (which Coolify clients send back on
+ * every update): an engine on cgroup v2 may refuse swappiness, and 1024 shares is the engine's own.
  */
 export function limitsSpec(stored: Partial<LimitsFields> | undefined): ContainerSpec['limits'] {
   if (!stored) return undefined;
@@ -165,13 +165,13 @@ export function limitsSpec(stored: Partial<LimitsFields> | undefined): Container
   if (memory) out.memory = memory;
   const swap = sizeBytes(l.limits_memory_swap);
   if (swap && memory) out.memorySwap = swap;
-  if (stored.limits_memory_swappiness !== undefined) out.memorySwappiness = stored.limits_memory_swappiness;
+  if (l.limits_memory_swappiness !== LIMITS_DEFAULTS.limits_memory_swappiness) out.memorySwappiness = l.limits_memory_swappiness;
   const reservation = sizeBytes(l.limits_memory_reservation);
   if (reservation) out.memoryReservation = reservation;
   const cpus = Number(l.limits_cpus);
   if (cpus) out.nanoCpus = Math.round(cpus * 1e9);
   if (l.limits_cpuset) out.cpusetCpus = l.limits_cpuset;
-  if (stored.limits_cpu_shares !== undefined) out.cpuShares = stored.limits_cpu_shares;
+  if (l.limits_cpu_shares !== LIMITS_DEFAULTS.limits_cpu_shares) out.cpuShares = l.limits_cpu_shares;
   return Object.keys(out).length ? out : undefined;
 }
 

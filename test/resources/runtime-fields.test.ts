@@ -44,7 +44,7 @@ describe('applications: health check and limits', () => {
     });
     expect(r.status, r.text).toBe(201);
     const p = await c.api('PATCH', `/applications/${r.json.uuid}`, c.write, {
-      health_check_method: 'post', health_check_retries: 2, limits_memory_swap: '1g', limits_memory_reservation: '128m', limits_cpuset: '0-1', limits_cpu_shares: 512, limits_memory_swappiness: 10,
+      health_check_method: 'Post', health_check_retries: 2, limits_memory_swap: '1g', limits_memory_reservation: '128m', limits_cpuset: '0-1', limits_cpu_shares: 512, limits_memory_swappiness: 10,
     });
     expect(p.status, p.text).toBe(200);
     const got = (await c.api('GET', `/applications/${r.json.uuid}`, c.read)).json;
@@ -69,6 +69,9 @@ describe('applications: health check and limits', () => {
     const after = (await planOf(r.json.uuid)).containers[0]!.spec;
     expect(after.limits).toEqual({ cpuShares: 512, memorySwappiness: 10 });
     expect(after.healthcheck).toBeUndefined();
+    // Coolify's defaults sent back (as Coolify clients do) set nothing on the engine.
+    await c.api('PATCH', `/applications/${r.json.uuid}`, c.write, { limits_cpu_shares: 1024, limits_memory_swappiness: 60 });
+    expect((await planOf(r.json.uuid)).containers[0]!.spec.limits).toBeUndefined();
   });
 
   it('bad values are a 422 naming the field, and nothing is stored', async () => {
