@@ -2,7 +2,10 @@ import { posix } from 'node:path';
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { validationError } from './errors.js';
+import type { ContainerSpec } from '../runtime/types.js';
 import { HOST_ACCESS_HINT, hostReaching, type HostReach, type HostSettings } from './host-access.js';
+import { sizeBytes } from './runtime-fields.js';
+import { splitWords } from './shell-words.js';
 import { engineName, envKey, mountPath, splitImage } from './validators.js';
 
 /** What berth runs from a compose file: its containers and the named volumes they mount. */
@@ -22,7 +25,18 @@ export interface ComposeContainer extends Omit<HostSettings, 'binds' | 'privileg
   workingDir: string | null;
   labels: Record<string, string>;
   capDrop?: string[];
+  /** Compose's healthcheck in Docker's form (["NONE"] when disabled); absent: the image's own. */
+  healthcheck?: ContainerSpec['healthcheck'];
+  /** mem_limit, cpus and deploy.resources. */
+  limits?: ContainerSpec['limits'];
+  /** stop_grace_period, in whole seconds. */
+  stopGraceS?: number;
+  /** depends_on, by compose service name; containers are stored in dependency order. */
+  dependsOn?: { service: string; condition: DependencyCondition }[];
 }
+
+export const DEPENDENCY_CONDITIONS = ['service_started', 'service_healthy', 'service_completed_successfully'] as const;
+export type DependencyCondition = (typeof DEPENDENCY_CONDITIONS)[number];
 
 export interface ParsedCompose {
   yaml: string;
@@ -34,11 +48,12 @@ export interface ParsedCompose {
 
 /**
  * Service keys berth honours; anything else is refused rather than silently ignored.
- * depends_on and expose change nothing here: containers start in file order on one network.
+ * expose changes nothing here (one network); depends_on orders the containers.
  * The second group reaches into the host and passes only the host-access check.
  */
 const KNOWN = new Set([
   'image', 'environment', 'command', 'entrypoint', 'ports', 'volumes', 'restart', 'labels', 'depends_on', 'working_dir', 'user', 'expose', 'cap_drop',
+  'healthcheck', 'deploy', 'mem_limit', 'mem_reservation', 'cpus', 'stop_grace_period',
   'privileged', 'cap_add', 'devices', 'network_mode', 'pid', 'ipc', 'uts', 'userns_mode', 'security_opt',
 ]);
 /** Accepted values of the namespace keys ("host" is the host-reaching one). */
@@ -60,6 +75,49 @@ export function decodeCompose(raw: string): string {
 
 const asList = (v: unknown): string[] | null =>
   v === undefined || v === null ? null : Array.isArray(v) ? v.map(String) : typeof v === 'string' ? [v] : null;
+
+/** Compose's durations: "1m30s", "10s", "500ms", "1h". Seconds, or null when not one. */
+export function durationSeconds(v: unknown): number | null {
+  if (typeof v !== 'string' || !/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(v)) return null;
+  const unit: Record<string, number> = { ns: 1e-9, us: 1e-6, µs: 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
+  let total = 0;
+  for (const m of v.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) total += Number(m[1]) * unit[m[2]!]!;
+  return total;
+}
+
+/** Compose's byte sizes: an integer, or "512m", "1g", "1.5GB". Bytes, or null when not one. */
+function composeBytes(v: unknown): number | null {
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
+  if (typeof v === 'string' && /^\d+(\.\d+)?([bkmgt]i?b?)?$/i.test(v)) return sizeBytes(v);
+  return null;
+}
+
+/**
+ * The services in an order where each comes after what it depends on (file order otherwise),
+ * or the names of a cycle.
+ */
+export function dependencyOrder<T extends { name: string; dependsOn?: { service: string }[] }>(items: T[]): { order: T[] } | { cycle: string[] } {
+  const byName = new Map(items.map((i) => [i.name, i]));
+  const done = new Set<string>();
+  const order: T[] = [];
+  const visit = (item: T, path: string[]): string[] | null => {
+    if (done.has(item.name)) return null;
+    if (path.includes(item.name)) return [...path.slice(path.indexOf(item.name)), item.name];
+    for (const d of item.dependsOn ?? []) {
+      const dep = byName.get(d.service);
+      const cycle = dep && visit(dep, [...path, item.name]);
+      if (cycle) return cycle;
+    }
+    done.add(item.name);
+    order.push(item);
+    return null;
+  };
+  for (const item of items) {
+    const cycle = visit(item, []);
+    if (cycle) return { cycle };
+  }
+  return { order };
+}
 
 /** Line numbers of keys and list items, for messages a person can find in their file. */
 function locator(doc: Document, lines: LineCounter) {
@@ -218,12 +276,22 @@ export function parseCompose(raw: string): ParsedCompose {
       return null;
     };
     if (svc.privileged !== undefined && typeof svc.privileged !== 'boolean') problems.push(`${where('privileged')}: must be true or false.`);
+    // A string command or entrypoint is split into words, as compose does.
+    const words = (key: 'command' | 'entrypoint'): string[] | null => {
+      const v = svc[key];
+      if (typeof v !== 'string') return asList(v);
+      const split = splitWords(v);
+      if ('words' in split) return split.words;
+      problems.push(`${where(key)}: ${split.error}`);
+      return null;
+    };
+    const runtime = runtimeSettings(svc, where, problems);
     const container: ComposeContainer = {
       name,
       image: String(svc.image),
       environment,
-      command: asList(svc.command),
-      entrypoint: asList(svc.entrypoint),
+      command: words('command'),
+      entrypoint: words('entrypoint'),
       ports,
       mounts,
       binds,
@@ -241,14 +309,103 @@ export function parseCompose(raw: string): ParsedCompose {
       utsMode: mode('uts'),
       usernsMode: mode('userns_mode'),
       securityOpt: list('security_opt', /^[A-Za-z0-9=:._\/-]+$/, 'a security option'),
+      ...runtime,
     };
     const reach: HostReach[] = hostReaching({ ...container, binds: binds.map((b) => `${b.source}:${b.target}`) });
     for (const r of reach) hostReach.push(`${where(r.key, r.key === 'volumes' ? bindAt[r.index!] : undefined)}: ${r.why}. ${HOST_ACCESS_HINT}`);
     containers.push(container);
   }
   for (const v of volumes) if (!engineName.safeParse(v).success) problems.push(`volumes.${v}: not a valid volume name.`);
+  for (const k of containers) {
+    for (const d of k.dependsOn ?? []) if (!containers.some((o) => o.name === d.service)) problems.push(`services.${k.name}.depends_on${at(['services', k.name, 'depends_on'])}: "${d.service}" is not a service of this file.`);
+  }
+  const ordered = dependencyOrder(containers);
+  if ('cycle' in ordered) problems.push(`depends_on: the services depend on each other in a cycle (${ordered.cycle.join(' → ')}).`);
   if (problems.length) fail();
-  return { yaml, containers, volumes: [...volumes], hostReach };
+  return { yaml, containers: 'order' in ordered ? ordered.order : containers, volumes: [...volumes], hostReach };
+}
+
+/** healthcheck, limits, stop grace period and depends_on of one service; problems are added to the list. */
+function runtimeSettings(svc: Record<string, unknown>, where: (key: string) => string, problems: string[]): Pick<ComposeContainer, 'healthcheck' | 'limits' | 'stopGraceS' | 'dependsOn'> {
+  const out: Pick<ComposeContainer, 'healthcheck' | 'limits' | 'stopGraceS' | 'dependsOn'> = {};
+  const hc = svc.healthcheck;
+  if (hc !== undefined) {
+    if (!hc || typeof hc !== 'object' || Array.isArray(hc)) problems.push(`${where('healthcheck')}: must be a map (test, interval, timeout, retries, start_period, disable).`);
+    else {
+      const h = hc as Record<string, unknown>;
+      for (const k of Object.keys(h)) if (!['test', 'interval', 'timeout', 'retries', 'start_period', 'disable'].includes(k)) problems.push(`${where('healthcheck')}: "${k}" is not supported by berth.`);
+      const seconds = (k: string): number | undefined => {
+        if (h[k] === undefined) return undefined;
+        const s = durationSeconds(h[k]);
+        if (s === null) problems.push(`${where('healthcheck')}: ${k} must be a duration such as 10s or 1m30s.`);
+        return s ?? undefined;
+      };
+      let test: string[] | undefined;
+      if (h.disable === true) test = ['NONE'];
+      else if (typeof h.test === 'string') test = ['CMD-SHELL', h.test];
+      else if (Array.isArray(h.test) && h.test.length && ['NONE', 'CMD', 'CMD-SHELL'].includes(String(h.test[0]))) test = h.test.map(String);
+      else problems.push(`${where('healthcheck')}: test must be a string, or a list starting with CMD, CMD-SHELL or NONE.`);
+      if (h.retries !== undefined && !(Number.isInteger(h.retries) && (h.retries as number) >= 0)) problems.push(`${where('healthcheck')}: retries must be a whole number.`);
+      const [intervalS, timeoutS, startPeriodS] = [seconds('interval'), seconds('timeout'), seconds('start_period')];
+      if (test) {
+        out.healthcheck = { test };
+        if (test[0] !== 'NONE') {
+          if (intervalS !== undefined) out.healthcheck.intervalS = intervalS;
+          if (timeoutS !== undefined) out.healthcheck.timeoutS = timeoutS;
+          if (typeof h.retries === 'number') out.healthcheck.retries = h.retries;
+          if (startPeriodS !== undefined) out.healthcheck.startPeriodS = startPeriodS;
+        }
+      }
+    }
+  }
+  const limits: NonNullable<ContainerSpec['limits']> = {};
+  const memory = (key: string, value: unknown, set: (n: number) => void) => {
+    if (value === undefined) return;
+    const n = composeBytes(value);
+    if (n === null || (n > 0 && n < 6 * 1024 ** 2)) problems.push(`${where(key)}: use a size of at least 6m, such as 512m or 1g.`);
+    else if (n > 0) set(n);
+  };
+  const cpus = (key: string, value: unknown) => {
+    if (value === undefined) return;
+    const n = Number(value);
+    if ((typeof value !== 'number' && typeof value !== 'string') || !Number.isFinite(n) || n < 0 || (n > 0 && n < 0.01)) problems.push(`${where(key)}: use a number of CPUs such as 0.5 or 2.`);
+    else if (n > 0) limits.nanoCpus = Math.round(n * 1e9);
+  };
+  memory('mem_limit', svc.mem_limit, (n) => (limits.memory = n));
+  memory('mem_reservation', svc.mem_reservation, (n) => (limits.memoryReservation = n));
+  cpus('cpus', svc.cpus);
+  const deploy = svc.deploy;
+  if (deploy !== undefined) {
+    const d = (deploy ?? {}) as Record<string, unknown>;
+    const r = (d.resources ?? {}) as Record<string, unknown>;
+    const lim = (r.limits ?? {}) as Record<string, unknown>;
+    const res = (r.reservations ?? {}) as Record<string, unknown>;
+    const known = Object.keys(d).every((k) => k === 'resources') && Object.keys(r).every((k) => ['limits', 'reservations'].includes(k)) && Object.keys(lim).every((k) => ['memory', 'cpus'].includes(k)) && Object.keys(res).every((k) => k === 'memory');
+    if (!known || typeof deploy !== 'object') problems.push(`${where('deploy')}: berth honours deploy.resources.limits (memory, cpus) and deploy.resources.reservations.memory only.`);
+    memory('deploy', lim.memory, (n) => (limits.memory = n));
+    memory('deploy', res.memory, (n) => (limits.memoryReservation = n));
+    cpus('deploy', lim.cpus);
+  }
+  if (Object.keys(limits).length) out.limits = limits;
+  if (svc.stop_grace_period !== undefined) {
+    const s = durationSeconds(svc.stop_grace_period);
+    if (s === null || s > 3600) problems.push(`${where('stop_grace_period')}: must be a duration of at most 1h, such as 30s or 1m30s.`);
+    else out.stopGraceS = Math.ceil(s);
+  }
+  const deps = svc.depends_on;
+  if (deps !== undefined) {
+    const list: ComposeContainer['dependsOn'] = [];
+    if (Array.isArray(deps)) for (const d of deps) list.push({ service: String(d), condition: 'service_started' });
+    else if (deps && typeof deps === 'object') {
+      for (const [name, v] of Object.entries(deps)) {
+        const condition = (v as { condition?: unknown } | null)?.condition ?? 'service_started';
+        if (!DEPENDENCY_CONDITIONS.includes(condition as DependencyCondition)) problems.push(`${where('depends_on')}: condition of "${name}" must be ${DEPENDENCY_CONDITIONS.join(', ')}.`);
+        else list.push({ service: name, condition: condition as DependencyCondition });
+      }
+    } else problems.push(`${where('depends_on')}: must be a list of services or a map of service: {condition}.`);
+    if (list.length) out.dependsOn = list;
+  }
+  return out;
 }
 
 /** 422 naming every host-reaching setting (key and line) unless the server allows host access. */

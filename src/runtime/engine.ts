@@ -762,6 +762,18 @@ export class EngineClient {
     if (spec.utsMode) hostConfig.UTSMode = spec.utsMode;
     if (spec.usernsMode) hostConfig.UsernsMode = spec.usernsMode;
     if (spec.securityOpt?.length) hostConfig.SecurityOpt = spec.securityOpt;
+    const l = spec.limits ?? {};
+    if (l.memory !== undefined) hostConfig.Memory = l.memory;
+    if (l.memorySwap !== undefined) hostConfig.MemorySwap = l.memorySwap;
+    if (l.memorySwappiness !== undefined) hostConfig.MemorySwappiness = l.memorySwappiness;
+    if (l.memoryReservation !== undefined) hostConfig.MemoryReservation = l.memoryReservation;
+    if (l.nanoCpus !== undefined) hostConfig.NanoCpus = l.nanoCpus;
+    if (l.cpusetCpus !== undefined) hostConfig.CpusetCpus = l.cpusetCpus;
+    if (l.cpuShares !== undefined) hostConfig.CpuShares = l.cpuShares;
+    if (spec.init) hostConfig.Init = true;
+    if (spec.ulimits?.length) hostConfig.Ulimits = spec.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard }));
+    if (spec.tmpfs && Object.keys(spec.tmpfs).length) hostConfig.Tmpfs = spec.tmpfs;
+    if (spec.shmSize !== undefined) hostConfig.ShmSize = spec.shmSize;
     if (spec.restartPolicy) {
       hostConfig.RestartPolicy = { Name: spec.restartPolicy.name, MaximumRetryCount: spec.restartPolicy.maximumRetryCount ?? 0 };
     }
@@ -778,6 +790,13 @@ export class EngineClient {
     if (spec.workingDir) body.WorkingDir = spec.workingDir;
     if (spec.tty !== undefined) body.Tty = spec.tty;
     if (spec.stopTimeoutS !== undefined) body.StopTimeout = spec.stopTimeoutS;
+    if (spec.hostname) body.Hostname = spec.hostname;
+    if (spec.healthcheck) {
+      // The Engine API counts durations in nanoseconds.
+      const ns = (s: number | undefined) => (s === undefined ? undefined : Math.round(s * 1e9));
+      const h = spec.healthcheck;
+      body.Healthcheck = { Test: h.test, Interval: ns(h.intervalS), Timeout: ns(h.timeoutS), Retries: h.retries, StartPeriod: ns(h.startPeriodS) };
+    }
     if (spec.networkMode && spec.networkAliases?.length && !['none', 'host', 'bridge', 'default'].includes(spec.networkMode)) {
       body.NetworkingConfig = { EndpointsConfig: { [spec.networkMode]: { Aliases: spec.networkAliases } } };
     }

@@ -50,8 +50,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 /** A planned container's dependencies (compose depends_on), in the plan's terms. */
-type Dependency = { name: string; condition: 'service_started' | 'service_healthy' | 'service_completed_successfully' };
-const dependsOn = (c: PlannedContainer): Dependency[] => (c as PlannedContainer & { dependsOn?: Dependency[] }).dependsOn ?? [];
+const dependsOn = (c: PlannedContainer) => c.dependsOn ?? [];
 
 /** The last health-check output, for a failure message. */
 function healthOutput(h: { Status: string; [key: string]: unknown } | undefined): string {
@@ -478,7 +477,7 @@ export class LiveRuntime implements Runtime {
    */
   private async rollingUpdate(engine: EngineClient, plan: Plan, ctx: RuntimeJobContext): Promise<boolean> {
     const [c] = plan.containers;
-    const check = (c?.spec as { healthcheck?: { test?: string[] } } | undefined)?.healthcheck?.test;
+    const check = c?.spec.healthcheck?.test;
     if (plan.containers.length !== 1 || !c || !check?.length || check[0] === 'NONE' || (c.spec.ports ?? []).some((p) => p.hostPort !== undefined)) return false;
     let old: Awaited<ReturnType<EngineClient['inspectContainer']>> | undefined;
     try {

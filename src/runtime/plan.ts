@@ -5,7 +5,11 @@ import type { DatabaseKind } from '../core/operations/resource-common.js';
 import { volumeName } from '../core/operations/resource-parts.js';
 import type { ServiceConfig } from '../core/operations/services.js';
 import type { Db } from '../store/db.js';
+import { dependencyOrder, type DependencyCondition } from '../core/compose.js';
 import { describeHostReach, hostReaching } from '../core/host-access.js';
+import { labelsOf } from '../core/custom-labels.js';
+import { parseRunOptions } from '../core/run-options.js';
+import { healthcheckSpec, limitsSpec } from '../core/runtime-fields.js';
 import { resolveSharedReferences } from './shared-references.js';
 import type { ContainerSpec, PortBinding } from './types.js';
 
@@ -22,6 +26,8 @@ export function containerNames(r: { uuid: string; kind: string; config: string }
 export interface PlannedContainer {
   name: string;
   spec: ContainerSpec;
+  /** Compose's depends_on: planned containers (by their name) to wait for, and for what. Containers come after what they depend on. */
+  dependsOn?: { name: string; condition: DependencyCondition }[];
 }
 
 export interface Plan {
@@ -103,6 +109,10 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   let containers: PlannedContainer[];
   if (r.kind === 'application') {
     const c = config as ApplicationConfig;
+    // Checked at the door; read again here so a record never carries more than the rules allow.
+    const { labels: runLabels, ...run } = c.custom_docker_run_options ? parseRunOptions(c.custom_docker_run_options) : {};
+    const healthcheck = healthcheckSpec(c, c.ports_exposes);
+    const limits = limitsSpec(c);
     containers = [
       {
         name: r.uuid,
@@ -112,13 +122,24 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
           env: envList(userEnv),
           ports: ports(c.ports_mappings),
           volumes: storages.map((s) => ({ volume: vol(s.name), target: s.mount_path })),
+          ...run,
+          // An entrypoint replaces the image's command too, as `docker run --entrypoint` does.
+          ...(run.entrypoint ? { cmd: [] } : {}),
+          ...(healthcheck ? { healthcheck } : {}),
+          ...(limits ? { limits } : {}),
+          // berth's own labels last: a tenant's never replace them.
+          labels: { ...labelsOf(c.custom_labels), ...runLabels, ...labels },
         },
       },
     ];
   } else if (r.kind === 'service') {
     const c = config as ServiceConfig;
-    containers = c.containers.map((k) => ({
+    // Stored in dependency order since depends_on is honoured; older records are ordered here.
+    const ordered = dependencyOrder(c.containers);
+    const list = 'order' in ordered ? ordered.order : c.containers;
+    containers = list.map((k) => ({
       name: `${r.uuid}-${k.name}`,
+      ...(k.dependsOn?.length ? { dependsOn: k.dependsOn.map((d) => ({ name: `${r.uuid}-${d.service}`, condition: d.condition })) } : {}),
       spec: {
         ...base,
         networkAliases: [k.name],
@@ -145,6 +166,9 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
         securityOpt: k.securityOpt ?? [],
         ...(k.user ? { user: k.user } : {}),
         ...(k.workingDir ? { workingDir: k.workingDir } : {}),
+        ...(k.healthcheck ? { healthcheck: k.healthcheck } : {}),
+        ...(k.limits ? { limits: k.limits } : {}),
+        ...(k.stopGraceS !== undefined ? { stopTimeoutS: k.stopGraceS } : {}),
         labels: { ...k.labels, ...labels, 'berth.container': k.name },
       },
     }));
@@ -162,6 +186,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
           env: envList({ ...databaseEnv(kind, c.fields), ...userEnv }),
           ports: c.is_public && c.public_port ? [{ hostPort: c.public_port, containerPort: DATABASE_ENGINES[kind].port }] : [],
           volumes: storages.map((s) => ({ volume: vol(s.name), target: s.mount_path })),
+          ...(limitsSpec(c) ? { limits: limitsSpec(c) } : {}),
         },
       },
     ];

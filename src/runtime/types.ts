@@ -173,6 +173,18 @@ export interface ContainerSpec extends HostSettings {
   stopTimeoutS?: number;
   /** Capabilities dropped (confines further; never host-reaching). */
   capDrop?: string[];
+  /** Docker's Healthcheck: `test` in its Test form (["CMD-SHELL", "…"], ["CMD", …], ["NONE"] disables). */
+  healthcheck?: { test: string[]; intervalS?: number; timeoutS?: number; retries?: number; startPeriodS?: number };
+  /** Resource limits (HostConfig): bytes, CPUs in billionths, a cpuset such as "0-1". */
+  limits?: { memory?: number; memorySwap?: number; memorySwappiness?: number; memoryReservation?: number; nanoCpus?: number; cpusetCpus?: string; cpuShares?: number };
+  /** Run an init process as PID 1 (`--init`; the engine needs its init binary, catatonit on podman). */
+  init?: boolean;
+  ulimits?: { name: string; soft: number; hard: number }[];
+  hostname?: string;
+  /** tmpfs mounts: container path → mount options (`size=64m`); count against the memory limit. */
+  tmpfs?: Record<string, string>;
+  /** Size of /dev/shm in bytes. */
+  shmSize?: number;
 }
 
 /** `X-Docker-Container-Path-Stat` of the archive endpoints. */

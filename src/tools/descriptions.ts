@@ -122,7 +122,7 @@ const explicit: Record<string, ToolText> = {
   create_application: {
     title: 'Create an application from an image',
     description:
-      'Create an application that runs a Docker image on a server, in a project environment. Needs project_uuid, server_uuid, environment_name (or environment_uuid) and docker_registry_image_name. Nothing runs until you deploy (or pass instant_deploy: true).',
+      "Create an application that runs a Docker image on a server, in a project environment. Needs project_uuid, server_uuid, environment_name (or environment_uuid) and docker_registry_image_name. Nothing runs until you deploy (or pass instant_deploy: true). Also takes Coolify's health_check_*, limits_*, custom_labels, custom_docker_run_options.",
   },
   list_tags: { title: 'List tags', description: "The team's tags (uuid, name). Deploy everything that carries one with deploy(tag)." },
   create_tag: { title: 'Create a tag', description: 'Create a tag (2-64 letters, digits, . _ -; stored lower case, unique in the team). Attach it with add_application_tags and friends.' },
@@ -131,19 +131,19 @@ const explicit: Record<string, ToolText> = {
   create_dockerfile_application: {
     title: 'Create an application from a Dockerfile',
     description:
-      "Create an application whose image is built from an inline Dockerfile (base64, as Coolify) on the server's engine at each deploy. Placement as create_application, plus ports_exposes. Deploy to build; the build output is in the deployment's logs.",
+      "Create an application whose image is built from an inline Dockerfile (base64, as Coolify) on the server's engine at each deploy. Placement as create_application, plus ports_exposes. Deploy to build; the build output is in the deployment's logs. Runtime fields as create_application.",
   },
   create_public_application: {
     title: 'Create an application from a git repository',
     description:
-      "Create an application built from a public git repository (git_repository, git_branch, build_pack \"dockerfile\", base_directory, dockerfile_location) on the server's engine at each deploy. A failed build fails the deployment and leaves the running container alone.",
+      "Create an application built from a public git repository (git_repository, git_branch, build_pack \"dockerfile\", base_directory, dockerfile_location) on the server's engine at each deploy. A failed build fails the deployment and leaves the running container alone. Runtime fields as create_application.",
   },
-  get_application: { title: 'Get an application', description: 'Get an application: image, ports, domains, status and where it lives.' },
-  update_application: { title: 'Update an application', description: 'Change an application (image, ports, domains, name). Call deploy afterwards for the running container to pick it up.' },
+  get_application: { title: 'Get an application', description: 'Get an application: image, ports, domains, status (as its engine says) and where it lives.' },
+  update_application: { title: 'Update an application', description: "Change an application (image, ports, domains, name, Coolify's health_check_*, limits_*, custom_labels, custom_docker_run_options). Call deploy afterwards for the running container to pick it up." },
   delete_application: { title: 'Delete an application', description: 'Delete an application: its container on the server, its volumes (unless delete_volumes is false), then its records.' },
   list_databases: { title: 'List databases', description: "List the team's databases. Passwords and connection URLs are included only with read:sensitive." },
   get_database: { title: 'Get a database', description: 'Get a database. Passwords and internal_db_url need read:sensitive.' },
-  update_database: { title: 'Update a database', description: 'Change a database (name, image, credentials of its own type). Restart it for the change to apply.' },
+  update_database: { title: 'Update a database', description: "Change a database (name, image, credentials of its own type, Coolify's limits_*). Restart it for the change to apply." },
   delete_database: { title: 'Delete a database', description: 'Delete a database: its container, its volumes and backups (unless delete_volumes is false), then its records.' },
   list_services: { title: 'List services', description: "List the team's services (docker compose stacks) with their containers and volumes." },
   create_service: {
@@ -295,21 +295,21 @@ function familyText(name: string): ToolText | undefined {
   if (m) {
     const what = COLLECTION_WORDS[m[2]!]!;
     const effect = { start: 'Start', stop: 'Stop', restart: 'Restart' }[m[1] as 'start'];
-    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what} and wait until the engine shows it ${m[1] === 'stop' ? 'stopped' : 'running'}; status is what the engine shows afterwards. A failure's logs: get_deployment.` };
+    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what}; waits for the engine, answers its status.` };
   }
   m = /^migrate_(application|database|service)$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[1]!]!;
     return {
       title: `Migrate ${what.replace(/^an? /, '')}`,
-      description: `Move ${what} to another destination (from list_destinations) with its volume data, copied while it runs; it stops only for the last pass and is not redeployed. wait: true waits for the end, else follow get_migration; then start it.`,
+      description: `Move ${what} to another destination (list_destinations) with its volume data, copied while it runs; it stops only for the last pass and is not redeployed. wait: true waits for the end (else get_migration); then start it.`,
     };
   }
   m = /^create_(postgresql|mysql|mariadb|redis|mongodb|clickhouse|dragonfly|keydb)_database$/.exec(name);
   if (m) {
     return {
       title: `Create a ${m[1]} database`,
-      description: `Create a ${m[1]} database with a persistent data volume on a server, in a project environment (project_uuid, server_uuid, environment_name). Passwords are generated unless given. Nothing runs until you deploy or start it.`,
+      description: `Create a ${m[1]} database with a persistent data volume on a server, in a project environment (project_uuid, server_uuid, environment_name). Passwords are generated unless given; limits_* as Coolify. Nothing runs until you deploy or start it.`,
     };
   }
   return undefined;

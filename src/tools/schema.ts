@@ -104,6 +104,38 @@ export function sharedDefinitions(root: Json): Json {
   return out;
 }
 
+const BRIEF = 'berth.brief';
+
+/**
+ * Leaves out the fields marked `berth.brief` (Coolify's many runtime fields: health_check_*,
+ * limits_*): the tool's description names them, the core still takes and checks them, and
+ * every tools/list stays small. REST and OpenAPI keep them.
+ */
+export function dropBriefFields(root: Json): Json {
+  const defs = (root.$defs ?? {}) as Record<string, Json>;
+  const isBrief = (p: unknown): boolean => {
+    if (typeof p !== 'object' || p === null) return false;
+    const ref = (p as Json).$ref;
+    return (p as Json)[BRIEF] === true || (typeof ref === 'string' && ref.startsWith('#/$defs/') && defs[ref.slice(8)]?.[BRIEF] === true);
+  };
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (typeof node !== 'object' || node === null) return node;
+    const out: Json = {};
+    for (const [k, v] of Object.entries(node as Json)) out[k] = walk(v);
+    const props = out.properties as Json | undefined;
+    if (props && typeof props === 'object') {
+      const dropped = Object.keys(props).filter((k) => isBrief(props[k]));
+      if (dropped.length) {
+        out.properties = Object.fromEntries(Object.entries(props).filter(([k]) => !dropped.includes(k)));
+        if (Array.isArray(out.required)) out.required = (out.required as string[]).filter((k) => !dropped.includes(k));
+      }
+    }
+    return out;
+  };
+  return walk(root) as Json;
+}
+
 /**
  * A zod schema as the SDK sees it, with its JSON Schema computed (and compacted) once per process
  * instead of on every request (the SDK converts again for each new server; HTTP builds a server
@@ -120,7 +152,7 @@ export function toolSchema(schema: z.ZodType, validate: 'zod' | 'core'): Standar
     const key = `${kind}:${o.target}`;
     let v = memo.get(key);
     // A subschema used more than once (a password rule, a uuid) is written once under $defs.
-    if (!v) memo.set(key, (v = compactJsonSchema(sharedDefinitions(z.toJSONSchema(schema, { target: o.target as "draft-2020-12", io: kind, reused: "ref", unrepresentable: "any" }) as Json), kind) as Json));
+    if (!v) memo.set(key, (v = compactJsonSchema(sharedDefinitions(dropBriefFields(z.toJSONSchema(schema, { target: o.target as "draft-2020-12", io: kind, reused: "ref", unrepresentable: "any" }) as Json)), kind) as Json));
     return v;
   };
   return {

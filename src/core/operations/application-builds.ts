@@ -7,7 +7,7 @@ import { parseTarget } from '../target-url.js';
 import { domains, description, name, portsExposes, portsMappings, tags } from '../validators.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { UNBUILT_TAG, normalizeDomains, type ApplicationConfig, type BuildSource } from './applications.js';
+import { UNBUILT_TAG, applyRuntimeFields, normalizeDomains, runtimeFields, type ApplicationConfig, type BuildSource } from './applications.js';
 import { newResourceRow, placementInput, resolvePlacement } from './resource-common.js';
 
 const shared = {
@@ -19,6 +19,7 @@ const shared = {
   domains: domains.nullable().optional(),
   tags: tags.optional(),
   instant_deploy: z.boolean().optional(),
+  ...runtimeFields(),
 };
 
 const output = z.object({ uuid: z.string(), domains: z.string().nullable(), deployment_uuid: z.string().optional() });
@@ -60,6 +61,7 @@ async function createBuilt(ctx: OperationContext, i: z.infer<z.ZodObject<typeof 
     ports_mappings: i.ports_mappings ?? null,
     fqdn: normalizeDomains(i.domains),
   };
+  await applyRuntimeFields(db, c, i, place.destinationId);
   const row = await db
     .insertInto('resources')
     .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `${fallbackName}-${uuid}`, description: i.description, tags: i.tags }, c))

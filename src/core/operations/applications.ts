@@ -6,6 +6,22 @@ import { ownedResource } from '../lookup.js';
 import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput } from '../pagination.js';
+import { customLabelsInput, decodeCustomLabels, encodeCustomLabels } from '../custom-labels.js';
+import { parseRunOptions, requireRunOptionsAccess } from '../run-options.js';
+import {
+  checkLimits,
+  givenHealthCheck,
+  givenLimits,
+  healthCheckInput,
+  healthCheckOutput,
+  healthCheckView,
+  limitsInput,
+  limitsOutput,
+  limitsView,
+  type HealthCheckFields,
+  type LimitsFields,
+} from '../runtime-fields.js';
+import type { Db } from '../../store/db.js';
 import { description, domains, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
@@ -19,7 +35,8 @@ export type BuildSource =
   | { dockerfile: string }
   | { git_repository: string; git_branch: string; base_directory: string; dockerfile_location: string };
 
-export interface ApplicationConfig {
+/** Coolify's runtime fields are stored only when set (see runtime-fields.ts for their defaults). */
+export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<LimitsFields> {
   /** dockerimage: run a registry image; dockerfile: build it on the server's engine at each deploy. */
   build_pack: 'dockerimage' | 'dockerfile';
   source?: BuildSource;
@@ -28,6 +45,10 @@ export interface ApplicationConfig {
   ports_exposes: string | null;
   ports_mappings: string | null;
   fqdn: string | null;
+  /** The label lines (key=value), decoded; shown base64 as Coolify does. */
+  custom_labels?: string | null;
+  /** `docker run` options as given, checked by core/run-options.ts. */
+  custom_docker_run_options?: string | null;
 }
 
 export const applicationSchema = z.object({
@@ -44,14 +65,27 @@ export const applicationSchema = z.object({
   ports_exposes: z.string().nullable(),
   ports_mappings: z.string().nullable(),
   fqdn: z.string().nullable(),
+  ...healthCheckOutput,
+  ...limitsOutput,
+  custom_labels: z.string().nullable().meta({ 'berth.brief': true }),
+  custom_docker_run_options: z.string().nullable().meta({ 'berth.brief': true }),
 });
 
-export async function view(db: import('../../store/db.js').Db, r: ResourceRow): Promise<z.infer<typeof applicationSchema>> {
+export async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof applicationSchema>> {
   const { source, ...c } = config<ApplicationConfig>(r);
   const git = source && 'git_repository' in source ? source : null;
   return {
     ...(await placedView(db, r)),
-    ...c,
+    build_pack: c.build_pack,
+    docker_registry_image_name: c.docker_registry_image_name,
+    docker_registry_image_tag: c.docker_registry_image_tag,
+    ports_exposes: c.ports_exposes,
+    ports_mappings: c.ports_mappings,
+    fqdn: c.fqdn,
+    ...healthCheckView(c),
+    ...limitsView(c),
+    custom_labels: encodeCustomLabels(c.custom_labels),
+    custom_docker_run_options: c.custom_docker_run_options ?? null,
     git_repository: git?.git_repository ?? null,
     git_branch: git?.git_branch ?? null,
     base_directory: git?.base_directory ?? null,
@@ -79,7 +113,38 @@ export const appFields = {
   ports_mappings: portsMappings.nullable().optional(),
   domains: domains.nullable().optional(),
   tags: tags.optional(),
+  ...runtimeFields(),
 };
+
+/** Coolify's runtime fields of an application, on every create and on update. */
+export function runtimeFields() {
+  return {
+    ...healthCheckInput,
+    ...limitsInput,
+    custom_labels: customLabelsInput,
+    custom_docker_run_options: z.string().max(4096).nullable().meta({ 'berth.brief': true }).optional(),
+  };
+}
+
+async function hostAccessOf(db: Db, destinationId: number): Promise<boolean> {
+  const s = await db.selectFrom('destinations as d').innerJoin('servers as s', 's.id', 'd.server_id').select('s.host_access').where('d.id', '=', destinationId).executeTakeFirstOrThrow();
+  return s.host_access === 1;
+}
+
+/**
+ * Sets the runtime fields given in an input on a config, checking them together and, for run
+ * options that reach into the host, against the server's host access: 422 naming the field.
+ */
+export async function applyRuntimeFields(db: Db, c: ApplicationConfig, i: Record<string, unknown>, destinationId: number): Promise<void> {
+  Object.assign(c, givenHealthCheck(i), givenLimits(i));
+  checkLimits(c);
+  if (i.custom_labels !== undefined) c.custom_labels = decodeCustomLabels(i.custom_labels as string | null);
+  const run = i.custom_docker_run_options as string | null | undefined;
+  if (run !== undefined) {
+    c.custom_docker_run_options = run?.trim() || null;
+    if (c.custom_docker_run_options) requireRunOptionsAccess(parseRunOptions(c.custom_docker_run_options), await hostAccessOf(db, destinationId));
+  }
+}
 
 export const applicationOperations = [
   defineOperation({
@@ -118,6 +183,7 @@ export const applicationOperations = [
         ports_mappings: i.ports_mappings ?? null,
         fqdn: normalizeDomains(i.domains),
       };
+      await applyRuntimeFields(db, c, i, place.destinationId);
       const row = await db
         .insertInto('resources')
         .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `docker-image-${uuid}`, description: i.description, tags: i.tags }, c))
@@ -160,6 +226,7 @@ export const applicationOperations = [
       if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;
       if (i.ports_mappings !== undefined) c.ports_mappings = i.ports_mappings;
       if (i.domains !== undefined) c.fqdn = normalizeDomains(i.domains);
+      await applyRuntimeFields(db, c, i, r.destination_id);
       await db
         .updateTable('resources')
         .set({

@@ -9,6 +9,7 @@ import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
+import { checkLimits, givenLimits, limitsInput, limitsOutput, limitsView, type LimitsFields } from '../runtime-fields.js';
 import { description, imageName, name, tags, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
@@ -77,7 +78,8 @@ function defaults(kind: DatabaseKind): Record<string, string> {
   }
 }
 
-export interface DatabaseConfig {
+/** Coolify's limits_* are stored only when set (runtime-fields.ts has their defaults). */
+export interface DatabaseConfig extends Partial<LimitsFields> {
   image: string;
   is_public: boolean;
   public_port: number | null;
@@ -116,6 +118,7 @@ export const databaseSchema = z.object({
   is_public: z.boolean(),
   public_port: z.number().int().nullable(),
   internal_db_url: sensitive(z.string()),
+  ...limitsOutput,
   ...Object.fromEntries(Object.keys(allTypeFields).map((k) => [k, PASSWORD_FIELDS.has(k) ? sensitive(z.string()) : z.string().optional()])),
 });
 
@@ -129,6 +132,7 @@ async function view(db: Db, r: ResourceRow) {
     is_public: c.is_public,
     public_port: c.public_port,
     internal_db_url: internalUrl(kind, r.uuid, c.fields),
+    ...limitsView(c),
     ...c.fields,
   } as z.infer<typeof databaseSchema>;
 }
@@ -140,6 +144,7 @@ const common = {
   is_public: z.boolean().optional(),
   public_port: z.number().int().min(1024).max(65535).nullable().optional(),
   tags: tags.optional(),
+  ...limitsInput,
 };
 
 function createOperation(kind: DatabaseKind) {
@@ -158,7 +163,8 @@ function createOperation(kind: DatabaseKind) {
       const uuid = newUuid();
       const input = i as Record<string, unknown>;
       const given = Object.fromEntries(Object.keys(typeFields[kind]).filter((k) => input[k] !== undefined).map((k) => [k, String(input[k])]));
-      const c: DatabaseConfig = { image: i.image ?? ENGINES[kind].image, is_public: Boolean(i.is_public && i.public_port), public_port: i.public_port ?? null, fields: { ...defaults(kind), ...given } };
+      const c: DatabaseConfig = { image: i.image ?? ENGINES[kind].image, is_public: Boolean(i.is_public && i.public_port), public_port: i.public_port ?? null, fields: { ...defaults(kind), ...given }, ...givenLimits(i) };
+      checkLimits(c);
       const row = await db.transaction().execute(async (trx) => {
         const r = await trx
           .insertInto('resources')
@@ -212,9 +218,13 @@ export const databaseOperations = [
     output: messageSchema,
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/databases/{uuid}' },
-    async run({ db, caller }, { uuid, name: n, description: d, image, is_public, public_port, tags: t, ...fields }) {
+    async run({ db, caller }, { uuid, name: n, description: d, image, is_public, public_port, tags: t, ...rest }) {
       const r = await ownedResource(db, uuid, caller.teamId, DATABASE_KINDS);
       const c = config<DatabaseConfig>(r);
+      const limits = givenLimits(rest);
+      const fields = Object.fromEntries(Object.entries(rest).filter(([k]) => !(k in limitsInput)));
+      Object.assign(c, limits);
+      checkLimits(c);
       const allowed = Object.keys(typeFields[r.kind as DatabaseKind]);
       const foreign = Object.keys(fields).filter((k) => (fields as Record<string, unknown>)[k] !== undefined && !allowed.includes(k));
       if (foreign.length) {

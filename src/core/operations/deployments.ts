@@ -10,6 +10,7 @@ import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { uuidParam } from '../validators.js';
+import { brief } from '../runtime-fields.js';
 import { ENGINE, READ, stamps } from './common.js';
 import { displayStatus, KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection, type ResourceRow } from './resource-common.js';
 
@@ -213,8 +214,8 @@ export function lifecycleOperations(collection: Collection) {
       permission: 'deploy',
       toolset: TOOLSET_OF[collection],
       input: z.strictObject({ uuid: uuidParam }),
-      output: z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: z.string(), status: z.string() }),
-      annotations: { readOnly: false, destructive: action === 'stop', idempotent: true, openWorld: true },
+      output: z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string() }),
+      annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
       http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}` },
       async run(ctx, { uuid }) {
         const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, KINDS_OF[collection]);

@@ -5,6 +5,7 @@ import type { ResourceKind, ResourcesTable } from '../../store/schema.js';
 import { notFound, validationError } from '../errors.js';
 import { owned, ownedEnvironment } from '../lookup.js';
 import { uuidParam } from '../validators.js';
+import { brief } from '../runtime-fields.js';
 import { stamps } from './common.js';
 
 export type ResourceRow = Selectable<ResourcesTable>;
@@ -74,10 +75,11 @@ export const placedSchema = {
   description: z.string().nullable(),
   /** The engine's state in Coolify's words where berth manages the server (`running:healthy`, `restarting:unknown`, `exited`, ...); what was recorded where it does not. */
   status: z.string(),
-  restart_count: z.number().int(),
-  last_exit_code: z.number().int().nullable(),
+  // Left out of MCP tool schemas for size (brief), still in every answer.
+  restart_count: brief(z.number().int()),
+  last_exit_code: brief(z.number().int().nullable()),
   /** When berth last looked at the engine for this resource (null: never). */
-  observed_at: z.string().nullable(),
+  observed_at: brief(z.string().nullable()),
   environment_id: z.number().int(),
   destination_id: z.number().int(),
   environment_uuid: z.string(),

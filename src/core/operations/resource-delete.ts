@@ -21,7 +21,7 @@ export function deleteOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `delete_${singular}`,
-    summary: `Delete a ${singular}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
+    summary: `Delete ${singular === 'application' ? 'an' : 'a'} ${singular}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
     permission: 'write',
     toolset: TOOLSET_OF[collection],
     input: z.strictObject({ uuid: uuidParam, delete_configurations: flag, delete_volumes: flag, docker_cleanup: flag, delete_connected_networks: flag }),
