@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enginesAvailable, enginesUnavailableReason, useEngines } from '../helpers/engines.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { Api, containerState, deployAppWithVolume, ensureExiterImage, ensureSleeperImage, EXITER_IMAGE, registerEngines, sleep, SLEEPER_IMAGE, until, volumeExists, type Platform } from './support.js';
+import { Api, containerState, deployAppWithVolume, ensureExiterImage, ensureHttpdImage, ensureSleeperImage, EXITER_IMAGE, HTTPD_IMAGE, registerEngines, sleep, SLEEPER_IMAGE, until, volumeExists, type Platform } from './support.js';
 
 describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' : `(skipped: ${enginesUnavailableReason})`}`, () => {
   const engines = useEngines();
@@ -27,6 +27,7 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     p = await registerEngines(api, engines);
     ensureSleeperImage(engines);
     ensureExiterImage(engines);
+    ensureHttpdImage(engines);
   }, 120_000);
   afterAll(() => s?.stop());
 
@@ -92,6 +93,42 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     const list = await api.ok('GET', '/applications');
     expect(list.find((a: { uuid: string }) => a.uuid === uuid).status).toBe('exited');
   });
+
+  it('a health check: healthy deploys, a failing one fails the deploy and keeps the previous container serving, unhealthy shows', async () => {
+    const [repo, tag] = HTTPD_IMAGE.split(':');
+    const { uuid } = await api.ok('POST', '/applications/dockerimage', {
+      project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'web',
+      docker_registry_image_name: repo, docker_registry_image_tag: tag, ports_exposes: '8080',
+      health_check_enabled: true, health_check_path: '/', health_check_port: '8080', health_check_interval: 2, health_check_timeout: 2, health_check_retries: 2, health_check_start_period: 1,
+    });
+    const first = await deployment(uuid);
+    expect(first.status, first.logs).toBe('finished');
+    expect(first.logs).toContain(`${uuid} is healthy`);
+    expect((await api.ok('GET', `/applications/${uuid}`)).status).toBe('running:healthy');
+    const id = () => JSON.parse(engines.podman('a', ['container', 'inspect', uuid]))[0].Id as string;
+    const serving = id();
+
+    // A new version whose check fails: the deploy fails, the new container is removed, the old one serves on.
+    await api.ok('PATCH', `/applications/${uuid}`, { health_check_path: '/missing' });
+    const second = await deployment(uuid);
+    expect(second.status, second.logs).toBe('failed');
+    expect(second.logs).toContain('rolling update');
+    expect(second.logs).toMatch(/is unhealthy: its health check failed/);
+    expect(second.logs).toContain('the previous one keeps running');
+    expect(id()).toBe(serving);
+    expect(containerState(engines, 'a', uuid)!.running).toBe(true);
+    expect(containerState(engines, 'a', `${uuid}-next`)).toBeNull();
+    expect((await api.ok('GET', `/applications/${uuid}`)).status).toBe('running:healthy');
+
+    // The running container stops answering its check: berth (running podman's checks) says so.
+    engines.podman('a', ['exec', uuid, 'rm', '-f', '/www/index.html']);
+    const sick = await until('the status turns unhealthy', async () => {
+      const r = await api.ok('GET', `/applications/${uuid}`);
+      return r.status === 'running:unhealthy' ? r : undefined;
+    }, 30_000, 250);
+    expect(sick.status).toBe('running:unhealthy');
+    await api.ok('DELETE', `/applications/${uuid}`);
+  }, 90_000);
 
   it('delete removes the containers and volumes; delete_volumes=false keeps the volumes', async () => {
     const kept = await deployAppWithVolume(api, p, 'keeps-data');

@@ -85,6 +85,10 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH', () => {
       await deployed(api, (await api.ok('POST', `/applications/${uuid}/${action}`)).deployment_uuid);
       expect(containerState(engines, 'a', uuid)?.running, action).toBe(running);
     }
+    // The engine's events come over SSH too: a container removed behind berth shows within 5 s.
+    expect((await api.ok('GET', `/applications/${uuid}`)).status).toBe('running:unknown');
+    engines.podman('a', ['rm', '-f', uuid]);
+    await until('berth sees the container gone, over SSH', async () => ((await api.ok('GET', `/applications/${uuid}`)).status === 'exited' ? true : undefined), 5_000, 100);
     // Every request above went through one SSH connection (the validate's own was closed).
     expect(connections()).toBe(1);
   });
