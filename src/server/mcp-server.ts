@@ -29,6 +29,8 @@ export function errorResult(err: BerthError, ctx?: HintContext): CallToolResult 
   const hint = agentHint(err, ctx);
   const body = {
     ...wire.body,
+    // Over MCP a refusal also says what the token holds (REST keeps Coolify's body).
+    ...(err.details.heldPermissions ? { token_permissions: err.details.heldPermissions } : {}),
     ...(err.details.retryAfter !== undefined ? { retry_after: Number(wire.headers['Retry-After']) } : {}),
     ...(hint ? { hint } : {}),
   };
@@ -89,6 +91,19 @@ export interface McpSession extends SessionBase {
    * each call is admitted anew, so a revoked token or a disabled API takes effect at once.
    */
   callerFor(tool: ToolDefinition): Promise<Caller>;
+  /**
+   * Every tool of the table: a call naming one this session cannot reach answers why (the
+   * permission it needs and the ones the token has), as REST would, instead of "not found".
+   */
+  all?: readonly ToolDefinition[];
+  /** Read-only mode (X-Berth-Read-Only, --read-only): tools that change things are refused. */
+  readOnly?: boolean;
+}
+
+/** The low-level request table of the SDK's server (not in its types; see answerUnreachable). */
+interface RequestTable {
+  _getRequestHandler(method: string): ((request: unknown, ctx: unknown) => Promise<unknown>) | undefined;
+  _requestHandlers: Map<string, (request: unknown, ctx: unknown) => Promise<unknown>>;
 }
 
 const ok = (value: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value });
@@ -138,6 +153,21 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       if (e.kind === 'internal') logger.error({ err, tool: tool.name }, 'tool failed');
       return { error: errorResult(e) };
     }
+  }
+
+  /**
+   * A tool of the table this session does not reach (its token's permissions, its team, or
+   * read-only mode at the session's start): run through the core, whose permission check comes
+   * before anything else and answers what is missing; a token whose holder's role has grown
+   * since runs it. Read-only mode refuses what changes things without running anything.
+   */
+  const unreachable = 'core' in session && session.all ? new Map(session.all.filter((t) => !byName.has(t.name)).map((t) => [t.name, t])) : new Map<string, ToolDefinition>();
+  async function runUnreachable(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<{ value: Record<string, unknown> } | { error: CallToolResult }> {
+    if ((session as McpSession).readOnly && !tool.op.annotations.readOnly) {
+      const needed = tool.op.permission === 'authenticated' ? 'write' : tool.op.permission;
+      return { error: errorResult(new BerthError('missing_permissions', { missingPermissions: [needed], readOnlySession: true }), hintFor(tool)) };
+    }
+    return runTool(tool, rawArgs, options);
   }
 
   const progressOf = (ctx: { mcpReq: { _meta?: { progressToken?: string | number }; notify: (n: never) => Promise<void> } }): ProgressReporter | undefined => {
@@ -206,9 +236,10 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       });
     },
     call_operation: async (args, ctx) => {
-      const tool = byName.get(args.name as string);
+      const tool = byName.get(args.name as string) ?? unreachable.get(args.name as string);
       if (!tool) return unknownOperation(args.name as string);
-      const r = await runTool(tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
+      const run = byName.has(tool.name) ? runTool : runUnreachable;
+      const r = await run(tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
       return 'error' in r ? r.error : ok({ name: tool.name, result: r.value });
     },
   };
@@ -226,6 +257,31 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
   if (catalogue.listed.size < catalogue.reachable.length) {
     for (const meta of META_TOOLS) if ((!meta.needsListChanges || catalogue.dynamic) && wanted(meta.name)) registerMeta(meta);
   }
+  if (unreachable.size) answerUnreachable(server, unreachable, runUnreachable, progressOf);
   return server;
+}
+
+/**
+ * tools/call naming a tool the session does not reach: the SDK would answer "Tool X not found"
+ * (it only knows the tools it lists, and listing them is not wanted). Its handler is wrapped
+ * instead: such a name gets the core's refusal as a tool error; every other call goes to the
+ * SDK's handler unchanged. The table is the SDK's internal one; test/mcp/*.test.ts pin the answer.
+ */
+function answerUnreachable(
+  server: McpServer,
+  unreachable: ReadonlyMap<string, ToolDefinition>,
+  run: (tool: ToolDefinition, args: unknown, options: CallOptions) => Promise<{ value: Record<string, unknown> } | { error: CallToolResult }>,
+  progressOf: (ctx: never) => ProgressReporter | undefined,
+): void {
+  const table = server.server as unknown as RequestTable;
+  const sdk = table._getRequestHandler('tools/call');
+  if (!sdk) return;
+  table._requestHandlers.set('tools/call', async (request, ctx) => {
+    const params = (request as { params?: { name?: unknown; arguments?: unknown } }).params;
+    const tool = typeof params?.name === 'string' ? unreachable.get(params.name) : undefined;
+    if (!tool) return sdk(request, ctx);
+    const r = await run(tool, params?.arguments ?? {}, { progress: progressOf(ctx as never), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
+    return 'error' in r ? r.error : { content: [{ type: 'text', text: render(r.value) }], structuredContent: r.value };
+  });
 }
 

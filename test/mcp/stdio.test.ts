@@ -89,4 +89,33 @@ describe('berth mcp (stdio)', () => {
     expect(errorBody(await rc.callTool('get_current_team'))).toEqual({ message: 'Invalid token.', hint: expect.stringContaining('new one') });
     await rc.close();
   });
+
+  it("a role change applies at the next call: a demoted admin's root token loses root, a promoted one gets it back (issue 22)", async () => {
+    const email = `stdio-demoted-${Date.now()}@example.test`;
+    const t = await s.token({ permissions: ['read', 'root'], role: 'admin', email });
+    const c = await stdioClient('v2-modern', s.dataDir, t.token);
+    expect((await c.callTool('get_settings')).isError).toBeFalsy();
+    await admin.addMember(s.db, { team: String(s.rootTeamId), email, role: 'member' });
+    expect(errorBody(await c.callTool('get_settings'))).toMatchObject({ message: 'Missing required permissions: root', token_permissions: ['read'] });
+    expect(errorBody(await c.callTool('disable_api'))).toMatchObject({ missing_permissions: ['root'] });
+    await admin.addMember(s.db, { team: String(s.rootTeamId), email, role: 'admin' });
+    expect((await c.callTool('get_settings')).isError).toBeFalsy();
+    await c.close();
+    // A member started without root, promoted and given no new token: what the token lists is what it gets.
+    const m = `stdio-member-${Date.now()}@example.test`;
+    const mt = await s.token({ permissions: ['read'], role: 'member', email: m });
+    const mc = await stdioClient('v1', s.dataDir, mt.token);
+    expect(errorBody(await mc.callTool('get_settings'))).toMatchObject({ missing_permissions: ['root'], token_permissions: ['read'] });
+    await mc.close();
+  });
+
+  it("an operation's own limit holds over stdio (feedback: 10 a minute per address)", async () => {
+    const t = await s.token({ permissions: ['read'] });
+    const c = await stdioClient('v2-legacy', s.dataDir, t.token);
+    const results = [];
+    for (let i = 0; i < 11; i++) results.push(await c.callTool('send_feedback', { content: `stdio feedback number ${i}` }));
+    expect(results.slice(0, 10).map((r) => r.isError ?? false)).toEqual(Array(10).fill(false));
+    expect(errorBody(results[10]!)).toMatchObject({ message: 'Too many requests.' });
+    await c.close();
+  });
 });
