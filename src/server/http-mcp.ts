@@ -11,6 +11,7 @@ import { BadBody } from '../http-api/body.js';
 import { rateHeaders } from '../limits/rate-limits.js';
 import { visibleTools, type ToolDefinition } from '../tools/registry.js';
 import { buildMcpServer, catalogueFor, type ToolCatalogue } from './mcp-server.js';
+import { tooDeepAnswer } from './message-guard.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -126,6 +127,8 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     const called = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
     const state: RequestState = { caller, catalogue, readOnly, ...(typeof called === 'string' ? { only: called } : {}) };
     if (req.body instanceof BadBody) return reply.code(400).send(rpcError(-32700, `Parse error: ${req.body.reason}`));
+    const tooDeep = tooDeepAnswer(req.body);
+    if (tooDeep) return reply.code(400).send(tooDeep);
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.

@@ -1,8 +1,9 @@
-import { McpServer, type CallToolResult } from '@modelcontextprotocol/server';
+import { McpServer, ProtocolError, ProtocolErrorCode, type CallToolResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
 import { agentHint, BerthError, fromWire, toWire, unexpected, validationError, type HintContext } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
+import { inputProblem } from '../core/input-guard.js';
 import type { CallOptions, ProgressReporter } from '../core/operation.js';
 import { issuesToErrors } from '../core/validation.js';
 import { agentArgs, agentOutputValue } from '../tools/agent-view.js';
@@ -257,17 +258,21 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
   if (catalogue.listed.size < catalogue.reachable.length) {
     for (const meta of META_TOOLS) if ((!meta.needsListChanges || catalogue.dynamic) && wanted(meta.name)) registerMeta(meta);
   }
-  if (unreachable.size) answerUnreachable(server, unreachable, runUnreachable, progressOf);
+  guardToolCalls(server, unreachable, runUnreachable, progressOf);
   return server;
 }
 
 /**
- * tools/call naming a tool the session does not reach: the SDK would answer "Tool X not found"
- * (it only knows the tools it lists, and listing them is not wanted). Its handler is wrapped
- * instead: such a name gets the core's refusal as a tool error; every other call goes to the
- * SDK's handler unchanged. The table is the SDK's internal one; test/mcp/*.test.ts pin the answer.
+ * Before the SDK's tools/call handler sees a call (it is wrapped; the table is the SDK's internal
+ * one, and test/mcp/*.test.ts pin the answers):
+ * - arguments nested deeper than any input (the SDK's validation would overflow its stack and
+ *   answer -32603) are a JSON-RPC invalid-params error; a prototype key in them is the
+ *   contract's 422 naming the field, as REST answers;
+ * - a tool the session does not reach gets the core's refusal (the permission it needs and the
+ *   ones the token has) instead of the SDK's "Tool X not found", without listing it.
+ * Every other call goes to the SDK's handler unchanged.
  */
-function answerUnreachable(
+function guardToolCalls(
   server: McpServer,
   unreachable: ReadonlyMap<string, ToolDefinition>,
   run: (tool: ToolDefinition, args: unknown, options: CallOptions) => Promise<{ value: Record<string, unknown> } | { error: CallToolResult }>,
@@ -278,10 +283,12 @@ function answerUnreachable(
   if (!sdk) return;
   table._requestHandlers.set('tools/call', async (request, ctx) => {
     const params = (request as { params?: { name?: unknown; arguments?: unknown } }).params;
+    const problem = inputProblem(params?.arguments);
+    if (problem?.kind === 'too_deep') throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments: ${problem.field} is ${problem.message.toLowerCase()}`);
+    if (problem) return errorResult(validationError({ [problem.field]: [problem.message] }));
     const tool = typeof params?.name === 'string' ? unreachable.get(params.name) : undefined;
     if (!tool) return sdk(request, ctx);
     const r = await run(tool, params?.arguments ?? {}, { progress: progressOf(ctx as never), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
     return 'error' in r ? r.error : { content: [{ type: 'text', text: render(r.value) }], structuredContent: r.value };
   });
 }
-

@@ -23,7 +23,7 @@ function rawStdio(env: Record<string, string>, lines: unknown[], waitFor = lines
     });
     p.stderr.on('data', (d) => (err += d));
     p.on('close', (code) => resolve({ out: out.split('\n').filter(Boolean), err, code }));
-    for (const l of lines) p.stdin.write(JSON.stringify(l) + '\n');
+    for (const l of lines) p.stdin.write((typeof l === 'string' ? l : JSON.stringify(l)) + '\n');
     if (waitFor === 0) p.stdin.end();
   });
 }
@@ -51,6 +51,25 @@ describe('berth mcp (stdio)', () => {
     expect(err).toContain('berth mcp ready');
     const secret = s.rootToken.split('|')[1]!;
     expect(out.join('\n') + err).not.toContain(secret);
+  });
+
+  it('deep tool arguments answer JSON-RPC invalid params (-32602); prototype keys the contract 422 (issue 22)', async () => {
+    // Sent as text: the test's own JSON.stringify would overflow on it.
+    const deep = '{"a":'.repeat(5_000) + '1' + '}'.repeat(5_000);
+    const { out } = await rawStdio({ BERTH_TOKEN: s.rootToken }, [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_current_team","arguments":{"deep":${deep}}}}`,
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_current_team","arguments":{"__proto__":{"x":1}}}}',
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'get_current_team', arguments: {} } },
+    ], 4);
+    const byId = new Map(out.map((l) => JSON.parse(l)).map((m) => [m.id, m]));
+    expect(byId.get(2)).toMatchObject({ error: { code: -32602, message: expect.stringContaining('nested more than') } });
+    const proto = byId.get(3).result;
+    expect(proto.isError).toBe(true);
+    expect(JSON.parse(proto.content[0].text)).toMatchObject({ message: 'Validation error.', errors: { __proto__: ['This key is not allowed.'] } });
+    // The session goes on.
+    expect(byId.get(4).result.structuredContent).toMatchObject({ id: s.rootTeamId });
   });
 
   it('a missing or bad token fails at start: a clear message on stderr, nothing on stdout, non-zero exit', async () => {
