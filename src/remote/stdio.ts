@@ -54,7 +54,7 @@ export async function runRemoteStdio(opts: RemoteStdioOptions): Promise<void> {
   const caller = { permissions: facts.permissions ?? new Set(PERMISSIONS), rootTeam: facts.rootTeam ?? true };
   const catalogue = catalogueFor(visibleTools(offered, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
   const execute = remoteExecutor({ client: conn.client, upstream, logger, secrets });
-  const handle = serveGuardedStdio(() => buildMcpServer({ logger, catalogue, execute }));
+  const handle = serveGuardedStdio(() => buildMcpServer({ logger, catalogue, execute, all: offered, readOnly: opts.readOnly }));
   logger.info(
     {
       upstream: upstream.display,

@@ -83,6 +83,9 @@ interface SessionBase {
 /** A session whose tools run somewhere else than the in-process core (remote mode). */
 export interface ExecutorSession extends SessionBase {
   execute: ToolExecutor;
+  /** The tools the upstream offers: one this session does not reach is sent on, and the upstream's refusal answered. */
+  all?: readonly ToolDefinition[];
+  readOnly?: boolean;
 }
 
 export interface McpSession extends SessionBase {
@@ -158,13 +161,14 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
 
   /**
    * A tool of the table this session does not reach (its token's permissions, its team, or
-   * read-only mode at the session's start): run through the core, whose permission check comes
-   * before anything else and answers what is missing; a token whose holder's role has grown
-   * since runs it. Read-only mode refuses what changes things without running anything.
+   * read-only mode at the session's start): run through the core (or sent to the upstream in
+   * remote mode), whose permission check comes before anything else and answers what is
+   * missing; a token whose holder's role has grown since runs it. Read-only mode refuses what
+   * changes things without running anything.
    */
-  const unreachable = 'core' in session && session.all ? new Map(session.all.filter((t) => !byName.has(t.name)).map((t) => [t.name, t])) : new Map<string, ToolDefinition>();
+  const unreachable = new Map((session.all ?? []).filter((t) => !byName.has(t.name)).map((t) => [t.name, t]));
   async function runUnreachable(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<{ value: Record<string, unknown> } | { error: CallToolResult }> {
-    if ((session as McpSession).readOnly && !tool.op.annotations.readOnly) {
+    if (session.readOnly && !tool.op.annotations.readOnly) {
       const needed = tool.op.permission === 'authenticated' ? 'write' : tool.op.permission;
       return { error: errorResult(new BerthError('missing_permissions', { missingPermissions: [needed], readOnlySession: true }), hintFor(tool)) };
     }
