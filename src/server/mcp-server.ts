@@ -104,7 +104,7 @@ export interface McpSession extends SessionBase {
   readOnly?: boolean;
 }
 
-/** The low-level request table of the SDK's server (not in its types; see answerUnreachable). */
+/** The low-level request table of the SDK's server (not in its types; see guardToolCalls). */
 interface RequestTable {
   _getRequestHandler(method: string): ((request: unknown, ctx: unknown) => Promise<unknown>) | undefined;
   _requestHandlers: Map<string, (request: unknown, ctx: unknown) => Promise<unknown>>;
@@ -283,8 +283,9 @@ function guardToolCalls(
   progressOf: (ctx: never) => ProgressReporter | undefined,
 ): void {
   const table = server.server as unknown as RequestTable;
-  const sdk = table._getRequestHandler('tools/call');
-  if (!sdk) return;
+  const sdk = table._getRequestHandler?.('tools/call');
+  // Fail loudly if the SDK's internals moved: serving without the guards is not an option.
+  if (!sdk || !(table._requestHandlers instanceof Map)) throw new Error('The MCP SDK no longer exposes its tools/call handler; update guardToolCalls');
   table._requestHandlers.set('tools/call', async (request, ctx) => {
     const params = (request as { params?: { name?: unknown; arguments?: unknown } }).params;
     const problem = inputProblem(params?.arguments);
