@@ -35,7 +35,29 @@ export function seesSensitive(granted: ReadonlySet<Permission>): boolean {
 export type Role = 'owner' | 'admin' | 'member';
 export const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
 
+/**
+ * What a holder of each role may hold, written down once: root only for owners and admins (spec:
+ * "Can be assigned only by users with the Admin or Owner role"); every other permission for
+ * every member. Checked when a token is created and again on every use (capTo), so a holder's
+ * role change takes effect at their tokens' next request.
+ */
+export const ROLE_MAY_HOLD: Readonly<Record<Role, ReadonlySet<Permission>>> = {
+  owner: new Set(PERMISSIONS),
+  admin: new Set(PERMISSIONS),
+  member: new Set<Permission>(['read', 'read:sensitive', 'write', 'deploy']),
+};
+
 /** root may be put on a token only by a team owner or admin (spec: Admin or Owner role). */
 export function mayGrantRoot(role: Role): boolean {
-  return role === 'owner' || role === 'admin';
+  return ROLE_MAY_HOLD[role].has('root');
+}
+
+/**
+ * A token's effective permissions: those it was given that its holder's current role may hold.
+ * Never widens: a root token whose holder became a member keeps only what it also lists
+ * (root does not turn into read, write and deploy).
+ */
+export function capTo(role: Role, permissions: Iterable<Permission>): ReadonlySet<Permission> {
+  const allowed = ROLE_MAY_HOLD[role];
+  return new Set([...permissions].filter((p) => allowed.has(p)));
 }

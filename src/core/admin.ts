@@ -148,11 +148,50 @@ export async function createTeam(db: Db, input: { name: string; owner: string; d
   });
 }
 
+/**
+ * Serializes the membership changes of one team until the transaction ends: an update of the
+ * team's row takes its row lock on PostgreSQL (SQLite transactions begin IMMEDIATE, so they
+ * are serialized already). Whatever reads the owners after it sees every earlier change committed.
+ */
+async function lockTeam(trx: Tx, teamId: number): Promise<void> {
+  await trx.updateTable('teams').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', teamId).execute();
+}
+
+/**
+ * Refuses a change that takes the owner role from userId when no other owner is left (call with
+ * the team locked).
+ */
+async function keepAnOwner(trx: Tx, teamId: number, userId: number): Promise<void> {
+  const current = await trx
+    .selectFrom('team_members')
+    .select('role')
+    .where('team_id', '=', teamId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  if (current?.role !== 'owner') return;
+  const other = await trx
+    .selectFrom('team_members')
+    .select('user_id')
+    .where('team_id', '=', teamId)
+    .where('role', '=', 'owner')
+    .where('user_id', '!=', userId)
+    .limit(1)
+    .executeTakeFirst();
+  if (!other) throw conflict('A team must keep at least one owner.');
+}
+
+/**
+ * Adds a member or changes their role. A role change applies to the member's tokens at their
+ * next request (authentication caps a token by its holder's current role); the last owner
+ * cannot be made an admin or member.
+ */
 export async function addMember(db: Db, input: { team: string; email: string; role: string }) {
   const i = parse(z.object({ team: z.string().min(1), email, role: z.enum(ROLES as [Role, ...Role[]]) }), input);
   return db.transaction().execute(async (trx) => {
     const team = await teamByRef(trx, i.team);
     const user = await userByEmail(trx, i.email);
+    await lockTeam(trx, team.id);
+    if (i.role !== 'owner') await keepAnOwner(trx, team.id, user.id);
     await trx
       .insertInto('team_members')
       .values({ team_id: team.id, user_id: user.id, role: i.role, created_at: nowIso() })
@@ -168,13 +207,8 @@ export async function removeMember(db: Db, input: { team: string; email: string 
   return db.transaction().execute(async (trx) => {
     const team = await teamByRef(trx, i.team);
     const user = await userByEmail(trx, i.email);
-    const owners = await trx
-      .selectFrom('team_members')
-      .select('user_id')
-      .where('team_id', '=', team.id)
-      .where('role', '=', 'owner')
-      .execute();
-    if (owners.length === 1 && owners[0]!.user_id === user.id) throw conflict('A team must keep at least one owner.');
+    await lockTeam(trx, team.id);
+    await keepAnOwner(trx, team.id, user.id);
     const r = await trx.deleteFrom('team_members').where('team_id', '=', team.id).where('user_id', '=', user.id).executeTakeFirst();
     if (r.numDeletedRows === 0n) throw validationError({ email: [`${i.email} is not a member of ${team.name}.`] });
     return { team: { id: team.id, name: team.name }, user: { id: user.id, email: user.email } };

@@ -1,4 +1,4 @@
-import { isPermission, type Permission } from '../auth/permissions.js';
+import { capTo, isPermission, type Permission } from '../auth/permissions.js';
 import { bearerFrom, parseToken, secretMatches } from '../auth/token.js';
 import { perStore } from '../store/cached.js';
 import type { Db } from '../store/db.js';
@@ -11,7 +11,7 @@ import { BerthError } from './errors.js';
 const LAST_USED_GRANULARITY_MS = 60_000;
 
 /**
- * The token with its holder's membership of the token's team (absent when they left it), and the
+ * The token with its holder's membership (role) in the token's team (absent when they left it), and the
  * instance settings every request needs, in one statement: each statement is a read transaction
  * of its own, and those dominated the cost of an authenticated request.
  */
@@ -50,7 +50,9 @@ function factsOf(row: TokenRow): TokenFacts {
       hash: Buffer.from(row.token_hash, 'hex'),
       expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
       lastUsedMs: row.last_used_at === null ? null : Date.parse(row.last_used_at),
-      permissions: new Set((JSON.parse(row.permissions) as string[]).filter(isPermission)) as Set<Permission>,
+      // Capped by the holder's role as read with the token (row.role is null when they left the
+      // team, refused below): a role change is a new row, so it applies at the next request.
+      permissions: capTo(row.role ?? 'member', (JSON.parse(row.permissions) as string[]).filter(isPermission)),
       settings: Object.freeze(decodeSettings((key) => r[`setting_${key}`])),
     };
     factsOfRow.set(row, facts);

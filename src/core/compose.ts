@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import { inputProblem } from './input-guard.js';
 import { z } from 'zod';
 import { validationError } from './errors.js';
 import type { ContainerSpec } from '../runtime/types.js';
@@ -164,6 +165,13 @@ export function parseCompose(raw: string): ParsedCompose {
     doc = parsed.toJS({ maxAliasCount: 50 });
   } catch (e) {
     problems.push(`The compose file is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
+    fail();
+  }
+  // A key that reaches a prototype (`__proto__:`, `constructor:`) or nesting past any compose
+  // file's is refused before any code walks the document by key.
+  const problem = inputProblem(doc);
+  if (problem) {
+    problems.push(`${problem.field}: ${problem.message}`);
     fail();
   }
   const at = locator(parsed, lines);

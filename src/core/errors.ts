@@ -39,6 +39,10 @@ export type ErrorKind = keyof typeof errorCatalogue;
 
 export interface ErrorDetails {
   missingPermissions?: string[];
+  /** What the token holds, beside missingPermissions (the MCP door shows it; REST keeps Coolify's body). */
+  heldPermissions?: string[];
+  /** The refusal is read-only mode's (X-Berth-Read-Only, --read-only), not the token's. */
+  readOnlySession?: boolean;
   errors?: ValidationErrors;
   allow?: string[];
   /** Seconds until a retry may succeed (429s). */
@@ -148,7 +152,8 @@ export function agentHint(err: BerthError, ctx: HintContext = {}): string | unde
     case 'not_found':
       return `An id in this call matches nothing visible to this token's team. ${ctx.listTool ?? 'list_resources'} lists the ${ctx.thing ?? 'resource'}s it can see.`;
     case 'missing_permissions':
-      return `This token lacks ${(d.missingPermissions ?? []).join(', ')}. Ask the person who gave you the token for one that has it; do not retry with this one.`;
+      if (d.readOnlySession) return 'This session is read-only: it runs only tools that change nothing. Reconnect without read-only mode to use this one.';
+      return `This token lacks ${(d.missingPermissions ?? []).join(', ')}${d.heldPermissions ? ` (it has ${d.heldPermissions.join(', ') || 'no permissions'})` : ''}. Ask the person who gave you the token for one that has it; do not retry with this one.`;
     case 'rate_limited':
     case 'queue_full':
       return `Wait ${Math.max(1, Math.ceil(d.retryAfter ?? 1))} s (retry_after), then retry once; never in parallel.`;

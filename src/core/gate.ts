@@ -83,7 +83,7 @@ export class Core {
   authorize(op: Operation, caller: Caller): void {
     if (op.permission !== 'authenticated') {
       const missing = missingFor(caller.permissions, op.permission);
-      if (missing.length) throw new BerthError('missing_permissions', { missingPermissions: missing });
+      if (missing.length) throw new BerthError('missing_permissions', { missingPermissions: missing, heldPermissions: [...caller.permissions] });
     }
     if (op.access?.rootTeamOnly && !caller.rootTeam) throw new BerthError('root_team_only');
   }

@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
+import { PROTOTYPE_KEYS } from './input-guard.js';
 
 /**
  * Field rules shared by every operation. Anything that may end up in an engine call, a path or
@@ -80,7 +81,9 @@ export const envKey = z
   .trim()
   .min(1)
   .max(255)
-  .regex(/^[A-Za-z_][A-Za-z0-9_.]*$/, 'Must start with a letter or _ and hold only letters, digits, _ and .');
+  .regex(/^[A-Za-z_][A-Za-z0-9_.]*$/, 'Must start with a letter or _ and hold only letters, digits, _ and .')
+  // Variables become object keys on their way to a container: no name that reaches a prototype.
+  .refine((k) => !PROTOTYPE_KEYS.has(k), 'This name is not allowed.');
 
 export const envValue = z.string().max(65_536).regex(/^[^\u0000]*$/, 'Must not contain NUL characters.').nullable();
 

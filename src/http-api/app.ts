@@ -12,6 +12,7 @@ import { buildOpenApi } from './openapi.js';
 import { BadBody } from './body.js';
 import { compileRoutes, type RouteEntry } from './routes.js';
 import { storeReachable } from '../store/db.js';
+import { inputProblem } from '../core/input-guard.js';
 import { BERTH_VERSION } from '../core/operations/platform.js';
 import { PUBLIC_ROUTES } from './public-routes.js';
 
@@ -53,6 +54,10 @@ function inputOf(req: FastifyRequest): Record<string, unknown> {
   }
   const params = (req.params ?? {}) as Record<string, string>;
   const fromBody = (body ?? {}) as Record<string, unknown>;
+  for (const part of [fromBody, req.query]) {
+    const problem = inputProblem(part);
+    if (problem) throw validationError({ [problem.field]: [problem.message] });
+  }
   // The router already parsed the path's parameters; no need to re-read the template per request.
   const clash = Object.keys(params).filter((n) => Object.hasOwn(fromBody, n));
   if (clash.length) throw validationError(Object.fromEntries(clash.map((n) => [n, ['This field is taken from the path and cannot be set in the body.']])));
@@ -97,6 +102,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   });
   if (logger.isLevelEnabled('info')) {
     app.addHook('onResponse', (req, reply, done) => {
+      // url goes through the logger's redactUrl serializer: ?api_token=… never reaches a log.
       req.log.info({ reqId: req.id, method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), ip: req.ip }, 'request');
       done();
     });

@@ -16,6 +16,43 @@ export const REDACT_PATHS = [
   '*.token_hash',
 ];
 
+/** Query parameters whose values are credentials (api_token, token, secret, password, key, …). */
+const SECRET_PARAM = /token|secret|passw|pwd|key|signature|^sig$|auth|credential|session|^code$/i;
+
+/**
+ * A URL as it may be logged: the password of its user part and the values of query parameters
+ * that carry credentials are replaced. Works on a request's path-and-query as on a full URL;
+ * anything that is not a string is returned as is.
+ */
+export function redactUrl(url: unknown): unknown {
+  if (typeof url !== 'string') return url;
+  let out = url.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^/?#@]*):([^/?#@]*)@/i, '$1$2:[redacted]@');
+  const q = out.indexOf('?');
+  if (q < 0) return out;
+  const hash = out.indexOf('#', q);
+  const end = hash < 0 ? out.length : hash;
+  const query = out
+    .slice(q + 1, end)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const name = eq < 0 ? pair : pair.slice(0, eq);
+      let decoded = name;
+      try {
+        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+      } catch {
+        /* a malformed escape: judge the raw name */
+      }
+      return eq >= 0 && SECRET_PARAM.test(decoded) ? `${name}=[redacted]` : pair;
+    })
+    .join('&');
+  out = `${out.slice(0, q + 1)}${query}${out.slice(end)}`;
+  return out;
+}
+
+/** Log fields that hold URLs: written through redactUrl wherever a line carries them. */
+const serializers = { url: redactUrl, webhook: redactUrl, endpoint: redactUrl, repository: redactUrl };
+
 export interface LoggerOptions {
   level: string;
   /** stdio MCP needs stdout for JSON-RPC alone, so logs go to stderr there. */
@@ -30,7 +67,7 @@ export function createLogger(opts: LoggerOptions): Logger {
     // A person at a terminal: pretty lines written in-process (a transport's worker thread would
     // need pino's files beside the bundle), loaded only here so no other start pays for it.
     const pretty = createRequire(import.meta.url)('pino-pretty') as (o: object) => NodeJS.WritableStream;
-    return pino({ level: opts.level, redact }, pretty({ destination: fd, colorize: true, sync: true }));
+    return pino({ level: opts.level, redact, serializers }, pretty({ destination: fd, colorize: true, sync: true }));
   }
-  return pino({ level: opts.level, redact }, pino.destination({ fd, sync: false }));
+  return pino({ level: opts.level, redact, serializers }, pino.destination({ fd, sync: false }));
 }

@@ -1,8 +1,8 @@
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
 import { PERMISSIONS } from '../auth/permissions.js';
 import { createLogger } from '../logging/logger.js';
 import { buildMcpServer, catalogueFor } from '../server/mcp-server.js';
+import { serveGuardedStdio } from '../server/message-guard.js';
 import { tools } from '../tools/index.js';
 import { visibleTools } from '../tools/registry.js';
 import { remoteExecutor } from './executor.js';
@@ -54,7 +54,7 @@ export async function runRemoteStdio(opts: RemoteStdioOptions): Promise<void> {
   const caller = { permissions: facts.permissions ?? new Set(PERMISSIONS), rootTeam: facts.rootTeam ?? true };
   const catalogue = catalogueFor(visibleTools(offered, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
   const execute = remoteExecutor({ client: conn.client, upstream, logger, secrets });
-  const handle = serveStdio(() => buildMcpServer({ logger, catalogue, execute }));
+  const handle = serveGuardedStdio(() => buildMcpServer({ logger, catalogue, execute, all: offered, readOnly: opts.readOnly }));
   logger.info(
     {
       upstream: upstream.display,

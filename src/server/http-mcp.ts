@@ -11,6 +11,7 @@ import { BadBody } from '../http-api/body.js';
 import { rateHeaders } from '../limits/rate-limits.js';
 import { visibleTools, type ToolDefinition } from '../tools/registry.js';
 import { buildMcpServer, catalogueFor, type ToolCatalogue } from './mcp-server.js';
+import { tooDeepAnswer } from './message-guard.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -24,6 +25,29 @@ interface RequestState {
   caller: Caller;
   catalogue: ToolCatalogue;
   only?: string;
+  readOnly: boolean;
+}
+
+/** A JSON-RPC error answered by the route itself (the SDK never sees the request). */
+const rpcError = (code: number, message: string) => ({ jsonrpc: '2.0', id: null, error: { code, message } });
+
+/**
+ * The operation a request runs, when it is a tools/call (by its tool, or through call_operation),
+ * so that the operation's own limit is charged as REST charges it.
+ */
+function operationOf(body: unknown, byName: ReadonlyMap<string, ToolDefinition>): ToolDefinition | undefined {
+  const b = body as { method?: unknown; params?: { name?: unknown; arguments?: { name?: unknown } } } | null | undefined;
+  if (!b || typeof b !== 'object' || Array.isArray(b) || b.method !== 'tools/call') return undefined;
+  const name = b.params?.name === 'call_operation' ? b.params.arguments?.name : b.params?.name;
+  return typeof name === 'string' ? byName.get(name) : undefined;
+}
+
+/** A boolean header: exactly true or false (absent is false); anything else is refused, never guessed. */
+function booleanHeader(req: FastifyRequest, name: string): boolean {
+  const v = req.headers[name];
+  if (v === undefined || v === 'false') return false;
+  if (v === 'true') return true;
+  throw validationError({ [name]: ['Must be true or false.'] });
 }
 
 const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]', '::1'];
@@ -65,19 +89,28 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     (ctx) => {
       const state = ctx.authInfo?.extra as RequestState | undefined;
       if (!state) throw new Error('MCP request reached the server factory without an admitted caller');
-      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, callerFor: async () => state.caller });
+      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor: async () => state.caller });
     },
     { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected') },
   );
   const serve = toNodeHandler(handler);
+  const byName = new Map(tools.map((t) => [t.name, t]));
 
   app.post('/mcp', async (req, reply) => {
     guard(req, config);
     const access = accessOf(req);
     access.mcp = true;
-    const caller = await core.admit(access);
+    // An operation with a limit of its own (feedback) is charged to it, as on REST; anything
+    // else is one unit of the general bucket per request.
+    const limited = operationOf(req.body, byName)?.op.rateLimit;
+    const caller = await core.admit(access, limited ? { rateLimit: limited } : undefined);
+    // One request, one charge: a JSON-RPC batch would run many calls for one. The MCP revisions
+    // served here have no batching (2025-06-18 removed it), so a batch is refused unread.
+    if (Array.isArray(req.body)) {
+      return reply.code(400).send(rpcError(-32600, 'Invalid Request: JSON-RPC batches are not supported; send one request per POST.'));
+    }
     // The header can only narrow what the token allows, never widen it.
-    const readOnly = String(req.headers['x-berth-read-only'] ?? '').toLowerCase() === 'true';
+    const readOnly = booleanHeader(req, 'x-berth-read-only');
     // Which tools are listed: the X-Berth-Toolsets header or ?toolsets= (a client configured
     // with a URL only); the default set otherwise. Stateless, so the list cannot grow mid-session:
     // call_operation reaches the rest.
@@ -92,10 +125,10 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
     const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
     const called = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
-    const state: RequestState = { caller, catalogue, ...(typeof called === 'string' ? { only: called } : {}) };
-    if (req.body instanceof BadBody) {
-      return reply.code(400).send({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${req.body.reason}` } });
-    }
+    const state: RequestState = { caller, catalogue, readOnly, ...(typeof called === 'string' ? { only: called } : {}) };
+    if (req.body instanceof BadBody) return reply.code(400).send(rpcError(-32700, `Parse error: ${req.body.reason}`));
+    const tooDeep = tooDeepAnswer(req.body);
+    if (tooDeep) return reply.code(400).send(tooDeep);
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.

@@ -1,8 +1,9 @@
-import { McpServer, type CallToolResult } from '@modelcontextprotocol/server';
+import { McpServer, ProtocolError, ProtocolErrorCode, type CallToolResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
 import { agentHint, BerthError, fromWire, toWire, unexpected, validationError, type HintContext } from '../core/errors.js';
 import type { Core } from '../core/gate.js';
+import { inputProblem } from '../core/input-guard.js';
 import type { CallOptions, ProgressReporter } from '../core/operation.js';
 import { issuesToErrors } from '../core/validation.js';
 import { agentArgs, agentOutputValue } from '../tools/agent-view.js';
@@ -29,6 +30,8 @@ export function errorResult(err: BerthError, ctx?: HintContext): CallToolResult 
   const hint = agentHint(err, ctx);
   const body = {
     ...wire.body,
+    // Over MCP a refusal also says what the token holds (REST keeps Coolify's body).
+    ...(err.details.heldPermissions ? { token_permissions: err.details.heldPermissions } : {}),
     ...(err.details.retryAfter !== undefined ? { retry_after: Number(wire.headers['Retry-After']) } : {}),
     ...(hint ? { hint } : {}),
   };
@@ -80,6 +83,9 @@ interface SessionBase {
 /** A session whose tools run somewhere else than the in-process core (remote mode). */
 export interface ExecutorSession extends SessionBase {
   execute: ToolExecutor;
+  /** The tools the upstream offers: one this session does not reach is sent on, and the upstream's refusal answered. */
+  all?: readonly ToolDefinition[];
+  readOnly?: boolean;
 }
 
 export interface McpSession extends SessionBase {
@@ -89,6 +95,19 @@ export interface McpSession extends SessionBase {
    * each call is admitted anew, so a revoked token or a disabled API takes effect at once.
    */
   callerFor(tool: ToolDefinition): Promise<Caller>;
+  /**
+   * Every tool of the table: a call naming one this session cannot reach answers why (the
+   * permission it needs and the ones the token has), as REST would, instead of "not found".
+   */
+  all?: readonly ToolDefinition[];
+  /** Read-only mode (X-Berth-Read-Only, --read-only): tools that change things are refused. */
+  readOnly?: boolean;
+}
+
+/** The low-level request table of the SDK's server (not in its types; see guardToolCalls). */
+interface RequestTable {
+  _getRequestHandler(method: string): ((request: unknown, ctx: unknown) => Promise<unknown>) | undefined;
+  _requestHandlers: Map<string, (request: unknown, ctx: unknown) => Promise<unknown>>;
 }
 
 const ok = (value: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value });
@@ -138,6 +157,22 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       if (e.kind === 'internal') logger.error({ err, tool: tool.name }, 'tool failed');
       return { error: errorResult(e) };
     }
+  }
+
+  /**
+   * A tool of the table this session does not reach (its token's permissions, its team, or
+   * read-only mode at the session's start): run through the core (or sent to the upstream in
+   * remote mode), whose permission check comes before anything else and answers what is
+   * missing; a token whose holder's role has grown since runs it. Read-only mode refuses what
+   * changes things without running anything.
+   */
+  const unreachable = new Map((session.all ?? []).filter((t) => !byName.has(t.name)).map((t) => [t.name, t]));
+  async function runUnreachable(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<{ value: Record<string, unknown> } | { error: CallToolResult }> {
+    if (session.readOnly && !tool.op.annotations.readOnly) {
+      const needed = tool.op.permission === 'authenticated' ? 'write' : tool.op.permission;
+      return { error: errorResult(new BerthError('missing_permissions', { missingPermissions: [needed], readOnlySession: true }), hintFor(tool)) };
+    }
+    return runTool(tool, rawArgs, options);
   }
 
   const progressOf = (ctx: { mcpReq: { _meta?: { progressToken?: string | number }; notify: (n: never) => Promise<void> } }): ProgressReporter | undefined => {
@@ -206,9 +241,10 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       });
     },
     call_operation: async (args, ctx) => {
-      const tool = byName.get(args.name as string);
+      const tool = byName.get(args.name as string) ?? unreachable.get(args.name as string);
       if (!tool) return unknownOperation(args.name as string);
-      const r = await runTool(tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
+      const run = byName.has(tool.name) ? runTool : runUnreachable;
+      const r = await run(tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
       return 'error' in r ? r.error : ok({ name: tool.name, result: r.value });
     },
   };
@@ -226,6 +262,38 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
   if (catalogue.listed.size < catalogue.reachable.length) {
     for (const meta of META_TOOLS) if ((!meta.needsListChanges || catalogue.dynamic) && wanted(meta.name)) registerMeta(meta);
   }
+  guardToolCalls(server, unreachable, runUnreachable, progressOf);
   return server;
 }
 
+/**
+ * Before the SDK's tools/call handler sees a call (it is wrapped; the table is the SDK's internal
+ * one, and test/mcp/*.test.ts pin the answers):
+ * - arguments nested deeper than any input (the SDK's validation would overflow its stack and
+ *   answer -32603) are a JSON-RPC invalid-params error; a prototype key in them is the
+ *   contract's 422 naming the field, as REST answers;
+ * - a tool the session does not reach gets the core's refusal (the permission it needs and the
+ *   ones the token has) instead of the SDK's "Tool X not found", without listing it.
+ * Every other call goes to the SDK's handler unchanged.
+ */
+function guardToolCalls(
+  server: McpServer,
+  unreachable: ReadonlyMap<string, ToolDefinition>,
+  run: (tool: ToolDefinition, args: unknown, options: CallOptions) => Promise<{ value: Record<string, unknown> } | { error: CallToolResult }>,
+  progressOf: (ctx: never) => ProgressReporter | undefined,
+): void {
+  const table = server.server as unknown as RequestTable;
+  const sdk = table._getRequestHandler?.('tools/call');
+  // Fail loudly if the SDK's internals moved: serving without the guards is not an option.
+  if (!sdk || !(table._requestHandlers instanceof Map)) throw new Error('The MCP SDK no longer exposes its tools/call handler; update guardToolCalls');
+  table._requestHandlers.set('tools/call', async (request, ctx) => {
+    const params = (request as { params?: { name?: unknown; arguments?: unknown } }).params;
+    const problem = inputProblem(params?.arguments);
+    if (problem?.kind === 'too_deep') throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments: ${problem.field} is ${problem.message.toLowerCase()}`);
+    if (problem) return errorResult(validationError({ [problem.field]: [problem.message] }));
+    const tool = typeof params?.name === 'string' ? unreachable.get(params.name) : undefined;
+    if (!tool) return sdk(request, ctx);
+    const r = await run(tool, params?.arguments ?? {}, { progress: progressOf(ctx as never), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
+    return 'error' in r ? r.error : { content: [{ type: 'text', text: render(r.value) }], structuredContent: r.value };
+  });
+}

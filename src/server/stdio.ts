@@ -1,4 +1,3 @@
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Config } from '../config/config.js';
 import type { RequestAccess } from '../core/caller.js';
 import { BerthError } from '../core/errors.js';
@@ -8,6 +7,7 @@ import { openStore } from '../store/db.js';
 import { tools } from '../tools/index.js';
 import { visibleTools } from '../tools/registry.js';
 import { buildMcpServer, catalogueFor } from './mcp-server.js';
+import { serveGuardedStdio } from './message-guard.js';
 
 export interface StdioOptions {
   token: string | undefined;
@@ -37,10 +37,13 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
     if (err instanceof BerthError) throw new Error(`BERTH_TOKEN was refused: ${err.message}`);
     throw err;
   }
-  // A token's permissions and team are fixed for its life, so what it may reach is too; the
-  // listed part grows when the agent enables toolsets.
+  // What the token reaches at start is listed (the listed part grows when the agent enables
+  // toolsets). Every call is admitted and checked anew, so a holder's role change applies at the
+  // next call: a tool the token lost answers the missing permission, one it gained runs.
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
-  const handle = serveStdio(() => buildMcpServer({ core, logger, catalogue, callerFor: (tool) => core.admit(access, tool.op) }));
+  const handle = serveGuardedStdio(() =>
+    buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op) }),
+  );
   // Resource status comes from the engines: a desktop-only installation follows them too.
   core.deps.runtime.startWatching(assembled.jobs.instanceId);
   logger.info({ tools: catalogue.listed.size, reachable: catalogue.reachable.length, teamId: caller.teamId }, 'berth mcp ready on stdio');

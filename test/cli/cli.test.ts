@@ -261,6 +261,8 @@ describe('users, teams, memberships and tokens', MANY_RUNS, () => {
     expect(await refused(dir, 'team', 'add-member', '--team', '99999', '--email', 'erin@example.test', '--role', 'member')).toMatch(/team/i);
     expect(await refused(dir, 'team', 'add-member', '--team', 'Red Team', '--email', 'ghost@example.test', '--role', 'member')).toMatch(/ghost/);
     expect(await refused(dir, 'team', 'add-member', '--team', 'Red Team', '--email', 'erin@example.test', '--role', 'superuser')).toMatch(/role/i);
+    // The last owner keeps the role (issue 22): no team is left without an owner.
+    expect(await refused(dir, 'team', 'add-member', '--team', 'Red Team', '--email', 'root@example.test', '--role', 'member')).toMatch(/at least one owner/);
     expect(await snapshot(dir)).toEqual(snap);
   });
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newUuid } from '../../src/core/ids.js';
 import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
+import * as admin from '../../src/core/admin.js';
 import { nowIso } from '../../src/store/db.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
 import { buildWorld, COMPOSE, fillPath, freshKey, partsOf, S3_SAMPLE, sampleBody as bodyFor, worldParams, type Singular, type World } from '../helpers/world.js';
@@ -324,6 +325,78 @@ describe('root-team-only operations', () => {
       const r = await send(op, other.rootToken, {}, bodyFor(op.name, w));
       expect(r.status, `${op.name}: ${r.text}`).toBe(op.http.status ?? 200);
     }
+  });
+});
+
+// ---- the holder's role changed ------------------------------------------------------------------
+
+/**
+ * A token is capped by its holder's role at every use, not at creation: root only while the
+ * holder is an owner or admin (ROLE_MAY_HOLD). The change is made on the store as the CLI makes
+ * it, and the very next request sees it.
+ */
+describe("permission matrix: the holder's role changed", () => {
+  const rootOps = operations.filter((o) => o.permission === 'root');
+  const setRole = (email: string, role: 'owner' | 'admin' | 'member') => admin.addMember(s.db, { team: String(s.rootTeamId), email, role });
+  const readKey = async (token: string) => (await call(s.url, 'GET', `/api/v1/security/keys/${w.keyUuid}`, { token })).json;
+
+  it(`an admin's root token demoted to member loses root at the next request (${rootOps.length} root operations), and regains it when promoted`, async () => {
+    expect(rootOps.map((o) => o.name)).toEqual(expect.arrayContaining(['get_settings', 'update_settings', 'disable_api', 'disable_mcp']));
+    const email = `demoted-${++seq}@example.test`;
+    const { token } = await s.token({ permissions: ['read', 'write', 'root'], role: 'admin', email });
+    expect((await call(s.url, 'GET', '/api/v1/settings', { token })).status).toBe(200);
+    expect((await readKey(token)).private_key).toContain('PRIVATE KEY');
+
+    await setRole(email, 'member');
+    for (const op of rootOps) {
+      const r = await send(op, token, worldParams(op.http.path, w, s.rootTeamId), bodyFor(op.name, w));
+      expect(r.status, `${op.name} after demotion: ${r.text}`).toBe(403);
+      expect(r.text).toBe(missing('root'));
+    }
+    // What the token also lists stays: read (and write), without the secrets root showed.
+    const key = await readKey(token);
+    expect(key.uuid).toBe(w.keyUuid);
+    expect(key).not.toHaveProperty('private_key');
+    // The root-only switch on a server is refused too, naming root (write alone passes the route's check).
+    const toggle = await call(s.url, 'PATCH', `/api/v1/servers/${w.serverUuid}`, { token, body: { host_access: false } });
+    expect(toggle.status).toBe(403);
+    expect(toggle.text).toBe(missing('root'));
+    // The instance is still on: nothing the demoted token sent got through.
+    expect((await call(s.url, 'GET', '/api/v1/version', { token })).status).toBe(200);
+
+    await setRole(email, 'admin');
+    expect((await call(s.url, 'GET', '/api/v1/settings', { token })).status).toBe(200);
+    expect((await readKey(token)).private_key).toContain('PRIVATE KEY');
+  });
+
+  const guarded = operations.filter((o) => o.permission !== 'authenticated');
+  it(`a root-only token of a demoted holder holds nothing: every permission-checked operation answers what it needs (${guarded.length} operations)`, async () => {
+    const email = `demoted-${++seq}@example.test`;
+    const { token } = await s.token({ permissions: ['root'], role: 'owner', email });
+    // An owner demoted while another owner remains (the root team's first owner).
+    await setRole(email, 'member');
+    // The permission check comes before the input is read, so nothing below runs.
+    for (const op of guarded) {
+      const r = await send(op, token, worldParams(op.http.path, w, s.rootTeamId), bodyFor(op.name, w));
+      expect(r.status, `${op.name}: ${r.text}`).toBe(403);
+      expect(r.text).toBe(missing(op.permission));
+    }
+    await setRole(email, 'owner');
+    expect((await call(s.url, 'GET', '/api/v1/settings', { token })).status).toBe(200);
+  });
+
+  it("a member's other permissions are untouched by role changes (member may hold read, read:sensitive, write, deploy)", async () => {
+    const email = `member-${++seq}@example.test`;
+    const { token } = await s.token({ permissions: ['read:sensitive', 'write', 'deploy'], role: 'admin', email });
+    await setRole(email, 'member');
+    expect((await readKey(token)).private_key).toContain('PRIVATE KEY');
+    const r = await call(s.url, 'PATCH', `/api/v1/projects/${w.projectUuid}`, { token, body: { description: 'still writable' } });
+    expect(r.status, r.text).toBe(201);
+  });
+
+  it('a member cannot be given a root token, and an admin can', async () => {
+    await expect(s.token({ permissions: ['root'], role: 'member' })).rejects.toMatchObject({ details: { errors: { permissions: [expect.stringMatching(/root/)] } } });
+    await expect(s.token({ permissions: ['root'], role: 'admin' })).resolves.toMatchObject({ token: expect.any(String) });
   });
 });
 

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as admin from '../../src/core/admin.js';
+import { openStore, type Db } from '../../src/store/db.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { storeUrlFor, TEST_STORE } from '../helpers/store.js';
 
 let s: TestServer;
 let other: { id: number; ownerEmail: string; rootToken: string };
@@ -63,5 +66,64 @@ describe('teams', () => {
     expect(r.status).toBe(422);
     expect(r.json.message).toBe('Validation error.');
     expect(Object.keys(r.json.errors)).toEqual(['id']);
+  });
+});
+
+/**
+ * Every team keeps an owner through every path that changes roles (add-member with another role,
+ * remove-member). Refused with 409 "A team must keep at least one owner." (the CLI's conflict).
+ */
+describe('a team keeps at least one owner', () => {
+  const roles = (db: Db, teamId: number) =>
+    db.selectFrom('team_members').select(['user_id', 'role']).where('team_id', '=', teamId).orderBy('user_id').execute();
+  const owners = async (db: Db, teamId: number) => (await roles(db, teamId)).filter((m) => m.role === 'owner').length;
+  const conflict = { kind: 'conflict', message: 'A team must keep at least one owner.' };
+
+  it('making the last owner an admin or a member is refused, and changes nothing', async () => {
+    const t = await s.team('Lone Owner');
+    const before = await roles(s.db, t.id);
+    for (const role of ['admin', 'member']) {
+      await expect(admin.addMember(s.db, { team: String(t.id), email: t.ownerEmail, role })).rejects.toMatchObject(conflict);
+    }
+    await expect(admin.removeMember(s.db, { team: String(t.id), email: t.ownerEmail })).rejects.toMatchObject(conflict);
+    expect(await roles(s.db, t.id)).toEqual(before);
+    // The owner's root token still works as root.
+    expect((await call(s.url, 'GET', '/api/v1/teams/current', { token: t.rootToken })).status).toBe(200);
+  });
+
+  it('with a second owner, one of them may step down; then the other is the last', async () => {
+    const t = await s.team('Two Owners');
+    const second = `second-${Date.now()}@example.test`;
+    await admin.createUser(s.db, { email: second });
+    await admin.addMember(s.db, { team: String(t.id), email: second, role: 'owner' });
+    await expect(admin.addMember(s.db, { team: String(t.id), email: t.ownerEmail, role: 'member' })).resolves.toMatchObject({ role: 'member' });
+    await expect(admin.addMember(s.db, { team: String(t.id), email: second, role: 'admin' })).rejects.toMatchObject(conflict);
+    expect(await owners(s.db, t.id)).toBe(1);
+  });
+
+  it('two owners demoting each other at once leave exactly one owner', async () => {
+    // On PostgreSQL a second handle (another pool) makes the changes really race. On SQLite a
+    // second handle in this process would block the event loop while it waits for the lock the
+    // first holds; one handle's transactions are serialized, as another process's are by BEGIN IMMEDIATE.
+    const other = TEST_STORE === 'postgres' ? await openStore(s.dataDir, storeUrlFor(s.dataDir)) : s.db;
+    try {
+      for (let round = 0; round < 5; round++) {
+        const t = await s.team(`Racing Owners ${round}`);
+        const second = `racer-${round}-${Date.now()}@example.test`;
+        await admin.createUser(s.db, { email: second });
+        await admin.addMember(s.db, { team: String(t.id), email: second, role: 'owner' });
+        const results = await Promise.allSettled([
+          admin.addMember(s.db, { team: String(t.id), email: t.ownerEmail, role: 'member' }),
+          admin.addMember(other, { team: String(t.id), email: second, role: 'member' }),
+          admin.removeMember(s.db, { team: String(t.id), email: second }),
+        ]);
+        const refused = results.filter((r) => r.status === 'rejected');
+        for (const r of refused) expect((r as PromiseRejectedResult).reason).toMatchObject(conflict);
+        expect(refused.length, `round ${round}`).toBeGreaterThanOrEqual(1);
+        expect(await owners(s.db, t.id), `round ${round}`).toBe(1);
+      }
+    } finally {
+      if (other !== s.db) await other.destroy();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as admin from '../../src/core/admin.js';
 import { operations } from '../../src/core/operations/index.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { CLIENT_KINDS, errorBody, httpClient } from '../helpers/mcp.js';
@@ -95,18 +96,64 @@ describe('tool visibility', () => {
     expect(list).toContain('get_current_team');
   });
 
-  it('X-Berth-Read-Only: true keeps only read-only tools, and calling a hidden tool is an unknown tool', async () => {
+  it('X-Berth-Read-Only: true keeps only read-only tools; calling a hidden one names what it needs (issue 22)', async () => {
     const list = await names(s.rootToken, { 'X-Berth-Read-Only': 'true' });
     expect(list).toEqual(namesWhere((o) => o.annotations.readOnly));
     expect(list).toContain('get_settings');
     expect(list).not.toContain('deploy');
     const c = await httpClient('v2-modern', s.url, s.rootToken, { 'X-Berth-Read-Only': 'true' });
-    await expect(c.callTool('disable_api')).rejects.toThrow(/not found/i);
+    expect(errorBody(await c.callTool('disable_api'))).toEqual({
+      message: 'Missing required permissions: root',
+      missing_permissions: ['root'],
+      hint: expect.stringContaining('read-only'),
+    });
+    await expect(c.callTool('no_such_tool')).rejects.toThrow(/not found/i);
     await c.close();
+    // call_operation is there when some tools stay unlisted (the default set).
+    const d = await httpClient('v1', s.url, s.rootToken, { 'X-Berth-Read-Only': 'true', 'X-Berth-Toolsets': 'default' });
+    expect(errorBody(await d.callTool('call_operation', { name: 'create_project', arguments: { name: 'nope' } }))).toMatchObject({ missing_permissions: ['write'] });
+    await d.close();
+    // Nothing ran: the API is still on.
+    expect((await call(s.url, 'GET', '/api/v1/settings', { token: s.rootToken })).json).toMatchObject({ api_enabled: true });
+  });
+
+  it('a tool the token may not use answers the permission it needs and the ones it has, called directly or via call_operation', async () => {
     const reader = await s.token({ permissions: ['read'] });
-    const rc = await httpClient('v1', s.url, reader.token);
-    await expect(rc.callTool('update_settings', { allowed_ips: '' })).rejects.toThrow(/not found/i);
-    await rc.close();
+    for (const kind of CLIENT_KINDS) {
+      const rc = await httpClient(kind, s.url, reader.token);
+      const direct = errorBody(await rc.callTool('update_settings', { allowed_ips: '' }));
+      expect(direct).toEqual({
+        message: 'Missing required permissions: root',
+        missing_permissions: ['root'],
+        token_permissions: ['read'],
+        hint: expect.stringContaining('(it has read)'),
+      });
+      await rc.close();
+      const dc = await httpClient(kind, s.url, reader.token, { 'X-Berth-Toolsets': 'default' });
+      const viaCall = errorBody(await dc.callTool('call_operation', { name: 'create_project', arguments: { name: 'nope' } }));
+      expect(viaCall).toMatchObject({ message: 'Missing required permissions: write', missing_permissions: ['write'], token_permissions: ['read'] });
+      await dc.close();
+    }
+    // Another team's root token: the root team's switches answer the same for every team, naming nothing of it.
+    const oc = await httpClient('v2-modern', s.url, other.rootToken);
+    expect(errorBody(await oc.callTool('disable_api'))).toMatchObject({ message: "Only a token of the instance's root team may do this." });
+    await oc.close();
+    expect((await call(s.url, 'GET', '/api/v1/settings', { token: s.rootToken })).json).toMatchObject({ api_enabled: true, allowed_ips: '' });
+  });
+
+  it("an admin's root token demoted to member loses root over MCP at the next request, and regains it", async () => {
+    const email = `mcp-demoted-${Date.now()}@example.test`;
+    const t = await s.token({ permissions: ['read', 'root'], role: 'admin', email });
+    const c = await httpClient('v2-modern', s.url, t.token);
+    expect((await c.callTool('get_settings')).isError).toBeFalsy();
+    await admin.addMember(s.db, { team: String(s.rootTeamId), email, role: 'member' });
+    expect(errorBody(await c.callTool('get_settings'))).toMatchObject({ missing_permissions: ['root'], token_permissions: ['read'] });
+    const d = await httpClient('v2-legacy', s.url, t.token, { 'X-Berth-Toolsets': 'default' });
+    expect(errorBody(await d.callTool('call_operation', { name: 'disable_mcp' }))).toMatchObject({ missing_permissions: ['root'] });
+    await d.close();
+    await admin.addMember(s.db, { team: String(s.rootTeamId), email, role: 'admin' });
+    expect((await c.callTool('get_settings')).isError).toBeFalsy();
+    await c.close();
   });
 
   it('team isolation: a neighbour token sees its own team only', async () => {
@@ -152,6 +199,51 @@ describe('HTTP transport rules', () => {
     const list = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} };
     const r = await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: list, headers: { ...accept, 'mcp-protocol-version': '1999-01-01' } });
     expect(r.status).toBe(400);
+  });
+
+  const toolCall = (id: number, name: string, args: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+  const modern = { ...accept, 'mcp-protocol-version': '2025-11-25' };
+
+  it('a JSON-RPC batch is refused with 400 and a JSON-RPC error, runs nothing, and costs one request (issue 22)', async () => {
+    const t = await s.token({ permissions: ['read', 'write'] });
+    const before = await call(s.url, 'GET', '/api/v1/tags', { token: t.token });
+    const remaining = Number(before.headers['x-ratelimit-remaining']);
+    const batch = Array.from({ length: 20 }, (_, i) => toolCall(i + 1, 'create_tag', { name: `batched-${i}` }));
+    const r = await call(s.url, 'POST', '/mcp', { token: t.token, body: batch, headers: modern });
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringMatching(/batch/i) } });
+    expect(Number(r.headers['x-ratelimit-remaining'])).toBe(remaining - 1);
+    const after = await call(s.url, 'GET', '/api/v1/tags', { token: t.token });
+    expect(after.json.filter((x: { name: string }) => x.name.startsWith('batched-'))).toEqual([]);
+    // A one-element batch is a batch too.
+    expect((await call(s.url, 'POST', '/mcp', { token: t.token, body: [toolCall(1, 'list_tags')], headers: modern })).status).toBe(400);
+  });
+
+  it('X-Berth-Read-Only accepts exactly true or false; anything else is a 422, never a wider session', async () => {
+    for (const v of ['1', 'yes', 'TRUE', 'True', 'on', '']) {
+      const r = await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: rpc, headers: { ...accept, 'x-berth-read-only': v } });
+      expect(r.status, JSON.stringify(v)).toBe(422);
+      expect(r.json).toEqual({ message: 'Validation error.', errors: { 'x-berth-read-only': ['Must be true or false.'] } });
+    }
+    for (const v of ['true', 'false']) {
+      expect((await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: rpc, headers: { ...accept, 'x-berth-read-only': v } })).status).toBe(200);
+    }
+  });
+
+  it("an operation's own limit holds over MCP, by its tool and through call_operation (feedback: 10 a minute per address)", async () => {
+    const t = await s.token({ permissions: ['read'] });
+    const from = '127.0.0.77';
+    const answers: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const body = i % 2 ? toolCall(i, 'send_feedback', { content: `feedback number ${i} over mcp` }) : toolCall(i, 'call_operation', { name: 'send_feedback', arguments: { content: `feedback number ${i} via call_operation` } });
+      const r = await call(s.url, 'POST', '/mcp', { token: t.token, body, headers: modern, from });
+      answers.push(r.status);
+    }
+    expect(answers.slice(0, 10)).toEqual(Array(10).fill(200));
+    expect(answers.slice(10)).toEqual([429, 429]);
+    // REST shares the same bucket: the address is spent there too.
+    const rest = await call(s.url, 'POST', '/api/feedback', { token: t.token, body: { content: 'and one more over rest' }, from });
+    expect(rest.status).toBe(429);
   });
 
   it('the API toggle applies to /mcp', async () => {

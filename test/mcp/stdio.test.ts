@@ -23,7 +23,7 @@ function rawStdio(env: Record<string, string>, lines: unknown[], waitFor = lines
     });
     p.stderr.on('data', (d) => (err += d));
     p.on('close', (code) => resolve({ out: out.split('\n').filter(Boolean), err, code }));
-    for (const l of lines) p.stdin.write(JSON.stringify(l) + '\n');
+    for (const l of lines) p.stdin.write((typeof l === 'string' ? l : JSON.stringify(l)) + '\n');
     if (waitFor === 0) p.stdin.end();
   });
 }
@@ -51,6 +51,25 @@ describe('berth mcp (stdio)', () => {
     expect(err).toContain('berth mcp ready');
     const secret = s.rootToken.split('|')[1]!;
     expect(out.join('\n') + err).not.toContain(secret);
+  });
+
+  it('deep tool arguments answer JSON-RPC invalid params (-32602); prototype keys the contract 422 (issue 22)', async () => {
+    // Sent as text: the test's own JSON.stringify would overflow on it.
+    const deep = '{"a":'.repeat(5_000) + '1' + '}'.repeat(5_000);
+    const { out } = await rawStdio({ BERTH_TOKEN: s.rootToken }, [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_current_team","arguments":{"deep":${deep}}}}`,
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_current_team","arguments":{"__proto__":{"x":1}}}}',
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'get_current_team', arguments: {} } },
+    ], 4);
+    const byId = new Map(out.map((l) => JSON.parse(l)).map((m) => [m.id, m]));
+    expect(byId.get(2)).toMatchObject({ error: { code: -32602, message: expect.stringContaining('nested more than') } });
+    const proto = byId.get(3).result;
+    expect(proto.isError).toBe(true);
+    expect(JSON.parse(proto.content[0].text)).toMatchObject({ message: 'Validation error.', errors: { __proto__: ['This key is not allowed.'] } });
+    // The session goes on.
+    expect(byId.get(4).result.structuredContent).toMatchObject({ id: s.rootTeamId });
   });
 
   it('a missing or bad token fails at start: a clear message on stderr, nothing on stdout, non-zero exit', async () => {
@@ -88,5 +107,34 @@ describe('berth mcp (stdio)', () => {
     await admin.revokeToken(s.db, t.id);
     expect(errorBody(await rc.callTool('get_current_team'))).toEqual({ message: 'Invalid token.', hint: expect.stringContaining('new one') });
     await rc.close();
+  });
+
+  it("a role change applies at the next call: a demoted admin's root token loses root, a promoted one gets it back (issue 22)", async () => {
+    const email = `stdio-demoted-${Date.now()}@example.test`;
+    const t = await s.token({ permissions: ['read', 'root'], role: 'admin', email });
+    const c = await stdioClient('v2-modern', s.dataDir, t.token);
+    expect((await c.callTool('get_settings')).isError).toBeFalsy();
+    await admin.addMember(s.db, { team: String(s.rootTeamId), email, role: 'member' });
+    expect(errorBody(await c.callTool('get_settings'))).toMatchObject({ message: 'Missing required permissions: root', token_permissions: ['read'] });
+    expect(errorBody(await c.callTool('disable_api'))).toMatchObject({ missing_permissions: ['root'] });
+    await admin.addMember(s.db, { team: String(s.rootTeamId), email, role: 'admin' });
+    expect((await c.callTool('get_settings')).isError).toBeFalsy();
+    await c.close();
+    // A member started without root, promoted and given no new token: what the token lists is what it gets.
+    const m = `stdio-member-${Date.now()}@example.test`;
+    const mt = await s.token({ permissions: ['read'], role: 'member', email: m });
+    const mc = await stdioClient('v1', s.dataDir, mt.token);
+    expect(errorBody(await mc.callTool('get_settings'))).toMatchObject({ missing_permissions: ['root'], token_permissions: ['read'] });
+    await mc.close();
+  });
+
+  it("an operation's own limit holds over stdio (feedback: 10 a minute per address)", async () => {
+    const t = await s.token({ permissions: ['read'] });
+    const c = await stdioClient('v2-legacy', s.dataDir, t.token);
+    const results = [];
+    for (let i = 0; i < 11; i++) results.push(await c.callTool('send_feedback', { content: `stdio feedback number ${i}` }));
+    expect(results.slice(0, 10).map((r) => r.isError ?? false)).toEqual(Array(10).fill(false));
+    expect(errorBody(results[10]!)).toMatchObject({ message: 'Too many requests.' });
+    await c.close();
   });
 });

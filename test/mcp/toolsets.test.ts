@@ -151,14 +151,25 @@ describe('reaching the rest over stdio', () => {
     });
   });
 
-  it('call_operation keeps permissions and read-only mode: what a token may not do is not there', async () => {
+  it('call_operation keeps permissions and read-only mode: what a token may not do answers what it needs, and runs nothing', async () => {
     const reader = await s.token({ permissions: ['read'] });
     await using(await defaultStdio(reader.token), async (c) => {
-      expect(errorBody(await c.callTool('call_operation', { name: 'create_project', arguments: { name: 'nope' } }))).toMatchObject({ message: 'Validation error.', errors: { name: expect.any(Array) } });
+      expect(errorBody(await c.callTool('call_operation', { name: 'create_project', arguments: { name: 'nope' } }))).toEqual({
+        message: 'Missing required permissions: write',
+        missing_permissions: ['write'],
+        token_permissions: ['read'],
+        hint: expect.stringContaining('lacks write (it has read)'),
+      });
+      // Called directly, the same answer (not "tool not found").
+      expect(errorBody(await c.callTool('delete_project', { uuid: projectUuid }))).toMatchObject({ missing_permissions: ['write'], token_permissions: ['read'] });
       expect((await c.callTool('call_operation', { name: 'list_projects' })).isError).toBeFalsy();
+      expect(errorBody(await c.callTool('call_operation', { name: 'no_such_operation' }))).toMatchObject({ errors: { name: expect.any(Array) } });
     });
     await using(await defaultStdio(s.rootToken, ['--read-only']), async (c) => {
-      expect(errorBody(await c.callTool('call_operation', { name: 'delete_project', arguments: { uuid: projectUuid } }))).toMatchObject({ errors: { name: expect.any(Array) } });
+      expect(errorBody(await c.callTool('call_operation', { name: 'delete_project', arguments: { uuid: projectUuid } }))).toMatchObject({
+        missing_permissions: ['write'],
+        hint: expect.stringContaining('read-only'),
+      });
     });
     expect((await call(s.url, 'GET', `/api/v1/projects/${projectUuid}`, { token: s.rootToken })).status).toBe(200);
   });

@@ -4,7 +4,8 @@
  * offers, --read-only and --toolsets), compared with local mode for the same token.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stdioClient } from '../helpers/mcp.js';
+import * as admin from '../../src/core/admin.js';
+import { errorBody, stdioClient } from '../helpers/mcp.js';
 import { freePort } from '../helpers/process.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { scriptedUpstream } from './fake-upstream.js';
@@ -103,6 +104,43 @@ describe('the tool list', () => {
     }
     // The probes changed nothing.
     expect((await call(s.url, 'GET', '/api/v1/projects', { token: s.rootToken })).json.length).toBe(before);
+  }, 60_000);
+
+  it('a tool the token may not use answers what it needs, as in local mode (the upstream refuses it; read-only refuses locally)', async () => {
+    const reader = (await s.token({ permissions: ['read'] })).token;
+    const c = await remoteClient('v2-legacy', s.url, reader);
+    try {
+      const direct = errorBody(await c.callTool('update_settings', { allowed_ips: '' }));
+      expect(direct).toMatchObject({ message: 'Missing required permissions: root', missing_permissions: ['root'] });
+      const viaCall = errorBody(await c.callTool('create_project', { name: 'remote-refused' }));
+      expect(viaCall).toMatchObject({ missing_permissions: ['write'] });
+    } finally {
+      await c.close();
+    }
+    const ro = await remoteClient('v1', s.url, s.rootToken, ['--read-only']);
+    try {
+      expect(errorBody(await ro.callTool('create_project', { name: 'remote-ro' }))).toMatchObject({ missing_permissions: ['write'], hint: expect.stringContaining('read-only') });
+    } finally {
+      await ro.close();
+    }
+    const projects = (await call(s.url, 'GET', '/api/v1/projects', { token: s.rootToken })).json.map((p: { name: string }) => p.name);
+    expect(projects).not.toContain('remote-refused');
+    expect(projects).not.toContain('remote-ro');
+  }, 60_000);
+
+  it("a role change reaches remote mode at the next call: a demoted admin's root token loses root, and regains it", async () => {
+    const email = `remote-demoted-${Date.now()}@example.test`;
+    const t = await s.token({ permissions: ['read', 'root'], role: 'admin', email });
+    const c = await remoteClient('v2-modern', s.url, t.token);
+    try {
+      expect((await c.callTool('get_settings')).isError).toBeFalsy();
+      await admin.addMember(s.db, { team: String(s.rootTeamId), email, role: 'member' });
+      expect(errorBody(await c.callTool('get_settings'))).toMatchObject({ missing_permissions: ['root'] });
+      await admin.addMember(s.db, { team: String(s.rootTeamId), email, role: 'admin' });
+      expect((await c.callTool('get_settings')).isError).toBeFalsy();
+    } finally {
+      await c.close();
+    }
   }, 60_000);
 
   it('--read-only and --toolsets narrow it as in local mode', async () => {
