@@ -347,11 +347,13 @@ describe('application logs and lifecycle', () => {
   it('start → running, stop → exited, restart → running (recorded), each with a deployment uuid', async () => {
     const { uuid: app } = (await c.api('POST', '/applications/dockerimage', c.write, image())).json;
     const expected = { start: 'running', stop: 'exited', restart: 'running' } as const;
-    const verbs = { start: 'starting', stop: 'stopping', restart: 'restarting' } as const;
+    const verbs = { start: 'started', stop: 'stopped', restart: 'restarted' } as const;
     for (const action of ['start', 'stop', 'restart'] as const) {
       const r = await c.api('POST', `/applications/${app}/${action}`, c.deploy);
       expect(r.status, r.text).toBe(200);
-      expect(r.json.message).toContain(`Application ${verbs[action]} request queued.`);
+      // The answer comes once the action is done, with the status afterwards (recorded here).
+      expect(r.json.message).toContain(`Application ${verbs[action]}.`);
+      expect(r.json).toMatchObject({ deployment_status: 'finished', status: expected[action] });
       expect(r.json.message).toMatch(/recorded/);
       expect(r.json.deployment_uuid).toMatch(/^[a-z0-9]{24}$/);
       const d = await finished(c, r.json.deployment_uuid);

@@ -157,7 +157,8 @@ describe.each(KINDS)('%s', (kind) => {
     for (const [action, status] of [['start', 'running'], ['stop', 'exited'], ['restart', 'running']] as const) {
       const r = await c.api('POST', `/databases/${uuid}/${action}`, c.deploy);
       expect(r.status).toBe(200);
-      expect(r.json.message).toMatch(/^Database (starting|stopping|restarting) request queued\./);
+      expect(r.json.message).toMatch(/^Database (started|stopped|restarted)\./);
+      expect(r.json).toMatchObject({ deployment_status: 'finished', status });
       expect((await finished(c, r.json.deployment_uuid)).status).toBe('finished');
       expect((await c.api('GET', `/databases/${uuid}`, c.read)).json.status).toBe(status);
     }

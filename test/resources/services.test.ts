@@ -122,7 +122,8 @@ describe('services: CRUD', () => {
     for (const [action, status] of [['start', 'running'], ['stop', 'exited']] as const) {
       const r = await c.api('POST', `/services/${c.w.serviceUuid}/${action}`, c.deploy);
       expect(r.status).toBe(200);
-      expect(r.json.message).toMatch(/^Service (starting|stopping) request queued\./);
+      expect(r.json.message).toMatch(/^Service (started|stopped)\./);
+      expect(r.json).toMatchObject({ deployment_status: 'finished', status });
       await finished(c, r.json.deployment_uuid);
       expect((await c.api('GET', `/services/${c.w.serviceUuid}`, c.read)).json.status).toBe(status);
     }
