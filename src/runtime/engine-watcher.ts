@@ -98,10 +98,18 @@ export class EngineWatchers {
     for (const s of servers) {
       if (this.watching.has(s.id) || !(await this.claim(s.id, until))) continue;
       if (this.stopped) return;
-      const w = new ServerWatcher(this.db, this.logger, s, s.updated_at, () => this.engineFor(s), this.opts.reconcileMs);
+      // The record is read afresh for each connection: a stale one (say, an old pinned host key)
+      // would replace the shared cached client that actions of the new record are using.
+      const w = new ServerWatcher(this.db, this.logger, s, s.updated_at, () => this.currentEngine(s.id), this.opts.reconcileMs);
       this.watching.set(s.id, w);
       w.start();
     }
+  }
+
+  private async currentEngine(serverId: number): Promise<EngineClient> {
+    const s = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirstOrThrow();
+    if (!reachesEngine(s)) throw new Error('The server is no longer managed.');
+    return this.engineFor(s);
   }
 
   /** One winner per server: a new lease row, or one whose lease ran out. */

@@ -45,8 +45,10 @@ const POLL_MS = 150;
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => (clearTimeout(t), reject(signal!.reason));
+    const t = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 
 /** A planned container's dependencies (compose depends_on), in the plan's terms. */

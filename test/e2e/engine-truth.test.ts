@@ -130,6 +130,42 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     await api.ok('DELETE', `/applications/${uuid}`);
   }, 90_000);
 
+  it('compose: a container that depends on a healthy one starts after it is healthy; one container down makes the service degraded', async () => {
+    const compose = [
+      'services:',
+      '  db:',
+      `    image: ${SLEEPER_IMAGE}`,
+      '    healthcheck:',
+      // The first check fails (and prepares the next one to pass): healthy only on the second.
+      '      test: ["CMD-SHELL", "test -f /tmp/ready || { touch /tmp/ready; exit 1; }"]',
+      '      interval: 2s',
+      '      retries: 3',
+      '  web:',
+      `    image: ${SLEEPER_IMAGE}`,
+      '    depends_on:',
+      '      db:',
+      '        condition: service_healthy',
+      '',
+    ].join('\n');
+    const { uuid } = await api.ok('POST', '/services', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'stack', docker_compose_raw: compose });
+    const d = await deployment(uuid);
+    expect(d.status, d.logs).toBe('finished');
+    expect(d.logs).toContain(`${uuid}-db is healthy`);
+    const inspect = (name: string) => JSON.parse(engines.podman('a', ['container', 'inspect', name]))[0];
+    const db = inspect(`${uuid}-db`);
+    const healthyAt = Math.min(...db.State.Health.Log.filter((l: { ExitCode: number }) => l.ExitCode === 0).map((l: { End: string }) => Date.parse(l.End)));
+    expect(Date.parse(inspect(`${uuid}-web`).State.StartedAt)).toBeGreaterThanOrEqual(healthyAt);
+    expect((await api.ok('GET', `/services/${uuid}`)).status).toBe('running:unknown');
+
+    engines.podman('a', ['rm', '-f', `${uuid}-web`]);
+    await until('the service shows degraded', async () => ((await api.ok('GET', `/services/${uuid}`)).status === 'degraded:unhealthy' ? true : undefined), 5_000, 100);
+    const parts = await api.ok('GET', `/services/${uuid}/applications`);
+    const byName = Object.fromEntries(parts.map((x: { name: string; status: string }) => [x.name, x.status]));
+    expect(byName).toMatchObject({ web: 'exited' });
+    await api.ok('DELETE', `/services/${uuid}`);
+    expect(containerState(engines, 'a', `${uuid}-db`)).toBeNull();
+  }, 60_000);
+
   it('delete removes the containers and volumes; delete_volumes=false keeps the volumes', async () => {
     const kept = await deployAppWithVolume(api, p, 'keeps-data');
     const dropped = await deployAppWithVolume(api, p, 'drops-data');

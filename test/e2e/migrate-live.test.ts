@@ -105,7 +105,7 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
 
     const m = await migrationEnded(api, r.migration_uuid, 60_000);
     expect(m).toMatchObject({ status: 'cancelled', downtime_ms: null });
-    expect(await api.ok('GET', `/applications/${app.uuid}`)).toMatchObject({ server_uuid: p.serverA, destination_uuid: p.destA, status: 'running' });
+    expect(await api.ok('GET', `/applications/${app.uuid}`)).toMatchObject({ server_uuid: p.serverA, destination_uuid: p.destA, status: 'running:unknown' });
     expect((await volumeNames(api, 'applications', app.uuid)).data).toBe(app.volume);
     expect(containerState(engines, 'a', app.uuid)).toMatchObject({ running: true });
     expect(volumesLabelled(engines, 'b', `berth.migration=${r.migration_uuid}`)).toEqual([]);

@@ -152,7 +152,8 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: host key
     const accepted = await api.ok('POST', `/servers/${srv.uuid}/validate`, { accept_host_key: true });
     expect(accepted, accepted.validation_logs).toMatchObject({ is_reachable: true, is_usable: true, host_key_fingerprint: second });
     expect(accepted.validation_logs).toContain(`accepted, replacing ${first}`);
-    expect((await deployOn(srv, 'accepted')).deployment.status).toBe('finished');
+    const afterAccept = (await deployOn(srv, 'accepted')).deployment;
+    expect(afterAccept.status, afterAccept.logs).toBe('finished');
 
     // Forgetting the pin through PATCH (write permission) lets the next validate pin again.
     sshd.rekey();

@@ -116,8 +116,8 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined>, t
   }
 }
 
-/** Polls a deployment until it ends; fails unless it finished. */
-export async function deployed(api: Api, deploymentUuid: string, timeoutMs = 30_000): Promise<any> {
+/** Polls a deployment until it ends; fails unless it ended as `expected` (finished). */
+export async function deployed(api: Api, deploymentUuid: string, timeoutMs = 30_000, expected: 'finished' | 'failed' = 'finished'): Promise<any> {
   const d = await until(
     `deployment ${deploymentUuid}`,
     async () => {
@@ -126,7 +126,7 @@ export async function deployed(api: Api, deploymentUuid: string, timeoutMs = 30_
     },
     timeoutMs,
   );
-  expect(d.status, d.logs).toBe('finished');
+  expect(d.status, d.logs).toBe(expected);
   return d;
 }
 
@@ -293,7 +293,7 @@ while [ $sz -lt $rest ]; do k=$((1 + (i * 37) % 64)); head -c $((k * 1024 - i % 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An application from `image` with a persistent volume at /data, deployed on engine a. */
-export async function deployAppWithVolume(api: Api, p: Platform, name: string, image = SLEEPER_IMAGE): Promise<{ uuid: string; volume: string }> {
+export async function deployAppWithVolume(api: Api, p: Platform, name: string, image = SLEEPER_IMAGE, expected: 'finished' | 'failed' = 'finished'): Promise<{ uuid: string; volume: string }> {
   const [repo, tag] = image.split(':');
   const { uuid } = await api.ok('POST', '/applications/dockerimage', {
     project_uuid: p.project,
@@ -305,7 +305,7 @@ export async function deployAppWithVolume(api: Api, p: Platform, name: string, i
     docker_registry_image_tag: tag,
   });
   await api.ok('POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
-  await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
+  await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid, 30_000, expected);
   return { uuid, volume: (await volumeNames(api, 'applications', uuid)).data! };
 }
 

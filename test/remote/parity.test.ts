@@ -77,6 +77,7 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['get_server', { uuid: w.serverUuid }],
     ['list_server_destinations', { uuid: w.serverUuid }],
     ['list_server_resources', { uuid: w.serverUuid }],
+    ['list_server_orphans', { uuid: w.serverUuid }],
     ['get_server_domains', { uuid: w.serverUuid }],
     ['get_server_docker_cleanup', { uuid: w.serverUuid }],
     ['list_s3_storages', {}],

@@ -203,6 +203,8 @@ const VERB: Record<'start' | 'stop' | 'restart', string> = { start: 'starting', 
 const DONE: Record<'start' | 'stop' | 'restart', string> = { start: 'started', stop: 'stopped', restart: 'restarted' };
 /** How long start, stop and restart wait for their deployment before answering. */
 const ACTION_WAIT_MS = 150_000;
+/** How long they wait for it to leave the queue (others' jobs ahead of it) before answering that it is queued. */
+const QUEUED_WAIT_MS = 3_000;
 
 /** start/stop/restart for one collection: each queues a deployment of that kind. */
 export function lifecycleOperations(collection: Collection) {
@@ -223,7 +225,13 @@ export function lifecycleOperations(collection: Collection) {
         const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
         // The answer comes once the engine is in the asked state (or the action failed), and says
         // what the engine was seen doing afterwards; a long queue answers before, saying so.
-        const ended = await Promise.race([d.done.then(() => true), new Promise<false>((res) => setTimeout(res, ACTION_WAIT_MS, false).unref())]);
+        const within = (ms: number) => Promise.race([d.done.then(() => true), new Promise<false>((res) => setTimeout(res, ms, false).unref())]);
+        // Behind other jobs on its server's queue it answers at once, saying so; once it runs, it is waited for.
+        let ended = await within(QUEUED_WAIT_MS);
+        if (!ended) {
+          const started = await ctx.db.selectFrom('deployments').select('status').where('id', '=', d.id).executeTakeFirst();
+          if (started?.status === 'in_progress') ended = await within(ACTION_WAIT_MS);
+        }
         const dep = await ctx.db.selectFrom('deployments').select('status').where('id', '=', d.id).executeTakeFirst();
         const now = await ctx.db.selectFrom('resources').select(['status', 'observed_status', 'deleting']).where('id', '=', r.id).executeTakeFirst();
         const status = now ? displayStatus(now) : 'deleted';

@@ -133,7 +133,7 @@ function settleAddress(next: Address, given: { engine_endpoint?: string | null |
 /** The host access switch is the instance's: only a root token of the root team may flip it. */
 function assertMayChangeHostAccess(caller: Caller): void {
   if (!caller.rootTeam) throw new BerthError('root_team_only');
-  if (!caller.permissions.has('root')) throw new BerthError('missing_permissions', { missingPermissions: ['root'] });
+  if (!caller.permissions.has('root')) throw new BerthError('missing_permissions', { missingPermissions: ['root'], heldPermissions: [...caller.permissions] });
 }
 
 const serverFields = {

@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+// Runs the suite on both stores side by side (SQLite, and PostgreSQL with BERTH_TEST_STORE=postgres):
+// most of each run waits on engines, sshd and child processes, so two runs share the machine's
+// cores well and the whole suite takes about as long as its longer half. Each line is prefixed
+// with its store; the exit code fails when either run fails; the last line adds both up.
+import { spawn } from 'node:child_process';
+
+const runs = [
+  { name: 'sqlite', env: {} },
+  // One worker for the PostgreSQL half: the SQLite half holds the engine tests, which want the cores.
+  { name: 'postgres', env: { BERTH_TEST_STORE: 'postgres' }, args: ['--maxWorkers=1'] },
+];
+const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
+const totals = { passed: 0, failed: 0, skipped: 0 };
+
+const results = await Promise.all(
+  runs.map(
+    (r) =>
+      new Promise((resolve) => {
+        const child = spawn('npx', ['vitest', 'run', ...(r.args ?? [])], { env: { ...process.env, ...r.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let summary = '';
+        const prefix = (stream, out) => {
+          let rest = '';
+          stream.on('data', (chunk) => {
+            const lines = (rest + chunk.toString()).split('\n');
+            rest = lines.pop();
+            for (const l of lines) {
+              out.write(`[${r.name}] ${l}\n`);
+              if (/^\s*Tests\s/.test(strip(l))) summary = strip(l);
+            }
+          });
+          stream.on('end', () => rest && out.write(`[${r.name}] ${rest}\n`));
+        };
+        prefix(child.stdout, process.stdout);
+        prefix(child.stderr, process.stderr);
+        child.on('close', (code) => {
+          for (const k of Object.keys(totals)) totals[k] += Number(new RegExp(`(\\d+) ${k}`).exec(summary)?.[1] ?? 0);
+          resolve({ name: r.name, code, summary });
+        });
+      }),
+  ),
+);
+for (const r of results) console.log(`${r.name}: ${r.summary.trim() || 'no summary'} (exit ${r.code})`);
+console.log(`${totals.passed} passed, ${totals.failed} failed${totals.skipped ? `, ${totals.skipped} skipped` : ''}`);
+process.exit(results.every((r) => r.code === 0) ? 0 : 1);
