@@ -2,7 +2,7 @@
 //
 //   npm run build && node bench/status/run.mjs [--apps 200] [--lists 200] [--seconds 5]
 //                                              [--connections 10] [--rounds 3] [--changes 10]
-//                                              [--idle 10] [--requests]
+//                                              [--drops 4] [--idle 10] [--requests]
 //
 // - Two podman engines (scripts/engines.sh up in a temp dir), each behind a counting relay: a
 //   unix-socket server in this process that pipes every connection to the engine's socket and
@@ -30,6 +30,9 @@
 //   the moment the podman command was started (an upper bound: the container goes somewhere
 //   during the command) and from the moment it returned; min / median / max. Requirement: ≤ 5 s.
 //   Also the engine requests berth made per change (the watcher's look after an event).
+// - Events stream drops (--drops): the relay cuts an engine's events connection (the engine
+//   itself fine) and at once `podman rm -f` removes an application there; reported: when berth
+//   shows it, and what an untouched neighbour on that engine says meanwhile.
 // - Also: each server's CPU while idle (--idle seconds, no requests), and with --requests every
 //   engine request of the run by kind.
 // Everything is torn down at the end, also on failure or Ctrl-C: berth processes, relays, engines.
@@ -65,6 +68,7 @@ const CONNECTIONS = opt('connections', 10);
 const ROUNDS = opt('rounds', 3);
 const CHANGES = opt('changes', 10);
 const IDLE_S = opt('idle', 10);
+const DROPS = opt('drops', 4);
 const PER_PAGE = 100;
 const PAGES = Math.ceil(APPS / PER_PAGE);
 /** The whole run is abandoned (and torn down) after this long. */
@@ -133,6 +137,8 @@ const REQUEST_LINE = /(?:^|[^A-Za-z])(GET|POST|PUT|DELETE|HEAD|PATCH|OPTIONS) (\
 function countingRelay(listen, target) {
   const seen = [];
   const sockets = new Set();
+  /** Client connections that carry an events stream. */
+  const streams = new Set();
   const server = net.createServer((client) => {
     const upstream = net.connect(target);
     sockets.add(client).add(upstream);
@@ -142,7 +148,9 @@ function countingRelay(listen, target) {
       tail = lines.pop().slice(-4096);
       for (const l of lines) {
         const m = REQUEST_LINE.exec(l);
-        if (m) seen.push({ t: performance.now(), method: m[1], path: m[2] });
+        if (!m) continue;
+        seen.push({ t: performance.now(), method: m[1], path: m[2] });
+        if (isEvents({ path: m[2] })) streams.add(client);
       }
     });
     client.pipe(upstream);
@@ -152,6 +160,7 @@ function countingRelay(listen, target) {
       upstream.destroy();
       sockets.delete(client);
       sockets.delete(upstream);
+      streams.delete(client);
     };
     for (const s of [client, upstream]) {
       s.on('error', end);
@@ -163,6 +172,12 @@ function countingRelay(listen, target) {
     server.listen(listen, () =>
       resolve({
         seen,
+        /** Cuts the events streams (both directions), as a network drop would; how many. */
+        dropStreams: () => {
+          const n = streams.size;
+          for (const c of [...streams]) c.destroy();
+          return n;
+        },
         close: () =>
           new Promise((done) => {
             for (const s of sockets) s.destroy();
@@ -389,6 +404,39 @@ try {
     }
     console.log(`\nengine requests in the whole run, by kind:\n${[...kinds].sort().map(([k, n]) => `  ${k}  ${n}`).join('\n')}`);
   }
+  // The events stream cut (the engine itself fine): the watcher reconnects, looks at everything
+  // again, and a change made meanwhile shows. Meanwhile, what does an untouched neighbour say?
+  log('events stream drops');
+  const drops = [];
+  const rest = apps.slice(CHANGES * 2);
+  for (let i = 0; i < DROPS; i++) {
+    const [a, neighbour] = [rest[i], rest[i + 2 * DROPS]]; // same engine (same parity)
+    const relay = relays['ab'.indexOf(a.engine)];
+    const t0 = performance.now();
+    const cut = relay.dropStreams();
+    const done = podmanAsync(a.engine, ['rm', '-f', a.uuid]);
+    done.catch(() => undefined);
+    let seenAt;
+    const other = new Map();
+    let firstOther;
+    let lastOther;
+    while (performance.now() - t0 < 20_000) {
+      const [r, n] = await Promise.all([a.uuid, neighbour.uuid].map(async (u) => (await api(watched.url, token, 'GET', `/applications/${u}`)).json.status));
+      const now = performance.now() - t0;
+      other.set(n, (other.get(n) ?? 0) + 1);
+      if (!n.startsWith('running')) {
+        firstOther ??= now;
+        lastOther = now;
+      }
+      if (r === 'exited' && seenAt === undefined) seenAt = now;
+      if (seenAt !== undefined && n.startsWith('running') && now > 3000) break;
+      await sleep(20);
+    }
+    await done;
+    drops.push({ engine: a.engine, cut, seenAt: seenAt ?? Infinity, neighbour: [...other.keys()].join(' → '), window: firstOther === undefined ? 0 : lastOther - firstOther + 20 });
+    await sleep(500);
+  }
+
   // Report.
   const podmanVersion = podman('a', ['--version']).trim().split(' ').pop();
   console.log(`\nbench/status — ${APPS} applications on two podman ${podmanVersion} engines (${running.join(' + ')} containers running), load average ${os.loadavg()[0].toFixed(2)}`);
@@ -421,6 +469,10 @@ try {
     const xs = changes.filter((c) => c.how === how);
     console.log(`| podman ${how === 'rm' ? 'rm -f' : 'stop'} | ${xs.length} | ${stat(xs.map((c) => c.fromStart))} | ${stat(xs.map((c) => c.fromReturn))} | ${stat(xs.map((c) => c.cmdMs))} | ${stat(xs.map((c) => c.requests))} |`);
   }
+  console.log(`\nevents stream cut by the relay (engine fine), then at once podman rm -f of an application on that engine; an untouched neighbour on the same engine polled alongside:`);
+  console.log('| engine | streams cut | rm -f shown after (ms) | neighbour said | neighbour not running for (ms) |');
+  console.log('|---|---|---|---|---|');
+  for (const d of drops) console.log(`| ${d.engine} | ${d.cut} | ${Number.isFinite(d.seenAt) ? Math.round(d.seenAt) : 'never (20 s)'} | ${d.neighbour} | ${Math.round(d.window)} |`);
   const worst = Math.max(...changes.map((c) => c.fromStart));
   console.log(`requirement: shown within 5000 ms — worst ${Number.isFinite(worst) ? Math.round(worst) : 'never (15 s)'} ms from the command's start: ${worst <= 5000 ? 'met' : 'NOT met'}`);
   console.log(`no engine call per read: ${nonEvents.length === 0 ? 'met' : 'NOT met'} (${nonEvents.length} engine requests during the reads)`);
