@@ -212,6 +212,7 @@ class ServerWatcher {
     const signal = this.controller.signal;
     let backoff = 500;
     while (!signal.aborted) {
+      let opened = false;
       try {
         const engine = await this.engine();
         if (!this.runsHealthchecks) {
@@ -223,6 +224,7 @@ class ServerWatcher {
           labels: { [LABEL_MANAGED]: 'true' },
           signal,
           onOpen: () => {
+            opened = true;
             backoff = 500;
             void this.reconcile().catch(() => undefined);
           },
@@ -238,6 +240,12 @@ class ServerWatcher {
       } catch (err) {
         if (signal.aborted) return;
         this.logger.debug({ err: (err as Error).message, serverId: this.server.id }, 'engine events stream failed');
+        // A stream that dropped is reopened at once; only an engine that cannot be reached again
+        // makes its resources say so (a short hiccup does not flip every row).
+        if (opened) {
+          await new Promise((r) => setTimeout(r, 100).unref());
+          continue;
+        }
         await this.markUnreachable().catch(() => undefined);
       }
       if (signal.aborted) return;
