@@ -50,7 +50,11 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     expect(d.logs).toMatch(/did not stay running \(exit code 3/);
     expect(d.logs).toContain('boom');
 
-    const seen = await api.ok('GET', `/applications/${uuid}`);
+    // Its policy restarts it a moment after the failed deploy; the watcher sees each restart.
+    const seen = await until('a restart observed', async () => {
+      const r = await api.ok('GET', `/applications/${uuid}`);
+      return r.restart_count > 0 ? r : undefined;
+    }, 10_000, 100);
     expect(seen.status).toMatch(/^(restarting|exited)/);
     expect(seen.restart_count).toBeGreaterThan(0);
     expect(seen.last_exit_code).toBe(3);

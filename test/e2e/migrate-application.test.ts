@@ -58,7 +58,9 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
     // An image whose command exits at once crash-loops: its deploy fails, and it says restarting.
     const { uuid, volume } = await deployAppWithVolume(api, p, name, image, image === SLEEPER_IMAGE ? 'finished' : 'failed');
     if (image === SLEEPER_IMAGE) expect(containerState(engines, 'a', uuid)).toMatchObject({ running: true });
-    expect((await api.ok('GET', `/applications/${uuid}`)).status).toMatch(image === SLEEPER_IMAGE ? /^running:unknown$/ : /^restarting/);
+    // (The engine restarts it a moment after the failed deploy: wait for the watcher to see that.)
+    const status = image === SLEEPER_IMAGE ? /^running:unknown$/ : /^restarting/;
+    await until(`status ${status}`, async () => (status.test((await api.ok('GET', `/applications/${uuid}`)).status) ? true : undefined), 10_000, 100);
     expect(volumeExists(engines, 'a', volume)).toBe(true);
     writeVolume(engines, 'a', volume, KNOWN_FILES, [String(mib)]);
     const before = volumeTruth(engines, 'a', volume);
