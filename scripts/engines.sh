@@ -21,7 +21,8 @@ IMAGE="${BERTH_ENGINE_IMAGE:-localhost/berth-busybox:latest}"
 # overlay needs DIR on a filesystem that is not itself overlayfs; `vfs` works anywhere (slower).
 STORAGE_DRIVER="${BERTH_ENGINE_STORAGE_DRIVER:-overlay}"
 ENGINES=(a b)
-PACKAGES=(podman runc conmon busybox-static containernetworking-plugins curl)
+# catatonit: the init podman runs for `--init` (a run option berth accepts).
+PACKAGES=(podman runc conmon busybox-static containernetworking-plugins curl catatonit)
 
 log() { [ -n "${ENGINES_QUIET:-}" ] || echo "engines: $*" >&2; }
 die() { echo "engines: $*" >&2; exit 1; }

@@ -34,7 +34,7 @@ describe.skipIf(!enginesAvailable)('runtime fields on a real engine', () => {
       docker_registry_image_name: repo, docker_registry_image_tag: tag, ports_exposes: '8080',
       limits_memory: '64m', limits_memory_swap: '128m', limits_memory_reservation: '32m', limits_cpus: '0.5', limits_cpuset: '0', limits_cpu_shares: 512,
       health_check_enabled: true, health_check_path: '/index.html', health_check_response_text: 'berth-ok', health_check_interval: 2, health_check_timeout: 3, health_check_retries: 4, health_check_start_period: 1,
-      custom_docker_run_options: `--entrypoint "sh -c '${serve}'" --hostname web-1 --cap-drop NET_RAW --stop-timeout 3 --ulimit nofile=512:1024 --ulimit nproc=4096`,
+      custom_docker_run_options: `--entrypoint "sh -c '${serve}'" --hostname web-1 --cap-drop NET_RAW --stop-timeout 3 --init --ulimit nofile=512:1024 --ulimit nproc=4096`,
       custom_labels: Buffer.from('team=shop\n').toString('base64'),
     });
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid, 60_000);
@@ -50,6 +50,8 @@ describe.skipIf(!enginesAvailable)('runtime fields on a real engine', () => {
     expect(c.Config.Cmd ?? []).toEqual([]);
     expect(c.Config.Labels).toMatchObject({ team: 'shop', 'berth.resource': uuid, 'berth.managed': 'true' });
     expect(c.Config.Hostname).toBe('web-1');
+    // --init: a minimal init (podman's catatonit, installed by scripts/engines.sh) is PID 1.
+    expect(c.HostConfig.Init).toBe(true);
     expect(c.HostConfig.CapDrop).toEqual([expect.stringMatching(/^(CAP_)?NET_RAW$/)]);
     // podman names them RLIMIT_*, Docker by their short names. (podman drops its configured
     // defaults when a list is given, so nproc is given too: runc refuses podman's built-in one here.)
