@@ -75,7 +75,9 @@ export class EngineWatchers {
 
   /** Claims the servers nobody watches, renews the ones this instance watches, drops the rest. */
   private async tick(): Promise<void> {
-    const servers = (await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS, 'updated_at']).execute()).filter((s) => reachesEngine(s));
+    // Managed servers: reachable and validated. One whose last validate failed is not followed
+    // (retrying it would only knock on its sshd); the next successful validate brings it in.
+    const servers = (await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS, 'updated_at', 'is_usable']).execute()).filter((s) => reachesEngine(s) && s.is_usable === 1);
     const live = new Map(servers.map((s) => [s.id, s]));
     const until = Date.now() + this.opts.leaseMs;
     for (const [id, w] of this.watching) {

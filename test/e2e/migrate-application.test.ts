@@ -43,7 +43,7 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
 
   beforeAll(async () => {
     ensureSleeperImage(engines);
-    s = await startTestServer({ helperImage: ENGINE_IMAGE });
+    s = await startTestServer({ helperImage: ENGINE_IMAGE, apiRateLimit: 0 });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
     mcp = await httpClient('v2-modern', s.url, s.rootToken);
