@@ -117,13 +117,14 @@ export class SshConnection {
             if (stdout.length < 4096) stdout += d.toString('utf8');
           });
           ch.stderr.resume();
+          // The exit status can arrive before the last output: answer only when the channel closes.
+          let exitCode: number | null = null;
           ch.on('exit', (code: number | null) => {
-            clearTimeout(timer);
-            resolve({ code, stdout });
+            exitCode = code;
           });
           ch.on('close', () => {
             clearTimeout(timer);
-            resolve({ code: null, stdout });
+            resolve({ code: exitCode, stdout });
           });
         });
       });
