@@ -28,7 +28,8 @@ export interface ContainerObservation {
  */
 export const RESTART_WINDOW_MS = 30_000;
 
-const hasHealthcheck = (c: InspectLike): boolean => {
+/** Whether a container declares a health check (`NONE` disables an image's own). */
+export const hasHealthcheck = (c: Pick<InspectLike, 'Config'>): boolean => {
   const test = (c.Config as { Healthcheck?: { Test?: string[] | null } | null }).Healthcheck?.Test;
   return Array.isArray(test) && test.length > 0 && test[0] !== 'NONE';
 };
@@ -95,6 +96,9 @@ export function aggregate(containers: Record<string, ContainerObservation>, prev
     containers,
   };
 }
+
+/** The observation columns of a resource that moved: what was seen where it was says nothing about where it is. */
+export const NOT_OBSERVED = { observed_status: null, observed: null, observed_at: null, restart_count: null, last_exit_code: null } as const;
 
 /** What a resource on a server berth cannot reach reports: it says so instead of its last word. */
 export const UNREACHABLE_STATUS = 'unreachable:unknown';

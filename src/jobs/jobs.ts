@@ -6,6 +6,7 @@ import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
 import { BackupRunner } from './backups.js';
+import { NOT_OBSERVED } from '../core/observed-status.js';
 import { finishDeletion, retryDeletions } from './deletions.js';
 import type { RemoveOptions } from '../core/runtime.js';
 
@@ -24,9 +25,6 @@ class LeaseLost extends Error {
     super('another berth instance took this migration over');
   }
 }
-
-/** A resource that moved: what was seen where it was says nothing about where it is. */
-const NOT_OBSERVED = { observed_status: null, observed: null, observed_at: null, restart_count: null, last_exit_code: null } as const;
 
 /** A row with no lease this long after its last change was inserted by an instance that died before queueing it. */
 const UNLEASED_GRACE_MS = 60_000;

@@ -16,6 +16,9 @@ export interface WatcherOptions {
   reconcileMs: number;
 }
 
+/** podman without systemd never runs health checks by itself (Docker does): berth runs them there. */
+export const berthRunsHealthchecks = (v: { Components?: { Name: string }[] }): boolean => (v.Components ?? []).some((c) => /podman/i.test(c.Name));
+
 /** A resource row as the watcher needs it. */
 interface Watched {
   id: number;
@@ -134,14 +137,15 @@ export class EngineWatchers {
   /** Looks at one resource's containers now and stores what the engine says; the status written. */
   async observeResource(resourceId: number, engine: EngineClient): Promise<string> {
     const r = await this.db.selectFrom('resources as r').select([...RESOURCE_COLUMNS]).where('r.id', '=', resourceId).executeTakeFirstOrThrow();
-    return observeAndStore(this.db, engine, r, new Map());
+    return (await observeAndStore(this.db, engine, r, new Map())).status;
   }
 }
 
 /** Inspects a resource's planned containers and writes the result; the status written. */
-async function observeAndStore(db: Db, engine: EngineClient, r: Watched, dieCodes: Map<string, number>, signal?: AbortSignal): Promise<string> {
+async function observeAndStore(db: Db, engine: EngineClient, r: Watched, dieCodes: Map<string, number>, signal?: AbortSignal): Promise<{ status: string; containers: Record<string, ContainerObservation>; inspects: Map<string, ContainerInspect> }> {
   const wanted = r.status === 'running' ? 'running' : 'exited';
   const containers: Record<string, ContainerObservation> = {};
+  const inspects = new Map<string, ContainerInspect>();
   for (const name of containerNames(r)) {
     let info: ContainerInspect | undefined;
     try {
@@ -149,7 +153,8 @@ async function observeAndStore(db: Db, engine: EngineClient, r: Watched, dieCode
     } catch (err) {
       if (!(err instanceof NotFoundError)) throw err;
     }
-    const o = info ? observeContainer(info, wanted) : MISSING;
+    if (info) inspects.set(name, info);
+    const o = info ? observeContainer(info, wanted) : { ...MISSING };
     // A running (restarting) container's ExitCode is not its last exit: the die event's is.
     if (o.exit_code === null && o.restarts > 0 && dieCodes.has(name)) o.exit_code = dieCodes.get(name)!;
     containers[name] = o;
@@ -163,7 +168,7 @@ async function observeAndStore(db: Db, engine: EngineClient, r: Watched, dieCode
     .where('destination_id', '=', r.destination_id)
     .where('deleting', 'is', null)
     .execute();
-  return seen.status;
+  return { status: seen.status, containers, inspects };
 }
 
 /** How soon after an event the resource is looked at: a burst of events costs one look. */
@@ -218,9 +223,7 @@ class ServerWatcher {
       try {
         const engine = await this.engine();
         if (!this.runsHealthchecks) {
-          const v = await engine.version({ signal });
-          // podman without systemd never runs health checks itself; Docker does.
-          this.runsHealthchecks = (v.Components ?? []).some((c) => /podman/i.test(c.Name));
+          this.runsHealthchecks = berthRunsHealthchecks(await engine.version({ signal }));
         }
         await engine.events({
           labels: { [LABEL_MANAGED]: 'true' },
@@ -282,20 +285,17 @@ class ServerWatcher {
   }
 
   private async observe(r: Watched, engine: EngineClient): Promise<void> {
-    await observeAndStore(this.db, engine, r, this.dieCodes, this.controller.signal);
+    const seen = await observeAndStore(this.db, engine, r, this.dieCodes, this.controller.signal);
     this.unreachable = false;
     if (!this.runsHealthchecks) return;
     // Keep the health-check schedule in step with what the containers declare.
-    const c = await this.db.selectFrom('resources').select('observed').where('id', '=', r.id).executeTakeFirst();
-    for (const name of containerNames(r)) {
-      const o = c?.observed ? (JSON.parse(c.observed) as Record<string, ContainerObservation>)[name] : undefined;
-      if (!o || o.health === null || o.state !== 'running') {
+    for (const [name, o] of Object.entries(seen.containers)) {
+      if (o.health === null || o.state !== 'running') {
         this.healthDue.delete(name);
         continue;
       }
       if (!this.healthDue.has(name)) {
-        const info = await engine.inspectContainer(name, { signal: this.controller.signal }).catch(() => undefined);
-        const every = Number((info?.Config as { Healthcheck?: { Interval?: number } } | undefined)?.Healthcheck?.Interval ?? 0) / 1e6 || DEFAULT_HEALTH_INTERVAL_MS;
+        const every = Number((seen.inspects.get(name)?.Config as { Healthcheck?: { Interval?: number } } | undefined)?.Healthcheck?.Interval ?? 0) / 1e6 || DEFAULT_HEALTH_INTERVAL_MS;
         this.healthDue.set(name, { uuid: r.uuid, everyMs: every, next: Date.now() + every });
       }
     }

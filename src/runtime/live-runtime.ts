@@ -6,7 +6,8 @@ import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine.js';
 import { NotFoundError } from './errors.js';
 import { LABEL_MANAGED, LABEL_RESOURCE, planRefusal, planResource, type Plan, type PlannedContainer } from './plan.js';
-import { EngineWatchers } from './engine-watcher.js';
+import { berthRunsHealthchecks, EngineWatchers } from './engine-watcher.js';
+import { hasHealthcheck } from '../core/observed-status.js';
 import type { SshTuning } from './connections.js';
 import type { BackupOutcome } from '../core/runtime.js';
 import type { DatabaseConfig } from '../core/operations/databases.js';
@@ -60,6 +61,9 @@ function healthOutput(h: { Status: string; [key: string]: unknown } | undefined)
   const last = log[log.length - 1];
   return last ? ` Last check: exit code ${last.ExitCode ?? '?'}${last.Output?.trim() ? `, output: ${last.Output.trim().slice(0, 500)}` : ''}.` : '';
 }
+
+/** A listed container's name (the engine lists it with a leading slash). */
+const containerName = (c: { Names: string[]; Id: string }) => c.Names[0]?.replace(/^\//, '') ?? c.Id;
 
 /** Networks berth never creates: the engine's own modes. */
 const BUILTIN_NETWORKS = new Set(['none', 'host', 'bridge', 'default']);
@@ -340,8 +344,7 @@ export class LiveRuntime implements Runtime {
       const s = info.State;
       const restarts = info.RestartCount ?? 0;
       first ??= restarts;
-      const hc = (info.Config as { Healthcheck?: { Test?: string[] } }).Healthcheck?.Test;
-      const hasCheck = Array.isArray(hc) && hc.length > 0 && hc[0] !== 'NONE';
+      const hasCheck = hasHealthcheck(info);
       if (!s.Running || restarts > first) {
         // A one-shot container (no restart policy) that did its work is done, not failed.
         if (!s.Running && s.ExitCode === 0 && (info.HostConfig.RestartPolicy?.Name ?? 'no') === 'no' && !opts.requireHealthy) return;
@@ -386,11 +389,11 @@ export class LiveRuntime implements Runtime {
 
   private readonly podmanEngines = new WeakMap<EngineClient, Promise<boolean>>();
 
-  /** podman without systemd never runs health checks by itself: berth runs them there. */
+  /** Whether berth runs this engine's health checks (podman), asked once per client. */
   private drivesHealthchecks(engine: EngineClient): Promise<boolean> {
     let p = this.podmanEngines.get(engine);
     if (!p) {
-      p = engine.version().then((v) => (v.Components ?? []).some((c) => /podman/i.test(c.Name)));
+      p = engine.version().then(berthRunsHealthchecks);
       p.catch(() => this.podmanEngines.delete(engine));
       this.podmanEngines.set(engine, p);
     }
@@ -708,8 +711,8 @@ export class LiveRuntime implements Runtime {
     const out: string[] = [];
     // Its containers, a rolling update's leftover, and the backup helpers made for it.
     const names = new Set([...plan.containers.map((c) => c.name), ...plan.containers.map((c) => `${c.name}-next`)]);
-    for (const c of await engine.listContainers({ all: true, labels: { 'berth.backup-of': r.uuid }, signal })) names.add(c.Names[0]?.replace(/^\//, '') ?? c.Id);
-    for (const c of await engine.listContainers({ all: true, labels: { [LABEL_RESOURCE]: r.uuid }, signal })) names.add(c.Names[0]?.replace(/^\//, '') ?? c.Id);
+    for (const c of await engine.listContainers({ all: true, labels: { 'berth.backup-of': r.uuid }, signal })) names.add(containerName(c));
+    for (const c of await engine.listContainers({ all: true, labels: { [LABEL_RESOURCE]: r.uuid }, signal })) names.add(containerName(c));
     for (const name of names) if (await engine.removeContainer(name, { force: true, removeVolumes: false, signal })) out.push(`removed container ${name}`);
     if (opts.volumes) {
       for (const v of [...plan.volumes, backupVolumeName(r.uuid)]) {
@@ -750,7 +753,7 @@ export class LiveRuntime implements Runtime {
     const known = new Set((await this.db.selectFrom('resources').select('uuid').execute()).map((r) => r.uuid));
     const named = new Set((await this.db.selectFrom('storages').select('engine_volume').where('engine_volume', 'is not', null).execute()).map((s) => s.engine_volume!));
     const containers = (await engine.listContainers({ all: true, labels: { [LABEL_MANAGED]: 'true' } }))
-      .map((c) => ({ name: c.Names[0]?.replace(/^\//, '') ?? c.Id, resource_uuid: c.Labels?.[LABEL_RESOURCE] ?? c.Labels?.['berth.backup-of'] ?? null, state: c.State, migration: c.Labels?.[LABEL_MIGRATION] }))
+      .map((c) => ({ name: containerName(c), resource_uuid: c.Labels?.[LABEL_RESOURCE] ?? c.Labels?.['berth.backup-of'] ?? null, state: c.State, migration: c.Labels?.[LABEL_MIGRATION] }))
       .filter((c) => !c.migration && (c.resource_uuid === null || !known.has(c.resource_uuid)))
       .map(({ migration: _m, ...c }) => c);
     // berth's volumes: labelled when berth made them, or named after a resource (backup volumes

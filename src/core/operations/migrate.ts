@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NOT_OBSERVED } from '../observed-status.js';
 import { nowIso } from '../../store/db.js';
 import type { Selectable } from 'kysely';
 import type { MigrationJobsTable } from '../../store/schema.js';
@@ -169,7 +170,7 @@ export function migrateOperation(collection: Collection) {
         }
         await db.transaction().execute(async (trx) => {
           await trx.insertInto('migrations_jobs').values({ ...row, status: 'finished', progress: '{}', finished_at: nowIso() }).execute();
-          await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', observed_status: null, observed: null, observed_at: null, restart_count: null, last_exit_code: null, updated_at: nowIso() }).where('id', '=', r.id).execute();
+          await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', r.id).execute();
         });
         return result('finished');
       }
