@@ -125,7 +125,12 @@ export interface Runtime {
    * (nothing is reported removed that was not).
    */
   removeResource(resourceId: number, opts: RemoveOptions): Promise<string[]>;
-  /** berth-labelled containers and volumes on a server that no record names. */
+  /**
+   * Removes what a resource left on a server it no longer lives on (after a migration): its
+   * containers there, and the named volumes. The log lines; throws when the engine cannot be reached.
+   */
+  removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]>;
+  /** berth-labelled containers and volumes on a server that no record places there. */
   orphans(serverId: number): Promise<Orphans>;
   close(): Promise<void>;
 }
@@ -200,6 +205,9 @@ export const recordOnlyRuntime: Runtime = {
     return null;
   },
   async removeResource() {
+    return [];
+  },
+  async removeLeftovers() {
     return [];
   },
   async orphans() {

@@ -8,6 +8,8 @@ import { nowIso, type Db } from '../store/db.js';
 import { BackupRunner } from './backups.js';
 import { NOT_OBSERVED } from '../core/observed-status.js';
 import { finishDeletion, retryDeletions } from './deletions.js';
+import { sourceLeftovers } from '../core/migration-leftovers.js';
+import { removeLeftovers, retryLeftovers } from './leftovers.js';
 import type { RemoveOptions } from '../core/runtime.js';
 
 /** The reason a migration's copy is aborted when someone cancels it. */
@@ -85,6 +87,7 @@ export class Jobs {
         .then(() => this.sweep())
         .then(() => this.backups.tick())
         .then(() => retryDeletions(this.db, this.runtime, this.logger))
+        .then(() => retryLeftovers(this.db, this.runtime, this.logger))
         .catch((err) => this.logger.warn({ err: (err as Error).message }, 'job leases: store unavailable; retrying'))
         .finally(() => (this.ticking = undefined));
     }, Math.max(250, Math.floor(this.leaseMs / 3)));
@@ -239,19 +242,21 @@ export class Jobs {
       controller.signal.throwIfAborted();
       await save({ ...progress, phase: 'switch' });
       await this.db.transaction().execute(async (trx) => {
+        const leftovers = await sourceLeftovers(trx, m, m.keep_source_volumes ? [] : [...staged.keys()]);
         for (const [storageId, volume] of staged) {
           await trx.updateTable('storages').set({ engine_volume: volume, updated_at: nowIso() }).where('id', '=', storageId).execute();
         }
         await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
         const done = await trx
           .updateTable('migrations_jobs')
-          .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done' }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, finished_at: nowIso(), updated_at: nowIso() })
+          .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done' }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, leftovers, finished_at: nowIso(), updated_at: nowIso() })
           .where('id', '=', m.id)
           .where('lease_owner', '=', this.instanceId)
           .executeTakeFirst();
         // Taken over meanwhile: the other instance rolls it back; nothing of this switch commits.
         if (done.numUpdatedRows === 0n) throw new LeaseLost();
       });
+      await removeLeftovers(this.db, this.runtime, this.logger, m.id);
     } catch (err) {
       if (err instanceof LeaseLost || controller.signal.reason instanceof LeaseLost) {
         this.logger.warn({ migrationId: m.id }, 'migration taken over by another berth instance; stopping here');
@@ -264,6 +269,11 @@ export class Jobs {
     } finally {
       this.runningMigrations.delete(m.id);
     }
+  }
+
+  /** Removes what a switched migration left on its source (retried by the sweep when that fails). */
+  async removeLeftovers(migrationId: number): Promise<void> {
+    await removeLeftovers(this.db, this.runtime, this.logger, migrationId);
   }
 
   /**

@@ -4,7 +4,8 @@ import { volumeName } from '../core/operations/resource-parts.js';
 import { reachesEngine, recordOnlyRuntime, type Orphans, type RemoveOptions, SERVER_ENGINE_COLUMNS, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine.js';
-import { NotFoundError } from './errors.js';
+import { ConflictError, NotFoundError } from './errors.js';
+import { backoffDelay, DEFAULT_RETRY, sleepWithSignal } from './retry.js';
 import { LABEL_MANAGED, LABEL_RESOURCE, planRefusal, planResource, type Plan, type PlannedContainer } from './plan.js';
 import { berthRunsHealthchecks, EngineWatchers } from './engine-watcher.js';
 import { hasHealthcheck } from '../core/observed-status.js';
@@ -745,12 +746,40 @@ export class LiveRuntime implements Runtime {
     return out;
   }
 
+  async removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]> {
+    const server = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirst();
+    if (!server || !this.isLive(server)) return [];
+    const engine = await this.engineFor(server);
+    const signal = AbortSignal.timeout(120_000);
+    const out: string[] = [];
+    // Right after a stop the engine may still be cleaning the container up (409 on removal, and
+    // its volume still in use): a few short retries, then the job sweep's later ones.
+    const settled = async <T>(step: () => Promise<T>): Promise<T> => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await step();
+        } catch (err) {
+          if (!(err instanceof ConflictError) || attempt >= 6) throw err;
+          await sleepWithSignal(backoffDelay(attempt, DEFAULT_RETRY), signal);
+        }
+      }
+    };
+    for (const c of await engine.listContainers({ all: true, labels: { [LABEL_RESOURCE]: resourceUuid }, signal })) {
+      if (await settled(() => engine.removeContainer(containerName(c), { force: true, removeVolumes: false, signal }))) out.push(`removed container ${containerName(c)}`);
+    }
+    for (const v of volumes) if (await settled(() => engine.removeVolume(v, { force: true, signal }))) out.push(`removed volume ${v}`);
+    return out;
+  }
+
   async orphans(serverId: number): Promise<Orphans> {
     const server = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirstOrThrow();
     if (!this.isLive(server)) return { containers: [], volumes: [] };
     const engine = await this.engineFor(server);
     // Any team's records count: a volume or container a record names is never an orphan.
-    const known = new Set((await this.db.selectFrom('resources').select('uuid').execute()).map((r) => r.uuid));
+    // A resource counts only on the server it lives on: what it left elsewhere (a migration's
+    // source) is an orphan there.
+    const here = await this.db.selectFrom('resources as r').innerJoin('destinations as d', 'd.id', 'r.destination_id').select(['r.uuid', 'd.server_id']).execute();
+    const known = new Set(here.filter((r) => r.server_id === serverId).map((r) => r.uuid));
     const named = new Set((await this.db.selectFrom('storages').select('engine_volume').where('engine_volume', 'is not', null).execute()).map((s) => s.engine_volume!));
     const containers = (await engine.listContainers({ all: true, labels: { [LABEL_MANAGED]: 'true' } }))
       .map((c) => ({ name: containerName(c), resource_uuid: c.Labels?.[LABEL_RESOURCE] ?? c.Labels?.['berth.backup-of'] ?? null, state: c.State, migration: c.Labels?.[LABEL_MIGRATION] }))

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { sourceLeftovers } from '../migration-leftovers.js';
+import { brief } from '../runtime-fields.js';
 import { NOT_OBSERVED } from '../observed-status.js';
 import { nowIso } from '../../store/db.js';
 import type { Selectable } from 'kysely';
@@ -86,6 +88,8 @@ export function migrateOperation(collection: Collection) {
       uuid: uuidParam,
       destination_uuid: uuidParam,
       migrate_volumes: z.boolean().default(true),
+      // Left out of MCP schemas (the tool list's size budget); accepted on every door.
+      keep_source_volumes: brief(z.boolean().default(false).describe('Keep the source copies of moved volumes (default: removed once verified).')),
       wait: z.boolean().optional().describe(`Wait (up to ${WAIT_LIMIT_S} s) for the end; a progress token implies it.`),
     }),
     output: z.object({
@@ -127,6 +131,7 @@ export function migrateOperation(collection: Collection) {
         from_destination_id: r.destination_id,
         to_destination_id: target.id,
         migrate_volumes: i.migrate_volumes ? 1 : 0,
+        keep_source_volumes: i.keep_source_volumes ? 1 : 0,
         moves_data: movesData ? 1 : 0,
         error: null,
         previous_status: r.status,
@@ -168,10 +173,14 @@ export function migrateOperation(collection: Collection) {
         } catch (err) {
           throw new BerthError('conflict', { message: `Could not stop the resource on its server, so nothing was moved: ${(err as Error).message}` });
         }
-        await db.transaction().execute(async (trx) => {
-          await trx.insertInto('migrations_jobs').values({ ...row, status: 'finished', progress: '{}', finished_at: nowIso() }).execute();
+        const done = await db.transaction().execute(async (trx) => {
+          const leftovers = await sourceLeftovers(trx, { resource_id: r.id, from_destination_id: r.destination_id, to_destination_id: target.id }, []);
+          const inserted = await trx.insertInto('migrations_jobs').values({ ...row, status: 'finished', progress: '{}', leftovers, finished_at: nowIso() }).returning('id').executeTakeFirstOrThrow();
           await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', r.id).execute();
+          return inserted;
         });
+        // Its stopped container stays on the old server no longer: removed now (retried if that fails).
+        await ctx.jobs.removeLeftovers(done.id);
         return result('finished');
       }
 
