@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../store/db.js';
 import type { Database } from '../store/schema.js';
+import { volumeName } from './operations/resource-parts.js';
 
 /**
  * What a cross-server migration leaves on its source once it has switched: the resource's
@@ -30,8 +31,9 @@ export async function sourceLeftovers(
   const to = dests.find((d) => d.id === m.to_destination_id)?.server_id;
   if (from === undefined || from === to) return null;
   const r = await trx.selectFrom('resources').select('uuid').where('id', '=', m.resource_id).executeTakeFirstOrThrow();
+  // A storage that never moved has no engine_volume: its volume has the conventional name.
   const volumes = movedStorages.length
-    ? (await trx.selectFrom('storages').select('engine_volume').where('id', 'in', movedStorages).execute()).flatMap((s) => (s.engine_volume ? [s.engine_volume] : []))
+    ? (await trx.selectFrom('storages').select(['engine_volume', 'name']).where('id', 'in', movedStorages).execute()).map((s) => s.engine_volume ?? volumeName(r.uuid, s.name))
     : [];
   return JSON.stringify({ server_id: from, resource_uuid: r.uuid, volumes } satisfies Leftovers);
 }

@@ -3,7 +3,7 @@ import type { ToolDefinition } from './registry.js';
 import { PUBLIC_ROUTES } from '../http-api/public-routes.js';
 import { DEFAULT_TOOLS } from './toolsets.js';
 
-/** README tables derived from the declarations, so the docs cannot drift from the code. */
+/** Reference tables (docs/api.md, docs/mcp.md) derived from the declarations, so the docs cannot drift from the code. */
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 const permissionOf = (op: Operation) =>
@@ -31,6 +31,14 @@ export function replaceSection(doc: string, name: string, body: string): string 
   const end = `<!-- ${name}:end -->`;
   const i = doc.indexOf(start);
   const j = doc.indexOf(end);
-  if (i === -1 || j === -1) throw new Error(`README has no ${name} section markers`);
+  if (i === -1 || j === -1) throw new Error(`no ${name} section markers (<!-- ${name}:start --> … <!-- ${name}:end -->)`);
   return `${doc.slice(0, i + start.length)}\n${body}\n${doc.slice(j)}`;
+}
+
+/** The generated sections, declared once for `npm run docs` and for the test that keeps them in step. */
+export function generatedSections(operations: readonly Operation[], tools: readonly ToolDefinition[]) {
+  return [
+    { file: 'docs/api.md', name: 'routes', body: renderRouteTable(operations) },
+    { file: 'docs/mcp.md', name: 'tools', body: renderToolTable(tools) },
+  ];
 }

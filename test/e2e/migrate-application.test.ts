@@ -119,7 +119,7 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
     expect((await api.ok('GET', `/applications/${app.uuid}`)).status).toBe('running:unknown');
   }
 
-  it('REST: 200 pending, refuses deploys while migrating, finishes; every byte on b, source intact, runs on b after a redeploy', async () => {
+  it('REST: 200 pending, refuses deploys while migrating, finishes; every byte on b, source kept on request, runs on b after a redeploy', async () => {
     const app = await runningApp('rest-app', 3);
     const deploymentsBefore = await deploymentCount(api, app.uuid);
 
