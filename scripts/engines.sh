@@ -12,7 +12,7 @@
 # Each engine is `podman system service` with its own storage root, run root, tmp dir (libpod
 # state, file locks, events), network config dir and volume path, so the two share nothing: a
 # volume or container on one is invisible to the other. Settings needed on these machines
-# (see ../shared/ARCHITECTURE.md): runtime runc, cgroup manager cgroupfs, nofile 1024:1024,
+# (checked on these machines): runtime runc, cgroup manager cgroupfs, nofile 1024:1024,
 # network none. With no registry reachable, the image comes from `podman import` of a rootfs
 # built from Debian's busybox-static.
 set -euo pipefail
