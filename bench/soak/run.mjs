@@ -14,7 +14,7 @@
 // Event-loop delay and p99 latency are printed and compared, not bounded (the machine is shared).
 //
 // Usage: npm run bench:soak -- [--duration 300] [--clients 12] [--apps 6] [--sample 30]
-//          [--warmup 60] [--outage 10] [--think 0] [--json FILE]
+//          [--warmup 60] [--outage 10] [--think 0] [--json FILE] [--cli OTHER/dist/bundle/cli.js]
 //   (SOAK_DURATION=3600 for a release check; a few minutes in CI.)
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -28,7 +28,6 @@ import { Cluster } from './cluster.mjs';
 import { Ledger, Workload } from './workload.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const CLI = path.join(ROOT, 'dist', 'bundle', 'cli.js');
 const PG_SCRIPT = path.join(ROOT, 'scripts', 'postgres.sh');
 const PROBE = pathToFileURL(path.join(import.meta.dirname, 'probe.mjs')).href;
 
@@ -45,6 +44,8 @@ const WARMUP_S = Number(opt('warmup', 60));
 const OUTAGE_S = Number(opt('outage', 10));
 const THINK_MS = Number(opt('think', 0));
 const JSON_OUT = opt('json', undefined);
+/** The berth to soak: this tree's build, or another one (e.g. a branch's dist/bundle/cli.js). */
+const CLI = path.resolve(opt('cli', path.join(ROOT, 'dist', 'bundle', 'cli.js')));
 const BOUND = { rss: 1.5, heap: 1.5, fds: 20 };
 
 const log = (...a) => console.error(`[soak ${((Date.now() - (globalThis.t0 ?? Date.now())) / 1000).toFixed(0).padStart(4)} s]`, ...a);
@@ -245,27 +246,31 @@ const chaos = [
 const ledger = new Ledger();
 const workload = new Workload({ cluster, ledger, apps, clients: CLIENTS, think: THINK_MS, log });
 globalThis.t0 = Date.now();
-const cpu0 = os.cpus().reduce((n, c) => n + c.times.idle, 0);
 log(`${CLIENTS} clients (half MCP v2 modern, half v1 legacy for their MCP calls), ${APPS} applications, ${DURATION_S} s, sample every ${SAMPLE_S} s, load average ${os.loadavg()[0].toFixed(2)}`);
 await workload.start();
-const sampler = setInterval(() => void sample(), SAMPLE_S * 1000);
 // One outage at a time: each starts at its share of the run, or once the one before has ended.
+let chaosEnded = Infinity;
 const chaosDone = (async () => {
   for (const [at, f] of chaos) {
     const wait = globalThis.t0 + at * DURATION_S * 1000 - Date.now();
     if (wait > 0) await sleep(wait);
     await f();
   }
+  chaosEnded = Date.now();
 })();
-await sleep(DURATION_S * 1000);
-clearInterval(sampler);
+// Samples on a fixed grid until the duration is over and a whole window has passed since the last
+// outage ended (a slow restart on a loaded machine lengthens the run rather than the bound's window).
+for (let k = 1; ; k++) {
+  const wait = globalThis.t0 + k * SAMPLE_S * 1000 - Date.now();
+  if (wait > 0) await sleep(wait);
+  await sample();
+  if (Date.now() - globalThis.t0 >= DURATION_S * 1000 - 1000 && Date.now() - chaosEnded >= SAMPLE_S * 1000) break;
+}
 await chaosDone;
-await sample(); // the last window, before the load stops
 const loadEnd = Date.now();
 await workload.stop();
 log(`load stopped; checking the ledger`);
 const verified = await workload.verify();
-void cpu0;
 
 // ---- figures ---------------------------------------------------------------------------------------
 
@@ -326,6 +331,7 @@ for (const [k, v] of Object.entries(ledger.checked).sort()) console.log(`    ${k
 console.log(`  project creates answered 503/4xx (must not exist): ${ledger.forbiddenProjectNames.size}; with no answer (may exist): ${ledger.maybeProjectNames.size}`);
 const byCategory = {};
 for (const a of ledger.anomalies) (byCategory[a.category] ??= []).push(a.detail);
+for (const [k, v] of Object.entries(ledger.observed)) console.log(`  observed (not a failure): ${k}: ${v}`);
 if (!ledger.anomalies.length) console.log('  differences: none');
 for (const [cat, details] of Object.entries(byCategory)) {
   console.log(`  DIFFERENCE ${cat}: ${details.length}`);
@@ -334,8 +340,23 @@ for (const [cat, details] of Object.entries(byCategory)) {
 }
 const errorLogs = instances.map((inst) => (inst.logs().match(/"level":50/g) ?? []).length);
 console.log(`\nerror-level log lines per instance (current generation): ${errorLogs.join(', ')}`);
+// What they said, once each (the issue wants an outage logged once, as a warning).
+const said = new Map();
+for (const inst of instances) {
+  for (const line of inst.logs().split('\n')) {
+    if (!line.includes('"level":50') && !line.includes('"level":40')) continue;
+    try {
+      const j = JSON.parse(line);
+      const k = `${j.level === 50 ? 'error' : 'warn'}: ${j.msg}${j.err?.message ? ` (${String(j.err.message).slice(0, 80)})` : ''}`;
+      said.set(k, (said.get(k) ?? 0) + 1);
+    } catch {
+      // not a log line
+    }
+  }
+}
+for (const [k, n] of [...said].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`  ${String(n).padStart(5)} × ${k}`);
 
-if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify({ durationS: elapsedS, clients: CLIENTS, counts: cluster.counts, rows, events, outages, bounds, acked: ledger.acked, checked: ledger.checked, anomalies: ledger.anomalies, failures }, null, 2));
+if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify({ durationS: elapsedS, clients: CLIENTS, counts: cluster.counts, rows, events, outages, bounds, acked: ledger.acked, checked: ledger.checked, observed: ledger.observed, anomalies: ledger.anomalies, failures }, null, 2));
 
 // ---- clean up ---------------------------------------------------------------------------------------
 

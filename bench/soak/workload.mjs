@@ -31,6 +31,11 @@ export class Ledger {
     /** Acknowledged writes by kind; non-ok writes checked by outcome. */
     this.acked = {};
     this.checked = {};
+    /** Things worth a figure that break no promise (e.g. a tag record made anew under a new uuid). */
+    this.observed = {};
+  }
+  observe(what) {
+    this.observed[what] = (this.observed[what] ?? 0) + 1;
   }
   ack(kind) {
     this.acked[kind] = (this.acked[kind] ?? 0) + 1;
@@ -167,7 +172,7 @@ export class Workload {
     const t = pick(mine);
     if (!t.tagUuid) return this.resolveTags(app, [t]);
     const r = await this.#write(me, ['DELETE', `/api/v1/applications/${app}/tags/${t.tagUuid}`], ['remove_application_tag', { uuid: app, tag_uuid: t.tagUuid }]);
-    this.#after(r, t, 'tag remove', { ...t, present: false }, () => (t.present = false));
+    this.#after(r, t, 'tag remove', { ...t, present: false }, () => Object.assign(t, { present: false, removed: true }));
     return r;
   }
 
@@ -176,6 +181,7 @@ export class Workload {
     const have = new Map(arrayOf(r.json).map((x) => [x.name, x.uuid]));
     for (const t of entities) {
       const found = { present: have.has(t.name), tagUuid: have.get(t.name) ?? t.tagUuid };
+      if (found.present && t.tagUuid && found.tagUuid !== t.tagUuid) this.ledger.observe("a tag's record came back under a new uuid (the name stayed on the application)");
       if (t.pending) this.#judge(t, tagState, found, t.pending.op === 'tag add');
       else if (t.present && !found.present) this.ledger.anomaly('acknowledged tag add lost (seen during the run)', `${app} ${t.name}`);
       Object.assign(t, found);
@@ -300,7 +306,7 @@ export class Workload {
         if (t.app !== app) continue;
         checked++;
         if (t.present && !tags.has(t.name)) mismatch('acknowledged tag add lost', `${app} ${t.name}`);
-        if (!t.present && tags.has(t.name)) mismatch('tag present that the ledger says absent (a delete undone, or a failed add that wrote)', `${app} ${t.name}`);
+        if (!t.present && tags.has(t.name)) mismatch(t.removed ? 'acknowledged tag remove undone' : 'a tag whose add was not acknowledged (and read back absent) is present', `${app} ${t.name}`);
       }
       const envs = new Map(arrayOf((await this.#readUntil(`/api/v1/applications/${app}/envs`, [200])).json).filter((x) => !x.is_preview).map((x) => [x.key, x.value]));
       for (const e of L.envs.values()) {
