@@ -133,7 +133,9 @@ export class Cluster {
         result = await client.call(name, args);
       } catch (err) {
         // An HTTP-level answer (e.g. 503 from the auth door) surfaces as an error with its status.
-        const code = typeof err?.code === 'number' && err.code >= 400 && err.code < 600 ? err.code : Number(/\b(5\d\d|4\d\d)\b/.exec(String(err?.message))?.[1] ?? 0);
+        // v1: StreamableHTTPError.code is the status; v2: SdkHttpError.data.status (its message has the body only).
+        const status = [err?.data?.status, err?.code].find((x) => typeof x === 'number' && x >= 400 && x < 600);
+        const code = status ?? Number(/\(HTTP (\d{3})\)/.exec(String(err?.message))?.[1] ?? 0);
         if (code && !refused(err)) {
           session.drop(i); // a fresh client next time: the SDK's state after an HTTP error is its own
           return { outcome: classifyStatus(code), status: code, error: String(err.message).slice(0, 200) };
