@@ -251,6 +251,9 @@ export class Workload {
     const prev = stateOf(pend.prev);
     const applied = stateOf(pend.applied);
     const mayHaveWritten = pend.outcome === 'unknown' || pend.outcome === '500';
+    // A refusal of a write the ledger expected to succeed, with the entity as the ledger says: no
+    // promise broken (nothing was written), but a wrong answer worth a figure.
+    if (got === prev && pend.outcome === '4xx') L.observe(`${pend.op} answered ${pend.status} although the entity was as the ledger holds it`);
     if (got === prev || (mayHaveWritten && got === applied)) return;
     const what = `${pend.op} → ${pend.outcome}${pend.status ? ` (${pend.status})` : ''}${pend.detail ? ` "${String(pend.detail).slice(0, 80)}"` : ''}: before ${prev}, attempted ${applied}, found ${got}`;
     if (got === applied && unique) L.anomaly(`a ${pend.outcome} wrote (${pend.op})`, what);
