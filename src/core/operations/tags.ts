@@ -169,10 +169,11 @@ export function resourceTagOperations(collection: Collection) {
           const r = await ownedResource(trx, uuid, caller.teamId, kinds);
           const names = [...new Set([...(JSON.parse(r.tags) as string[]), ...(tag_names ?? [tag_name!])])];
           if (names.length > 50) throw validationError({ tag_names: ['A resource carries at most 50 tags.'] });
-          await trx.updateTable('resources').set({ tags: JSON.stringify(names), updated_at: nowIso() }).where('id', '=', r.id).execute();
           // Records for this resource's names only: the whole team's sync would make every tag
-          // write of the team conflict with every other (PostgreSQL reads are tracked).
+          // write of the team conflict with every other (PostgreSQL reads are tracked). Records
+          // before resources, as every tag write does: one order of locks, no deadlock.
           await ensureRecords(trx, caller.teamId, names);
+          await trx.updateTable('resources').set({ tags: JSON.stringify(names), updated_at: nowIso() }).where('id', '=', r.id).execute();
           return tagsOf(trx, caller.teamId, names);
         });
       },
@@ -192,9 +193,10 @@ export function resourceTagOperations(collection: Collection) {
           const t = await owned(trx, 'tags', tag_uuid, caller.teamId);
           const names = JSON.parse(r.tags) as string[];
           if (!names.includes(t.name)) throw notFound();
+          // The record goes first if no other resource carries the name (records before resources).
+          const others = await trx.selectFrom('resources').select('tags').where('team_id', '=', caller.teamId).where('id', '!=', r.id).execute();
+          if (!others.some((x) => (JSON.parse(x.tags) as string[]).includes(t.name))) await trx.deleteFrom('tags').where('id', '=', t.id).execute();
           await trx.updateTable('resources').set({ tags: JSON.stringify(names.filter((n) => n !== t.name)), updated_at: nowIso() }).where('id', '=', r.id).execute();
-          const still = (await trx.selectFrom('resources').select('tags').where('team_id', '=', caller.teamId).execute()).some((x) => (JSON.parse(x.tags) as string[]).includes(t.name));
-          if (!still) await trx.deleteFrom('tags').where('id', '=', t.id).execute();
         });
         return { message: 'Tag removed.' };
       },
