@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { mayGrantRoot, PERMISSIONS, ROLES, type Permission, type Role } from '../auth/permissions.js';
 import { EXPIRATIONS, expiresAt, formatToken, hashSecret, mintSecret, type Expiration } from '../auth/token.js';
+import { atomically } from '../store/atomic.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { TeamRow, UserRow } from '../store/schema.js';
 import { readSettings, writeSettings } from '../store/settings.js';
@@ -121,7 +122,7 @@ export async function initInstance(
     z.object({ email, team: teamName, apiEnabled: z.boolean() }),
     { email: input.email ?? 'admin@localhost.localdomain', team: input.team ?? 'Root Team', apiEnabled: input.apiEnabled ?? true },
   );
-  return db.transaction().execute(async (trx) => {
+  return atomically(db, async (trx) => {
     if (await isInitialized(trx)) throw conflict('This data directory already holds an initialized berth instance; nothing was changed.');
     const user = await insertUser(trx, i.email, 'Owner');
     const team = await insertTeam(trx, i.team, user.id, "The instance's root team.");
@@ -133,7 +134,7 @@ export async function initInstance(
 
 export async function createUser(db: Db, input: { email: string; name?: string }) {
   const i = parse(z.object({ email, name: userName.optional() }), input);
-  return db.transaction().execute(async (trx) => {
+  return atomically(db, async (trx) => {
     const u = await insertUser(trx, i.email, i.name ?? i.email.split('@')[0]!);
     return { id: u.id, email: u.email, name: u.name };
   });
@@ -141,7 +142,7 @@ export async function createUser(db: Db, input: { email: string; name?: string }
 
 export async function createTeam(db: Db, input: { name: string; owner: string; description?: string }) {
   const i = parse(z.object({ name: teamName, owner: email, description: z.string().max(1000).optional() }), input);
-  return db.transaction().execute(async (trx) => {
+  return atomically(db, async (trx) => {
     const owner = await userByEmail(trx, i.owner);
     const t = await insertTeam(trx, i.name, owner.id, i.description ?? null);
     return { id: t.id, name: t.name };
@@ -187,7 +188,7 @@ async function keepAnOwner(trx: Tx, teamId: number, userId: number): Promise<voi
  */
 export async function addMember(db: Db, input: { team: string; email: string; role: string }) {
   const i = parse(z.object({ team: z.string().min(1), email, role: z.enum(ROLES as [Role, ...Role[]]) }), input);
-  return db.transaction().execute(async (trx) => {
+  return atomically(db, async (trx) => {
     const team = await teamByRef(trx, i.team);
     const user = await userByEmail(trx, i.email);
     await lockTeam(trx, team.id);
@@ -204,7 +205,7 @@ export async function addMember(db: Db, input: { team: string; email: string; ro
 /** Removing a member ends their tokens for that team at once (authentication checks membership). */
 export async function removeMember(db: Db, input: { team: string; email: string }) {
   const i = parse(z.object({ team: z.string().min(1), email }), input);
-  return db.transaction().execute(async (trx) => {
+  return atomically(db, async (trx) => {
     const team = await teamByRef(trx, i.team);
     const user = await userByEmail(trx, i.email);
     await lockTeam(trx, team.id);
@@ -217,7 +218,7 @@ export async function removeMember(db: Db, input: { team: string; email: string 
 
 export async function createToken(db: Db, input: z.input<typeof tokenInput>): Promise<IssuedToken> {
   const i = parse(tokenInput, input);
-  return db.transaction().execute(async (trx) => {
+  return atomically(db, async (trx) => {
     const user = await userByEmail(trx, i.email);
     const team = await teamByRef(trx, i.team);
     const m = await trx

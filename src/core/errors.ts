@@ -127,10 +127,42 @@ export function unexpected(err: unknown): BerthError {
   if (err instanceof BerthError) return err;
   const e = err as { code?: unknown; message?: unknown } | null;
   const message = typeof e?.message === 'string' ? e.message : '';
-  if ((typeof e?.code === 'string' && STORE_DOWN_CODES.has(e.code)) || /^Connection terminated|timeout exceeded when trying to connect|Cannot reach the PostgreSQL store|^Connection is closed|max retries per request/.test(message)) {
+  if ((typeof e?.code === 'string' && STORE_DOWN_CODES.has(e.code)) || /^Connection terminated|timeout exceeded when trying to connect|Cannot reach the PostgreSQL store|^Connection is closed|max retries per request|not queryable|Stream isn't writeable|enableOfflineQueue/.test(message)) {
     return new BerthError('store_unavailable');
   }
-  return new BerthError('internal');
+  return fromConstraint(err) ?? new BerthError('internal');
+}
+
+/** The store refused a row whose parent is gone, or the delete of a parent still referenced. */
+export const isForeignKeyViolation = (err: unknown): boolean => ['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'].includes(String((err as { code?: unknown } | null)?.code));
+
+/** What a unique row is, per table, in the words its own check uses (the race's loser answers the same). */
+const UNIQUE_MESSAGES: Record<string, string> = {
+  environments: 'Environment with this name already exists.',
+  tags: 'Tag with this name already exists.',
+  environment_variables: 'Environment variable already exists. Use PATCH request to update it.',
+  shared_environment_variables: 'Environment variable already exists. Use PATCH request to update it.',
+  destinations: 'A destination with this network already exists on the server.',
+};
+
+/**
+ * A constraint the store enforced, as the contract answers it, for both dialects in one place:
+ * a row whose parent vanished under the request (foreign key) is 404, a duplicate (unique) is
+ * 409, and a serialization failure or deadlock that outlived its retries (store/atomic.ts) is a
+ * 409 to retry. Checks inside the operations answer these first; this is what a race leaves.
+ */
+export function fromConstraint(err: unknown): BerthError | undefined {
+  const e = err as { code?: unknown; message?: unknown; table?: unknown } | null;
+  const code = String(e?.code ?? '');
+  const message = typeof e?.message === 'string' ? e.message : '';
+  if (isForeignKeyViolation(err)) return new BerthError('not_found');
+  if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    // PostgreSQL names the table; SQLite says "UNIQUE constraint failed: table.column, ...".
+    const table = typeof e?.table === 'string' ? e.table : (/constraint failed: (\w+)\./.exec(message)?.[1] ?? '');
+    return new BerthError('conflict', { message: UNIQUE_MESSAGES[table] ?? 'Conflict.' });
+  }
+  if (code === '40001' || code === '40P01') return new BerthError('conflict', { message: 'Another request changed this at the same moment; try again.' });
+  return undefined;
 }
 
 /** What the failing call was about, for a hint that names it. */

@@ -137,8 +137,14 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   for (const { path } of PUBLIC_ROUTES.filter((r) => r.text === 'OK')) {
     app.get(path, async (req, reply) => {
       const access = accessOf(req);
-      access.rate = await core.deps.limits.charge(HEALTH_LIMIT, `addr:${req.ip}`);
-      if (!access.rate.allowed) throw rateLimited(access.rate);
+      try {
+        access.rate = await core.deps.limits.charge(HEALTH_LIMIT, `addr:${req.ip}`);
+      } catch (err) {
+        // Liveness asks nothing of Redis: with the shared limiter away the process is still
+        // alive, and restarting it would not bring Redis back. Unlimited until it returns.
+        if (unexpected(err).kind !== 'store_unavailable') throw err;
+      }
+      if (access.rate && !access.rate.allowed) throw rateLimited(access.rate);
       return reply.type('text/plain; charset=utf-8').send('OK');
     });
   }

@@ -10,6 +10,7 @@ import { NOT_OBSERVED } from '../core/observed-status.js';
 import { finishDeletion, retryDeletions } from './deletions.js';
 import { sourceLeftovers } from '../core/migration-leftovers.js';
 import { removeLeftovers, retryLeftovers } from './leftovers.js';
+import { OutageLog } from '../logging/outage.js';
 import type { RemoveOptions } from '../core/runtime.js';
 
 /** The reason a migration's copy is aborted when someone cancels it. */
@@ -53,6 +54,7 @@ export class Jobs {
   private readonly migrationListeners = new Map<number, Set<(p: MigrationProgress) => void>>();
   /** Database backups: on-demand runs, scheduled runs claimed once across instances, retention. */
   readonly backups: BackupRunner;
+  private readonly outage: OutageLog;
 
   constructor(
     private readonly db: Db,
@@ -64,6 +66,7 @@ export class Jobs {
   ) {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.backups = new BackupRunner(db, runtime, logger);
+    this.outage = new OutageLog(logger, 'job leases', 'warn');
   }
 
   private leaseEnd = () => Date.now() + this.leaseMs;
@@ -88,7 +91,10 @@ export class Jobs {
         .then(() => this.backups.tick())
         .then(() => retryDeletions(this.db, this.runtime, this.logger))
         .then(() => retryLeftovers(this.db, this.runtime, this.logger))
-        .catch((err) => this.logger.warn({ err: (err as Error).message }, 'job leases: store unavailable; retrying'))
+        .then(
+          () => this.outage.ok(),
+          (err) => this.outage.failed(err),
+        )
         .finally(() => (this.ticking = undefined));
     }, Math.max(250, Math.floor(this.leaseMs / 3)));
     this.timer.unref();

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { OutageLog } from '../logging/outage.js';
 
 /**
  * A worker that ticks every `intervalMs`: one tick at a time (the next is timed from the end of
@@ -9,20 +10,26 @@ export abstract class Periodic {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
+  private readonly outage: OutageLog;
 
   constructor(
     protected readonly logger: Logger,
     protected readonly intervalMs: number,
     /** What the log says when a tick fails. */
-    private readonly what: string,
-  ) {}
+    what: string,
+  ) {
+    this.outage = new OutageLog(logger, what);
+  }
 
   abstract tick(): Promise<void>;
 
   /** Begins ticking now. */
   protected schedule(): void {
     if (this.stopped) return;
-    this.running = this.tick().catch((err) => this.logger.error({ err }, `${this.what} failed`));
+    this.running = this.tick().then(
+      () => this.outage.ok(),
+      (err) => this.outage.failed(err),
+    );
     this.timer = setTimeout(() => void this.running.then(() => this.schedule()), this.intervalMs);
     this.timer.unref();
   }

@@ -1,7 +1,7 @@
 import Bottleneck from 'bottleneck';
 import type { Redis } from 'ioredis';
 import { BerthError } from '../core/errors.js';
-import { redisClient } from './rate-limits.js';
+import { assertRedisUp, redisClient } from './redis.js';
 
 export interface JobQueueConfig {
   /** Jobs running at once per server. */
@@ -64,6 +64,7 @@ export class JobQueues {
       this.localSlots.set(serverId, n + 1);
       return true;
     }
+    assertRedisUp(this.redis);
     const now = Date.now();
     return (await this.redis.berthTakeSlot(`berth:jobs:${serverId}`, now, now + SLOT_TTL_MS, max, id)) === 1;
   }

@@ -1,7 +1,8 @@
-import { createRequire } from 'node:module';
-import type { Redis as RedisClient } from 'ioredis';
 import { BerthError } from '../core/errors.js';
 import { MemoryBuckets, RedisBuckets, type Buckets, type RateDecision } from './buckets.js';
+import { redisClient } from './redis.js';
+
+export { assertRedisUp, redisClient } from './redis.js';
 
 /** A named limit: requests per window for one kind of bucket. */
 export interface LimitSpec {
@@ -14,12 +15,6 @@ export interface RateLimitConfig {
   apiRateLimit: number;
   windowMs: number;
   redisUrl: string | null;
-}
-
-/** ioredis is loaded only when Redis is configured: it is a large import for a start-up path (stdio). */
-export function redisClient(url: string): RedisClient {
-  const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
-  return new Redis(url, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
 }
 
 /** /api/health's own limit per source address, whatever API_RATE_LIMIT says (spec). */

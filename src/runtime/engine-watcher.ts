@@ -3,6 +3,7 @@ import { reachesEngine, SERVER_ENGINE_COLUMNS, type ServerEngine } from '../core
 import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine.js';
 import { NotFoundError } from './errors.js';
+import { OutageLog } from '../logging/outage.js';
 import { aggregate, MISSING, observeContainer, UNREACHABLE_STATUS, type ContainerObservation } from '../core/observed-status.js';
 import { containerNames, LABEL_MANAGED, LABEL_RESOURCE } from './plan.js';
 import type { ContainerInspect } from './types.js';
@@ -44,19 +45,25 @@ export class EngineWatchers {
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private stopped = false;
+  private readonly outage: OutageLog;
 
   constructor(
     private readonly db: Db,
     private readonly logger: Logger,
     private readonly engineFor: (server: ServerEngine) => Promise<EngineClient>,
     private readonly opts: WatcherOptions,
-  ) {}
+  ) {
+    this.outage = new OutageLog(logger, 'engine watchers', 'warn');
+  }
 
   start(): void {
     this.stopped = false;
     const tick = () => {
       this.ticking ??= this.tick()
-        .catch((err) => this.logger.warn({ err: (err as Error).message }, 'engine watchers: store unavailable; retrying'))
+        .then(
+          () => this.outage.ok(),
+          (err) => this.outage.failed(err),
+        )
         .finally(() => (this.ticking = undefined));
     };
     tick();

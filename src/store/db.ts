@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresDialect, sql, SqliteDialect, SqliteDriver, type DatabaseConnection, type Migration, type MigrationProvider, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresDialect, PostgresDriver, sql, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type Migration, type MigrationProvider, type PostgresDialectConfig, type SqliteDialectConfig } from 'kysely';
 import type { Database } from './schema.js';
 import { setMigrationDialect } from './portable.js';
 import * as m001 from './migrations/001-identity.js';
@@ -105,7 +105,7 @@ async function openPostgres(url: string): Promise<Db> {
   // query, which the request answers with 503, and is released.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new KeepErrorPostgresDialect({ pool }) });
   try {
     await sql`select 1`.execute(db);
   } catch (err) {
@@ -124,6 +124,37 @@ async function openPostgres(url: string): Promise<Db> {
 class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+/**
+ * Kysely rolls back after a failed transaction and throws the rollback's own error if that fails
+ * too, replacing the one that explains the failure: a connection PostgreSQL dropped mid-request
+ * then read as an unknown 500 instead of the 503 its first error says. A rollback that fails
+ * on PostgreSQL leaves nothing to undo (the server ends the transaction with the connection, and
+ * the pool drops a broken client), so its error is dropped and the original one answers.
+ */
+async function quietRollback(rollback: () => Promise<void>): Promise<void> {
+  try {
+    await rollback();
+  } catch {
+    // The original error is what the caller needs; see above.
+  }
+}
+
+class KeepErrorPostgresDriver extends PostgresDriver {
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await quietRollback(() => super.rollbackTransaction(connection));
+  }
+}
+
+class KeepErrorPostgresDialect extends PostgresDialect {
+  constructor(private readonly settings: PostgresDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new KeepErrorPostgresDriver(this.settings);
   }
 }
 

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { PrivateKeysTable } from '../../store/schema.js';
 import { nowIso } from '../../store/db.js';
 import { inspectPrivateKey, KeyProblem, type InspectedKey } from '../../ssh/keys.js';
-import { BerthError, validationError } from '../errors.js';
+import { atomically } from '../../store/atomic.js';
+import { BerthError, isForeignKeyViolation, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned } from '../lookup.js';
 import { defineOperation } from '../operation.js';
@@ -76,13 +77,16 @@ export const keyOperations = [
     http: { method: 'POST', path: '/api/v1/security/keys', status: 201 },
     async run({ db, caller }, i) {
       const { fingerprint, publicKey } = await inspectKey(i.private_key);
-      await assertUniqueFingerprint(db, caller.teamId, fingerprint);
-      const uuid = newUuid();
-      await db
-        .insertInto('private_keys')
-        .values({ uuid, team_id: caller.teamId, name: i.name ?? `key-${uuid.slice(0, 8)}`, description: i.description ?? null, private_key: i.private_key, fingerprint, public_key: publicKey, ...stamps() })
-        .execute();
-      return { uuid };
+      // No unique index on fingerprints: the check and the insert must be one transaction.
+      return atomically(db, async (trx) => {
+        await assertUniqueFingerprint(trx, caller.teamId, fingerprint);
+        const uuid = newUuid();
+        await trx
+          .insertInto('private_keys')
+          .values({ uuid, team_id: caller.teamId, name: i.name ?? `key-${uuid.slice(0, 8)}`, description: i.description ?? null, private_key: i.private_key, fingerprint, public_key: publicKey, ...stamps() })
+          .execute();
+        return { uuid };
+      });
     },
   }),
   defineOperation({
@@ -108,17 +112,22 @@ export const keyOperations = [
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/security/keys/{uuid}', status: 201 },
     async run({ db, caller }, { uuid, ...i }) {
-      const key = await owned(db, 'private_keys', uuid, caller.teamId);
-      const patch: Partial<KeyRow> = { updated_at: nowIso() };
-      if (i.name !== undefined) patch.name = i.name;
-      if (i.description !== undefined) patch.description = i.description;
-      if (i.private_key !== undefined) {
-        const { fingerprint, publicKey } = await inspectKey(i.private_key);
-        await assertUniqueFingerprint(db, caller.teamId, fingerprint, key.id);
-        Object.assign(patch, { private_key: i.private_key, fingerprint, public_key: publicKey });
-      }
-      await db.updateTable('private_keys').set(patch).where('id', '=', key.id).execute();
-      return { uuid };
+      // Looked up first (404 before a bad key's 422), inspected outside the transaction (it
+      // may take a while), then read again and written in one.
+      await owned(db, 'private_keys', uuid, caller.teamId);
+      const inspected = i.private_key === undefined ? undefined : await inspectKey(i.private_key);
+      return atomically(db, async (trx) => {
+        const key = await owned(trx, 'private_keys', uuid, caller.teamId);
+        const patch: Partial<KeyRow> = { updated_at: nowIso() };
+        if (i.name !== undefined) patch.name = i.name;
+        if (i.description !== undefined) patch.description = i.description;
+        if (inspected) {
+          await assertUniqueFingerprint(trx, caller.teamId, inspected.fingerprint, key.id);
+          Object.assign(patch, { private_key: i.private_key, fingerprint: inspected.fingerprint, public_key: inspected.publicKey });
+        }
+        await trx.updateTable('private_keys').set(patch).where('id', '=', key.id).execute();
+        return { uuid };
+      });
     },
   }),
   defineOperation({
@@ -131,11 +140,18 @@ export const keyOperations = [
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/security/keys/{uuid}' },
     async run({ db, caller }, { uuid }) {
-      const key = await owned(db, 'private_keys', uuid, caller.teamId);
-      if (await db.selectFrom('servers').select('id').where('private_key_id', '=', key.id).executeTakeFirst()) {
-        throw new BerthError('conflict', { message: 'Private Key is in use and cannot be deleted.' });
+      const inUse = () => new BerthError('conflict', { message: 'Private Key is in use and cannot be deleted.' });
+      try {
+        await atomically(db, async (trx) => {
+          const key = await owned(trx, 'private_keys', uuid, caller.teamId);
+          if (await trx.selectFrom('servers').select('id').where('private_key_id', '=', key.id).executeTakeFirst()) throw inUse();
+          await trx.deleteFrom('private_keys').where('id', '=', key.id).execute();
+        });
+      } catch (err) {
+        // A server that took the key meanwhile holds it (servers do not cascade): same 409.
+        if (isForeignKeyViolation(err)) throw inUse();
+        throw err;
       }
-      await db.deleteFrom('private_keys').where('id', '=', key.id).execute();
       return { message: 'Private Key deleted.' };
     },
   }),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { atomically } from '../../store/atomic.js';
 import { nowIso } from '../../store/db.js';
-import { BerthError } from '../errors.js';
+import { BerthError, isForeignKeyViolation } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned, ownedEnvironment } from '../lookup.js';
 import { defineOperation } from '../operation.js';
@@ -61,7 +62,7 @@ export const projectOperations = [
     http: { method: 'POST', path: '/api/v1/projects', status: 201 },
     async run({ db, caller }, i) {
       const uuid = newUuid();
-      await db.transaction().execute(async (trx) => {
+      await atomically(db, async (trx) => {
         const p = await trx
           .insertInto('projects')
           .values({ uuid, team_id: caller.teamId, name: i.name, description: i.description ?? null, ...stamps() })
@@ -97,10 +98,13 @@ export const projectOperations = [
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/projects/{uuid}', status: 201 },
     async run({ db, caller }, { uuid, ...i }) {
-      const p = await owned(db, 'projects', uuid, caller.teamId);
-      const next = { name: i.name ?? p.name, description: i.description === undefined ? p.description : i.description };
-      await db.updateTable('projects').set({ ...next, updated_at: nowIso() }).where('id', '=', p.id).execute();
-      return { uuid, ...next };
+      // Read and written in one transaction, so a concurrent change of the other field holds.
+      return atomically(db, async (trx) => {
+        const p = await owned(trx, 'projects', uuid, caller.teamId);
+        const next = { name: i.name ?? p.name, description: i.description === undefined ? p.description : i.description };
+        await trx.updateTable('projects').set({ ...next, updated_at: nowIso() }).where('id', '=', p.id).execute();
+        return { uuid, ...next };
+      });
     },
   }),
   defineOperation({
@@ -113,15 +117,25 @@ export const projectOperations = [
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/projects/{uuid}' },
     async run({ db, caller }, { uuid }) {
-      const p = await owned(db, 'projects', uuid, caller.teamId);
-      const used = await db
-        .selectFrom('resources as r')
-        .innerJoin('environments as e', 'e.id', 'r.environment_id')
-        .select('r.id')
-        .where('e.project_id', '=', p.id)
-        .executeTakeFirst();
-      if (used) throw conflict('Project has resources, so it cannot be deleted.');
-      await db.deleteFrom('projects').where('id', '=', p.id).execute();
+      const hasResources = () => conflict('Project has resources, so it cannot be deleted.');
+      try {
+        await atomically(db, async (trx) => {
+          const p = await owned(trx, 'projects', uuid, caller.teamId);
+          const used = await trx
+            .selectFrom('resources as r')
+            .innerJoin('environments as e', 'e.id', 'r.environment_id')
+            .select('r.id')
+            .where('e.project_id', '=', p.id)
+            .executeTakeFirst();
+          if (used) throw hasResources();
+          await trx.deleteFrom('projects').where('id', '=', p.id).execute();
+        });
+      } catch (err) {
+        // A resource created in one of its environments meanwhile still holds it (resources do
+        // not cascade): the store refuses the delete, and that is the same 409 as the check's.
+        if (isForeignKeyViolation(err)) throw hasResources();
+        throw err;
+      }
       return { message: 'Project deleted.' };
     },
   }),
@@ -150,15 +164,19 @@ export const projectOperations = [
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/projects/{uuid}/environments', status: 201 },
     async run({ db, caller }, i) {
-      const project = await owned(db, 'projects', i.uuid, caller.teamId);
-      const exists = await ownedEnvironment(db, project.id, { name: i.name }).then(
-        () => true,
-        () => false,
-      );
-      if (exists) throw conflict('Environment with this name already exists.');
-      const uuid = newUuid();
-      await db.insertInto('environments').values({ uuid, project_id: project.id, name: i.name, description: i.description ?? null, ...stamps() }).execute();
-      return { uuid };
+      // Check and insert in one transaction: of racing creates of one name one answers 201 and
+      // the others 409; racing the project's delete, 201 or 404 (store/atomic.ts).
+      return atomically(db, async (trx) => {
+        const project = await owned(trx, 'projects', i.uuid, caller.teamId);
+        const exists = await ownedEnvironment(trx, project.id, { name: i.name }).then(
+          () => true,
+          () => false,
+        );
+        if (exists) throw conflict('Environment with this name already exists.');
+        const uuid = newUuid();
+        await trx.insertInto('environments').values({ uuid, project_id: project.id, name: i.name, description: i.description ?? null, ...stamps() }).execute();
+        return { uuid };
+      });
     },
   }),
 ];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Db } from '../../store/db.js';
+import { atomically } from '../../store/atomic.js';
 import { nowIso } from '../../store/db.js';
 import type { EnvironmentVariablesTable } from '../../store/schema.js';
 import { BerthError, notFound, validationError } from '../errors.js';
@@ -99,16 +100,19 @@ export function envOperations(collection: Collection) {
       annotations: CREATE,
       http: { method: 'POST', path: base, status: 201 },
       async run({ db, caller }, { uuid, key, ...i }) {
-        const r = await ownedResource(db, uuid, caller.teamId, kinds);
-        const preview = bit(i.is_preview);
-        const exists = await db.selectFrom('environment_variables').select('id').where('resource_id', '=', r.id).where('key', '=', key).where('is_preview', '=', preview).executeTakeFirst();
-        if (exists) throw new BerthError('conflict', { message: 'Environment variable already exists. Use PATCH request to update it.' });
-        const envUuid = newUuid();
-        await db
-          .insertInto('environment_variables')
-          .values({ uuid: envUuid, resource_id: r.id, key, value: null, is_preview: 0, is_literal: 0, is_multiline: 0, is_shown_once: 0, is_runtime: 1, is_buildtime: 1, comment: null, ...envFields(i), ...stamps() })
-          .execute();
-        return { uuid: envUuid };
+        // Check and insert together: of racing creates of one key, one 201 and the others 409.
+        return atomically(db, async (trx) => {
+          const r = await ownedResource(trx, uuid, caller.teamId, kinds);
+          const preview = bit(i.is_preview);
+          const exists = await trx.selectFrom('environment_variables').select('id').where('resource_id', '=', r.id).where('key', '=', key).where('is_preview', '=', preview).executeTakeFirst();
+          if (exists) throw new BerthError('conflict', { message: 'Environment variable already exists. Use PATCH request to update it.' });
+          const envUuid = newUuid();
+          await trx
+            .insertInto('environment_variables')
+            .values({ uuid: envUuid, resource_id: r.id, key, value: null, is_preview: 0, is_literal: 0, is_multiline: 0, is_shown_once: 0, is_runtime: 1, is_buildtime: 1, comment: null, ...envFields(i), ...stamps() })
+            .execute();
+          return { uuid: envUuid };
+        });
       },
     }),
     defineOperation({
@@ -145,7 +149,6 @@ export function envOperations(collection: Collection) {
       annotations: UPDATE,
       http: { method: 'PATCH', path: `${base}/bulk`, status: 201 },
       async run({ db, caller }, { uuid, data }) {
-        const r = await ownedResource(db, uuid, caller.teamId, kinds);
         // The same key (and preview flag) twice would make the answer depend on the order.
         const seen = new Map<string, number>();
         data.forEach((d, n) => {
@@ -154,7 +157,10 @@ export function envOperations(collection: Collection) {
           if (first !== undefined) throw validationError({ [`data.${n}.key`]: [`${d.key} is also data.${first}; give each key once.`] });
           seen.set(k, n);
         });
-        return db.transaction().execute(async (trx) => {
+        // One serializable transaction (store/atomic.ts): racing bulks that create one key both
+        // succeed, one after the other, instead of one failing on the unique key.
+        return atomically(db, async (trx) => {
+          const r = await ownedResource(trx, uuid, caller.teamId, kinds);
           const out: z.infer<typeof envSchema>[] = [];
           for (const { key, ...i } of data) {
             const e = await trx.selectFrom('environment_variables').selectAll().where('resource_id', '=', r.id).where('key', '=', key).where('is_preview', '=', bit(i.is_preview)).executeTakeFirst();
@@ -246,12 +252,15 @@ export function storageOperations(collection: Collection) {
       annotations: CREATE,
       http: { method: 'POST', path: base, status: 201 },
       async run({ db, caller }, { uuid, name, mount_path }) {
-        const r = await ownedResource(db, uuid, caller.teamId, kinds);
-        const taken = await db.selectFrom('storages').select(['name', 'mount_path']).where('resource_id', '=', r.id).execute();
-        if (taken.some((s) => s.name === name)) throw validationError({ name: ['A storage with this name already exists.'] });
-        if (taken.some((s) => s.mount_path === mount_path)) throw validationError({ mount_path: ['Another storage is mounted there.'] });
-        const s = await db.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name, mount_path, container: null, engine_volume: null, ...stamps() }).returningAll().executeTakeFirstOrThrow();
-        return { uuid: s.uuid, name, mount_path, container: null, volume_name: volumeName(r.uuid, name), created_at: s.created_at, updated_at: s.updated_at };
+        // Checks and insert in one transaction: two racing mounts at one path cannot both land.
+        return atomically(db, async (trx) => {
+          const r = await ownedResource(trx, uuid, caller.teamId, kinds);
+          const taken = await trx.selectFrom('storages').select(['name', 'mount_path']).where('resource_id', '=', r.id).execute();
+          if (taken.some((s) => s.name === name)) throw validationError({ name: ['A storage with this name already exists.'] });
+          if (taken.some((s) => s.mount_path === mount_path)) throw validationError({ mount_path: ['Another storage is mounted there.'] });
+          const s = await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name, mount_path, container: null, engine_volume: null, ...stamps() }).returningAll().executeTakeFirstOrThrow();
+          return { uuid: s.uuid, name, mount_path, container: null, volume_name: volumeName(r.uuid, name), created_at: s.created_at, updated_at: s.updated_at };
+        });
       },
     }),
     defineOperation({
@@ -264,14 +273,16 @@ export function storageOperations(collection: Collection) {
       annotations: UPDATE,
       http: { method: 'PATCH', path: base },
       async run({ db, caller }, { uuid, storage_uuid, mount_path }) {
-        const r = await ownedResource(db, uuid, caller.teamId, kinds);
-        const all = await db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute();
-        const s = all.find((x) => x.uuid === storage_uuid);
-        if (!s) throw notFound();
-        if (all.some((x) => x.id !== s.id && x.mount_path === mount_path)) throw validationError({ mount_path: ['Another storage is mounted there.'] });
-        const updated_at = nowIso();
-        await db.updateTable('storages').set({ mount_path, updated_at }).where('id', '=', s.id).execute();
-        return { uuid: s.uuid, name: s.name, mount_path, container: s.container, volume_name: s.engine_volume ?? volumeName(r.uuid, s.name), created_at: s.created_at, updated_at };
+        return atomically(db, async (trx) => {
+          const r = await ownedResource(trx, uuid, caller.teamId, kinds);
+          const all = await trx.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute();
+          const s = all.find((x) => x.uuid === storage_uuid);
+          if (!s) throw notFound();
+          if (all.some((x) => x.id !== s.id && x.mount_path === mount_path)) throw validationError({ mount_path: ['Another storage is mounted there.'] });
+          const updated_at = nowIso();
+          await trx.updateTable('storages').set({ mount_path, updated_at }).where('id', '=', s.id).execute();
+          return { uuid: s.uuid, name: s.name, mount_path, container: s.container, volume_name: s.engine_volume ?? volumeName(r.uuid, s.name), created_at: s.created_at, updated_at };
+        });
       },
     }),
     defineOperation({

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
+import { atomically } from '../../store/atomic.js';
 import type { DestinationsTable, ServersTable } from '../../store/schema.js';
 import { engineTargetOf, parseSshEndpoint, sshEndpoint, type EngineTarget } from '../engine-target.js';
-import { BerthError, notFound, validationError } from '../errors.js';
+import { BerthError, isForeignKeyViolation, notFound, validationError } from '../errors.js';
 import { describeHostReach, hostReaching } from '../host-access.js';
 import { targetRefusal } from '../network-guard.js';
 import type { Caller } from '../caller.js';
@@ -277,15 +278,24 @@ export const serverOperations = [
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/servers/{uuid}' },
     async run({ db, caller }, { uuid }) {
-      const s = await owned(db, 'servers', uuid, caller.teamId);
-      const used = await db
-        .selectFrom('resources as r')
-        .innerJoin('destinations as d', 'd.id', 'r.destination_id')
-        .select('r.id')
-        .where('d.server_id', '=', s.id)
-        .executeTakeFirst();
-      if (used) throw new BerthError('conflict', { message: 'Server has resources; delete or migrate them first.' });
-      await db.deleteFrom('servers').where('id', '=', s.id).execute();
+      const hasResources = () => new BerthError('conflict', { message: 'Server has resources; delete or migrate them first.' });
+      try {
+        await atomically(db, async (trx) => {
+          const s = await owned(trx, 'servers', uuid, caller.teamId);
+          const used = await trx
+            .selectFrom('resources as r')
+            .innerJoin('destinations as d', 'd.id', 'r.destination_id')
+            .select('r.id')
+            .where('d.server_id', '=', s.id)
+            .executeTakeFirst();
+          if (used) throw hasResources();
+          await trx.deleteFrom('servers').where('id', '=', s.id).execute();
+        });
+      } catch (err) {
+        // A resource placed on it meanwhile holds it (resources do not cascade): the same 409.
+        if (isForeignKeyViolation(err)) throw hasResources();
+        throw err;
+      }
       return { message: 'Server deleted.' };
     },
   }),
@@ -479,11 +489,17 @@ export const destinationOperations = [
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/destinations/{uuid}' },
     async run({ db, caller }, { uuid }) {
-      const d = await owned(db, 'destinations', uuid, caller.teamId);
-      if (await db.selectFrom('resources').select('id').where('destination_id', '=', d.id).executeTakeFirst()) {
-        throw new BerthError('conflict', { message: 'Destination has attached resources, detach first.' });
+      const attached = () => new BerthError('conflict', { message: 'Destination has attached resources, detach first.' });
+      try {
+        await atomically(db, async (trx) => {
+          const d = await owned(trx, 'destinations', uuid, caller.teamId);
+          if (await trx.selectFrom('resources').select('id').where('destination_id', '=', d.id).executeTakeFirst()) throw attached();
+          await trx.deleteFrom('destinations').where('id', '=', d.id).execute();
+        });
+      } catch (err) {
+        if (isForeignKeyViolation(err)) throw attached();
+        throw err;
       }
-      await db.deleteFrom('destinations').where('id', '=', d.id).execute();
       return { message: 'Deleted.' };
     },
   }),

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
+import { atomically } from '../../store/atomic.js';
 import type { SharedEnvironmentVariablesTable, SharedScope } from '../../store/schema-shared-variables.js';
 import type { Caller } from '../caller.js';
-import { BerthError, notFound, validationError } from '../errors.js';
+import { BerthError, isForeignKeyViolation, notFound, validationError } from '../errors.js';
 import { owned } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
@@ -176,11 +177,12 @@ function familyOf(spec: ScopeSpec) {
       annotations: CREATE,
       http: { method: 'POST', path: base, status: 201 },
       async run({ db, caller }, i) {
-        const s = await spec.resolve(db, caller, i);
-        const taken = () => inScope(db, caller, s).select('id').where('key', '=', i.key).executeTakeFirst();
-        if (await taken()) throw conflict('Environment variable already exists. Use PATCH request to update it.');
-        try {
-          const row = await db
+        // Scope, check and insert in one transaction (store/atomic.ts): of racing creates of one
+        // key one answers 201 and the others 409; racing the scope's delete, 201 or 404.
+        return atomically(db, async (trx) => {
+          const s = await spec.resolve(trx, caller, i);
+          if (await inScope(trx, caller, s).select('id').where('key', '=', i.key).executeTakeFirst()) throw conflict('Environment variable already exists. Use PATCH request to update it.');
+          const row = await trx
             .insertInto('shared_environment_variables')
             .values({
               team_id: caller.teamId,
@@ -200,11 +202,7 @@ function familyOf(spec: ScopeSpec) {
             .returning('id')
             .executeTakeFirstOrThrow();
           return { id: row.id };
-        } catch (err) {
-          // Two creates of one key at once: the unique constraint decides, the loser gets the 409.
-          if (await taken()) throw conflict('Environment variable already exists. Use PATCH request to update it.');
-          throw err;
-        }
+        });
       },
     }),
     defineOperation({
@@ -219,20 +217,23 @@ function familyOf(spec: ScopeSpec) {
       async run({ db, caller }, i) {
         const fields = (['key', 'value', 'is_literal', 'is_multiline', 'is_shown_once', 'comment'] as const).filter((k) => i[k] !== undefined);
         if (fields.length === 0) throw validationError({ body: ['At least one field must be provided.'] });
-        const s = await spec.resolve(db, caller, i);
-        const e = await inScope(db, caller, s).selectAll().where('id', '=', i.env_id).executeTakeFirst();
-        if (!e) throw notFound();
-        if (i.key !== undefined && i.key !== e.key) {
-          const other = await inScope(db, caller, s).select('id').where('key', '=', i.key).where('id', '!=', e.id).executeTakeFirst();
-          if (other) throw conflict('Environment variable already exists with this key.');
-        }
-        const patch: Partial<SharedRow> = { updated_at: nowIso() };
-        if (i.key !== undefined) patch.key = i.key;
-        if (i.value !== undefined) patch.value = i.value;
-        for (const k of ['is_literal', 'is_multiline', 'is_shown_once'] as const) if (i[k] !== undefined) patch[k] = bit(i[k]);
-        if (i.comment !== undefined) patch.comment = i.comment;
-        await db.updateTable('shared_environment_variables').set(patch).where('id', '=', e.id).execute();
-        return sharedView({ ...e, ...patch });
+        return atomically(db, async (trx) => {
+          const s = await spec.resolve(trx, caller, i);
+          const e = await inScope(trx, caller, s).selectAll().where('id', '=', i.env_id).executeTakeFirst();
+          if (!e) throw notFound();
+          if (i.key !== undefined && i.key !== e.key) {
+            const other = await inScope(trx, caller, s).select('id').where('key', '=', i.key).where('id', '!=', e.id).executeTakeFirst();
+            if (other) throw conflict('Environment variable already exists with this key.');
+          }
+          const patch: Partial<SharedRow> = { updated_at: nowIso() };
+          if (i.key !== undefined) patch.key = i.key;
+          if (i.value !== undefined) patch.value = i.value;
+          for (const k of ['is_literal', 'is_multiline', 'is_shown_once'] as const) if (i[k] !== undefined) patch[k] = bit(i[k]);
+          if (i.comment !== undefined) patch.comment = i.comment;
+          await trx.updateTable('shared_environment_variables').set(patch).where('id', '=', e.id).execute();
+          // The row as stored now: the answer shows what a concurrent change left too.
+          return sharedView({ ...e, ...patch });
+        });
       },
     }),
     defineOperation({
@@ -302,15 +303,17 @@ export const environmentOperations = [
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}' },
     async run({ db, caller }, i) {
-      const p = await owned(db, 'projects', i.uuid, caller.teamId);
-      const e = await environmentByNameOrUuid(db, p.id, i.environment_name_or_uuid);
-      if (i.name !== undefined && i.name !== e.name) {
-        const other = await db.selectFrom('environments').select('id').where('project_id', '=', p.id).where('name', '=', i.name).where('id', '!=', e.id).executeTakeFirst();
-        if (other) throw conflict('Environment with this name already exists.');
-      }
-      const next = { name: i.name ?? e.name, description: i.description === undefined ? e.description : i.description };
-      await db.updateTable('environments').set({ ...next, updated_at: nowIso() }).where('id', '=', e.id).execute();
-      return { uuid: e.uuid, ...next };
+      return atomically(db, async (trx) => {
+        const p = await owned(trx, 'projects', i.uuid, caller.teamId);
+        const e = await environmentByNameOrUuid(trx, p.id, i.environment_name_or_uuid);
+        if (i.name !== undefined && i.name !== e.name) {
+          const other = await trx.selectFrom('environments').select('id').where('project_id', '=', p.id).where('name', '=', i.name).where('id', '!=', e.id).executeTakeFirst();
+          if (other) throw conflict('Environment with this name already exists.');
+        }
+        const next = { name: i.name ?? e.name, description: i.description === undefined ? e.description : i.description };
+        await trx.updateTable('environments').set({ ...next, updated_at: nowIso() }).where('id', '=', e.id).execute();
+        return { uuid: e.uuid, ...next };
+      });
     },
   }),
   defineOperation({
@@ -323,15 +326,22 @@ export const environmentOperations = [
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}' },
     async run({ db, caller }, i) {
-      const p = await owned(db, 'projects', i.uuid, caller.teamId);
-      const e = await environmentByNameOrUuid(db, p.id, i.environment_name_or_uuid);
-      await db.transaction().execute(async (trx) => {
-        const used = await trx.selectFrom('resources').select('id').where('environment_id', '=', e.id).executeTakeFirst();
-        if (used) throw conflict('Environment has resources, so it cannot be deleted.');
-        // The cascade would do it too; said here so no store setting can leave them behind.
-        await trx.deleteFrom('shared_environment_variables').where('environment_id', '=', e.id).execute();
-        await trx.deleteFrom('environments').where('id', '=', e.id).execute();
-      });
+      const hasResources = () => conflict('Environment has resources, so it cannot be deleted.');
+      try {
+        await atomically(db, async (trx) => {
+          const p = await owned(trx, 'projects', i.uuid, caller.teamId);
+          const e = await environmentByNameOrUuid(trx, p.id, i.environment_name_or_uuid);
+          const used = await trx.selectFrom('resources').select('id').where('environment_id', '=', e.id).executeTakeFirst();
+          if (used) throw hasResources();
+          // The cascade would do it too; said here so no store setting can leave them behind.
+          await trx.deleteFrom('shared_environment_variables').where('environment_id', '=', e.id).execute();
+          await trx.deleteFrom('environments').where('id', '=', e.id).execute();
+        });
+      } catch (err) {
+        // A resource created in it meanwhile holds it (resources do not cascade): same 409.
+        if (isForeignKeyViolation(err)) throw hasResources();
+        throw err;
+      }
       return { message: 'Environment deleted.' };
     },
   }),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { atomically } from '../../store/atomic.js';
 import { nowIso, type Db } from '../../store/db.js';
 import { BerthError, notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
@@ -16,14 +17,28 @@ const tagName = z
   .transform((v) => v.trim().toLowerCase())
   .pipe(z.string().min(2).max(64).regex(/^[a-z0-9._-]+$/, 'Tags use letters, digits and . _ -.'));
 
-/** Every name a team's resources carry has a record (resources may have been tagged at create or update). */
+/**
+ * Every name a team's resources carry has a record (resources may have been tagged at create or
+ * update). Resources and records are read in one transaction: read apart, a tag deleted in
+ * between (record and names gone together) would come back as a new record.
+ */
 async function syncRecords(db: Db, teamId: number): Promise<void> {
-  const used = new Set<string>();
-  for (const r of await db.selectFrom('resources').select('tags').where('team_id', '=', teamId).execute()) for (const t of JSON.parse(r.tags) as string[]) used.add(t);
-  const have = new Set((await db.selectFrom('tags').select('name').where('team_id', '=', teamId).execute()).map((t) => t.name));
-  for (const name of used) {
-    if (!have.has(name)) await db.insertInto('tags').values({ uuid: newUuid(), team_id: teamId, name, ...stamps() }).onConflict((oc) => oc.columns(['team_id', 'name']).doNothing()).execute();
-  }
+  await atomically(db, async (trx) => {
+    const used = new Set<string>();
+    for (const r of await trx.selectFrom('resources').select('tags').where('team_id', '=', teamId).execute()) for (const t of JSON.parse(r.tags) as string[]) used.add(t);
+    const have = new Set((await trx.selectFrom('tags').select('name').where('team_id', '=', teamId).execute()).map((t) => t.name));
+    await ensureRecords(trx, teamId, [...used].filter((n) => !have.has(n)));
+  });
+}
+
+/** A record for each name, keeping the record (and uuid) a name already has. One statement. */
+async function ensureRecords(db: Db, teamId: number, names: string[]): Promise<void> {
+  if (!names.length) return;
+  await db
+    .insertInto('tags')
+    .values(names.map((name) => ({ uuid: newUuid(), team_id: teamId, name, ...stamps() })))
+    .onConflict((oc) => oc.columns(['team_id', 'name']).doNothing())
+    .execute();
 }
 
 const view = (t: { uuid: string; name: string; created_at: string; updated_at: string }) => ({ uuid: t.uuid, name: t.name, created_at: t.created_at, updated_at: t.updated_at });
@@ -66,9 +81,10 @@ export const tagOperations = [
     http: { method: 'POST', path: '/api/v1/tags', status: 201 },
     async run({ db, caller }, { name }) {
       await syncRecords(db, caller.teamId);
-      if (await db.selectFrom('tags').select('id').where('team_id', '=', caller.teamId).where('name', '=', name).executeTakeFirst()) throw taken();
       const row = { uuid: newUuid(), team_id: caller.teamId, name, ...stamps() };
-      await db.insertInto('tags').values(row).execute();
+      // One statement: of racing creates of one name, one inserts and the others see its row.
+      const inserted = await db.insertInto('tags').values(row).onConflict((oc) => oc.columns(['team_id', 'name']).doNothing()).returning('id').executeTakeFirst();
+      if (!inserted) throw taken();
       return view(row);
     },
   }),
@@ -82,15 +98,15 @@ export const tagOperations = [
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/tags/{uuid}' },
     async run({ db, caller }, { uuid, name }) {
-      const t = await owned(db, 'tags', uuid, caller.teamId);
-      if (name === t.name) return view(t);
-      if (await db.selectFrom('tags').select('id').where('team_id', '=', caller.teamId).where('name', '=', name).executeTakeFirst()) throw taken();
-      const updated_at = nowIso();
-      await db.transaction().execute(async (trx) => {
+      return atomically(db, async (trx) => {
+        const t = await owned(trx, 'tags', uuid, caller.teamId);
+        if (name === t.name) return view(t);
+        if (await trx.selectFrom('tags').select('id').where('team_id', '=', caller.teamId).where('name', '=', name).executeTakeFirst()) throw taken();
+        const updated_at = nowIso();
         await trx.updateTable('tags').set({ name, updated_at }).where('id', '=', t.id).execute();
         await retag(trx, caller.teamId, t.name, name);
+        return view({ ...t, name, updated_at });
       });
-      return view({ ...t, name, updated_at });
     },
   }),
   defineOperation({
@@ -103,8 +119,8 @@ export const tagOperations = [
     annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
     http: { method: 'DELETE', path: '/api/v1/tags/{uuid}' },
     async run({ db, caller }, { uuid }) {
-      const t = await owned(db, 'tags', uuid, caller.teamId);
-      await db.transaction().execute(async (trx) => {
+      await atomically(db, async (trx) => {
+        const t = await owned(trx, 'tags', uuid, caller.teamId);
         await trx.deleteFrom('tags').where('id', '=', t.id).execute();
         await retag(trx, caller.teamId, t.name, null);
       });
@@ -147,14 +163,19 @@ export function resourceTagOperations(collection: Collection) {
       http: { method: 'POST', path: base, status: 201 },
       async run({ db, caller }, { uuid, tag_name, tag_names }) {
         if ((tag_name === undefined) === (tag_names === undefined)) throw validationError({ tag_name: ['Give tag_name or tag_names (one of them).'] });
-        const r = await ownedResource(db, uuid, caller.teamId, kinds);
-        const names = [...new Set([...(JSON.parse(r.tags) as string[]), ...(tag_names ?? [tag_name!])])];
-        if (names.length > 50) throw validationError({ tag_names: ['A resource carries at most 50 tags.'] });
-        await db.transaction().execute(async (trx) => {
+        // The list is read, extended and written back in one transaction: read before it, a
+        // concurrent add or delete of another name was overwritten (a lost update).
+        return atomically(db, async (trx) => {
+          const r = await ownedResource(trx, uuid, caller.teamId, kinds);
+          const names = [...new Set([...(JSON.parse(r.tags) as string[]), ...(tag_names ?? [tag_name!])])];
+          if (names.length > 50) throw validationError({ tag_names: ['A resource carries at most 50 tags.'] });
+          // Records for this resource's names only: the whole team's sync would make every tag
+          // write of the team conflict with every other (PostgreSQL reads are tracked). Records
+          // before resources, as every tag write does: one order of locks, no deadlock.
+          await ensureRecords(trx, caller.teamId, names);
           await trx.updateTable('resources').set({ tags: JSON.stringify(names), updated_at: nowIso() }).where('id', '=', r.id).execute();
-          await syncRecords(trx, caller.teamId);
+          return tagsOf(trx, caller.teamId, names);
         });
-        return tagsOf(db, caller.teamId, names);
       },
     }),
     defineOperation({
@@ -167,14 +188,15 @@ export function resourceTagOperations(collection: Collection) {
       annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
       http: { method: 'DELETE', path: `${base}/{tag_uuid}` },
       async run({ db, caller }, { uuid, tag_uuid }) {
-        const r = await ownedResource(db, uuid, caller.teamId, kinds);
-        const t = await owned(db, 'tags', tag_uuid, caller.teamId);
-        const names = JSON.parse(r.tags) as string[];
-        if (!names.includes(t.name)) throw notFound();
-        await db.transaction().execute(async (trx) => {
+        await atomically(db, async (trx) => {
+          const r = await ownedResource(trx, uuid, caller.teamId, kinds);
+          const t = await owned(trx, 'tags', tag_uuid, caller.teamId);
+          const names = JSON.parse(r.tags) as string[];
+          if (!names.includes(t.name)) throw notFound();
+          // The record goes first if no other resource carries the name (records before resources).
+          const others = await trx.selectFrom('resources').select('tags').where('team_id', '=', caller.teamId).where('id', '!=', r.id).execute();
+          if (!others.some((x) => (JSON.parse(x.tags) as string[]).includes(t.name))) await trx.deleteFrom('tags').where('id', '=', t.id).execute();
           await trx.updateTable('resources').set({ tags: JSON.stringify(names.filter((n) => n !== t.name)), updated_at: nowIso() }).where('id', '=', r.id).execute();
-          const still = (await trx.selectFrom('resources').select('tags').where('team_id', '=', caller.teamId).execute()).some((x) => (JSON.parse(x.tags) as string[]).includes(t.name));
-          if (!still) await trx.deleteFrom('tags').where('id', '=', t.id).execute();
         });
         return { message: 'Tag removed.' };
       },
