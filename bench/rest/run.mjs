@@ -12,7 +12,10 @@
 //   not one server.
 //   With PostgreSQL installed (scripts/postgres.sh install), berth on a PostgreSQL store is measured
 //   too, against berth on SQLite in the same run (a cluster in a temp dir, started by the script).
-// Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50] [rounds=3]
+//   `--stores` measures berth on SQLite and on PostgreSQL only (the store ratio, quicker);
+//   `--base OTHER/dist/bundle/cli.js` also measures another build of berth on both stores in the
+//   same rounds (A/B for a src change: before and after in one run).
+// Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50] [rounds=3] [--stores] [--base CLI]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,9 +24,14 @@ import autocannon from 'autocannon';
 import { cpuMs } from '../../scripts/lib/proc.mjs';
 import { startServer } from '../../scripts/lib/start-server.mjs';
 
-const seconds = Number(process.argv[2] ?? 5);
-const connections = Number(process.argv[3] ?? 50);
-const rounds = Number(process.argv[4] ?? 3);
+const argv = process.argv.slice(2);
+const storesOnly = argv.includes('--stores');
+const baseAt = argv.indexOf('--base');
+const baseCli = baseAt === -1 ? null : path.resolve(argv.splice(baseAt, 2)[1]);
+const positional = argv.filter((a) => !a.startsWith('--'));
+const seconds = Number(positional[0] ?? 5);
+const connections = Number(positional[1] ?? 50);
+const rounds = Number(positional[2] ?? 3);
 const cli = path.resolve(import.meta.dirname, '../../dist/bundle/cli.js');
 
 const start = (args, env = {}) => startServer({ args, env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
@@ -76,12 +84,22 @@ try {
 
 const floor = path.resolve(import.meta.dirname, 'fastify-floor.mjs');
 const servers = [
-  ['bare node:http', ['-e', bareSrc], {}],
-  ['Fastify floor', [floor], { BENCH_BODY: body }],
-  ['floor + hash + pragma', [floor], { BENCH_BODY: body, BENCH_STORE: path.join(dataDir, 'berth.sqlite'), BENCH_TOKEN: init.token }],
+  ...(storesOnly
+    ? []
+    : [
+        ['bare node:http', ['-e', bareSrc], {}],
+        ['Fastify floor', [floor], { BENCH_BODY: body }],
+        ['floor + hash + pragma', [floor], { BENCH_BODY: body, BENCH_STORE: path.join(dataDir, 'berth.sqlite'), BENCH_TOKEN: init.token }],
+      ]),
   ['berth, limiter on', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000' }],
-  ['berth, limiter off', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '0' }],
+  ...(storesOnly ? [] : [['berth, limiter off', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '0' }]]),
   ...(pg ? [['berth on PostgreSQL', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000', DATABASE_URL: pg.url }, pg.token]] : []),
+  ...(baseCli
+    ? [
+        ['base, SQLite', [baseCli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000' }],
+        ...(pg ? [['base, PostgreSQL', [baseCli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000', DATABASE_URL: pg.url }, pg.token]] : []),
+      ]
+    : []),
 ];
 const samples = Object.fromEntries(servers.map(([name]) => [name, []]));
 for (let round = 0; round < rounds; round++) {
@@ -110,10 +128,16 @@ for (const [k, v] of Object.entries(results)) {
   console.log(`  ${k.padEnd(24)} ${String(Math.round(v)).padStart(7)}  ${cpu[k].toFixed(1).padStart(10)}   (${each})`);
 }
 const pct = (a, b) => `${((results[a] / results[b]) * 100).toFixed(1)} %`;
-const limiterCost = 1 - results['berth, limiter on'] / results['berth, limiter off'];
-console.log(`\nberth / bare:          ${pct('berth, limiter on', 'bare node:http')}   (goal ≥ 60 %)`);
-console.log(`  Fastify floor / bare: ${pct('Fastify floor', 'bare node:http')}   (the framework alone, nothing behind it)`);
-console.log(`  floor + hash + pragma / bare: ${pct('floor + hash + pragma', 'bare node:http')}   (plus what no berth request can skip)`);
-console.log(`  berth / Fastify floor: ${pct('berth, limiter on', 'Fastify floor')}`);
-if (pg) console.log(`berth on PostgreSQL / on SQLite: ${pct('berth on PostgreSQL', 'berth, limiter on')}   (a token check and the team lookup are network round trips to the database)`);
-console.log(`limiter cost:          ${(limiterCost * 100).toFixed(1)} %   (goal < 10 %)`);
+if (!storesOnly) {
+  const limiterCost = 1 - results['berth, limiter on'] / results['berth, limiter off'];
+  console.log(`\nberth / bare:          ${pct('berth, limiter on', 'bare node:http')}   (goal ≥ 60 %)`);
+  console.log(`  Fastify floor / bare: ${pct('Fastify floor', 'bare node:http')}   (the framework alone, nothing behind it)`);
+  console.log(`  floor + hash + pragma / bare: ${pct('floor + hash + pragma', 'bare node:http')}   (plus what no berth request can skip)`);
+  console.log(`  berth / Fastify floor: ${pct('berth, limiter on', 'Fastify floor')}`);
+  console.log(`limiter cost:          ${(limiterCost * 100).toFixed(1)} %   (goal < 10 %)`);
+}
+// The per-round ratio too: both stores run back to back in each round, so a burst of load from
+// others on the machine moves both figures of one round rather than one store.
+const perRound = (a, b) => samples[a].map((x, i) => ((x.rps / samples[b][i].rps) * 100).toFixed(1)).join(' / ');
+if (pg) console.log(`berth on PostgreSQL / on SQLite: ${pct('berth on PostgreSQL', 'berth, limiter on')}   (goal ≥ 50 %; per round: ${perRound('berth on PostgreSQL', 'berth, limiter on')})`);
+if (pg && baseCli) console.log(`base on PostgreSQL / on SQLite:  ${pct('base, PostgreSQL', 'base, SQLite')}   (per round: ${perRound('base, PostgreSQL', 'base, SQLite')})`);
