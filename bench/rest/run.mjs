@@ -12,10 +12,11 @@
 //   not one server.
 //   With PostgreSQL installed (scripts/postgres.sh install), berth on a PostgreSQL store is measured
 //   too, against berth on SQLite in the same run (a cluster in a temp dir, started by the script).
-//   `--stores` measures berth on SQLite and on PostgreSQL only (the store ratio, quicker);
+//   `--stores` measures berth on SQLite and on PostgreSQL only (the store ratio, quicker), and
+//   `--path /api/v1/projects` (with --stores) another GET, one whose operation reads the store;
 //   `--base OTHER/dist/bundle/cli.js` also measures another build of berth on both stores in the
 //   same rounds (A/B for a src change: before and after in one run).
-// Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50] [rounds=3] [--stores] [--base CLI]
+// Usage: npm run build && node bench/rest/run.mjs [seconds=5] [connections=50] [rounds=3] [--stores [--path P]] [--base CLI]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,6 +29,9 @@ const argv = process.argv.slice(2);
 const storesOnly = argv.includes('--stores');
 const baseAt = argv.indexOf('--base');
 const baseCli = baseAt === -1 ? null : path.resolve(argv.splice(baseAt, 2)[1]);
+const pathAt = argv.indexOf('--path');
+const reqPath = pathAt === -1 ? '/api/v1/teams/current' : argv.splice(pathAt, 2)[1];
+if (reqPath !== '/api/v1/teams/current' && !storesOnly) throw new Error('--path needs --stores (the floors answer /api/v1/teams/current only)');
 const positional = argv.filter((a) => !a.startsWith('--'));
 const seconds = Number(positional[0] ?? 5);
 const connections = Number(positional[1] ?? 50);
@@ -38,7 +42,7 @@ const start = (args, env = {}) => startServer({ args, env: { ...process.env, LOG
 
 function load(url, token, duration = seconds) {
   return new Promise((resolve, reject) => {
-    autocannon({ url: `${url}/api/v1/teams/current`, connections, duration, headers: { authorization: `Bearer ${token}` } }, (err, r) => {
+    autocannon({ url: `${url}${reqPath}`, connections, duration, headers: { authorization: `Bearer ${token}` } }, (err, r) => {
       if (err) return reject(err);
       if (r.non2xx) return reject(new Error(`${r.non2xx} non-2xx answers from ${url}`));
       resolve(r);
@@ -82,6 +86,21 @@ try {
   console.log(`(no PostgreSQL: ${err.message.split('\n')[0]}; berth on PostgreSQL is not measured)`);
 }
 
+// The other build gets stores of its own: a store migrated by one build may hold a migration the
+// other does not know, which berth refuses to open.
+let base;
+if (baseCli) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-base-'));
+  const token = JSON.parse(execFileSync(process.execPath, [baseCli, 'init', '--json', '--data', dir], { encoding: 'utf8' })).token;
+  base = { dir, token };
+  if (pg) {
+    execFileSync('psql', [pg.url, '-qAt', '-c', 'CREATE DATABASE berth_base']);
+    const url = pg.url.replace(/\/[^/?]*(\?.*)?$/, '/berth_base');
+    const pgToken = JSON.parse(execFileSync(process.execPath, [baseCli, 'init', '--json', '--data', dir], { encoding: 'utf8', env: { ...process.env, DATABASE_URL: url } })).token;
+    base.pg = { url, token: pgToken };
+  }
+}
+
 const floor = path.resolve(import.meta.dirname, 'fastify-floor.mjs');
 const servers = [
   ...(storesOnly
@@ -96,8 +115,8 @@ const servers = [
   ...(pg ? [['berth on PostgreSQL', [cli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000', DATABASE_URL: pg.url }, pg.token]] : []),
   ...(baseCli
     ? [
-        ['base, SQLite', [baseCli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000' }],
-        ...(pg ? [['base, PostgreSQL', [baseCli, 'serve', '--port', '0', '--data', dataDir], { API_RATE_LIMIT: '1000000000', DATABASE_URL: pg.url }, pg.token]] : []),
+        ['base, SQLite', [baseCli, 'serve', '--port', '0', '--data', base.dir], { API_RATE_LIMIT: '1000000000' }, base.token],
+        ...(base.pg ? [['base, PostgreSQL', [baseCli, 'serve', '--port', '0', '--data', base.dir], { API_RATE_LIMIT: '1000000000', DATABASE_URL: base.pg.url }, base.pg.token]] : []),
       ]
     : []),
 ];
@@ -116,12 +135,13 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const results = Object.fromEntries(servers.map(([name]) => [name, median(samples[name].map((x) => x.rps))]));
 const cpu = Object.fromEntries(servers.map(([name]) => [name, median(samples[name].map((x) => x.cpu))]));
 fs.rmSync(dataDir, { recursive: true, force: true });
+if (base) fs.rmSync(base.dir, { recursive: true, force: true });
 if (pg) {
   execFileSync('bash', [pgScript, 'down', pg.dir]);
   fs.rmSync(path.dirname(pg.dir), { recursive: true, force: true });
 }
 
-console.log(`\nGET /api/v1/teams/current, ${connections} connections, ${seconds} s, median of ${rounds} rounds, load average ${os.loadavg()[0].toFixed(2)}:`);
+console.log(`\nGET ${reqPath}, ${connections} connections, ${seconds} s, median of ${rounds} rounds, load average ${os.loadavg()[0].toFixed(2)}:`);
 console.log(`  ${'server'.padEnd(24)} ${'req/s'.padStart(7)}  CPU µs/req   (rounds, req/s)`);
 for (const [k, v] of Object.entries(results)) {
   const each = samples[k].map((x) => Math.round(x.rps)).join(' / ');
