@@ -35,6 +35,7 @@ type TokenRow = Awaited<ReturnType<ReturnType<typeof tokenById>>>[number];
 interface TokenFacts {
   hash: Buffer;
   expiresAtMs: number | null;
+  /** When last_used_at was last written, as far as this process knows. */
   lastUsedMs: number | null;
   permissions: ReadonlySet<Permission>;
   settings: InstanceSettings;
@@ -68,7 +69,8 @@ export interface Authenticated {
 /**
  * Token → Caller. Every failure after the header is present is the same 401 "Invalid token.",
  * so ids cannot be probed. The row is reused only while the store is unchanged (checked on every
- * request): a deleted token or a departed member fails on the very next request. The secret is
+ * request: SQLite's data_version, PostgreSQL's auth counter): a deleted token, a departed member, a
+ * role change or a settings change applies on the very next request, on every instance. The secret is
  * hashed and compared on every request.
  */
 export async function authenticate(db: Db, access: RequestAccess): Promise<Authenticated> {
@@ -87,6 +89,9 @@ export async function authenticate(db: Db, access: RequestAccess): Promise<Authe
   if (row.role === null) throw new BerthError('invalid_token');
 
   if (facts.lastUsedMs === null || now - facts.lastUsedMs >= LAST_USED_GRANULARITY_MS) {
+    // Noted on the reused row first: on PostgreSQL this write does not invalidate it (migration
+    // 020 leaves last_used_at out), and the requests that overlap this one need not write again.
+    facts.lastUsedMs = now;
     await db.updateTable('api_tokens').set({ last_used_at: new Date(now).toISOString() }).where('id', '=', row.id).execute();
   }
 

@@ -1,4 +1,4 @@
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import { z } from 'zod';
 
 /** `page` (from 1) and `per_page` (at most 100) on every list. */
@@ -29,9 +29,14 @@ export function pageOf<T>(all: T[], p: Page): { items: T[]; total: number; page:
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyQuery = SelectQueryBuilder<any, any, any>;
 
+/** The window count's column: added to the page's rows and taken off before `view` sees them. */
+const TOTAL = 'berth_page_total';
+
 /**
  * One page of a query and the count of all its rows: `select` adds the columns and the order,
- * `view` turns the page's rows into the list's items.
+ * `view` turns the page's rows into the list's items. The count rides on the page's rows
+ * (`count(*) over ()`, one statement: one round trip to PostgreSQL, one snapshot); only a page
+ * past the end, which has no row to carry it, costs a second statement.
  */
 export async function paged<Q extends AnyQuery, R, T>(
   base: Q,
@@ -39,7 +44,12 @@ export async function paged<Q extends AnyQuery, R, T>(
   select: (q: Q) => { limit(n: number): { offset(n: number): { execute(): Promise<R[]> } } },
   view: (rows: R[]) => T[] | Promise<T[]>,
 ): Promise<{ items: T[]; total: number; page: number; per_page: number }> {
-  const rows = await select(base).limit(p.per_page).offset((p.page - 1) * p.per_page).execute();
-  const { n } = (await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()) as { n: number };
-  return { items: await view(rows), total: Number(n), page: p.page, per_page: p.per_page };
+  const counted = base.select(sql<number>`count(*) over ()`.as(TOTAL)) as Q;
+  const rows = (await select(counted).limit(p.per_page).offset((p.page - 1) * p.per_page).execute()) as (R & Record<typeof TOTAL, number>)[];
+  let total: number;
+  if (rows.length) total = Number(rows[0]![TOTAL]);
+  else if (p.page === 1) total = 0;
+  else total = Number(((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()) as { n: number }).n);
+  const plain = rows.map(({ [TOTAL]: _, ...row }) => row as R);
+  return { items: await view(plain), total, page: p.page, per_page: p.per_page };
 }

@@ -17,7 +17,9 @@ import * as m016 from './migrations/016-s3-storages.js';
 import * as m017 from './migrations/017-cloud-init-scripts.js';
 import * as m018 from './migrations/018-volume-backups.js';
 import * as m019 from './migrations/019-observed-state.js';
-import * as m020 from './migrations/020-migration-leftovers.js';
+import * as m020 from './migrations/020-auth-version.js';
+import * as m021 from './migrations/021-migration-leftovers.js';
+import { authVersionOf, registerAuthVersion } from './auth-version.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
 
@@ -37,7 +39,8 @@ const migrations: Record<string, Migration> = {
   '017-cloud-init-scripts': m017,
   '018-volume-backups': m018,
   '019-observed-state': m019,
-  '020-migration-leftovers': m020,
+  '020-auth-version': m020,
+  '021-migration-leftovers': m021,
 
   '009-shared-variables': m009,
 
@@ -112,6 +115,7 @@ async function openPostgres(url: string): Promise<Db> {
     await db.destroy();
     throw new Error(`Cannot reach the PostgreSQL store (DATABASE_URL): ${(err as Error).message}`);
   }
+  registerAuthVersion(db, authVersionOf(pool));
   return db;
 }
 

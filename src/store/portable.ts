@@ -10,6 +10,9 @@ export function setMigrationDialect(d: 'sqlite' | 'postgres'): void {
   dialect = d;
 }
 
+/** For the few migrations that exist on one store only (PostgreSQL triggers). */
+export const migrationDialect = (): 'sqlite' | 'postgres' => dialect;
+
 /** An auto-incrementing integer primary key named id. */
 export function autoId<T extends string>(table: CreateTableBuilder<T, never>): CreateTableBuilder<T, 'id'> {
   return dialect === 'postgres'

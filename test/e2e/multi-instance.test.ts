@@ -1,8 +1,9 @@
 /**
  * Three `berth serve` processes on one store (the PostgreSQL database on a PostgreSQL run, the
  * SQLite file otherwise) and one Redis, as behind a load balancer: a record made through one is
- * on the others, a revocation, a member's removal, the API switch and the allow-list apply on
- * every instance at the next request, and a migration whose instance is killed (SIGKILL) in the
+ * on the others, a revocation, a member's removal, a role change, the API switch, the allow-list
+ * and changes made with plain SQL apply on every instance at the next request (also under load:
+ * instances reuse the auth rows while the store says nothing changed), and a migration whose instance is killed (SIGKILL) in the
  * middle of its copy is rolled back by another instance once its lease runs out, with the data
  * verified where the record says the resource lives. (Exact rate limits across three processes:
  * test/limits/redis.test.ts, on both stores.)
@@ -80,6 +81,74 @@ describe.runIf(hasRedis)('three berth instances on one store and one Redis', () 
     const { writeSettings } = await import('../../src/store/settings.js');
     await writeSettings(db, { allowedIps: '' });
     for (const i of [0, 1, 2]) expect((await get(i, '/api/v1/teams/current')).status).toBe(200);
+  });
+
+  it('a role change applies on every instance at the next request (roles cap a token at use)', async () => {
+    const admin2 = `admin-${Date.now()}@example.test`;
+    await admin.createUser(db, { email: admin2 });
+    await admin.addMember(db, { team: String(owner.teamId), email: admin2, role: 'admin' });
+    const t = await admin.createToken(db, { email: admin2, team: String(owner.teamId), name: 'r', permissions: ['root'], expires: 'never' });
+    for (const i of [0, 1, 2]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(200);
+    // A member may not hold root: the token keeps nothing, and reading needs read.
+    await admin.addMember(db, { team: String(owner.teamId), email: admin2, role: 'member' });
+    for (const i of [2, 0, 1]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(403);
+    await admin.addMember(db, { team: String(owner.teamId), email: admin2, role: 'owner' });
+    for (const i of [1, 2, 0]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(200);
+  });
+
+  it('changes written straight into the store (plain SQL, no berth code) apply at the next request', async () => {
+    const who = `sql-${Date.now()}@example.test`;
+    await admin.createUser(db, { email: who });
+    const team = await admin.createTeam(db, { name: `sql-team-${Date.now()}`, owner: who });
+    const t = await admin.createToken(db, { email: who, team: String(team.id), name: 's', permissions: ['read'], expires: 'never' });
+    for (const i of [0, 1, 2]) expect((await get(i, '/api/v1/teams/current', t.token)).json).toMatchObject({ id: team.id });
+
+    await db.updateTable('teams').set({ name: 'renamed by SQL' }).where('id', '=', team.id).execute();
+    for (const i of [0, 1, 2]) expect((await get(i, '/api/v1/teams/current', t.token)).json).toMatchObject({ name: 'renamed by SQL' });
+    await db.updateTable('api_tokens').set({ permissions: '["write"]' }).where('id', '=', t.id).execute();
+    for (const i of [1, 2, 0]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(403);
+    await db.updateTable('api_tokens').set({ permissions: '["read"]' }).where('id', '=', t.id).execute();
+    for (const i of [2, 0, 1]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(200);
+    await db.updateTable('api_tokens').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', t.id).execute();
+    for (const i of [0, 1, 2]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(401);
+    await db.updateTable('api_tokens').set({ expires_at: null }).where('id', '=', t.id).execute();
+    for (const i of [0, 1, 2]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(200);
+    await db.updateTable('settings').set({ value: 'false' }).where('key', '=', 'api_enabled').execute();
+    for (const i of [1, 0, 2]) expect((await get(i, '/api/v1/teams/current', t.token)).json).toEqual({ message: 'API is disabled.' });
+    await db.updateTable('settings').set({ value: 'true' }).where('key', '=', 'api_enabled').execute();
+    for (const i of [0, 1, 2]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(200);
+    // Deleting the team takes its memberships and tokens with it (foreign-key cascades).
+    await db.deleteFrom('teams').where('id', '=', team.id).execute();
+    for (const i of [2, 1, 0]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(401);
+  });
+
+  it('under load, every request that starts after a revocation is refused, on every instance', async () => {
+    const member = `load-${Date.now()}@example.test`;
+    await admin.createUser(db, { email: member });
+    await admin.addMember(db, { team: String(owner.teamId), email: member, role: 'member' });
+    const t = await admin.createToken(db, { email: member, team: String(owner.teamId), name: 'l', permissions: ['read'], expires: 'never' });
+    let revokedAt = Infinity;
+    const after: number[] = [];
+    let okBefore = 0;
+    // 8 clients per instance, each sending one request after another, until each has sent 5
+    // requests that started after the revocation had been acknowledged.
+    const client = async (i: number) => {
+      for (let sentAfter = 0; sentAfter < 5; ) {
+        const startedAt = performance.now();
+        const { status } = await get(i, '/api/v1/teams/current', t.token);
+        if (startedAt > revokedAt) {
+          after.push(status);
+          sentAfter++;
+        } else if (status === 200) okBefore++;
+      }
+    };
+    const clients = [0, 1, 2].flatMap((i) => Array.from({ length: 8 }, () => client(i)));
+    await until('requests to be served before the revocation', async () => (okBefore >= 48 ? true : undefined), 30_000, 10);
+    await admin.revokeToken(db, t.id);
+    revokedAt = performance.now();
+    await Promise.all(clients);
+    expect(after).toHaveLength(3 * 8 * 5);
+    expect(new Set(after)).toEqual(new Set([401]));
   });
 
   it('/api/ready answers READY on each instance', async () => {
