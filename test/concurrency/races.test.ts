@@ -145,4 +145,23 @@ describe('no lost update under concurrent clients', () => {
       expect(row).toMatchObject({ value: `changed-${round}`, comment: `note-${round}` });
     }
   });
+
+  it('concurrent PATCHes of different fields of one application or database all land', async () => {
+    for (const round of range(ROUNDS)) {
+      const app = `/applications/${c.w.appUuid}`;
+      const db = `/databases/${c.w.databaseUuid}`;
+      const replies = await Promise.all([
+        c.api('PATCH', app, c.write, { name: `app-${round}` }),
+        c.api('PATCH', app, c.write, { description: `described-${round}` }),
+        c.api('PATCH', app, c.write, { ports_exposes: String(3000 + round) }),
+        c.api('PATCH', app, c.write, { limits_memory: `${64 + round}m` }),
+        c.api('PATCH', db, c.write, { name: `db-${round}` }),
+        c.api('PATCH', db, c.write, { description: `db-described-${round}` }),
+        c.api('PATCH', db, c.write, { limits_cpus: `0.${round + 1}` }),
+      ]);
+      for (const r of replies) expect(r.status, r.text).toBe(200);
+      expect((await c.api('GET', app, c.read)).json).toMatchObject({ name: `app-${round}`, description: `described-${round}`, ports_exposes: String(3000 + round), limits_memory: `${64 + round}m` });
+      expect((await c.api('GET', db, c.read)).json).toMatchObject({ name: `db-${round}`, description: `db-described-${round}`, limits_cpus: `0.${round + 1}` });
+    }
+  });
 });

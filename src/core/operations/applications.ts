@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { atomically } from '../../store/atomic.js';
 import { nowIso } from '../../store/db.js';
 import { validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
@@ -215,30 +216,34 @@ export const applicationOperations = [
     output: z.object({ uuid: z.string() }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/applications/{uuid}' },
-    async run({ db, caller }, { uuid, ...i }) {
-      const r = await ownedResource(db, uuid, caller.teamId, ['application']);
-      const c = config<ApplicationConfig>(r);
-      if (c.build_pack === 'dockerfile' && (i.docker_registry_image_name !== undefined || i.docker_registry_image_tag !== undefined)) {
-        throw validationError({ [i.docker_registry_image_name !== undefined ? 'docker_registry_image_name' : 'docker_registry_image_tag']: ['This application is built from a Dockerfile: each deploy builds its image.'] });
-      }
-      if (i.docker_registry_image_name !== undefined) Object.assign(c, image(i.docker_registry_image_name, i.docker_registry_image_tag ?? c.docker_registry_image_tag));
-      else if (i.docker_registry_image_tag !== undefined) c.docker_registry_image_tag = i.docker_registry_image_tag;
-      if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;
-      if (i.ports_mappings !== undefined) c.ports_mappings = i.ports_mappings;
-      if (i.domains !== undefined) c.fqdn = normalizeDomains(i.domains);
-      await applyRuntimeFields(db, c, i, r.destination_id);
-      await db
-        .updateTable('resources')
-        .set({
-          name: i.name ?? r.name,
-          description: i.description === undefined ? r.description : i.description,
-          tags: i.tags ? JSON.stringify(i.tags) : r.tags,
-          config: JSON.stringify(c),
-          updated_at: nowIso(),
-        })
-        .where('id', '=', r.id)
-        .execute();
-      return { uuid };
+    async run({ db: store, caller }, { uuid, ...i }) {
+      // Read, merge and write the config in one transaction: concurrent PATCHes of different
+      // fields both land.
+      return atomically(store, async (db) => {
+        const r = await ownedResource(db, uuid, caller.teamId, ['application']);
+        const c = config<ApplicationConfig>(r);
+        if (c.build_pack === 'dockerfile' && (i.docker_registry_image_name !== undefined || i.docker_registry_image_tag !== undefined)) {
+          throw validationError({ [i.docker_registry_image_name !== undefined ? 'docker_registry_image_name' : 'docker_registry_image_tag']: ['This application is built from a Dockerfile: each deploy builds its image.'] });
+        }
+        if (i.docker_registry_image_name !== undefined) Object.assign(c, image(i.docker_registry_image_name, i.docker_registry_image_tag ?? c.docker_registry_image_tag));
+        else if (i.docker_registry_image_tag !== undefined) c.docker_registry_image_tag = i.docker_registry_image_tag;
+        if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;
+        if (i.ports_mappings !== undefined) c.ports_mappings = i.ports_mappings;
+        if (i.domains !== undefined) c.fqdn = normalizeDomains(i.domains);
+        await applyRuntimeFields(db, c, i, r.destination_id);
+        await db
+          .updateTable('resources')
+          .set({
+            name: i.name ?? r.name,
+            description: i.description === undefined ? r.description : i.description,
+            tags: i.tags ? JSON.stringify(i.tags) : r.tags,
+            config: JSON.stringify(c),
+            updated_at: nowIso(),
+          })
+          .where('id', '=', r.id)
+          .execute();
+        return { uuid };
+      });
     },
   }),
   deleteOperation('applications'),

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
+import { atomically } from '../../store/atomic.js';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
 import { validationError } from '../errors.js';
@@ -218,30 +219,34 @@ export const databaseOperations = [
     output: messageSchema,
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/databases/{uuid}' },
-    async run({ db, caller }, { uuid, name: n, description: d, image, is_public, public_port, tags: t, ...rest }) {
-      const r = await ownedResource(db, uuid, caller.teamId, DATABASE_KINDS);
-      const c = config<DatabaseConfig>(r);
-      const limits = givenLimits(rest);
-      const fields = Object.fromEntries(Object.entries(rest).filter(([k]) => !(k in limitsInput)));
-      Object.assign(c, limits);
-      checkLimits(c);
-      const allowed = Object.keys(typeFields[r.kind as DatabaseKind]);
-      const foreign = Object.keys(fields).filter((k) => (fields as Record<string, unknown>)[k] !== undefined && !allowed.includes(k));
-      if (foreign.length) {
-        throw validationError(Object.fromEntries(foreign.map((k) => [k, [`Not a field of a ${r.kind} database.`]])));
-      }
-      for (const [k, v] of Object.entries(fields)) if (v !== undefined) c.fields[k] = v as string;
-      if (image !== undefined) c.image = image;
-      if (public_port !== undefined) c.public_port = public_port;
-      if (is_public !== undefined) c.is_public = is_public;
-      // Public only with a port, as at create: removing the port makes it private again.
-      c.is_public = c.is_public && c.public_port !== null;
-      await db
-        .updateTable('resources')
-        .set({ name: n ?? r.name, description: d === undefined ? r.description : d, tags: t ? JSON.stringify(t) : r.tags, config: JSON.stringify(c), updated_at: nowIso() })
-        .where('id', '=', r.id)
-        .execute();
-      return { message: 'Database updated.' };
+    async run({ db: store, caller }, { uuid, name: n, description: d, image, is_public, public_port, tags: t, ...rest }) {
+      // Read, merge and write the config in one transaction: concurrent PATCHes of different
+      // fields both land.
+      return atomically(store, async (db) => {
+        const r = await ownedResource(db, uuid, caller.teamId, DATABASE_KINDS);
+        const c = config<DatabaseConfig>(r);
+        const limits = givenLimits(rest);
+        const fields = Object.fromEntries(Object.entries(rest).filter(([k]) => !(k in limitsInput)));
+        Object.assign(c, limits);
+        checkLimits(c);
+        const allowed = Object.keys(typeFields[r.kind as DatabaseKind]);
+        const foreign = Object.keys(fields).filter((k) => (fields as Record<string, unknown>)[k] !== undefined && !allowed.includes(k));
+        if (foreign.length) {
+          throw validationError(Object.fromEntries(foreign.map((k) => [k, [`Not a field of a ${r.kind} database.`]])));
+        }
+        for (const [k, v] of Object.entries(fields)) if (v !== undefined) c.fields[k] = v as string;
+        if (image !== undefined) c.image = image;
+        if (public_port !== undefined) c.public_port = public_port;
+        if (is_public !== undefined) c.is_public = is_public;
+        // Public only with a port, as at create: removing the port makes it private again.
+        c.is_public = c.is_public && c.public_port !== null;
+        await db
+          .updateTable('resources')
+          .set({ name: n ?? r.name, description: d === undefined ? r.description : d, tags: t ? JSON.stringify(t) : r.tags, config: JSON.stringify(c), updated_at: nowIso() })
+          .where('id', '=', r.id)
+          .execute();
+        return { message: 'Database updated.' };
+      });
     },
   }),
   deleteOperation('databases'),

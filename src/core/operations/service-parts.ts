@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { atomically } from '../../store/atomic.js';
 import { nowIso, type Db } from '../../store/db.js';
 import { BerthError, notFound, validationError } from '../errors.js';
 import { ownedResource } from '../lookup.js';
@@ -124,15 +125,18 @@ function partOperations(kind: Kind) {
       output: partSchema,
       annotations: UPDATE,
       http: { method: 'PATCH', path: base },
-      async run({ db, caller }, i) {
-        const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
+      async run({ db: store, caller }, i) {
         if (i.human_name === undefined && i.description === undefined) throw validationError({ human_name: ['At least one field must be provided.'] });
-        const c = config<ServiceConfig>(r);
-        const was = c.parts?.[part.name] ?? { human_name: null, description: null };
-        const now = { human_name: i.human_name === undefined ? was.human_name : i.human_name, description: i.description === undefined ? was.description : i.description };
-        c.parts = { ...c.parts, [part.name]: now };
-        await db.updateTable('resources').set({ config: JSON.stringify(c), updated_at: nowIso() }).where('id', '=', r.id).execute();
-        return { ...part, ...now };
+        // One transaction: two parts renamed at once both keep their names.
+        return atomically(store, async (db) => {
+          const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
+          const c = config<ServiceConfig>(r);
+          const was = c.parts?.[part.name] ?? { human_name: null, description: null };
+          const now = { human_name: i.human_name === undefined ? was.human_name : i.human_name, description: i.description === undefined ? was.description : i.description };
+          c.parts = { ...c.parts, [part.name]: now };
+          await db.updateTable('resources').set({ config: JSON.stringify(c), updated_at: nowIso() }).where('id', '=', r.id).execute();
+          return { ...part, ...now };
+        });
       },
     }),
     defineOperation({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { atomically } from '../../store/atomic.js';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
 import { composeInput, parseCompose, requireHostAccess, type ComposeContainer } from '../compose.js';
@@ -128,10 +129,11 @@ export const serviceOperations = [
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/services/{uuid}' },
     async run({ db, caller }, { uuid, ...i }) {
-      const r = await ownedResource(db, uuid, caller.teamId, ['service']);
       const compose = i.docker_compose_raw === undefined ? undefined : parseCompose(i.docker_compose_raw);
-      if (compose) requireHostAccess(compose, (await serverOf(db, r)).host_access === 1);
-      await db.transaction().execute(async (trx) => {
+      // Read, merge and write in one transaction: concurrent PATCHes of different fields both land.
+      await atomically(db, async (trx) => {
+        const r = await ownedResource(trx, uuid, caller.teamId, ['service']);
+        if (compose) requireHostAccess(compose, (await serverOf(trx, r)).host_access === 1);
         const c = config<ServiceConfig>(r);
         if (compose) Object.assign(c, { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes });
         await trx
