@@ -45,8 +45,8 @@ afterAll(() => {
 });
 
 async function mcpConfig(args: string[], cwd = home) {
-  const r = await runBerth(['mcp-config', ...args, '--data', '.berth'], { cwd, env });
-  return r;
+  // Relative from the instance's home, as a person would type it; absolute from anywhere else.
+  return runBerth(['mcp-config', ...args, '--data', cwd === home ? '.berth' : dataDir], { cwd, env });
 }
 
 async function tokens(team = '1'): Promise<Array<{ id: number; name: string; permissions: string[]; email: string }>> {
