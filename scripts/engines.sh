@@ -282,6 +282,29 @@ cmd_up() {
   log "up: $dir/a/engine.sock $dir/b/engine.sock ($IMAGE)"
 }
 
+# conmon processes of these engines: an exec session's conmon waits --exit-delay (300 s) after
+# the session ends and outlives the service. Ours name an engine's storage root as an argument.
+engine_conmons() { # dir
+  local dir="$1" p e
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = conmon ] || continue
+    for e in "${ENGINES[@]}"; do
+      if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF "$dir/$e/root"; then echo "${p#/proc/}"; break; fi
+    done
+  done
+}
+
+kill_conmons() { # dir
+  local dir="$1" pid left
+  for pid in $(engine_conmons "$dir"); do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 40); do
+    left="$(engine_conmons "$dir")"
+    [ -z "$left" ] && return 0
+    sleep 0.05
+  done
+  for pid in $left; do kill -KILL "$pid" 2>/dev/null || true; done
+}
+
 cmd_down() {
   local dir="${1:?usage: $0 down DIR}" e pid pids=()
   [ -d "$dir" ] || return 0
@@ -310,6 +333,7 @@ cmd_down() {
     sleep 0.05
   done
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  kill_conmons "$dir"
   for e in "${ENGINES[@]}"; do
     local d="$dir/$e"
     [ -d "$d" ] || continue

@@ -1,60 +1,21 @@
 #!/usr/bin/env node
-import path from 'node:path';
 import { Command, Option } from 'commander';
+import { command, fail, print, requireInstance, withStore, type DataOpts } from './cli/common.js';
+import { registerMcpConfig } from './cli/mcp-config-command.js';
 import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
 import { BerthError } from './core/errors.js';
 import { allowListOr422 } from './core/operations/settings.js';
-import { openStore, type Db } from './store/db.js';
+import { probeInstance } from './store/instance.js';
 import { readSettings, writeSettings } from './store/settings.js';
 import { parseToolsets, TOOLSET_WORDS } from './tools/toolsets.js';
+import { BERTH_VERSION, COOLIFY_API_VERSION } from './version.js';
 
-interface DataOpts {
-  data: string;
-  json?: boolean;
-}
-
-const print = (opts: DataOpts, data: unknown, human: string) => console.log(opts.json ? JSON.stringify(data) : human);
-
-/** One line saying why, then a non-zero exit. */
-function fail(err: unknown): never {
-  if (err instanceof BerthError) {
-    const fields = Object.entries(err.details.errors ?? {}).map(([f, msgs]) => `${f}: ${msgs.join(' ')}`);
-    console.error(`berth: ${fields.length ? fields.join('; ') : err.message}`);
-  } else {
-    console.error(`berth: ${(err as Error).message}`);
-  }
-  process.exit(1);
-}
-
-/** Every command takes --data (env BERTH_DATA); commands that print data also take --json. */
-function command(parent: Command, name: string, description: string, json = true): Command {
-  const c = parent
-    .command(name)
-    .description(description)
-    .addOption(new Option('--data <dir>', 'data directory').env('BERTH_DATA').default('./.berth'));
-  if (json) c.option('--json', 'print JSON');
-  return c;
-}
-
-/** Runs an action on the store, closing it afterwards whatever happens. */
-function withStore<O extends DataOpts>(fn: (db: Db, opts: O) => Promise<void>) {
-  return async (opts: O) => {
-    let db: Db | undefined;
-    try {
-      // The same store as serve: DATABASE_URL when set (PostgreSQL), else the file in --data.
-      db = await openStore(path.resolve(opts.data), loadConfig({ ...process.env, BERTH_DATA: opts.data }).databaseUrl);
-      await fn(db, opts);
-      await db.destroy();
-    } catch (err) {
-      await db?.destroy();
-      fail(err);
-    }
-  };
-}
+const VERSION_LINE = `berth ${BERTH_VERSION} (Coolify API ${COOLIFY_API_VERSION})`;
 
 const program = new Command('berth')
   .description('Team-scoped infrastructure management for AI agents: HTTP API and MCP server.')
+  .version(VERSION_LINE, '-V, --version', "print berth's version and the Coolify API version it follows")
   .configureOutput({ outputError: (s, write) => write(s.split('\n')[0] + '\n') });
 
 command(program, 'init', 'create the root team, its owner and a root token')
@@ -65,7 +26,7 @@ command(program, 'init', 'create the root team, its owner and a root token')
     withStore<DataOpts & { email?: string; team: string; apiDisabled?: boolean }>(async (db, o) => {
       const r = await admin.initInstance(db, { email: o.email, team: o.team, apiEnabled: !o.apiDisabled });
       print(o, r, `Created team "${r.team.name}" (id ${r.team.id}) owned by ${r.user.email}.\nRoot token (shown once, store it now):\n${r.token}`);
-    }),
+    }, { init: true }),
   );
 
 command(program, 'serve', 'run the HTTP API (and the workers)', false)
@@ -74,6 +35,11 @@ command(program, 'serve', 'run the HTTP API (and the workers)', false)
   .action(async (o: DataOpts & { host?: string; port?: string }) => {
     try {
       const config = loadConfig({ ...process.env, BERTH_DATA: o.data, ...(o.host ? { HOST: o.host } : {}), ...(o.port ? { PORT: o.port } : {}) });
+      // A first start creates the instance, but only where nothing else lives: a missing or empty
+      // directory (or berth's own store not yet initialized), or a database without berth's tables.
+      if ((await probeInstance(config.dataDir, config.databaseUrl)) === 'foreign') {
+        throw new Error(`${config.dataDir} holds other files and no berth instance: give serve an empty or new directory, or check --data`);
+      }
       const { startServer } = await import('./serve.js');
       const server = await startServer(config);
       console.log(`berth: listening on ${server.url}`);
@@ -99,6 +65,7 @@ command(program, 'mcp', 'serve MCP on stdio for a desktop agent (token from BERT
         await runRemoteStdio({ apiUrl: o.apiUrl, token: process.env.BERTH_TOKEN, readOnly: Boolean(o.readOnly), toolsets, logLevel: config.logLevel });
         return;
       }
+      await requireInstance(o);
       const { runStdio } = await import('./server/stdio.js');
       await runStdio(config, { token: process.env.BERTH_TOKEN, readOnly: Boolean(o.readOnly), toolsets });
     } catch (err) {
@@ -204,6 +171,16 @@ command(settings, 'set', 'change a setting: api-enabled true|false, mcp-enabled 
       print(o, { api_enabled: s.apiEnabled, mcp_enabled: s.mcpEnabled, allowed_ips: s.allowedIps }, `api-enabled: ${s.apiEnabled}\nmcp-enabled: ${s.mcpEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}`);
     })(o),
   );
+
+program
+  .command('version')
+  .description("print berth's version and the Coolify API version it follows")
+  .action(() => console.log(VERSION_LINE));
+
+registerMcpConfig(program);
+
+// `-v` is what people type first; commander takes one short flag for the version (-V).
+if (process.argv[2] === '-v' && process.argv.length === 3) process.argv[2] = '--version';
 
 // Not a top-level await: the shipped command is one CommonJS bundle (see src/launcher.ts).
 program.parseAsync(process.argv).catch(fail);

@@ -252,3 +252,20 @@ export async function revokeToken(db: Db, id: number): Promise<void> {
   const r = await db.deleteFrom('api_tokens').where('id', '=', id).executeTakeFirst();
   if (r.numDeletedRows === 0n) throw new BerthError('not_found');
 }
+
+/** The default holder of a client's token (`berth mcp-config`): the root team's first owner. */
+export async function rootOwner(db: Db): Promise<{ email: string; team: string }> {
+  const { rootTeamId } = await readSettings(db);
+  if (rootTeamId === null) throw validationError({ team: ['This instance has no root team; run `berth init`.'] });
+  const owner = await db
+    .selectFrom('team_members as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select('u.email')
+    .where('m.team_id', '=', rootTeamId)
+    .where('m.role', '=', 'owner')
+    .orderBy('m.created_at')
+    .orderBy('u.id')
+    .executeTakeFirst();
+  if (!owner) throw validationError({ email: ['The root team has no owner; name one with --email.'] });
+  return { email: owner.email, team: String(rootTeamId) };
+}

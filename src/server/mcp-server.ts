@@ -12,8 +12,9 @@ import type { ToolDefinition } from '../tools/registry.js';
 import { jsonSchemaOf } from '../tools/schema.js';
 import { TOOLSET_DESCRIPTIONS, parseToolsets, selects } from '../tools/toolsets.js';
 import { TOOLSETS } from '../core/operation.js';
+import { BERTH_VERSION } from '../version.js';
 
-export const SERVER_INFO = { name: 'berth', version: '0.1.0' };
+export const SERVER_INFO = { name: 'berth', version: BERTH_VERSION };
 
 const TEXT_LIMIT = 4_000;
 

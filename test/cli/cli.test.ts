@@ -456,10 +456,12 @@ describe('BERTH_DATA', MANY_RUNS, () => {
     expect(create.code).toBe(0);
     expect((await snapshot(dir)).users.map((u) => u.email)).toContain('via-env@example.test');
 
+    // --data wins: an empty directory named by it is refused (no instance there), though BERTH_DATA holds one.
     const other = freshDir();
     const overridden = await berth(['settings', 'get', '--json', '--data', other], { env, cwd: elsewhere });
-    expect(overridden.code).toBe(0);
-    expect(JSON.parse(overridden.stdout)).toMatchObject({ root_team_id: null });
+    expect(overridden.code).not.toBe(0);
+    expect(overridden.stderr).toMatch(/^berth: no berth instance in /);
+    expect(fs.readdirSync(other)).toEqual([]);
   });
 });
 

@@ -3,16 +3,10 @@ import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { READ } from './common.js';
 import { placedSchema, placedView } from './resource-common.js';
+import { BERTH_VERSION, COOLIFY_API_VERSION } from '../../version.js';
 
-/** berth's own version: OpenAPI's info.version, the X-Berth-Version header, get_version's berth_version. */
-export const BERTH_VERSION = '0.1.0';
-/**
- * The Coolify API version whose paths, fields and status codes berth's /api/v1 follows (the
- * operation list berth's coverage is measured against, scripts/coolify-coverage.mjs). It is what
- * GET /api/v1/version answers, as Coolify does, so clients that gate features on Coolify's version
- * turn them on (they answered berth's 0.1.0 by switching features off).
- */
-export const COOLIFY_API_VERSION = '4.3.11';
+// Declared in src/version.ts (the CLI's --version reads them without loading the operations).
+export { BERTH_VERSION, COOLIFY_API_VERSION };
 
 export const platformOperations = [
   defineOperation({

@@ -1,0 +1,113 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import * as admin from '../core/admin.js';
+import { BerthError } from '../core/errors.js';
+import { openStore } from '../store/db.js';
+import { command, fail, requireInstance, storeOf, type DataOpts } from './common.js';
+import {
+  baseUrlOf,
+  clientEntry,
+  CLIENTS,
+  configDocument,
+  defaultConfigFile,
+  mergeEntry,
+  placementHint,
+  readConfigFile,
+  writeAtomically,
+  type Client,
+  type Target,
+} from './mcp-config.js';
+
+interface McpConfigOpts extends DataOpts {
+  client: string;
+  http?: string;
+  write?: boolean;
+  configFile?: string;
+  email?: string;
+  team?: string;
+  permissions: string;
+  expires: string;
+}
+
+/** This installation's entry point, as the client must start it: the real file, whatever link or directory ran it. */
+function entryPoint(): string {
+  return fs.realpathSync(process.argv[1]!);
+}
+
+export function registerMcpConfig(program: Command): void {
+  command(program, 'mcp-config', "print (or --write) an MCP client's configuration for this berth, with a token made for it", false)
+    .requiredOption('--client <client>', CLIENTS.join(', '))
+    .option('--http <url>', "connect to a running berth at this URL (its /mcp) instead of starting `berth mcp`")
+    .option('--write', "merge the entry into the client's configuration file (only the berth entry is replaced)")
+    .option('--config-file <file>', "the client's configuration file (default: where the client reads it)")
+    .option('--email <email>', "the token's holder (default: the root team's first owner)")
+    .option('--team <team>', "the token's team, id or name (default: the root team)")
+    .option('--permissions <list>', 'comma-separated: read, read:sensitive, write, deploy, root', 'read,write,deploy')
+    .option('--expires <period>', '7d, 30d, 60d, 90d, 1y or never', '1y')
+    .action(async (o: McpConfigOpts) => {
+      try {
+        await run(o);
+      } catch (err) {
+        fail(err);
+      }
+    });
+}
+
+async function run(o: McpConfigOpts): Promise<void> {
+  if (!(CLIENTS as readonly string[]).includes(o.client)) {
+    throw new BerthError('validation', { errors: { client: [`Unknown client "${o.client}"; use ${CLIENTS.join(', ')}.`] } });
+  }
+  const client = o.client as Client;
+  const baseUrl = o.http === undefined ? undefined : baseUrlOf(o.http);
+  const file = path.resolve(o.configFile ?? defaultConfigFile(client));
+  // Everything that can refuse does so before the token exists: the instance, the client's file.
+  await requireInstance(o);
+  const existing = o.write ? readConfigFile(file) : null;
+
+  const { dataDir, databaseUrl } = storeOf(o);
+  const db = await openStore(dataDir, databaseUrl);
+  let issued: admin.IssuedToken;
+  try {
+    const holder = o.email === undefined || o.team === undefined ? await admin.rootOwner(db) : undefined;
+    issued = await admin.createToken(db, {
+      email: o.email ?? holder!.email,
+      team: o.team ?? holder!.team,
+      name: `mcp-config ${client}`,
+      permissions: o.permissions.split(',').map((p) => p.trim()).filter(Boolean) as never,
+      expires: o.expires as never,
+    });
+  } finally {
+    await db.destroy();
+  }
+
+  const target: Target =
+    baseUrl === undefined
+      ? { kind: 'stdio', command: process.execPath, args: [entryPoint(), 'mcp', '--data', dataDir], env: tokenEnv(issued.token, databaseUrl) }
+      : client === 'claude-desktop'
+        ? // Claude Desktop's file takes no URL with headers: remote mode is a local stdio server calling that berth's API.
+          { kind: 'stdio', command: process.execPath, args: [entryPoint(), 'mcp', '--api-url', baseUrl], env: { BERTH_TOKEN: issued.token } }
+        : { kind: 'http', url: `${baseUrl}/mcp`, headers: { Authorization: `Bearer ${issued.token}` } };
+  const entry = clientEntry(client, target);
+
+  if (!o.write) {
+    console.log(JSON.stringify(configDocument(client, entry), null, 2));
+    console.error(`berth: token ${issued.id} made for this client (expires ${issued.expires_at ?? 'never'}); it is shown once, above.`);
+    console.error(`berth: ${placementHint(client, file)}`);
+    return;
+  }
+  try {
+    writeAtomically(file, `${JSON.stringify(mergeEntry(client, existing, entry), null, 2)}\n`);
+  } catch (err) {
+    // No file, no token: one that nothing holds would only wait to leak.
+    const cleanup = await openStore(dataDir, databaseUrl);
+    await admin.revokeToken(cleanup, issued.id).finally(() => cleanup.destroy());
+    throw err;
+  }
+  console.log(`berth: wrote the "berth" entry to ${file} (token ${issued.id}, expires ${issued.expires_at ?? 'never'}); restart the client to load it.`);
+}
+
+/** The stdio server's environment: its token, and the PostgreSQL store when the instance lives there. */
+function tokenEnv(token: string, databaseUrl: string | null): Record<string, string> {
+  return databaseUrl ? { BERTH_TOKEN: token, DATABASE_URL: databaseUrl } : { BERTH_TOKEN: token };
+}
