@@ -115,7 +115,8 @@ async function main() {
       const { tools } = await import(pathToFileURL(path.join(b.distDir, 'tools', 'index.js')).href);
       const logger = { error() {}, debug() {}, info() {}, warn() {} };
       for (const n of [1, tools.length]) {
-        const session = { core: null, logger, tools: tools.slice(0, n), callerFor: async () => null };
+        const reachable = tools.slice(0, n);
+        const session = { core: null, logger, catalogue: { reachable, listed: new Set(reachable.map((t) => t.name)), dynamic: false }, callerFor: async () => null };
         for (let i = 0; i < 300; i++) buildMcpServer(session);
         const cpu0 = process.cpuUsage();
         for (let i = 0; i < N; i++) buildMcpServer(session);
