@@ -64,10 +64,29 @@ export function fastCallOf(headers: IncomingHttpHeaders, body: unknown): FastCal
   // 2026 era: only the envelope's own keys (a progress token asks for a stream), headers that
   // say exactly what the body says, and the SDK's own classifier agreeing.
   if (!isPlain(meta) || !only(meta, [...ENVELOPE_KEYS]) || meta[PROTOCOL_VERSION_META_KEY] !== MODERN) return undefined;
-  if (version !== MODERN || headers['mcp-method'] !== 'tools/call' || headers['mcp-name'] !== params.name || params.name.startsWith('=?')) return undefined;
-  const route = classifyInboundRequest({ httpMethod: 'POST', protocolVersionHeader: version, mcpMethodHeader: 'tools/call', mcpNameHeader: params.name, body });
-  if (route.kind !== 'modern' || route.messageKind !== 'request' || route.classification.revision !== MODERN) return undefined;
-  return { era: 'modern', id, name: params.name, args };
+  const name = params.name;
+  if (version !== MODERN || headers['mcp-method'] !== 'tools/call' || headers['mcp-name'] !== name || name.startsWith('=?')) return undefined;
+  if (!envelopeAccepted(meta, () => classifyInboundRequest({ httpMethod: 'POST', protocolVersionHeader: version, mcpMethodHeader: 'tools/call', mcpNameHeader: name, body }))) return undefined;
+  return { era: 'modern', id, name, args };
+}
+
+/**
+ * Whether the SDK's classifier routes a request with this envelope to its modern path. With the
+ * headers already equal to the body, its answer depends on the envelope alone, and a client sends
+ * the same envelope with every call: the verdict is kept by the envelope's JSON (validating it
+ * with the SDK's schemas was a sixth of a fast call).
+ */
+const verdicts = new Map<string, boolean>();
+function envelopeAccepted(meta: Record<string, unknown>, classify: () => ReturnType<typeof classifyInboundRequest>): boolean {
+  const key = JSON.stringify(meta);
+  let ok = verdicts.get(key);
+  if (ok === undefined) {
+    const route = classify();
+    ok = route.kind === 'modern' && route.messageKind === 'request' && route.classification.revision === MODERN;
+    if (verdicts.size >= 256) verdicts.clear();
+    verdicts.set(key, ok);
+  }
+  return ok;
 }
 
 /**

@@ -47,8 +47,9 @@ function operationOf(body: unknown, byName: ReadonlyMap<string, ToolDefinition>)
 /** Aborted when the client goes away before its answer, as the SDK's request signal is. */
 function abortSignalOf(res: ServerResponse): AbortSignal {
   const ac = new AbortController();
+  // Not once the answer is written (abort() makes a DOMException with a stack: not free).
   res.once('close', () => {
-    if (!res.writableFinished) ac.abort();
+    if (!res.writableEnded) ac.abort();
   });
   return ac.signal;
 }
