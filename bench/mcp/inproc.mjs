@@ -62,10 +62,10 @@ async function measure(label, once, check) {
 
 const okMcp = (r) => r.statusCode === 200 && r.payload.includes('"structuredContent"') && !r.payload.includes('"isError":true');
 
-async function berthTargets(distDir, dataDir, name) {
+async function berthTargets(distDir, dataDir, name, overrides = {}) {
   const { loadConfig } = await import(pathToFileURL(path.join(distDir, 'config', 'config.js')).href);
   const { startServer } = await import(pathToFileURL(path.join(distDir, 'serve.js')).href);
-  const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent', API_RATE_LIMIT: '1000000000', REDIS_URL: '', MCP_ALLOWED_ORIGINS: '', MCP_ALLOWED_HOSTS: '' }, { dataDir, host: '127.0.0.1', port: 0 });
+  const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent', API_RATE_LIMIT: '1000000000', REDIS_URL: '', MCP_ALLOWED_ORIGINS: '', MCP_ALLOWED_HOSTS: '' }, { dataDir, host: '127.0.0.1', port: 0, ...overrides });
   const server = await startServer(config, () => {});
   return { name, server, distDir };
 }
@@ -81,6 +81,9 @@ async function main() {
     const token = JSON.parse(init.stdout).token;
 
     const builds = [await berthTargets(path.join(ROOT, 'dist'), dataDir, 'berth')];
+    // The same build with every tools/call through the SDK (config.mcpFastCalls false): what the fast path saves.
+    const sdkPath = await berthTargets(path.join(ROOT, 'dist'), dataDir, 'berth, SDK path', { mcpFastCalls: false });
+    servers.push(sdkPath.server);
     if (CANDIDATE) {
       const candData = path.join(work, 'data-candidate');
       fs.cpSync(dataDir, candData, { recursive: true });
@@ -99,6 +102,7 @@ async function main() {
         check: (r) => r.statusCode === 200,
       });
     }
+    for (const era of ['modern', 'legacy']) targets.push({ label: `berth, SDK path /mcp ${era}`, once: () => sdkPath.server.app.inject(mcpRequest(token, era)), check: okMcp });
     for (const era of ['modern', 'legacy']) targets.push({ label: `bare SDK /mcp ${era}`, once: () => inject(bare, mcpRequest(token, era)), check: okMcp });
     const runs = new Map();
     for (let round = 0; round < 2; round++) {
@@ -115,7 +119,8 @@ async function main() {
       const { tools } = await import(pathToFileURL(path.join(b.distDir, 'tools', 'index.js')).href);
       const logger = { error() {}, debug() {}, info() {}, warn() {} };
       for (const n of [1, tools.length]) {
-        const session = { core: null, logger, tools: tools.slice(0, n), callerFor: async () => null };
+        const reachable = tools.slice(0, n);
+        const session = { core: null, logger, catalogue: { reachable, listed: new Set(reachable.map((t) => t.name)), dynamic: false }, callerFor: async () => null };
         for (let i = 0; i < 300; i++) buildMcpServer(session);
         const cpu0 = process.cpuUsage();
         for (let i = 0; i < N; i++) buildMcpServer(session);
@@ -132,6 +137,14 @@ async function main() {
   console.log(`server-side cost per call, ${N} sequential injected calls per target (best of 2), Node ${process.version}, load average ${load}`);
   console.log(`  ${''.padEnd(46)}${'CPU µs'.padStart(9)}${'wall µs'.padStart(9)}`);
   for (const r of results) console.log(`  ${r.label.padEnd(46)}${r.cpuUs.toFixed(0).padStart(9)}${r.wallUs === undefined ? '' : r.wallUs.toFixed(0).padStart(9)}`);
+  // Issue 28's goal: an MCP call within 2x the same operation over REST (CPU per call, same run).
+  const cpu = (label) => results.find((r) => r.label === label)?.cpuUs;
+  for (const name of ['berth', 'candidate']) {
+    const rest = cpu(`${name} REST GET /api/v1/teams/current`);
+    if (rest === undefined) continue;
+    const ratios = ['modern', 'legacy'].map((era) => `${era} ${(cpu(`${name} /mcp ${era}`) / rest).toFixed(2)}`);
+    console.log(`  ratio ${name} MCP / REST (CPU per call): ${ratios.join(', ')}`);
+  }
 }
 
 main().catch((err) => {

@@ -35,6 +35,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const CLI = path.join(ROOT, 'dist', 'bundle', 'cli.js');
 const UNBUNDLED_CLI = path.join(ROOT, 'dist', 'cli.js');
 const BARE = path.join(ROOT, 'bench', 'mcp', 'bare-server.mjs');
+const BARE_V1 = path.join(ROOT, 'bench', 'mcp', 'bare-v1-server.mjs');
 
 const argv = process.argv.slice(2);
 const opt = (name, def) => {
@@ -302,9 +303,11 @@ function stdioSession(args, env, era, rtt) {
         rtts.push(performance.now() - t);
         if (!r.result || r.result.isError) throw new Error(`call failed: ${JSON.stringify(r)}`);
       }
+      // The whole process, as a client sees it: closing stdin ends the session, and the process
+      // has to go away by itself (issue 28 counts spawn → exit).
       child.stdin.end();
-      await new Promise((res) => (child.exitCode !== null ? res() : child.once('exit', res)));
-      return { firstMs, rtts, listBytes, listCount: list.result.tools.length };
+      await new Promise((res) => (child.exitCode !== null || child.signalCode !== null ? res() : child.once('exit', res)));
+      return { firstMs, exitMs: performance.now() - t0, rtts, listBytes, listCount: list.result.tools.length };
     })().then(
       (r) => {
         clearTimeout(timer);
@@ -327,18 +330,22 @@ async function stdioBench(token, dataDir) {
     ...(CANDIDATE
       ? ['legacy', 'modern'].map((era) => ({ name: 'berth candidate mcp', era, args: [CANDIDATE, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) }))
       : []),
+    { name: 'bare SDK v1 (one tool)', era: 'legacy', args: [BARE_V1], env: process.env },
     { name: 'bare SDK (serveStdio)', era: 'legacy', args: [BARE, 'stdio'], env: process.env },
     { name: 'bare SDK (serveStdio)', era: 'modern', args: [BARE, 'stdio'], env: process.env },
     { name: 'node floor (10-line echo)', era: 'modern', args: ['-e', FLOOR_SCRIPT], env: process.env },
   ];
   const firsts = subjects.map(() => []);
+  const exits = subjects.map(() => []);
   const rtts = subjects.map(() => []);
   const lists = subjects.map(() => null);
   // Interleaved, so machine noise spreads over every subject; the first round only warms the page cache.
-  for (let i = 0; i <= SPAWNS; i++) {
+  // The last round only measures round trips (its exit comes after them): it is not counted.
+  for (let i = 0; i <= SPAWNS + 1; i++) {
     for (const [k, s] of subjects.entries()) {
-      const r = await stdioSession(s.args, s.env, s.era, i === SPAWNS ? RTT_COUNT : 0);
-      if (i > 0) firsts[k].push(r.firstMs);
+      const r = await stdioSession(s.args, s.env, s.era, i === SPAWNS + 1 ? RTT_COUNT : 0);
+      if (i > 0 && i <= SPAWNS) firsts[k].push(r.firstMs);
+      if (i > 0 && i <= SPAWNS) exits[k].push(r.exitMs);
       rtts[k].push(...r.rtts);
       lists[k] = { tools: r.listCount, bytes: r.listBytes };
     }
@@ -347,6 +354,7 @@ async function stdioBench(token, dataDir) {
     name: s.name,
     era: s.era,
     spawnToFirstMs: { median: median(firsts[k]), min: Math.min(...firsts[k]), max: Math.max(...firsts[k]) },
+    spawnToExitMs: { median: median(exits[k]), min: Math.min(...exits[k]), max: Math.max(...exits[k]) },
     rtt: { p50: median(rtts[k]), p99: quantile(rtts[k], 0.99), count: rtts[k].length },
     list: lists[k],
   }));
@@ -392,17 +400,24 @@ async function main() {
         out.push(`    ${pad(name, 38)}${lpad(f0(x.rps), 9)}${lpad(f0(x.best), 7)}${lpad(f2(x.p50), 9)}${lpad(f2(x.p99), 9)}${lpad(f0(x.cpuUsPerCall), 13)}${lpad(x.errors, 8)}`);
       }
       out.push(`    ${pad('ratio berth / bare SDK', 38)}${lpad(f2(r.ratios.rps), 9)}${lpad(f2(r.ratios.best), 7)}${lpad('', 18)}${lpad(f2(r.ratios.cpuPerCall), 13)}`);
+      // Issue 28: an MCP call within 2x the same operation over REST (CPU per call, same run).
+      const rest = report.http.modern?.['berth REST GET /api/v1/teams/current'];
+      if (rest) out.push(`    ${pad('ratio berth MCP / berth REST', 38)}${lpad('', 9 + 7 + 18)}${lpad(f2(r.berth.cpuUsPerCall / rest.cpuUsPerCall), 13)}`);
       if (r.candidateRatios) out.push(`    ${pad('ratio berth candidate / bare SDK', 38)}${lpad(f2(r.candidateRatios.rps), 9)}${lpad(f2(r.candidateRatios.best), 7)}${lpad('', 18)}${lpad(f2(r.candidateRatios.cpuPerCall), 13)}`);
     }
   }
   if (report.stdio) {
     out.push('');
     out.push(`stdio: spawn → initialize → tools/list → first tool result (median of ${SPAWNS} spawns, min–max), then ${RTT_COUNT} sequential round trips`);
-    out.push(`  ${pad('', 46)}${lpad('first ms', 10)}${lpad('min–max', 13)}${lpad('RTT p50', 10)}${lpad('RTT p99', 10)}${lpad('tools', 7)}${lpad('list KB', 9)}`);
+    out.push(`  ${pad('', 46)}${lpad('first ms', 10)}${lpad('min–max', 13)}${lpad('exit ms', 9)}${lpad('RTT p50', 10)}${lpad('RTT p99', 10)}${lpad('tools', 7)}${lpad('list KB', 9)}`);
     for (const s of report.stdio) {
-      out.push(`  ${pad(`${s.name}, ${s.era}`, 46)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}${lpad(s.list.tools, 7)}${lpad((s.list.bytes / 1024).toFixed(1), 9)}`);
+      out.push(`  ${pad(`${s.name}, ${s.era}`, 46)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f0(s.spawnToExitMs.median), 9)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}${lpad(s.list.tools, 7)}${lpad((s.list.bytes / 1024).toFixed(1), 9)}`);
     }
-    const get = (name, era) => report.stdio.find((s) => s.name.startsWith(name) && s.era === era);
+    // Issue 28: cold start against a bare SDK v1 server with one tool (the 2025 era: v1 speaks no other).
+    const v1 = report.stdio.find((s) => s.name.startsWith('bare SDK v1'));
+    const bl = report.stdio.find((s) => s.name === 'berth mcp' && s.era === 'legacy');
+    if (v1 && bl) out.push(`  ratio berth / bare SDK v1, legacy: spawn→first ${f2(bl.spawnToFirstMs.median / v1.spawnToFirstMs.median)}, spawn→exit ${f2(bl.spawnToExitMs.median / v1.spawnToExitMs.median)}`);
+    const get = (name, era) => report.stdio.find((s) => s.name.startsWith(name) && !s.name.startsWith('bare SDK v1') && s.era === era);
     for (const era of ['legacy', 'modern']) {
       const b = get('berth', era);
       const s = get('bare', era);

@@ -108,6 +108,8 @@ export interface Config {
   testHoldMigrationPhase: { phase: string; ms: number } | null;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
+  /** Plain HTTP tools/calls answered without the SDK's per-request server (fast-call.ts); false only to compare both paths (tests, bench). */
+  mcpFastCalls: boolean;
   outboundAllowedTargets: string;
   telegramApiUrl: string;
   pushoverApiUrl: string;
@@ -150,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     testHoldMigrationPhase: e.BERTH_TEST_HOLD_MIGRATION_PHASE ? { phase: e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[0]!, ms: Number(e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[1]) } : null,
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+    mcpFastCalls: true,
     outboundAllowedTargets: e.BERTH_OUTBOUND_ALLOWED_TARGETS,
     telegramApiUrl: e.BERTH_TELEGRAM_API_URL,
     pushoverApiUrl: e.BERTH_PUSHOVER_API_URL,

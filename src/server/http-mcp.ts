@@ -1,5 +1,6 @@
 import { createMcpHandler, type AuthInfo } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
@@ -10,7 +11,8 @@ import { accessOf } from '../http-api/access.js';
 import { BadBody } from '../http-api/body.js';
 import { rateHeaders } from '../limits/rate-limits.js';
 import { visibleTools, type ToolDefinition } from '../tools/registry.js';
-import { buildMcpServer, catalogueFor, type ToolCatalogue } from './mcp-server.js';
+import { fastCallOf, writeFastAnswer } from './fast-call.js';
+import { buildMcpServer, catalogueFor, fastToolCall, type ToolCatalogue } from './mcp-server.js';
 import { tooDeepAnswer } from './message-guard.js';
 
 interface McpRouteOptions {
@@ -40,6 +42,16 @@ function operationOf(body: unknown, byName: ReadonlyMap<string, ToolDefinition>)
   if (!b || typeof b !== 'object' || Array.isArray(b) || b.method !== 'tools/call') return undefined;
   const name = b.params?.name === 'call_operation' ? b.params.arguments?.name : b.params?.name;
   return typeof name === 'string' ? byName.get(name) : undefined;
+}
+
+/** Aborted when the client goes away before its answer, as the SDK's request signal is. */
+function abortSignalOf(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  // Not once the answer is written (abort() makes a DOMException with a stack: not free).
+  res.once('close', () => {
+    if (!res.writableEnded) ac.abort();
+  });
+  return ac.signal;
 }
 
 /** A boolean header: exactly true or false (absent is false); anything else is refused, never guessed. */
@@ -80,6 +92,29 @@ function headerOrQuery(req: FastifyRequest): string | undefined {
 }
 
 /**
+ * The catalogue of one token shape (permissions, root team, read-only, toolset selection): what
+ * visibleTools and catalogueFor work out is the same for every request of that shape, so it is
+ * worked out once. Stateless HTTP never changes a catalogue (no enable_toolsets), so sharing is
+ * safe; the shape is read from the request's freshly admitted caller, so a role change or a
+ * revoked permission picks another entry at the next request.
+ */
+function catalogueCache(tools: readonly ToolDefinition[]) {
+  const cache = new Map<string, ToolCatalogue>();
+  return (caller: Caller, readOnly: boolean, spec: string | undefined): ToolCatalogue => {
+    const key = `${[...caller.permissions].sort().join(',')}|${caller.rootTeam}|${readOnly}|${spec ?? ''}`;
+    let c = cache.get(key);
+    if (!c) {
+      c = catalogueFor(visibleTools(tools, caller, { readOnly }), spec, false);
+      // A bound, not an LRU: shapes are few (permission sets × headers); a flood of odd
+      // ?toolsets= values only costs rebuilding.
+      if (cache.size >= 256) cache.clear();
+      cache.set(key, c);
+    }
+    return c;
+  };
+}
+
+/**
  * POST /mcp: stateless streamable HTTP. Each request is authenticated and checked like any API
  * request, then served by a fresh MCP server holding only the tools this caller may see.
  */
@@ -95,6 +130,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
   );
   const serve = toNodeHandler(handler);
   const byName = new Map(tools.map((t) => [t.name, t]));
+  const catalogueOf = catalogueCache(tools);
 
   app.post('/mcp', async (req, reply) => {
     guard(req, config);
@@ -117,7 +153,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     const spec = headerOrQuery(req);
     let catalogue: ToolCatalogue;
     try {
-      catalogue = catalogueFor(visibleTools(tools, caller, { readOnly }), spec, false);
+      catalogue = catalogueOf(caller, readOnly, spec);
     } catch (err) {
       throw validationError({ toolsets: [(err as Error).message] });
     }
@@ -129,6 +165,17 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     if (req.body instanceof BadBody) return reply.code(400).send(rpcError(-32700, `Parse error: ${req.body.reason}`));
     const tooDeep = tooDeepAnswer(req.body);
     if (tooDeep) return reply.code(400).send(tooDeep);
+    // A plain tools/call is answered without the SDK's per-request server, byte for byte as it
+    // would answer (fast-call.ts); anything else, or a call it would refuse, goes to the SDK.
+    const fast = config.mcpFastCalls ? fastCallOf(req.headers, req.body) : undefined;
+    const answer = fast && fastToolCall({ core, logger, catalogue, all: tools, readOnly, callerFor: async () => caller }, fast.name, fast.args, { signal: abortSignalOf(reply.raw) });
+    if (fast && answer) {
+      const { result, raw } = await answer;
+      if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
+      reply.hijack();
+      writeFastAnswer(reply.raw, fast, result, raw);
+      return;
+    }
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.

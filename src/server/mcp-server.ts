@@ -113,21 +113,41 @@ interface RequestTable {
 
 const ok = (value: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value });
 
-/** A fresh MCP server exposing the session's listed tools and, when some stay unlisted, the ways to reach them. */
-export function buildMcpServer(session: McpSession | ExecutorSession): McpServer {
+type RunResult = { value: Record<string, unknown> } | { error: CallToolResult };
+type Handler = (args: unknown, ctx: never) => Promise<CallToolResult>;
+/** One tool on the wire, operation or meta: its texts, schemas and non-default hints. */
+type Listed = Pick<ToolDefinition, 'name' | 'title' | 'description' | 'inputSchema' | 'outputSchema'> & { annotations: Record<string, boolean | undefined> };
+
+/**
+ * What a catalogue's tables are: by name, and the tools of `all` it does not reach. Worked out
+ * once per catalogue (HTTP reuses one catalogue per token shape), not per request.
+ */
+const derived = new WeakMap<ToolCatalogue, WeakMap<readonly ToolDefinition[], { byName: Map<string, ToolDefinition>; unreachable: Map<string, ToolDefinition> }>>();
+const NO_TOOLS: readonly ToolDefinition[] = [];
+function tablesOf(catalogue: ToolCatalogue, all: readonly ToolDefinition[] = NO_TOOLS) {
+  let perAll = derived.get(catalogue);
+  if (!perAll) derived.set(catalogue, (perAll = new WeakMap()));
+  let t = perAll.get(all);
+  if (!t) {
+    const byName = new Map(catalogue.reachable.map((x) => [x.name, x]));
+    perAll.set(all, (t = { byName, unreachable: new Map(all.filter((x) => !byName.has(x.name)).map((x) => [x.name, x])) }));
+  }
+  return t;
+}
+
+/**
+ * The tools of one session without an SDK server: each registered tool's wire definition and
+ * handler, and the runner of the tools it does not reach. buildMcpServer registers them with the
+ * SDK; the HTTP fast path (fast-call.ts) calls one directly. `onEnable` registers the tools that
+ * enable_toolsets adds (dynamic sessions only).
+ */
+function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolDefinition) => void = () => {}) {
   const { catalogue, logger } = session;
   const execute: ToolExecutor =
     'execute' in session
       ? session.execute
       : async (tool, args, options) => session.core.run(tool.op, await session.callerFor(tool), args, options);
-  const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: { listChanged: catalogue.dynamic } },
-    // Enabling a toolset registers many tools at once: one tools/list_changed for all of them.
-    debouncedNotificationMethods: ['notifications/tools/list_changed'],
-    instructions:
-      'berth manages servers, projects, applications, databases and services for the team this token is bound to. Tools only show what this token may do; list_toolsets reaches the rest.',
-  });
-  const byName = new Map(catalogue.reachable.map((t) => [t.name, t]));
+  const { byName, unreachable } = tablesOf(catalogue, session.all);
 
   /** Where the ids of a failed call's kind are listed, said the way this session reaches that tool. */
   const hintFor = (tool: ToolDefinition): HintContext => {
@@ -141,7 +161,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
   };
 
   /** One operation call, as its tool or through call_operation: the agent's view, errors with hints. */
-  async function runTool(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<{ value: Record<string, unknown> } | { error: CallToolResult }> {
+  async function runTool(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<RunResult> {
     try {
       const { args, full } = agentArgs(tool.op, (rawArgs ?? {}) as Record<string, unknown>);
       const output = agentOutputValue(tool.op, await execute(tool, args, options), full);
@@ -167,8 +187,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
    * missing; a token whose holder's role has grown since runs it. Read-only mode refuses what
    * changes things without running anything.
    */
-  const unreachable = new Map((session.all ?? []).filter((t) => !byName.has(t.name)).map((t) => [t.name, t]));
-  async function runUnreachable(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<{ value: Record<string, unknown> } | { error: CallToolResult }> {
+  async function runUnreachable(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<RunResult> {
     if (session.readOnly && !tool.op.annotations.readOnly) {
       const needed = tool.op.permission === 'authenticated' ? 'write' : tool.op.permission;
       return { error: errorResult(new BerthError('missing_permissions', { missingPermissions: [needed], readOnlySession: true }), hintFor(tool)) };
@@ -183,26 +202,12 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       : (p) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } } as never);
   };
 
-  /** One tool on the wire, operation or meta: its texts, schemas and non-default hints. */
-  type Listed = Pick<ToolDefinition, 'name' | 'title' | 'description' | 'inputSchema' | 'outputSchema'> & { annotations: Record<string, boolean | undefined> };
-  const register = (t: Listed, handler: (args: unknown, ctx: never) => Promise<CallToolResult>) =>
-    server.registerTool(
-      t.name,
-      {
-        title: t.title,
-        description: t.description,
-        inputSchema: t.inputSchema,
-        outputSchema: t.outputSchema,
-        ...(Object.keys(t.annotations).length ? { annotations: t.annotations } : {}),
-      },
-      handler as never,
-    );
-
-  const registerOperation = (tool: ToolDefinition) =>
-    register(tool, async (args, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
+  const operationHandler =
+    (tool: ToolDefinition): Handler =>
+    async (args, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
       const r = await runTool(tool, args, { progress: progressOf(ctx as never), signal: ctx.mcpReq.signal });
       return 'error' in r ? r.error : ok(r.value);
-    });
+    };
 
   const unknownOperation = (name: string) =>
     errorResult(validationError({ name: [`No operation named ${name} is available to this token. list_toolsets shows the ones that are.`] }));
@@ -223,7 +228,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       const added = catalogue.reachable.filter((t) => !catalogue.listed.has(t.name) && selects(sel, t.op));
       for (const t of added) {
         catalogue.listed.add(t.name);
-        registerOperation(t);
+        onEnable(t);
       }
       return ok({ added: added.map((t) => t.name) });
     },
@@ -250,21 +255,106 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
     },
   };
 
-  const registerMeta = (meta: MetaTool) =>
-    register(meta, async (args, ctx): Promise<CallToolResult> => {
+  const metaHandler =
+    (meta: MetaTool): Handler =>
+    async (args, ctx): Promise<CallToolResult> => {
       // The SDK validated against metaInputs already; parse again for the contract's 422 shape.
       const parsed = metaInputs[meta.name as keyof typeof metaInputs].safeParse(args ?? {});
       if (!parsed.success) return errorResult(validationError(issuesToErrors(parsed.error.issues)));
       return metaHandlers[meta.name]!(parsed.data as Record<string, unknown>, ctx);
-    });
+    };
 
-  const wanted = (name: string) => session.only === undefined || session.only === name;
-  for (const tool of catalogue.reachable) if (catalogue.listed.has(tool.name) && wanted(tool.name)) registerOperation(tool);
-  if (catalogue.listed.size < catalogue.reachable.length) {
-    for (const meta of META_TOOLS) if ((!meta.needsListChanges || catalogue.dynamic) && wanted(meta.name)) registerMeta(meta);
-  }
-  guardToolCalls(server, unreachable, runUnreachable, progressOf);
+  /** Every tool this session registers (all listed operations, and the meta tools when some stay unlisted). */
+  const registered = (): Array<{ def: Listed; handler: Handler }> => {
+    const out: Array<{ def: Listed; handler: Handler }> = [];
+    const wanted = (name: string) => session.only === undefined || session.only === name;
+    for (const tool of catalogue.reachable) if (catalogue.listed.has(tool.name) && wanted(tool.name)) out.push({ def: tool, handler: operationHandler(tool) });
+    if (catalogue.listed.size < catalogue.reachable.length) {
+      for (const meta of META_TOOLS) if ((!meta.needsListChanges || catalogue.dynamic) && wanted(meta.name)) out.push({ def: meta, handler: metaHandler(meta) });
+    }
+    return out;
+  };
+
+  /** The one registered tool of that name, as registered() would list it (the fast path's lookup). */
+  const registeredNamed = (name: string): { def: Listed; handler: Handler } | undefined => {
+    const tool = byName.get(name);
+    if (tool) return catalogue.listed.has(name) ? { def: tool, handler: operationHandler(tool) } : undefined;
+    const meta = catalogue.listed.size < catalogue.reachable.length ? META_BY_NAME.get(name) : undefined;
+    return meta && (!meta.needsListChanges || catalogue.dynamic) ? { def: meta, handler: metaHandler(meta) } : undefined;
+  };
+
+  return { operationHandler, registered, registeredNamed, unreachable, runUnreachable, progressOf };
+}
+
+const META_BY_NAME = new Map(META_TOOLS.map((m) => [m.name, m]));
+
+/** A fresh MCP server exposing the session's listed tools and, when some stay unlisted, the ways to reach them. */
+export function buildMcpServer(session: McpSession | ExecutorSession): McpServer {
+  const server = new McpServer(SERVER_INFO, {
+    capabilities: { tools: { listChanged: session.catalogue.dynamic } },
+    // Enabling a toolset registers many tools at once: one tools/list_changed for all of them.
+    debouncedNotificationMethods: ['notifications/tools/list_changed'],
+    instructions:
+      'berth manages servers, projects, applications, databases and services for the team this token is bound to. Tools only show what this token may do; list_toolsets reaches the rest.',
+  });
+  const register = (t: Listed, handler: Handler) =>
+    server.registerTool(
+      t.name,
+      {
+        title: t.title,
+        description: t.description,
+        inputSchema: t.inputSchema,
+        outputSchema: t.outputSchema,
+        ...(Object.keys(t.annotations).length ? { annotations: t.annotations } : {}),
+      },
+      handler as never,
+    );
+  const tools = sessionTools(session, (t) => register(t, tools.operationHandler(t)));
+  for (const { def, handler } of tools.registered()) register(def, handler);
+  guardToolCalls(server, tools.unreachable, tools.runUnreachable, tools.progressOf);
   return server;
+}
+
+/**
+ * What the SDK's tools/call would answer for a plain call in this session, without building a
+ * server (the HTTP fast path, fast-call.ts), or undefined when the SDK must answer it: a tool
+ * the session neither registers nor reaches, or arguments the guard refuses. Mirrors the SDK's
+ * McpServer handler: the tool's result, its structured content checked against the output
+ * schema (a mismatch is the SDK's tool error), and a thrown error as the SDK's tool error.
+ */
+export function fastToolCall(session: McpSession, name: string, args: Record<string, unknown> | undefined, options: { signal: AbortSignal }): Promise<{ result: CallToolResult; raw: boolean }> | undefined {
+  if (inputProblem(args)) return undefined;
+  const tools = sessionTools(session);
+  const ctx = { mcpReq: { signal: options.signal, notify: async () => {} } } as never;
+  const entry = tools.registeredNamed(name);
+  if (entry) {
+    return (async () => {
+      let result: CallToolResult;
+      try {
+        result = await entry.handler(args ?? {}, ctx);
+        if (!result.isError) {
+          if (result.structuredContent === undefined) throw new Error(`Output validation error: Tool ${name} has an output schema but no structured content was provided`);
+          const v = await entry.def.outputSchema['~standard'].validate(result.structuredContent);
+          if (v.issues?.length) throw new Error(`Output validation error: Invalid structured content for tool ${name}: ${v.issues.map(formatIssue).join(', ')}`);
+        }
+      } catch (err) {
+        result = { content: [{ type: 'text', text: err instanceof Error ? err.message : String(err) }], isError: true };
+      }
+      return { result, raw: false };
+    })();
+  }
+  const tool = tools.unreachable.get(name);
+  if (!tool) return undefined;
+  return tools.runUnreachable(tool, args ?? {}, { signal: options.signal }).then((r) => ({
+    result: 'error' in r ? r.error : { content: [{ type: 'text', text: render(r.value) }], structuredContent: r.value },
+    raw: true,
+  }));
+}
+
+/** The SDK's rendering of a schema issue in a tool error (validateStandardSchema). */
+function formatIssue(issue: { message: string; path?: ReadonlyArray<PropertyKey | { key: PropertyKey }> }): string {
+  if (!issue.path?.length) return issue.message;
+  return `${issue.path.map((p) => String(typeof p === 'object' ? p.key : p)).join('.')}: ${issue.message}`;
 }
 
 /**
@@ -280,7 +370,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
 function guardToolCalls(
   server: McpServer,
   unreachable: ReadonlyMap<string, ToolDefinition>,
-  run: (tool: ToolDefinition, args: unknown, options: CallOptions) => Promise<{ value: Record<string, unknown> } | { error: CallToolResult }>,
+  run: (tool: ToolDefinition, args: unknown, options: CallOptions) => Promise<RunResult>,
   progressOf: (ctx: never) => ProgressReporter | undefined,
 ): void {
   const table = server.server as unknown as RequestTable;
