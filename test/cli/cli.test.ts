@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { startServer } from '../../src/serve.js';
 import { openStore } from '../../src/store/db.js';
 import { call, tempDir, type Reply } from '../helpers/server.js';
+import { cleanEnv, runBerth, type Run } from '../helpers/cli-run.js';
 import { storeEnv, storeUrlFor, TEST_STORE } from '../helpers/store.js';
 
 /**
@@ -20,16 +21,6 @@ const DAY = 86_400_000;
 const TOKEN_LINE = /^(\d+)\|([A-Za-z0-9]{40,})$/m;
 /** Each CLI run is a fresh Node process (~0.3 s here); tests that make many get room on slow machines. */
 const MANY_RUNS = { timeout: 60_000 };
-
-/** The environment minus everything berth reads, so the machine's settings cannot leak in. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (/^(BERTH_|HOST$|PORT$|LOG_LEVEL$|TRUST_PROXY$|SMTP_|FEEDBACK_|REDIS_|API_RATE|MCP_|DATABASE_URL$)/.test(k)) continue;
-    env[k] = v;
-  }
-  return { ...env, ...extra };
-}
 
 /** The store of the data directory a run names (--data, BERTH_DATA or ./.berth), on PostgreSQL runs. */
 function storeEnvOf(args: string[], runCwd: string, env: Record<string, string> = {}): Record<string, string> {
@@ -55,23 +46,9 @@ afterAll(() => {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function berth(args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const runCwd = opts.cwd ?? cwd;
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: runCwd, env: cleanEnv({ ...storeEnvOf(args, runCwd, opts.env), ...opts.env }), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  const runCwd = opts.cwd ?? cwd;
+  return runBerth(args, { cwd: runCwd, env: { ...storeEnvOf(args, runCwd, opts.env), ...opts.env } });
 }
 
 /** `berth ... --data dir`, expecting success; returns stdout. */
