@@ -61,14 +61,16 @@ const mb = (bytes, ms) => bytes / 1e6 / (ms / 1000);
 
 let engDir = opt('engines', undefined);
 const ownEngines = !engDir;
-let serve;
-let dataDir;
+const serves = [];
+const dataDirs = [];
 async function cleanup() {
-  if (serve && serve.exitCode === null) {
-    serve.kill('SIGTERM');
-    await new Promise((r) => serve.once('exit', r));
+  for (const serve of serves) {
+    if (serve.exitCode === null) {
+      serve.kill('SIGTERM');
+      await new Promise((r) => serve.once('exit', r));
+    }
   }
-  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  for (const d of dataDirs) fs.rmSync(d, { recursive: true, force: true });
   if (ownEngines && engDir) execFileSync('bash', [ENGINES, 'down', engDir], { stdio: 'ignore' });
 }
 for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => cleanup().finally(() => process.exit(130)));
@@ -144,31 +146,40 @@ try {
       podman(e, ['import', '--quiet', '--change', `CMD ["sh","-c",${JSON.stringify(WRITE)}]`, `${engDir}/busybox-rootfs.tar`, WRITER]);
     }
   }
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bmig-data-'));
-  const { token } = JSON.parse(execFileSync(process.execPath, [CLI, 'init', '--json', '--data', dataDir], { encoding: 'utf8' }));
-  const s = await startServer({ label: 'berth serve', args: [CLI, 'serve', '--port', '0', '--data', dataDir], env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', BERTH_HELPER_IMAGE: IMAGE, API_RATE_LIMIT: '0' } });
-  serve = s.proc;
-  serve.once('exit', (code, sig) => log(`berth serve exited (${code ?? sig}); its last output:\n${s.output().slice(-4000)}`));
-  const reg = async (name, sock) => {
-    const { uuid } = await api(s.url, token, 'POST', '/servers', { ip: '127.0.0.1', name, engine_endpoint: `unix://${sock}` });
-    const v = await api(s.url, token, 'POST', `/servers/${uuid}/validate`);
-    if (!v.is_usable) throw new Error(`engine ${name} not usable: ${v.validation_logs}`);
-    return { uuid, dest: (await api(s.url, token, 'POST', `/servers/${uuid}/destinations`, { network: 'none' })).uuid };
-  };
-  const A = await reg('a', `${engDir}/a/engine.sock`);
-  const B = await reg('b', `${engDir}/b/engine.sock`);
-  const project = (await api(s.url, token, 'POST', '/projects', { name: 'bench' })).uuid;
+  /** A `berth serve` of one build with both engines registered. */
+  async function berth(cli, label) {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bmig-data-'));
+    dataDirs.push(dataDir);
+    const { token } = JSON.parse(execFileSync(process.execPath, [cli, 'init', '--json', '--data', dataDir], { encoding: 'utf8' }));
+    const s = await startServer({ label: 'berth serve', args: [cli, 'serve', '--port', '0', '--data', dataDir], env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', BERTH_HELPER_IMAGE: IMAGE, API_RATE_LIMIT: '0' } });
+    serves.push(s.proc);
+    s.proc.once('exit', (code, sig) => log(`berth serve (${label}) exited (${code ?? sig}); its last output:\n${s.output().slice(-4000)}`));
+    const reg = async (name, sock) => {
+      const { uuid } = await api(s.url, token, 'POST', '/servers', { ip: '127.0.0.1', name: `${name}-${label}`, engine_endpoint: `unix://${sock}` });
+      const v = await api(s.url, token, 'POST', `/servers/${uuid}/validate`);
+      if (!v.is_usable) throw new Error(`engine ${name} not usable: ${v.validation_logs}`);
+      return { uuid, dest: (await api(s.url, token, 'POST', `/servers/${uuid}/destinations`, { network: 'none' })).uuid };
+    };
+    const A = await reg('a', `${engDir}/a/engine.sock`);
+    const B = await reg('b', `${engDir}/b/engine.sock`);
+    const project = (await api(s.url, token, 'POST', '/projects', { name: 'bench' })).uuid;
+    return { label, s, token, A, B, project, serve: s.proc };
+  }
+  // BENCH_BERTH_CLI_BASE: a second build (say, dist/ copied before a change) migrates the same
+  // sizes in the same run, so both see the same machine; the ratio of their pauses is printed.
+  const builds = [await berth(CLI, 'this build')];
+  if (process.env.BENCH_BERTH_CLI_BASE) builds.unshift(await berth(process.env.BENCH_BERTH_CLI_BASE, 'base build'));
 
   const rows = [];
   // A 1 MiB warm-up first: the first migration of a process also loads and compiles code.
-  for (const size of [1, ...SIZES]) {
+  for (const size of [1, ...SIZES]) for (const { label, s, token, A, B, project, serve } of builds) {
     const { uuid } = await api(s.url, token, 'POST', '/applications/dockerimage', {
-      project_uuid: project, server_uuid: A.uuid, destination_uuid: A.dest, environment_name: 'production', name: `writer-${size}`, docker_registry_image_name: 'localhost/berth-bench-writer', docker_registry_image_tag: WRITER_TAG,
+      project_uuid: project, server_uuid: A.uuid, destination_uuid: A.dest, environment_name: 'production', name: `writer-${size}-${label.split(' ')[0]}`, docker_registry_image_name: 'localhost/berth-bench-writer', docker_registry_image_tag: WRITER_TAG,
     });
     await api(s.url, token, 'POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
     const volume = `${uuid}-data`;
     podman('a', ['volume', 'create', volume]);
-    log(`${size} MiB: filling`);
+    log(`${size} MiB (${label}): filling`);
     podman('a', ['run', '--rm', '--network', 'none', '-v', `${volume}:/data`, IMAGE, 'sh', '-c', FILL, 'fill', String(size)]);
     const bytes = Number(podman('a', ['run', '--rm', '--network', 'none', '-v', `${volume}:/data:ro`, IMAGE, 'sh', '-c', "find /data -type f -exec stat -c %s {} + | awk '{ s += $1 } END { printf \"%.0f\", s }'"]));
     const deploy = async () => {
@@ -196,7 +207,7 @@ try {
     for (let rep = 0; rep < (size === 1 ? 1 : REPEAT); rep++) {
       const [here, there] = rep % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
       if (rep > 0) await deploy();
-      log(`${size} MiB: live migration ${here} → ${there}`);
+      log(`${size} MiB (${label}): live migration ${here} → ${there}`);
       execFileSync('sync');
       const rssBefore = rss(serve.pid);
       let peak = rssBefore;
@@ -226,7 +237,7 @@ try {
       runs.push({ total, bulk, downtime: final.downtime_ms, pause: pauseOf(there, moved, final.finished_at), rounds: final.progress.round, rssGrowth: (peak - rssBefore) / 1024 });
     }
     const med = (f) => median(runs.map(f));
-    rows.push({ size, bytes, tarMs, relayMs, runs: runs.length, pauses: runs.map((r) => r.pause), total: med((r) => r.total), bulk: runs[0].bulk, downtime: med((r) => r.downtime), pause: med((r) => r.pause), rounds: med((r) => r.rounds), rssGrowth: Math.max(...runs.map((r) => r.rssGrowth)) });
+    rows.push({ label, size, bytes, tarMs, relayMs, runs: runs.length, pauses: runs.map((r) => r.pause), total: med((r) => r.total), bulk: runs[0].bulk, downtime: med((r) => r.downtime), pause: med((r) => r.pause), rounds: med((r) => r.rounds), rssGrowth: Math.max(...runs.map((r) => r.rssGrowth)) });
     for (const e of ['a', 'b']) podman(e, ['rm', '-f', uuid]);
     for (const [e, v] of volumes) podman(e, ['volume', 'rm', '-f', v]);
   }
@@ -235,13 +246,18 @@ try {
   console.log(`(medians of ${REPEAT} migrations per size, back and forth; the machine may be shared)`);
   console.log('| volume | by-hand tar relay | API relay (curl) | berth bulk copy | bulk / tar relay | bulk / API relay | rounds | pause (last write → done) | downtime (stop → done) | whole migration | berth RSS growth |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
-  const [warm, ...measured] = rows;
-  console.log(`(warm-up: a first migration of 1 MiB in the fresh process: RSS growth ${warm.rssGrowth.toFixed(1)} MiB, pause ${warm.pause} ms, downtime ${warm.downtime} ms)`);
-  for (const r of measured) {
+  for (const warm of rows.filter((r) => r.size === 1)) console.log(`(warm-up, ${warm.label}: a first migration of 1 MiB in the fresh process: RSS growth ${warm.rssGrowth.toFixed(1)} MiB, pause ${warm.pause} ms, downtime ${warm.downtime} ms)`);
+  for (const r of rows.filter((x) => x.size !== 1)) {
     const tarRate = mb(r.bytes, r.tarMs);
     const relayRate = mb(r.bytes, r.relayMs);
     const bulkRate = r.bulk ? mb(r.bulk.bytes, r.bulk.ms) : NaN;
-    console.log(`| ${r.size} MiB | ${tarRate.toFixed(0)} MB/s | ${relayRate.toFixed(0)} MB/s | ${bulkRate.toFixed(0)} MB/s | ${(bulkRate / tarRate).toFixed(2)}x | ${(bulkRate / relayRate).toFixed(2)}x | ${r.rounds} | ${r.pause} ms (${r.pauses.join(', ')}) | ${r.downtime} ms | ${(r.total / 1000).toFixed(1)} s | ${r.rssGrowth.toFixed(1)} MiB |`);
+    console.log(`| ${r.size} MiB${builds.length > 1 ? `, ${r.label}` : ''} | ${tarRate.toFixed(0)} MB/s | ${relayRate.toFixed(0)} MB/s | ${bulkRate.toFixed(0)} MB/s | ${(bulkRate / tarRate).toFixed(2)}x | ${(bulkRate / relayRate).toFixed(2)}x | ${r.rounds} | ${r.pause} ms (${r.pauses.join(', ')}) | ${r.downtime} ms | ${(r.total / 1000).toFixed(1)} s | ${r.rssGrowth.toFixed(1)} MiB |`);
+  }
+  if (builds.length > 1) {
+    for (const size of SIZES) {
+      const [base, mine] = builds.map((b) => rows.find((r) => r.size === size && r.label === b.label));
+      console.log(`${size} MiB: pause ${mine.pause} ms (this build) / ${base.pause} ms (base build) = ${(mine.pause / base.pause).toFixed(2)}x`);
+    }
   }
   console.log('goals: pause (last write on the source → done) ≤ 500 ms at every size; bulk / tar relay ≥ 1.0x; RSS growth < 64 MiB');
 } finally {

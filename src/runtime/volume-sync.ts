@@ -7,8 +7,13 @@
  *   round 1  S snapshots; GET S archive of the whole volume ──► PUT into T (streamed, never held)
  *   round k  S snapshots and picks what changed since the last snapshot began (sync-scripts.ts);
  *            T removes what the source no longer has; S tars the changes ──► PUT into T
- *   verify   both list what they store; T mends owners and modes an archive did not carry; the
- *            lists must be identical (and, on request, every file's sha256)
+ *   prepare  (still running) both list what they store; T mends owners and modes an archive did
+ *            not carry and keeps the paths where the lists differ
+ *   final    (source stopped) S picks only what changed since the last snapshot began, with its
+ *            list lines ──► T applies it and checks those lines, and that every earlier difference
+ *            was among them: time proportional to the change, not the volume
+ *   verify   (a copy of a volume not in use) both lists whole must be identical (and, on request,
+ *            every file's sha256)
  *
  * Both helpers run an idle loop so every step is an exec (tens of ms) rather than a new
  * container. They carry the caller's labels, and are removed by close() (never the volumes).

@@ -17,6 +17,7 @@ import * as m016 from './migrations/016-s3-storages.js';
 import * as m017 from './migrations/017-cloud-init-scripts.js';
 import * as m018 from './migrations/018-volume-backups.js';
 import * as m019 from './migrations/019-observed-state.js';
+import * as m020 from './migrations/020-migration-start.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
 
@@ -36,6 +37,7 @@ const migrations: Record<string, Migration> = {
   '017-cloud-init-scripts': m017,
   '018-volume-backups': m018,
   '019-observed-state': m019,
+  '020-migration-start': m020,
 
   '009-shared-variables': m009,
 
