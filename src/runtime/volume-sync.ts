@@ -23,7 +23,7 @@ import { randomUUID } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { ensureImage, type EngineClient } from './engine.js';
 import { NotFoundError, VerificationError } from './errors.js';
-import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceChooseAgain, sourceFinal, sourceLists, sourceMeasure, sourcePrepare, sourceRound, targetFinal, targetPrepare, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
+import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceChooseAgain, sourceChooseAll, sourceFinal, sourceLists, sourceMeasure, sourcePrepare, sourceRound, targetFinal, targetPrepare, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
 import { transferArchive } from './archive-relay.js';
 
 export const HELPER_LABEL = 'berth.volume-copy';
@@ -190,7 +190,17 @@ export class VolumeSync {
     const progress = (transferredBytes: number, counts?: { files: number; bytes: number }) => onProgress?.({ round, transferredBytes, ...(counts ? { counts } : {}) });
     if (round === 1) {
       const rootStat = await from.engine.statPath(this.src, MOUNT, { signal });
-      const moved = await transferArchive({ from: from.engine, to: to.engine, src: this.src, dst: this.dst, rootStat, signal, count: opts.count ?? false, onChunk: (n, counts) => progress(n, counts && { ...counts }) });
+      let moved = 0;
+      try {
+        moved = await transferArchive({ from: from.engine, to: to.engine, src: this.src, dst: this.dst, rootStat, signal, count: opts.count ?? false, onChunk: (n, counts) => progress((moved = n), counts && { ...counts }) });
+      } catch (err) {
+        // A file rewritten while the engine archived it (see below): with the source in use the
+        // next round sends everything again (its snapshot start goes back to the beginning of
+        // time) and removes what this one left half-written.
+        if (!opts.sourceInUse || signal?.aborted) throw err;
+        await this.run(from, this.src, sourceChooseAll);
+        return { round, entries, totalBytes, sentEntries: 0, sentBytes: 0, transferredBytes: moved, removed: 0, incomplete: true };
+      }
       return { round, entries, totalBytes, sentEntries: entries, sentBytes: totalBytes, transferredBytes: moved, removed: 0 };
     }
     await this.shipOut();
@@ -278,6 +288,8 @@ export class VolumeSync {
     listSummary(from.engine, (await this.run(from, this.src, sourcePrepare)).stdout);
     await this.shipOut();
     const differing = summaryOf(to.engine, (await this.run(to, this.dst, targetPrepare)).stdout, 1)[0] ?? 0;
+    // The source needs those paths too: the final pass says which of them it still has.
+    await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, `${WORK_DIR}/dpaths`, { signal: this.o.signal }), { signal: this.o.signal });
     this.prepared = true;
     return differing;
   }
