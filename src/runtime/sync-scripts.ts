@@ -155,13 +155,23 @@ const AWK_LPATH = `function lpath(l,  k, i) { for (k = 0; k < 5; k++) l = substr
   return l }`;
 
 /**
+ * A LIST or META of a source in use: an entry removed while it is listed is left out (stat
+ * complains, and that is no failure); the final pass finds it changed or gone on both sides.
+ */
+const LIVE = (script: string) =>
+  script
+    .replace(/\{\} \+ &&/g, '{} + 2>/dev/null || true;')
+    .replace(/\{\} \+ ; \}/g, '{} + 2>/dev/null || true; }')
+    .replace(/^find \. -exec (.*) \{\} \+ \|/, '{ find . -exec $1 {} + 2>/dev/null || true; } |');
+
+/**
  * Source, after the last round while it runs: its verification lists (W/out/list, W/out/meta)
  * for the target to mend owners and note where the two differ now. Off the pause: the final pass
  * then checks only what changed after this round's snapshot began.
  */
 export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out
-${LIST(`${W}/out/list`)}
-${META(`${W}/out/meta`)}
+${LIVE(LIST(`${W}/out/list`))}
+${LIVE(META(`${W}/out/meta`))}
 echo "${SUMMARY(`${W}/out/list`)}"`;
 
 /**
