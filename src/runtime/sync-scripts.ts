@@ -290,9 +290,9 @@ totals=$(awk -F'|' -v dir=${W} '${AWK_LPATH}
   END { printf "%d %d %.0f", e, f, b }' ${W}/out/changed ${W}/dgone ${W}/out/removed ${W}/out/plist ${W}/slist)
 echo "$(cat ${W}/out/stats) $(wc -l < ${W}/out/removed) $(wc -l < ${W}/out/meta) $totals $bad"`;
 
-/** Source, before the first round: about what a tar of the whole volume takes (a progress total). */
+/** Source, before the first round: about what a tar of the whole volume takes (a progress total; it may be in use). */
 export const sourceMeasure = `${STRICT}; cd ${MOUNT}
-find . ! -type s -exec stat -c '%F|-|%s' {} + | awk -F'|' '{ $1 = ($1 ~ /^regular/) ? "f" : "x" } ${TAR_SIZE}'`;
+{ find . ! -type s -exec stat -c '%F|-|%s' {} + 2>/dev/null || true; } | awk -F'|' '{ $1 = ($1 ~ /^regular/) ? "f" : "x" } ${TAR_SIZE}'`;
 
 /** Either side, on request: every regular file's sha256, sorted by path; prints the list's own sha256. */
 export const checksums = `${STRICT}; cd ${MOUNT}
