@@ -60,6 +60,11 @@ export interface MigrationProgress {
   bytes: number;
   /** Bytes of the resource's files at the last snapshot (what one full copy would send). */
   bytes_total: number;
+  /**
+   * Archive bytes of everything chosen to send so far (the volumes' measured sizes before the full
+   * copy, then each later round's choice as it is made): the `total` of progress notifications.
+   */
+  bytes_expected?: number;
   current_volume?: string;
 }
 

@@ -262,6 +262,9 @@ export class Jobs {
         // Taken over meanwhile: the other instance rolls it back; nothing of this switch commits.
         if (done.numUpdatedRows === 0n) throw new LeaseLost();
       });
+      // Opt-in: started on the target at once, so the pause a user sees is this one. The move
+      // stands whatever the start does (the data and records are there); a failure is recorded.
+      if (m.start_on_destination === 1) await this.startMovedResource(m.resource_id, m.uuid);
       await removeLeftovers(this.db, this.runtime, this.logger, m.id);
     } catch (err) {
       if (err instanceof LeaseLost || controller.signal.reason instanceof LeaseLost) {
@@ -280,6 +283,24 @@ export class Jobs {
   /** Removes what a switched migration left on its source (retried by the sweep when that fails). */
   async removeLeftovers(migrationId: number): Promise<void> {
     await removeLeftovers(this.db, this.runtime, this.logger, migrationId);
+  }
+
+  /**
+   * Starts a resource where a finished migration moved it (start_on_destination). A failure
+   * leaves it stopped there and is recorded on the migration (its status stays finished: the
+   * move is done); the caller redeploys then.
+   */
+  async startMovedResource(resourceId: number, migrationUuid: string): Promise<{ ok: boolean; error: string | null }> {
+    try {
+      await this.runtime.startResource(resourceId);
+      await this.db.updateTable('resources').set({ status: 'running', updated_at: nowIso() }).where('id', '=', resourceId).where('status', '=', 'exited').execute();
+      return { ok: true, error: null };
+    } catch (err) {
+      const error = `Moved, but starting it on the destination failed: ${(err as Error).message}`;
+      this.logger.warn({ err, migration: migrationUuid }, 'could not start a migrated resource on its destination');
+      await this.db.updateTable('migrations_jobs').set({ error, updated_at: nowIso() }).where('uuid', '=', migrationUuid).execute();
+      return { ok: false, error };
+    }
   }
 
   /**

@@ -30,8 +30,13 @@ const loadEngineModules = () =>
 
 /** Rounds of differences while the resource runs (after the full copy), at most. */
 const MAX_PRECOPY_ROUNDS = 6;
-/** A difference this small is sent after the stop: its copy takes a fraction of a second. */
-const SMALL_DIFFERENCE_BYTES = 8 * 1024 * 1024;
+/**
+ * The resource is stopped once the last round's difference would take at most this long to send
+ * at the full copy's rate (the last pass is bounded by time, not size), or stops shrinking.
+ */
+const FINAL_SEND_BUDGET_MS = 150;
+/** Progress is saved (and heard by listeners) at most this often while bytes flow. */
+const PROGRESS_EVERY_MS = 250;
 
 /** Marks staging volumes with their migration, so only those are ever discarded. */
 const LABEL_MIGRATION = 'berth.migration';
@@ -600,41 +605,56 @@ export class LiveRuntime implements Runtime {
           }),
         );
       }
+      // Bytes as they flow: saved at most every PROGRESS_EVERY_MS (each save is a store write).
+      let lastReport = 0;
+      const flowing = (patch: Partial<MigrationProgress>) => {
+        const now = Date.now();
+        if (now - lastReport < PROGRESS_EVERY_MS) return Object.assign(state, patch);
+        lastReport = now;
+        void report(patch).catch(() => undefined);
+      };
+      // The total a progress bar needs, before any byte moves.
+      await report({ bytes_expected: (await Promise.all(syncs.map((s) => s.measure()))).reduce((a, b) => a + b, 0) });
       /** One round over every volume; resolves the file bytes it sent. */
       const roundAll = async (phase: MigrationProgress['phase']) => {
         const sourceInUse = phase === 'pre-copy';
         const base = state.bytes;
         const moved = new Array<number>(syncs.length).fill(0);
-        let lastReport = 0;
         const results = await Promise.all(
           syncs.map((s, i) =>
             s.round((p) => {
+              if (p.expectedBytes !== undefined) state.bytes_expected = (state.bytes_expected ?? 0) + p.expectedBytes;
               moved[i] = p.transferredBytes;
-              const now = Date.now();
-              if (now - lastReport < 250) return;
-              lastReport = now;
-              void report({ bytes: base + moved.reduce((a, b) => a + b, 0), current_volume: volumes[i]!.storage.name }).catch(() => undefined);
+              flowing({ bytes: base + moved.reduce((a, b) => a + b, 0), current_volume: volumes[i]!.storage.name });
             }, { sourceInUse }),
           ),
         );
         await report({ phase, round: results[0]?.round ?? state.round, bytes: base + results.reduce((a, x) => a + x.transferredBytes, 0), bytes_total: results.reduce((a, x) => a + x.totalBytes, 0) });
-        return results.reduce((a, x) => a + x.sentBytes, 0);
+        return results.reduce((a, x) => a + x.transferredBytes, 0);
       };
-      // The full copy, one volume at a time (each is one stream through berth).
+      // The full copy, one volume at a time (each is one stream through berth); its rate predicts
+      // how long a difference takes to send.
+      const copyStart = Date.now();
+      let copied = 0;
       for (const [i, s] of syncs.entries()) {
         await report({ round: 1, current_volume: volumes[i]!.storage.name });
         const before = state.bytes;
-        const res = await s.round((p) => void report({ bytes: before + p.transferredBytes }).catch(() => undefined), { sourceInUse: true });
+        const res = await s.round((p) => void flowing({ bytes: before + p.transferredBytes }), { sourceInUse: true });
+        copied += res.transferredBytes;
         await report({ bytes: before + res.transferredBytes, bytes_total: state.bytes_total + res.totalBytes });
       }
-      // Rounds of differences while the resource runs, until small or no longer shrinking.
+      const bytesPerMs = Math.max(copied / Math.max(Date.now() - copyStart, 1), 1);
+      // Rounds of differences while the resource runs, until the next one would fit the budget
+      // after the stop, or they no longer shrink.
       let previous = Infinity;
       for (let round = 2; round <= MAX_PRECOPY_ROUNDS; round++) {
         await report({ round });
         const sent = await roundAll('pre-copy');
-        if (sent <= SMALL_DIFFERENCE_BYTES || sent > previous * 0.8) break;
+        if (sent / bytesPerMs <= FINAL_SEND_BUDGET_MS || sent > previous * 0.8) break;
         previous = sent;
       }
+      // Still running: note where both sides differ now, so the last pass checks only the change.
+      await Promise.all(syncs.map((s) => s.prepareFinal()));
       await ctx.stopSource();
       await report({ phase: 'final-sync', round: state.round + 1 });
       // One exec, one upload and one exec per volume, all volumes at once: the pause is round trips.

@@ -38,6 +38,9 @@ const SNAPSHOT = (out: string) => `{ find . -type d -exec stat -c 'd|%z|0|%n' {}
 /** The path of a `t|ctime|size|path` line (paths may contain `|`). */
 const AWK_PATH = 'function path(l) { l = substr(l, index(l, "|") + 1); l = substr(l, index(l, "|") + 1); return substr(l, index(l, "|") + 1) }';
 
+/** awk over `t|…|size|…` lines: about what a tar of those entries takes (headers, padded contents, end blocks). */
+const TAR_SIZE = '{ n += 512; if ($1 == "f") n += int(($3 + 511) / 512) * 512 } END { printf "%.0f", n + 10240 }';
+
 /**
  * The snapshot and choice every round makes on the source: a new snapshot, the entries to send
  * (`changed`: `size|path`, in batch files of names the shell can pass to tar at once), and
@@ -46,7 +49,7 @@ const AWK_PATH = 'function path(l) { l = substr(l, index(l, "|") + 1); l = subst
  */
 const SNAPSHOT_AND_CHOOSE = (first: boolean) => `${NO_NEWLINE_NAMES}
 mkdir -p ${W}/out; rm -f ${W}/out/* ${W}/batch.*
-touch ${W}/mark; stat -c %z ${W}/mark | cut -c 1-19 > ${W}/start.new
+touch ${W}/mark; stat -c %z ${W}/mark | cut -c 1-19 > ${W}/start.new; date +%s > ${W}/start_s.new
 ${SNAPSHOT(`${W}/snap.new`)}
 ${
   first
@@ -55,11 +58,11 @@ ${
   NR == FNR { seen[path($0)] = 1; next }
   { p = path($0); if (!(p in seen) || ("" $2) >= since) print $3 "|" p }' ${W}/snap ${W}/snap.new > ${W}/changed`
 }
-if [ -f ${W}/start ]; then cp ${W}/start ${W}/start.prev; fi
-mv ${W}/snap.new ${W}/snap; mv ${W}/start.new ${W}/start
+if [ -f ${W}/start ]; then cp ${W}/start ${W}/start.prev; cp ${W}/start_s ${W}/start_s.prev; fi
+mv ${W}/snap.new ${W}/snap; mv ${W}/start.new ${W}/start; mv ${W}/start_s.new ${W}/start_s
 cp ${W}/snap ${W}/out/snap
 awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { p = substr($0, index($0, "|") + 1); if (b > 0 && b + length(p) > 131072) { n++; b = 0 } print p > (dir "/batch." n); b += length(p) + 1 }' ${W}/changed
-echo "$(wc -l < ${W}/snap) $(awk -F'|' '$1 == "f" { s += $3 } END { printf "%.0f", s }' ${W}/snap) $(wc -l < ${W}/changed) $(awk -F'|' '{ s += $1 } END { printf "%.0f", s }' ${W}/changed) $(ls ${W} | grep -c '^batch\\.' || true)" > ${W}/out/stats`;
+echo "$(wc -l < ${W}/snap) $(awk -F'|' '$1 == "f" { s += $3 } END { printf "%.0f", s }' ${W}/snap) $(wc -l < ${W}/changed) $(awk -F'|' '{ s += $1 } END { printf "%.0f", s }' ${W}/changed) $(ls ${W} | grep -c '^batch\\.' || true) $(awk -F'|' '${TAR_SIZE}' ${W}/snap) $(awk -F'|' '{ $0 = "f|0|" $0 } ${TAR_SIZE}' ${W}/changed)" > ${W}/out/stats`;
 
 /** Source, every round while it may be in use: snapshot and choice; prints W/out/stats. */
 export const sourceRound = (first: boolean) => `${STRICT}; cd ${MOUNT}
@@ -70,7 +73,10 @@ cat ${W}/out/stats`;
  * Source, after a round that did not deliver all its batches: the next round chooses again from
  * the previous round's start, so everything this one may have missed is sent then.
  */
-export const sourceChooseAgain = `${STRICT}; if [ -f ${W}/start.prev ]; then cp ${W}/start.prev ${W}/start; fi`;
+export const sourceChooseAgain = `${STRICT}; if [ -f ${W}/start.prev ]; then cp ${W}/start.prev ${W}/start; cp ${W}/start_s.prev ${W}/start_s; fi`;
+
+/** Source, after a first round that did not deliver its archive: the next round sends everything. */
+export const sourceChooseAll = `${STRICT}; echo '0000-00-00 00:00:00' > ${W}/start; echo 0 > ${W}/start_s`;
 
 /**
  * Source: one batch of changed entries as a tar on stdout (names from a file, no recursion).
@@ -141,33 +147,152 @@ echo "$(wc -l < ${W}/mend) ${SUMMARY(`${W}/list`)}"
 cmp -s ${W}/out/list ${W}/list || diff ${W}/out/list ${W}/list | grep '^[-+][^-+]' | head -n 20 >&2 || true`;
 
 /**
- * Source, the last pass (it is stopped, so nothing moves): snapshot and choice, the verification
- * lists, and the changed entries as tars, all in W/out; then W/out itself as one tar on stdout.
- * One exec and one upload carry everything the target needs: the pause is made of round trips.
+ * The path of a LIST line (after its fifth `|`; a symlink's `'path' -> 'target'` gives its path).
+ * A name that itself holds `' -> '` reads wrong, which can only make a verification fail.
  */
-export const sourceFinal = `${STRICT}; cd ${MOUNT}
-${SNAPSHOT_AND_CHOOSE(false)}
-${LIST(`${W}/out/list`)}
-${META(`${W}/out/meta`)}
+const AWK_LPATH = `function lpath(l,  k, i) { for (k = 0; k < 5; k++) l = substr(l, index(l, "|") + 1)
+  if (substr(l, 1, 1) == "\\047") { i = index(l, "\\047 -> \\047"); if (i > 0) return substr(l, 2, i - 2) }
+  return l }`;
+
+/**
+ * A LIST or META of a source in use: an entry removed while it is listed is left out (stat
+ * complains, and that is no failure); the final pass finds it changed or gone on both sides.
+ */
+const LIVE = (script: string) =>
+  script
+    .replace(/\{\} \+ &&/g, '{} + 2>/dev/null || true;')
+    .replace(/\{\} \+ ; \}/g, '{} + 2>/dev/null || true; }')
+    .replace(/^find \. -exec (.*) \{\} \+ \|/, '{ find . -exec $1 {} + 2>/dev/null || true; } |');
+
+/**
+ * Source, after the last round while it runs: its verification lists (W/out/list, W/out/meta)
+ * for the target to mend owners and note where the two differ now. Off the pause: the final pass
+ * then checks only what changed after this round's snapshot began.
+ */
+export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out
+${LIVE(LIST(`${W}/out/list`))}
+${LIVE(META(`${W}/out/meta`))}
+echo "${SUMMARY(`${W}/out/list`)}"`;
+
+/**
+ * Target, after sourcePrepare's lists arrived: mends owners and modes, lists itself, and keeps the
+ * paths whose lines differ from the source's (W/dpaths: all must be among what the final pass
+ * sends or removes) and the source's list (W/slist, for the totals). Prints how many differ.
+ */
+export const targetPrepare = `${STRICT}; cd ${MOUNT}
+${MEND}
+${LIST(`${W}/list`)}
+cp ${W}/out/list ${W}/slist
+awk '${AWK_LPATH}
+  NR == FNR { s[$0] = 1; next }
+  { if ($0 in s) delete s[$0]; else d[lpath($0)] = 1 }
+  END { for (l in s) d[lpath(l)] = 1; for (p in d) print p }' ${W}/slist ${W}/list > ${W}/dpaths
+wc -l < ${W}/dpaths`;
+
+/** Lines of LIST for the paths in files (one a line) of regular files, directories and the rest. */
+const LIST_OF = (f: string, d: string, o: string) => `{ tr '\\n' '\\0' < ${f} | xargs -0 -r stat -c 'f|%s|%a|%u:%g|%h|%n'
+  tr '\\n' '\\0' < ${d} | xargs -0 -r stat -c 'd|-|%a|%u:%g|-|%n'
+  tr '\\n' '\\0' < ${o} | xargs -0 -r stat -c '%F|%s|%a|%u:%g|-|%N' ; }`;
+
+/** Splits W/out/changed (`t|size|path`) into W/cf, W/cd, W/co (paths), directories sorted (parents first). */
+const SPLIT_CHANGED = `awk -v dir=${W} '{ t = substr($0, 1, 1); p = substr($0, index(substr($0, 3), "|") + 3); print p > (dir "/c" t) }
+  END { close(dir "/cf"); close(dir "/cd"); close(dir "/co") }' ${W}/out/changed
+for t in f d o; do touch ${W}/c$t; done
+LC_ALL=C sort ${W}/cd > ${W}/cd.sorted; mv ${W}/cd.sorted ${W}/cd`;
+
+/**
+ * Source, the last pass (it is stopped, so nothing moves), in time proportional to what changed
+ * since the last round's snapshot began (second S), not to the volume:
+ * - candidates: one walk (lstat only) for entries whose ctime is within the last minutes, then
+ *   exactly those changed in or after S (the rule above), plus the whole subtree of a directory
+ *   new since then (a directory moved in keeps its children's ctimes);
+ * - removed: children the last snapshot had under a changed directory (removing or renaming an
+ *   entry changes its directory) that it no longer has, and entries whose type changed;
+ * - their verification lines and owners, and their tars; all in W/out, sent as one tar on stdout.
+ */
+export const sourceFinal = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.*
+since=$(cat ${W}/start)
+m=$(( ($(date +%s) - $(cat ${W}/start_s)) / 60 + 2 ))
+nl='
+'
+if [ -n "$(find . -cmin -$m -name "*$nl*" | head -n 1)" ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi
+find . -cmin -$m ! -type s -exec stat -c '%F|%z|%s|%n' {} + > ${W}/cand
+awk -F'|' -v since="$since" -v dir=${W} '${AWK_PATH}
+  function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
+  NR == FNR { old[path($0)] = $1; next }
+  { p = path($0); ty = t($1); if ((p in old) && ("" $2) < since) next
+    print ty "|" $3 "|" p > (dir "/changed1")
+    if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old)) print p > (dir "/newdirs") } }' ${W}/snap ${W}/cand
+touch ${W}/changed1 ${W}/cdirs ${W}/newdirs
+while IFS= read -r d; do find "$d" -mindepth 1 ! -type s -exec stat -c '%F|%z|%s|%n' {} +; done < ${W}/newdirs > ${W}/sub
+while IFS= read -r d; do find "$d" -mindepth 1 -maxdepth 1 ! -type s; done < ${W}/cdirs > ${W}/kids
+awk -F'|' -v dir=${W} '${AWK_PATH}
+  function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
+  function parent(p,  i) { i = length(p); while (i > 0 && substr(p, i, 1) != "/") i--; return i > 1 ? substr(p, 1, i - 1) : "." }
+  FILENAME == dir "/changed1" { p = substr($0, index(substr($0, 3), "|") + 3); ch[p] = $1; line[p] = $0; next }
+  FILENAME == dir "/sub" { p = path($0); if (!(p in ch)) { ch[p] = t($1); line[p] = ch[p] "|" $3 "|" p }; next }
+  FILENAME == dir "/kids" { kid[$0] = 1; next }
+  { p = path($0); if (p == ".") next
+    if ((p in ch) ? ch[p] != $1 : (parent(p) in ch) && ch[parent(p)] == "d" && !(p in kid)) print p > (dir "/removed1") }
+  END { for (p in line) print line[p] > (dir "/out/changed") }' ${W}/changed1 ${W}/sub ${W}/kids ${W}/snap
+touch ${W}/removed1 ${W}/out/changed
+LC_ALL=C sort -r ${W}/removed1 > ${W}/out/removed
+${SPLIT_CHANGED}
+${LIST_OF(`${W}/cf`, `${W}/cd`, `${W}/co`)} | LC_ALL=C sort > ${W}/out/plist
+cat ${W}/cd ${W}/cf ${W}/co | tr '\\n' '\\0' | xargs -0 -r stat -c '%u:%g:%a:%n' > ${W}/out/meta
+cat ${W}/cd ${W}/cf ${W}/co | awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { if (b > 0 && b + length($0) > 131072) { n++; b = 0 } print > (dir "/batch." n); b += length($0) + 1 }'
 n=0; for b in ${W}/batch.*; do [ -e "$b" ] || break; (${BATCH_ARGS('"$b"')}; exec tar -cf ${W}/out/delta.$n.tar --no-recursion -- "$@"); n=$((n + 1)); done
+# Paths the lists differed on at the preparation (W/dpaths, from the target) that are not sent
+# again but exist: unchanged since S, so still different (the target reports them).
+touch ${W}/dpaths
+awk -v dir=${W} 'FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next } !($0 in ok)' ${W}/out/changed ${W}/dpaths |
+  while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then printf '%s\n' "$p"; fi; done > ${W}/out/dstill
+echo "$(wc -l < ${W}/out/changed) $(awk -F'|' '$1 == "f" { s += $2 } END { printf "%.0f", s }' ${W}/out/changed)" > ${W}/out/stats
 exec tar -cf - -C ${W} out`;
 
 /**
- * Target, the last pass: removes what the source lacks, extracts the changes (owners and modes
- * as the source's tar recorded them), mends what still differs, lists itself. Prints the source's
- * stats, then `<mended> <target summary> <source summary>`; the first differing lines on stderr.
+ * Target, the last pass: removes what the source removed, extracts the changes, sets their owners
+ * and modes, lists them and compares with the source's lines; every path the two differed on
+ * before the pass (W/dpaths) must be among those sent or removed, and no removed path may remain.
+ * Prints `<sent entries> <sent bytes> <removed> <mended> <entries> <files> <bytes> <problems>`
+ * (the totals: the prepared source list with the pass applied); the problems on stderr.
  */
-export const targetFinal = `${STRICT}; cd ${MOUNT}
-${SNAPSHOT(`${W}/mine`)}
-awk -F'|' '${AWK_PATH}
-  NR == FNR { type[path($0)] = $1; next }
-  { p = path($0); if (p != "." && type[p] != $1) print p }' ${W}/out/snap ${W}/mine | sort -r > ${W}/remove
-while IFS= read -r p; do rm -rf -- "$p"; done < ${W}/remove
+export const targetFinal = `${STRICT}; cd ${MOUNT}; rm -f ${W}/c?
+while IFS= read -r p; do rm -rf -- "$p"; done < ${W}/out/removed
 for t in ${W}/out/delta.*.tar; do [ -e "$t" ] || break; tar -xf "$t" -C ${MOUNT}; done
-${MEND}
-${LIST(`${W}/list`)}
-echo "$(cat ${W}/out/stats) $(wc -l < ${W}/remove) $(wc -l < ${W}/mend) ${SUMMARY(`${W}/list`)} ${SUMMARY(`${W}/out/list`)}"
-cmp -s ${W}/out/list ${W}/list || diff ${W}/out/list ${W}/list | grep '^[-+][^-+]' | head -n 20 >&2 || true`;
+while IFS= read -r line; do
+  u=\${line%%:*}; r=\${line#*:}; g=\${r%%:*}; r=\${r#*:}; m=\${r%%:*}; p=\${r#*:}
+  chown -h "$u:$g" "$p" || exit 3
+  if [ ! -L "$p" ]; then chmod "$m" "$p" || exit 4; fi
+done < ${W}/out/meta
+${SPLIT_CHANGED}
+${LIST_OF(`${W}/cf`, `${W}/cd`, `${W}/co`)} 2>&1 | LC_ALL=C sort > ${W}/plist
+bad=0
+if ! cmp -s ${W}/out/plist ${W}/plist; then bad=1; diff ${W}/out/plist ${W}/plist | grep '^[-+][^-+]' | head -n 20 >&2 || true; fi
+while IFS= read -r p; do if { [ -e "$p" ] || [ -L "$p" ]; } && ! grep -qxF -- "$p" ${W}/cd ${W}/cf ${W}/co; then bad=$((bad + 1)); echo "removed on the source, still here: $p" >&2; fi; done < ${W}/out/removed
+awk -v dir=${W} '
+  FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
+  FILENAME == dir "/out/removed" { gone[$0] = 1; next }
+  { if ($0 in ok) next; p = $0; while (p != "." && p != "") { if (p in gone) next; i = length(p); while (i > 0 && substr(p, i, 1) != "/") i--; p = i > 1 ? substr(p, 1, i - 1) : "." }
+    print }' ${W}/out/changed ${W}/out/removed ${W}/dpaths > ${W}/dleft
+# Each is fine only when neither side has it now (made and removed on the source since S).
+: > ${W}/dgone
+while IFS= read -r p; do
+  if grep -qxF -- "$p" ${W}/out/dstill || [ -e "$p" ] || [ -L "$p" ]; then bad=$((bad + 1)); echo "differs and was not sent again: $p" >&2; else printf '%s\n' "$p" >> ${W}/dgone; fi
+done < ${W}/dleft
+totals=$(awk -F'|' -v dir=${W} '${AWK_LPATH}
+  FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
+  FILENAME == dir "/dgone" { ok[$0] = 1; next }
+  FILENAME == dir "/out/removed" { gone[$0] = 1; next }
+  FILENAME == dir "/out/plist" { e++; if ($1 == "f") { f++; b += $2 }; next }
+  { p = lpath($0); if (p in ok) next; q = p; while (q != "." && q != "") { if (q in gone) next; i = length(q); while (i > 0 && substr(q, i, 1) != "/") i--; q = i > 1 ? substr(q, 1, i - 1) : "." }
+    e++; if ($1 == "f") { f++; b += $2 } }
+  END { printf "%d %d %.0f", e, f, b }' ${W}/out/changed ${W}/dgone ${W}/out/removed ${W}/out/plist ${W}/slist)
+echo "$(cat ${W}/out/stats) $(wc -l < ${W}/out/removed) $(wc -l < ${W}/out/meta) $totals $bad"`;
+
+/** Source, before the first round: about what a tar of the whole volume takes (a progress total; it may be in use). */
+export const sourceMeasure = `${STRICT}; cd ${MOUNT}
+{ find . ! -type s -exec stat -c '%F|-|%s' {} + 2>/dev/null || true; } | awk -F'|' '{ $1 = ($1 ~ /^regular/) ? "f" : "x" } ${TAR_SIZE}'`;
 
 /** Either side, on request: every regular file's sha256, sorted by path; prints the list's own sha256. */
 export const checksums = `${STRICT}; cd ${MOUNT}

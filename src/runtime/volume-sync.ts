@@ -7,8 +7,13 @@
  *   round 1  S snapshots; GET S archive of the whole volume ──► PUT into T (streamed, never held)
  *   round k  S snapshots and picks what changed since the last snapshot began (sync-scripts.ts);
  *            T removes what the source no longer has; S tars the changes ──► PUT into T
- *   verify   both list what they store; T mends owners and modes an archive did not carry; the
- *            lists must be identical (and, on request, every file's sha256)
+ *   prepare  (still running) both list what they store; T mends owners and modes an archive did
+ *            not carry and keeps the paths where the lists differ
+ *   final    (source stopped) S picks only what changed since the last snapshot began, with its
+ *            list lines ──► T applies it and checks those lines, and that every earlier difference
+ *            was among them: time proportional to the change, not the volume
+ *   verify   (a copy of a volume not in use) both lists whole must be identical (and, on request,
+ *            every file's sha256)
  *
  * Both helpers run an idle loop so every step is an exec (tens of ms) rather than a new
  * container. They carry the caller's labels, and are removed by close() (never the volumes).
@@ -18,7 +23,7 @@ import { randomUUID } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { ensureImage, type EngineClient } from './engine.js';
 import { NotFoundError, VerificationError } from './errors.js';
-import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceChooseAgain, sourceFinal, sourceLists, sourceRound, targetFinal, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
+import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceChooseAgain, sourceChooseAll, sourceFinal, sourceLists, sourceMeasure, sourcePrepare, sourceRound, targetFinal, targetPrepare, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
 import { transferArchive } from './archive-relay.js';
 
 export const HELPER_LABEL = 'berth.volume-copy';
@@ -60,6 +65,8 @@ export interface SyncProgress {
   transferredBytes: number;
   /** In the first round: regular files and their bytes seen so far. */
   counts?: { files: number; bytes: number };
+  /** Once, as a round starts: about how many archive bytes it will send. */
+  expectedBytes?: number;
 }
 
 export interface VerifyResult {
@@ -99,6 +106,8 @@ export class VolumeSync {
   private src = '';
   private dst = '';
   private rounds = 0;
+  /** Whether prepareFinal ran after the latest round (the final pass needs it). */
+  private prepared = false;
   private readonly o: SyncOptions;
 
   private constructor(o: SyncOptions) {
@@ -171,15 +180,27 @@ export class VolumeSync {
   async round(onProgress?: (p: SyncProgress) => void, opts: { sourceInUse?: boolean; count?: boolean } = {}): Promise<RoundResult> {
     const { from, to, signal } = this.o;
     const round = ++this.rounds;
+    this.prepared = false;
     if (round === 1) {
       const empty = (await this.run(to, this.dst, isEmpty)).stdout.trim();
       if (empty !== 'empty') throw new DestinationNotEmptyError(`destination volume ${to.volume} on ${to.engine.endpoint} is not empty`);
     }
-    const [entries = 0, totalBytes = 0, changed = 0, changedBytes = 0, batches = 0] = summaryOf(from.engine, (await this.run(from, this.src, sourceRound(round === 1))).stdout, 5);
+    const [entries = 0, totalBytes = 0, changed = 0, changedBytes = 0, batches = 0, expectAll = 0, expectChanged = 0] = summaryOf(from.engine, (await this.run(from, this.src, sourceRound(round === 1))).stdout, 7);
+    onProgress?.({ round, transferredBytes: 0, expectedBytes: round === 1 ? expectAll : expectChanged });
     const progress = (transferredBytes: number, counts?: { files: number; bytes: number }) => onProgress?.({ round, transferredBytes, ...(counts ? { counts } : {}) });
     if (round === 1) {
       const rootStat = await from.engine.statPath(this.src, MOUNT, { signal });
-      const moved = await transferArchive({ from: from.engine, to: to.engine, src: this.src, dst: this.dst, rootStat, signal, count: opts.count ?? false, onChunk: (n, counts) => progress(n, counts && { ...counts }) });
+      let moved = 0;
+      try {
+        moved = await transferArchive({ from: from.engine, to: to.engine, src: this.src, dst: this.dst, rootStat, signal, count: opts.count ?? false, onChunk: (n, counts) => progress((moved = n), counts && { ...counts }) });
+      } catch (err) {
+        // A file rewritten while the engine archived it (see below): with the source in use the
+        // next round sends everything again (its snapshot start goes back to the beginning of
+        // time) and removes what this one left half-written.
+        if (!opts.sourceInUse || signal?.aborted) throw err;
+        await this.run(from, this.src, sourceChooseAll);
+        return { round, entries, totalBytes, sentEntries: 0, sentBytes: 0, transferredBytes: moved, removed: 0, incomplete: true };
+      }
       return { round, entries, totalBytes, sentEntries: entries, sentBytes: totalBytes, transferredBytes: moved, removed: 0 };
     }
     await this.shipOut();
@@ -252,26 +273,50 @@ export class VolumeSync {
     return moved;
   }
 
+  /** About how many archive bytes a full copy of the source sends (a walk of sizes; it may be in use). */
+  async measure(): Promise<number> {
+    return summaryOf(this.o.from.engine, (await this.run(this.o.from, this.src, sourceMeasure)).stdout, 1)[0] ?? 0;
+  }
+
   /**
-   * The last pass, with the source stopped: one exec on the source picks what changed and packs
-   * it with the verification lists, one upload carries that, one exec on the target applies it,
-   * mends owners and modes and lists itself; the lists must be identical (a VerificationError
-   * otherwise). With `withChecksums`, every file's sha256 is compared too.
+   * After the last round while the source runs: the target mends owners and modes and notes
+   * where both sides differ now, so the final pass checks only what changed after that round's
+   * snapshot began (sync-scripts.ts). Resolves how many paths differ now.
+   */
+  async prepareFinal(): Promise<number> {
+    const { from, to } = this.o;
+    listSummary(from.engine, (await this.run(from, this.src, sourcePrepare)).stdout);
+    await this.shipOut();
+    const differing = summaryOf(to.engine, (await this.run(to, this.dst, targetPrepare)).stdout, 1)[0] ?? 0;
+    // The source needs those paths too: the final pass says which of them it still has.
+    await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, `${WORK_DIR}/dpaths`, { signal: this.o.signal }), { signal: this.o.signal });
+    this.prepared = true;
+    return differing;
+  }
+
+  /**
+   * The last pass, with the source stopped (after prepareFinal): one exec on the source picks
+   * what changed since the last round's snapshot began and packs it with its verification lines,
+   * one upload carries that, one exec on the target applies it and checks it; each in time
+   * proportional to the change, not the volume (but for one lstat walk of the source). A
+   * VerificationError unless both sides agree. With `checksums`, every file's sha256 is compared
+   * too (that reads the whole volume on both sides: the pause then grows with it).
    */
   async finalPass(opts: { checksums?: boolean; onProgress?: (p: SyncProgress) => void; onUploaded?: () => void } = {}): Promise<RoundResult & VerifyResult> {
-    const { to } = this.o;
+    const { from, to } = this.o;
     const withChecksums = opts.checksums ?? false;
+    if (!this.prepared) await this.prepareFinal();
     const round = ++this.rounds;
     const transferredBytes = await this.pipeExec(sourceFinal, WORK_DIR, (n) => opts.onProgress?.({ round, transferredBytes: n }), false);
     opts.onUploaded?.();
     const r = await this.run(to, this.dst, targetFinal);
-    const parts = r.stdout.trim().split(/\s+/);
-    const [entries = 0, totalBytes = 0, sentEntries = 0, sentBytes = 0, , removed = 0, mended = 0] = summaryOf(to.engine, parts.join(' '), 7);
-    const target = listSummary(to.engine, parts.slice(7, 11).join(' '));
-    const source = listSummary(to.engine, parts.slice(11, 15).join(' '));
-    this.compare(source, target, r.stderr);
+    const [sentEntries = 0, sentBytes = 0, removed = 0, mended = 0, entries = 0, files = 0, bytes = 0, problems = 0] = summaryOf(to.engine, r.stdout, 8);
+    if (problems > 0) {
+      const lines = r.stderr.split('\n').filter(Boolean);
+      throw new VerificationError(`volume ${to.volume} (${to.engine.endpoint}) does not match ${from.volume} (${from.engine.endpoint}) after the last pass: ${lines.slice(0, 5).join('; ')}`, lines);
+    }
     if (withChecksums) await this.compareChecksums();
-    return { round, entries, totalBytes, sentEntries, sentBytes, transferredBytes, removed, files: source.files, bytes: source.bytes, mended, checksums: withChecksums };
+    return { round, entries, totalBytes: bytes, sentEntries, sentBytes, transferredBytes, removed, files, bytes, mended, checksums: withChecksums };
   }
 
   private compare(source: ReturnType<typeof listSummary>, target: ReturnType<typeof listSummary>, stderr: string): void {

@@ -237,6 +237,8 @@ export interface MigrationJobsTable extends Timestamps {
   keep_source_volumes: ColumnType<number, number | undefined, number>;
   lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
   lease_until: ColumnType<number | null, number | null | undefined, number | null>;
+  /** 1: start the resource on the target right after the switch (else the caller redeploys). */
+  start_on_destination: ColumnType<number, number | undefined, number>;
 }
 
 export interface DockerCleanupExecutionsTable extends Timestamps {

@@ -146,21 +146,35 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
     expect(volumeExists(engines, 'a', app.volume)).toBe(true); // the kept copy is the caller's to remove
   }, 90_000);
 
-  it('MCP with a progress token: the call waits, progress notifications arrive, every byte on b, runs on b after a redeploy', async () => {
-    const app = await runningApp('mcp-app', 24);
+  it('MCP with a progress token: the call waits, progress notifications arrive (at most ~4 a second, with a total), every byte on b, runs on b after a redeploy', async () => {
+    const app = await runningApp('mcp-app', 64);
     const deploymentsBefore = await deploymentCount(api, app.uuid);
 
     const progress: Array<{ progress: number; total?: number; message?: string }> = [];
+    const started = Date.now();
     const r = await mcp.callTool('migrate_application', { uuid: app.uuid, destination_uuid: p.destB }, (n) => progress.push(n));
+    const took = Date.now() - started;
     expect(r.isError, JSON.stringify(r)).toBeFalsy();
     expect(r.structuredContent).toMatchObject({ uuid: app.uuid, destination_uuid: p.destB, migrate_volumes: true, moves_data: true, status: 'finished' });
     expect(r.structuredContent!.message).toMatch(/moved to the new destination/);
+    expect(r.structuredContent).not.toHaveProperty('started_on_destination');
 
     // Notifications came while the data moved; their progress only grows (MCP requires it).
-    expect(progress.length, JSON.stringify(progress)).toBeGreaterThanOrEqual(2);
-    for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress).toBeGreaterThan(progress[i - 1]!.progress);
-    expect(progress.at(-1)!.progress).toBeGreaterThan(app.before.bytes);
-    for (const n of progress) expect(n.message).toMatch(/^(pre-copy|final-sync|verify) round \d+: \d\/1 volumes, \d+ bytes sent/);
+    const shown = JSON.stringify(progress);
+    expect(progress.length, shown).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress, shown).toBeGreaterThan(progress[i - 1]!.progress);
+    // Throttled: one per 250 ms at most, plus the last one (the copy of 64 MiB takes seconds
+    // here; one per 64 KiB chunk would be a thousand).
+    expect(progress.length, shown).toBeLessThanOrEqual(Math.ceil(took / 250) + 2);
+    // A total from the first notification on (measured before the copy), never below progress;
+    // the last one is the end: progress = total.
+    for (const n of progress) {
+      expect(n.total, shown).toBeGreaterThan(app.before.bytes);
+      expect(n.progress, shown).toBeLessThanOrEqual(n.total!);
+    }
+    expect(progress.at(-1)!.progress).toBe(progress.at(-1)!.total);
+    expect(progress.at(-1)!.message).toMatch(/^done \(done\)/);
+    for (const n of progress) expect(n.message, shown).toMatch(/^(pre-copy|final-sync|verify|switch|done) \([^)]+\), round \d+: \d\/1 volumes verified, [\d.]+ MiB sent of ~[\d.]+ MiB/);
 
     const m = await mcp.callTool('get_migration', { uuid: r.structuredContent!.migration_uuid as string });
     expect(m.structuredContent).toMatchObject({ status: 'finished', progress: { phase: 'done', volumes_done: 1, bytes_total: app.before.bytes }, downtime_ms: expect.any(Number) });
@@ -176,6 +190,23 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
       expect(d.isError, JSON.stringify(d)).toBeFalsy();
       return (d.structuredContent as { deployments: Array<{ deployment_uuid: string }> }).deployments[0]!.deployment_uuid;
     });
+  }, 90_000);
+
+  it('start_on_destination: the call waits (wait: true) and the app runs on b right after the switch, on the copied volume', async () => {
+    const app = await runningApp('start-app', 2);
+    const r = await api.req('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB, start_on_destination: true, wait: true });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ status: 'finished', moves_data: true, started_on_destination: true });
+    expect(r.json.message).toMatch(/moved to the new destination and started there/);
+    const moved = (await volumeNames(api, 'applications', app.uuid)).data!;
+    const st = containerState(engines, 'b', app.uuid);
+    expect(st).toMatchObject({ running: true, image: SLEEPER_IMAGE });
+    expect(st!.mounts).toEqual([expect.objectContaining({ Name: moved, Destination: '/data', RW: true })]);
+    expect(sumsInContainer(engines, 'b', app.uuid, '/data')).toBe(app.before.sums);
+    expect(containerState(engines, 'a', app.uuid)?.running ?? false).toBe(false);
+    expect((await api.ok('GET', `/applications/${app.uuid}`)).status).toMatch(/^running/);
+    const m = await api.ok('GET', `/migrations/${r.json.migration_uuid}`);
+    expect(m).toMatchObject({ status: 'finished', start_on_destination: true, error: null });
   }, 90_000);
 
   it('a container that keeps restarting (its command exits at once) is really stopped before the copy, and stays stopped on a', async () => {

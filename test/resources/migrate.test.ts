@@ -84,6 +84,20 @@ describe.each(['applications', 'databases', 'services'] as const)('POST /%s/{uui
     expect(onServer1).not.toContain(uuid);
   });
 
+  it('start_on_destination: true → started where it moved (nothing to copy here), and the migration says so; false by default', async () => {
+    const uuid = await runningResource(collection);
+    const r = await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destination2Uuid, start_on_destination: true });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ moves_data: false, status: 'finished', started_on_destination: true });
+    expect(r.json.message).toMatch(new RegExp(`^${singular} moved to the new destination and started there`));
+    expect((await c.api('GET', `/${collection}/${uuid}`, c.read)).json).toMatchObject({ status: expect.stringMatching(/^running/), destination_uuid: c.w.destination2Uuid });
+    expect((await c.api('GET', `/migrations/${r.json.migration_uuid}`, c.read)).json).toMatchObject({ start_on_destination: true, error: null });
+    const back = await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destinationUuid });
+    expect(back.json).not.toHaveProperty('started_on_destination');
+    expect((await c.api('GET', `/migrations/${back.json.migration_uuid}`, c.read)).json).toMatchObject({ start_on_destination: false });
+    expectValidation(await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destination2Uuid, start_on_destination: 'yes' }), ['start_on_destination']);
+  });
+
   it('migrate_volumes false → moves_data false, and the message says so', async () => {
     const uuid = await runningResource(collection);
     const r = await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destination2Uuid, migrate_volumes: false });

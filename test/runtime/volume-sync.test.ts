@@ -90,4 +90,57 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
     }
     expect(truth(engines, 'b', dst)).toBe(truth(engines, 'a', src));
   });
+  it('the final pass carries every kind of change made after the prepared round, and checks only what changed', async () => {
+    const src = uniqueName('fin');
+    const dst = uniqueName('fin-dst');
+    engines.podman('a', ['volume', 'create', src]);
+    sh(engines, 'a', src, `
+      mkdir -p tree/a/b keep gone-dir/sub moved-dir/inner
+      i=0; while [ $i -lt 200 ]; do printf "$i" > "keep/f $i"; i=$((i + 1)); done
+      printf x > tree/a/b/leaf; printf y > gone-dir/sub/z; printf m > moved-dir/inner/file
+      printf same > same; printf mode > mode; printf own > own; printf t > type-change; printf l > linked
+      ln -s same link`);
+    const sync = await opened(src, dst);
+    try {
+      await sync.round();
+      await sync.round();
+      expect(await sync.prepareFinal()).toBe(0);
+      // After the prepared round: the source changes in every way, then stops (the final pass).
+      sh(engines, 'a', src, `
+        printf SAME > same; chmod 600 mode; chown 3000:3001 own
+        rm -r gone-dir; mv moved-dir tree/a/moved-here
+        rm type-change; mkdir type-change; printf in > type-change/in
+        ln -sfn mode link; ln linked hard-link; rm "keep/f 7"
+        mkdir -p fresh/deep; printf n > fresh/deep/n`);
+      const last = await sync.finalPass();
+      // Only the change is sent: not the 200 files that did not move.
+      expect(last.sentEntries).toBeLessThan(30);
+      expect(last.removed).toBeGreaterThan(0);
+      expect(truth(engines, 'b', dst)).toBe(truth(engines, 'a', src));
+      const counted = engines.podman('a', ['run', '--rm', '--network', 'none', '-v', `${src}:/v:ro`, engines.image, 'sh', '-c', 'cd /v && find . | wc -l && find . -type f | wc -l']).trim().split(/\s+/).map(Number);
+      expect([last.entries, last.files]).toEqual(counted);
+    } finally {
+      await sync.close();
+    }
+  });
+
+  it('the final pass fails verification when the copy differs where the source did not change', async () => {
+    const src = uniqueName('tamper');
+    const dst = uniqueName('tamper-dst');
+    engines.podman('a', ['volume', 'create', src]);
+    sh(engines, 'a', src, 'mkdir d; printf one > d/one; printf two > two');
+    const sync = await opened(src, dst);
+    try {
+      await sync.round();
+      await sync.round();
+      // The copy is damaged where the source does not change again: the prepared lists differ
+      // there, and the final pass (which sends only the change) must not pass it over.
+      sh(engines, 'b', dst, 'printf damaged-longer > d/one');
+      expect(await sync.prepareFinal()).toBe(1);
+      sh(engines, 'a', src, 'printf 2 > two');
+      await expect(sync.finalPass()).rejects.toThrow(/does not match.*d\/one/);
+    } finally {
+      await sync.close();
+    }
+  });
 });

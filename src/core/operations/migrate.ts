@@ -11,6 +11,7 @@ import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { uuidParam } from '../validators.js';
+import { ProgressThrottle } from '../progress-throttle.js';
 import type { MigrationProgress } from '../runtime.js';
 import { ENGINE, messageSchema, READ, stamps } from './common.js';
 import { KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection } from './resource-common.js';
@@ -25,6 +26,7 @@ export const migrationSchema = z.object({
   from_destination_uuid: z.string(),
   destination_uuid: z.string(),
   migrate_volumes: z.boolean(),
+  start_on_destination: z.boolean().describe('Whether it is started on the target right after the switch.'),
   /** Whether volume data moves: migrate_volumes and both servers managed. */
   moves_data: z.boolean(),
   status: z.string().describe('pending, copying, finished, failed or cancelled.'),
@@ -47,6 +49,33 @@ export const migrationSchema = z.object({
 
 type MigrationRow = Selectable<MigrationJobsTable>;
 
+const PHASE_STEP: Partial<Record<MigrationProgress['phase'], number>> = { 'final-sync': 1, verify: 2, switch: 3, done: 4 };
+const PHASE_TEXT: Partial<Record<MigrationProgress['phase'], string>> = {
+  'pre-copy': 'copying while it runs',
+  'final-sync': 'stopped, sending the last changes',
+  verify: 'verifying the copies',
+  switch: 'switching over',
+  done: 'done',
+};
+const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
+
+/**
+ * One MCP progress notification from a migration's state. Progress counts archive bytes sent
+ * plus one step per phase after the copy (so a phase change alone still makes it grow, as MCP
+ * requires); total is what the copy was expected to send (measured before it) plus those steps.
+ */
+function progressNote(p: MigrationProgress): { progress: number; total?: number; message: string } {
+  const step = PHASE_STEP[p.phase] ?? 0;
+  const expected = p.bytes_expected ?? 0;
+  const total = expected > 0 ? Math.max(expected, p.bytes) + 4 : undefined;
+  const of = expected > 0 ? ` of ~${mib(Math.max(expected, p.bytes))}` : '';
+  return {
+    progress: p.bytes + step,
+    ...(total !== undefined ? { total } : {}),
+    message: `${p.phase} (${PHASE_TEXT[p.phase] ?? p.phase}), round ${p.round}: ${p.volumes_done}/${p.volumes_total} volumes verified, ${mib(p.bytes)} sent${of}${p.current_volume ? `, volume ${p.current_volume}` : ''}`,
+  };
+}
+
 async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow): Promise<z.infer<typeof migrationSchema>> {
   const [r, from, to] = await Promise.all([
     db.selectFrom('resources').select('uuid').where('id', '=', m.resource_id).executeTakeFirstOrThrow(),
@@ -59,6 +88,7 @@ async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow
     from_destination_uuid: from?.uuid ?? '',
     destination_uuid: to?.uuid ?? '',
     migrate_volumes: m.migrate_volumes === 1,
+    start_on_destination: m.start_on_destination === 1,
     moves_data: m.moves_data === 1,
     status: m.status,
     // Only the public counters (a migration from an older berth has fewer).
@@ -91,6 +121,10 @@ export function migrateOperation(collection: Collection) {
       // Left out of MCP schemas (the tool list's size budget); accepted on every door.
       keep_source_volumes: brief(z.boolean().default(false).describe('Keep the source copies of moved volumes (default: removed once verified).')),
       wait: z.boolean().optional().describe(`Wait (up to ${WAIT_LIMIT_S} s) for the end; a progress token implies it.`),
+      start_on_destination: z
+        .boolean()
+        .default(false)
+        .describe('Start it on the target right after the switch (one short pause in all); by default it stays stopped and the caller redeploys.'),
     }),
     output: z.object({
       message: z.string(),
@@ -103,6 +137,7 @@ export function migrateOperation(collection: Collection) {
       migration_uuid: z.string(),
       status: z.string(),
       downtime_ms: z.number().int().nullable().optional(),
+      started_on_destination: z.boolean().optional().describe('With start_on_destination, once finished: whether it was started on the target.'),
     }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/migrate` },
@@ -135,6 +170,7 @@ export function migrateOperation(collection: Collection) {
         moves_data: movesData ? 1 : 0,
         error: null,
         previous_status: r.status,
+        start_on_destination: i.start_on_destination ? 1 : 0,
         ...stamps(),
       };
       const why = !i.migrate_volumes
@@ -147,10 +183,12 @@ export function migrateOperation(collection: Collection) {
               ? 'One of the servers is not managed by berth (no validated engine), so no volume data moves.'
               : `Its ${volumes.length} volume(s) are copied to the new server while it runs; it is stopped only for the last pass, and moves there when the copy is verified (follow migration ${migrationUuid}).`;
       const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
-      const result = (status: string, downtimeMs: number | null = null) => ({
+      const result = (status: string, downtimeMs: number | null = null, started?: { ok: boolean; error?: string | null }) => ({
         message:
           status === 'finished'
-            ? `${label} stopped and moved to the new destination. ${why} Redeploy when ready.`
+            ? started?.ok
+              ? `${label} moved to the new destination and started there. ${why}`
+              : `${label} stopped and moved to the new destination. ${why} ${started ? `Starting it there failed (${started.error ?? 'unknown error'}); redeploy it.` : 'Redeploy when ready.'}`
             : status === 'failed' || status === 'cancelled'
               ? `${label} migration ${status}; it stays on its old destination as it was.`
               : movesData
@@ -165,6 +203,7 @@ export function migrateOperation(collection: Collection) {
         migration_uuid: migrationUuid,
         status,
         ...(status === 'finished' && movesData ? { downtime_ms: downtimeMs } : {}),
+        ...(status === 'finished' && started ? { started_on_destination: started.ok } : {}),
       });
 
       if (!movesData) {
@@ -179,9 +218,10 @@ export function migrateOperation(collection: Collection) {
           await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', r.id).execute();
           return inserted;
         });
+        const started = i.start_on_destination ? await ctx.jobs.startMovedResource(r.id, migrationUuid) : undefined;
         // Its stopped container stays on the old server no longer: removed now (retried if that fails).
         await ctx.jobs.removeLeftovers(done.id);
-        return result('finished');
+        return result('finished', null, started);
       }
 
       const m = await db.transaction().execute(async (trx) => {
@@ -194,18 +234,10 @@ export function migrateOperation(collection: Collection) {
         return inserted;
       });
       let done: Promise<void>;
+      // Notifications an agent can follow: at most four a second, each with the total when known.
+      const throttle = ctx.progress ? new ProgressThrottle(ctx.progress) : undefined;
       try {
-        // MCP requires progress to grow with every notification: it counts bytes copied (the
-        // total is not known up front), and an update that moved no bytes is not sent.
-        let sent = -1;
-        const onProgress = ctx.progress
-          ? (p: MigrationProgress) => {
-              if (p.bytes <= sent) return;
-              sent = p.bytes;
-              const total = p.bytes_total ? ` of ${p.bytes_total}` : '';
-              void ctx.progress!({ progress: p.bytes, message: `${p.phase} round ${p.round}: ${p.volumes_done}/${p.volumes_total} volumes, ${p.bytes} bytes sent${total}${p.current_volume ? ` (${p.current_volume})` : ''}` }).catch(() => undefined);
-            }
-          : undefined;
+        const onProgress = throttle ? (p: MigrationProgress) => throttle.push(progressNote(p)) : undefined;
         ({ done } = await ctx.jobs.enqueueMigration(m.id, toServer.id, onProgress));
       } catch (err) {
         // A full queue leaves nothing behind: no migration record, the resource as it was.
@@ -220,8 +252,13 @@ export function migrateOperation(collection: Collection) {
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([done.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, WAIT_LIMIT_S * 1000)))]);
         clearTimeout(timer);
-        const now = await db.selectFrom('migrations_jobs').select(['status', 'downtime_ms']).where('id', '=', m.id).executeTakeFirstOrThrow();
-        return result(now.status, now.downtime_ms);
+        const now = await db.selectFrom('migrations_jobs').select(['status', 'downtime_ms', 'progress', 'error']).where('id', '=', m.id).executeTakeFirstOrThrow();
+        const last = JSON.parse(now.progress) as MigrationProgress;
+        const note = progressNote({ ...last, phase: now.status === 'finished' ? 'done' : last.phase });
+        throttle?.finish({ ...note, progress: note.total ?? note.progress, message: now.status === 'finished' ? note.message : `${now.status}: ${now.error ?? ''}`.trim() });
+        // The job records whether it started the resource on the target (see jobs.ts).
+        const started = now.status === 'finished' && i.start_on_destination ? { ok: now.error === null, error: now.error } : undefined;
+        return result(now.status, now.downtime_ms, started);
       }
       return result('pending');
     },
