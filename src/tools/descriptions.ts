@@ -164,7 +164,7 @@ const explicit: Record<string, ToolText> = {
   cancel_deployment: { title: 'Cancel a deployment', description: 'Cancel a queued or running deployment. Finished ones cannot be cancelled.' },
   list_application_deployments: { title: 'List deployments of an application', description: "An application's deployment history, newest first." },
   list_migrations: { title: 'List migrations', description: "The team's migrations, newest first, with their volume transfer status." },
-  get_migration: { title: 'Get a migration', description: 'Follow a migration started by migrate_application, migrate_database or migrate_service: status, phase (pre-copy round N, final-sync, verify, switch), bytes sent, and downtime_ms once done.' },
+  get_migration: { title: 'Get a migration', description: 'Follow a migration (migrate_*): status, phase (pre-copy round N, final-sync, verify, switch), bytes sent, downtime_ms once done.' },
   cancel_migration: { title: 'Cancel a migration', description: 'Cancel a migration before its switch: the copy stops, the copies on the target are removed, and the resource stays (running if it ran) where it was.' },
 
   get_environment: { title: 'Get an environment', description: 'Get one environment of a project by its name or uuid, with the applications, databases and services it holds.' },
@@ -302,7 +302,7 @@ function familyText(name: string): ToolText | undefined {
     const what = COLLECTION_WORDS[m[1]!]!;
     return {
       title: `Migrate ${what.replace(/^an? /, '')}`,
-      description: `Move ${what} to another destination (list_destinations) with its volume data, copied while it runs; it stops only for the last pass and is not redeployed. wait: true waits for the end (else get_migration); then start it.`,
+      description: `Move ${what} with its volume data to another destination (list_destinations), copied while it runs, stopped for the last pass only. start_on_destination: true starts it there; wait: true waits (else get_migration).`,
     };
   }
   m = /^create_(postgresql|mysql|mariadb|redis|mongodb|clickhouse|dragonfly|keydb)_database$/.exec(name);

@@ -26,7 +26,7 @@ export const migrationSchema = z.object({
   from_destination_uuid: z.string(),
   destination_uuid: z.string(),
   migrate_volumes: z.boolean(),
-  start_on_destination: z.boolean().describe('Whether it is started on the target right after the switch.'),
+  start_on_destination: z.boolean(),
   /** Whether volume data moves: migrate_volumes and both servers managed. */
   moves_data: z.boolean(),
   status: z.string().describe('pending, copying, finished, failed or cancelled.'),
@@ -40,7 +40,7 @@ export const migrationSchema = z.object({
       bytes_total: z.number().int().describe('Size of its files at the last snapshot.'),
     })
     .partial(),
-  downtime_ms: z.number().int().nullable().describe('Time stopped: from the stop on the source to the switch.'),
+  downtime_ms: z.number().int().nullable().describe('Stopped time: stop on the source to switch.'),
   error: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -118,13 +118,13 @@ export function migrateOperation(collection: Collection) {
       uuid: uuidParam,
       destination_uuid: uuidParam,
       migrate_volumes: z.boolean().default(true),
-      // Left out of MCP schemas (the tool list's size budget); accepted on every door.
+      // The two opt-ins are left out of MCP schemas (the tool list's size budget; the tool
+      // description names start_on_destination); accepted on every door.
       keep_source_volumes: brief(z.boolean().default(false).describe('Keep the source copies of moved volumes (default: removed once verified).')),
-      wait: z.boolean().optional().describe(`Wait (up to ${WAIT_LIMIT_S} s) for the end; a progress token implies it.`),
-      start_on_destination: z
-        .boolean()
-        .default(false)
-        .describe('Start it on the target right after the switch (one short pause in all); by default it stays stopped and the caller redeploys.'),
+      wait: z.boolean().optional().describe(`Wait up to ${WAIT_LIMIT_S} s for the end.`),
+      start_on_destination: brief(
+        z.boolean().default(false).describe('Start it on the target right after the switch (one short pause in all); by default it stays stopped and the caller redeploys.'),
+      ),
     }),
     output: z.object({
       message: z.string(),
@@ -137,7 +137,7 @@ export function migrateOperation(collection: Collection) {
       migration_uuid: z.string(),
       status: z.string(),
       downtime_ms: z.number().int().nullable().optional(),
-      started_on_destination: z.boolean().optional().describe('With start_on_destination, once finished: whether it was started on the target.'),
+      started_on_destination: z.boolean().optional(),
     }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/migrate` },
