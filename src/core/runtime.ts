@@ -135,7 +135,7 @@ export interface Runtime {
    * containers there, and the named volumes. The log lines; throws when the engine cannot be reached.
    */
   removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]>;
-  /** berth-labelled containers and volumes on a server that no record places there. */
+  /** berth-labelled containers and volumes on a server that no record names. */
   orphans(serverId: number): Promise<Orphans>;
   close(): Promise<void>;
 }

@@ -796,10 +796,7 @@ export class LiveRuntime implements Runtime {
     if (!this.isLive(server)) return { containers: [], volumes: [] };
     const engine = await this.engineFor(server);
     // Any team's records count: a volume or container a record names is never an orphan.
-    // A resource counts only on the server it lives on: what it left elsewhere (a migration's
-    // source) is an orphan there.
-    const here = await this.db.selectFrom('resources as r').innerJoin('destinations as d', 'd.id', 'r.destination_id').select(['r.uuid', 'd.server_id']).execute();
-    const known = new Set(here.filter((r) => r.server_id === serverId).map((r) => r.uuid));
+    const known = new Set((await this.db.selectFrom('resources').select('uuid').execute()).map((r) => r.uuid));
     const named = new Set((await this.db.selectFrom('storages').select('engine_volume').where('engine_volume', 'is not', null).execute()).map((s) => s.engine_volume!));
     const containers = (await engine.listContainers({ all: true, labels: { [LABEL_MANAGED]: 'true' } }))
       .map((c) => ({ name: containerName(c), resource_uuid: c.Labels?.[LABEL_RESOURCE] ?? c.Labels?.['berth.backup-of'] ?? null, state: c.State, migration: c.Labels?.[LABEL_MIGRATION] }))
