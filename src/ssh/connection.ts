@@ -91,9 +91,19 @@ export class SshConnection {
     };
     try {
       const client = await this.connection();
-      const channel = await new Promise<ClientChannel>((resolve, reject) =>
-        client.openssh_forwardOutStreamLocal(path, (err, ch) => (err ? reject(err) : resolve(ch))),
-      );
+      // sshd answers "open failed" when its connect to the socket fails for a moment (a busy
+      // engine's full accept queue): nothing was sent yet, so opening again is safe.
+      const open = () =>
+        new Promise<ClientChannel>((resolve, reject) => client.openssh_forwardOutStreamLocal(path, (err, ch) => (err ? reject(err) : resolve(ch))));
+      let channel: ClientChannel | undefined;
+      for (let attempt = 0; !channel; attempt++) {
+        try {
+          channel = await open();
+        } catch (err) {
+          if (attempt >= 7 || signal?.aborted || !/open failed/i.test((err as Error).message)) throw err;
+          await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+        }
+      }
       channel.once('close', release);
       return channelSocket(channel);
     } catch (err) {
