@@ -6,14 +6,14 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * script's own instance): the PostgreSQL run leaves them to the SQLite run, where they already ran.
  */
 const STORE_FREE = [
-  'test/runtime/**',
+  'test/engine/**',
   'test/ssh/**',
   'test/core/**',
   'test/auth/*.property.test.ts',
   'test/cli/launcher.test.ts',
   'test/mcp/conformance.test.ts',
   'test/limits/job-queues.test.ts',
-  'test/remote/paced-gate.test.ts',
+  'test/mcp/remote/paced-gate.test.ts',
 ];
 
 /**

@@ -2,10 +2,10 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { Core } from './core/gate.js';
 import type { Runtime } from './core/runtime.js';
-import { Jobs } from './jobs/jobs.js';
+import { Jobs } from './workers/jobs.js';
 import { JobQueues } from './limits/job-queues.js';
 import { RateLimits } from './limits/rate-limits.js';
-import { LiveRuntime } from './runtime/live-runtime.js';
+import { LiveRuntime } from './engine/live-runtime.js';
 import { TargetGuard } from './core/outbound-guard.js';
 import type { Db } from './store/db.js';
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
-import { command, fail, print, requireInstance, withStore, type DataOpts } from './cli/common.js';
+import { command, fail, print, requireInstance, withStore, type DataOpts } from './cli/command-helpers.js';
 import { registerMcpConfig } from './cli/mcp-config-command.js';
 import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
 import { BerthError } from './core/errors.js';
-import { allowListOr422 } from './core/operations/settings.js';
+import { allowListOr422 } from './core/operations/instance-settings.js';
 import { probeInstance } from './store/instance.js';
 import { readSettings, writeSettings } from './store/settings.js';
-import { parseToolsets, TOOLSET_WORDS } from './tools/toolsets.js';
+import { parseToolsets, TOOLSET_WORDS } from './mcp/tools/toolsets.js';
 import { BERTH_VERSION, COOLIFY_API_VERSION } from './version.js';
 
 const VERSION_LINE = `berth ${BERTH_VERSION} (Coolify API ${COOLIFY_API_VERSION})`;
@@ -61,12 +61,12 @@ command(program, 'mcp', 'serve MCP on stdio for a desktop agent (token from BERT
       parseToolsets(toolsets); // an unknown word fails here, before anything starts
       const config = loadConfig({ ...process.env, BERTH_DATA: o.data });
       if (o.apiUrl) {
-        const { runRemoteStdio } = await import('./remote/stdio.js');
+        const { runRemoteStdio } = await import('./mcp/remote/remote-stdio.js');
         await runRemoteStdio({ apiUrl: o.apiUrl, token: process.env.BERTH_TOKEN, readOnly: Boolean(o.readOnly), toolsets, logLevel: config.logLevel });
         return;
       }
       await requireInstance(o);
-      const { runStdio } = await import('./server/stdio.js');
+      const { runStdio } = await import('./mcp/stdio.js');
       await runStdio(config, { token: process.env.BERTH_TOKEN, readOnly: Boolean(o.readOnly), toolsets });
     } catch (err) {
       fail(err);

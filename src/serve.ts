@@ -4,15 +4,15 @@ import { initInstance, isInitialized } from './core/admin.js';
 import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
 import { buildHttpApp } from './http-api/app.js';
-import { ExpiryWarnings } from './jobs/expiry-warnings.js';
-import { Notifier } from './notify/notifier.js';
-import { CleanupSchedule } from './jobs/cleanup-schedule.js';
-import { createSenders } from './notify/senders.js';
+import { ExpiryWarnings } from './workers/expiry-warnings.js';
+import { Notifier } from './workers/notify/notifier.js';
+import { CleanupSchedule } from './workers/cleanup-schedule.js';
+import { createSenders } from './workers/notify/senders.js';
 import { TargetGuard } from './core/outbound-guard.js';
 import { createLogger } from './logging/logger.js';
 import { createMailer } from './mail/mailer.js';
 import { openStore } from './store/db.js';
-import { tools } from './tools/index.js';
+import { tools } from './mcp/tools/index.js';
 
 export interface RunningServer {
   url: string;

@@ -6,10 +6,10 @@
 //   with a fresh ed25519 key; every piece is torn down at the end.
 // - Engine API calls: --calls sequential `GET /_ping`, `GET /containers/json`, `GET /volumes` (podman's
 //   /version takes ~190 ms of its own, which would hide the transport), through the
-//   engine client berth uses (dist/runtime/engine.js) on engine a's unix socket, and through an
+//   engine client berth uses (dist/engine/engine-client.js) on engine a's unix socket, and through an
 //   SSH connection (dist/ssh/connection.js, one reused connection, a channel per HTTP connection)
 //   to the same socket. Prints calls/s of each and the ratio.
-// - Volume copy: berth's copyVolume (dist/runtime/volume-copy.js: archive stream a → b through
+// - Volume copy: berth's copyVolume (dist/engine/volume-copy.js: archive stream a → b through
 //   never-started helpers, then the listings that verify it) of one --mib MiB volume of mixed
 //   files from engine a to engine b, with both engines reached locally, and with both reached
 //   over SSH (one connection per engine, as a migration between two SSH servers has), and from SSH
@@ -27,10 +27,10 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const ENGINES = path.join(ROOT, 'scripts', 'engines.sh');
 const SSHD = path.join(ROOT, 'scripts', 'sshd.sh');
 const IMAGE = 'localhost/berth-busybox:latest';
-const { EngineClient } = await import(path.join(ROOT, 'dist/runtime/engine.js'));
+const { EngineClient } = await import(path.join(ROOT, 'dist/engine/engine-client.js'));
 const { SshConnection } = await import(path.join(ROOT, 'dist/ssh/connection.js'));
-const { inspectPrivateKey } = await import(path.join(ROOT, 'dist/ssh/keys.js'));
-const { copyVolume } = await import(path.join(ROOT, 'dist/runtime/volume-copy.js'));
+const { inspectPrivateKey } = await import(path.join(ROOT, 'dist/ssh/key-material.js'));
+const { copyVolume } = await import(path.join(ROOT, 'dist/engine/volume-copy.js'));
 
 const argv = process.argv.slice(2);
 const opt = (name, def) => {

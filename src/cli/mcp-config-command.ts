@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import * as admin from '../core/admin.js';
 import { BerthError } from '../core/errors.js';
 import { openStore } from '../store/db.js';
-import { command, fail, requireInstance, storeOf, type DataOpts } from './common.js';
+import { command, fail, requireInstance, storeOf, type DataOpts } from './command-helpers.js';
 import {
   baseUrlOf,
   clientEntry,

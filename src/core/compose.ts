@@ -3,7 +3,7 @@ import { isMap, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { inputProblem } from './input-guard.js';
 import { z } from 'zod';
 import { validationError } from './errors.js';
-import type { ContainerSpec } from '../runtime/types.js';
+import type { ContainerSpec } from '../engine/types.js';
 import { HOST_ACCESS_HINT, hostReaching, type HostReach, type HostSettings } from './host-access.js';
 import { sizeBytes } from './runtime-fields.js';
 import { splitWords } from './shell-words.js';

@@ -1,6 +1,6 @@
 import { quote } from 'shell-quote';
 import { z } from 'zod';
-import type { ContainerSpec } from '../runtime/types.js';
+import type { ContainerSpec } from '../engine/types.js';
 import { validationError } from './errors.js';
 
 /**

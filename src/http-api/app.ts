@@ -5,8 +5,8 @@ import { BerthError, toWire, unexpected, validationError, type WireError } from 
 import type { Core } from '../core/gate.js';
 import { HEALTH_LIMIT, rateHeaders, rateLimited } from '../limits/rate-limits.js';
 import type { Operation } from '../core/operation.js';
-import { registerMcpRoute } from '../server/http-mcp.js';
-import type { ToolDefinition } from '../tools/registry.js';
+import { registerMcpRoute } from '../mcp/http.js';
+import type { ToolDefinition } from '../mcp/tools/registry.js';
 import { accessOf } from './access.js';
 import { buildOpenApi } from './openapi.js';
 import { BadBody } from './body.js';

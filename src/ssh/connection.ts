@@ -15,7 +15,7 @@ import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { CipherAlgorithm, Client, ClientChannel, ConnectConfig } from 'ssh2';
 import { channelSocket } from './channel-socket.js';
-import { loadSsh2, sshFingerprint } from './keys.js';
+import { loadSsh2, sshFingerprint } from './key-material.js';
 
 export type SshFailure = 'resolve' | 'address-refused' | 'refused' | 'unreachable' | 'timeout' | 'auth' | 'host-key-changed' | 'protocol' | 'closed' | 'channel';
 

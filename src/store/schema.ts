@@ -231,7 +231,7 @@ export interface MigrationJobsTable extends Timestamps {
   previous_status: string | null;
   /** Stop on the source → switch done, when the resource was stopped for the last pass. */
   downtime_ms: number | null;
-  /** JSON `Leftovers` (src/jobs/leftovers.ts) still to remove on the source after the switch. */
+  /** JSON `Leftovers` (src/workers/leftovers.ts) still to remove on the source after the switch. */
   leftovers: ColumnType<string | null, string | null | undefined, string | null>;
   /** 1: the source's volume copies stay after the switch (listed as orphans of that server). */
   keep_source_volumes: ColumnType<number, number | undefined, number>;

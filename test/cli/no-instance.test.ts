@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BERTH_VERSION, COOLIFY_API_VERSION } from '../../src/version.js';
-import { SERVER_INFO } from '../../src/server/mcp-server.js';
+import { SERVER_INFO } from '../../src/mcp/server.js';
 import { runBerth } from '../helpers/cli-run.js';
 import { CLI } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/server.js';

@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backupVolumeName } from '../../src/runtime/backup-plan.js';
+import { backupVolumeName } from '../../src/engine/backup-plan.js';
 import { ENGINE_IMAGE, ENGINES_SCRIPT, enginesAvailable, useEngines } from '../helpers/engines.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, deployed, registerEngines, until, type Platform } from './support.js';

@@ -7,9 +7,9 @@
  * The schedule claims each due slot once, however many instances tick.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CleanupSchedule } from '../../src/jobs/cleanup-schedule.js';
+import { CleanupSchedule } from '../../src/workers/cleanup-schedule.js';
 import { createLogger } from '../../src/logging/logger.js';
-import { LiveRuntime } from '../../src/runtime/live-runtime.js';
+import { LiveRuntime } from '../../src/engine/live-runtime.js';
 import { enginesAvailable, enginesUnavailableReason, useEngines } from '../helpers/engines.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, deployAppWithVolume, deployed, ensureSleeperImage, registerEngines, until, volumeExists, writeVolume, type Platform } from './support.js';

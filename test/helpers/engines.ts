@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { EngineClient } from '../../src/runtime/engine.js';
+import { EngineClient } from '../../src/engine/engine-client.js';
 
 export const ENGINES_SCRIPT = path.resolve(import.meta.dirname, '../../scripts/engines.sh');
 export const ENGINE_IMAGE = 'localhost/berth-busybox:latest';

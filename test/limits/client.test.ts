@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PacedClient, RetryLaterError, serverWaitMs } from '../../src/limits/client.js';
+import { PacedClient, RetryLaterError, serverWaitMs } from '../../src/mcp/remote/paced-client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 let s: TestServer;

@@ -1,4 +1,4 @@
-// The HTTP fast path for tools/call (src/server/fast-call.ts) against the SDK's own answer: two
+// The HTTP fast path for tools/call (src/mcp/fast-call.ts) against the SDK's own answer: two
 // real servers on one store, one with the fast path and one without (config.mcpFastCalls), get
 // the same requests; every answer must match in status, headers and bytes. Which path answered
 // shows in the framing: the fast path sends a Content-Length, the SDK streams chunked.

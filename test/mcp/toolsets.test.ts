@@ -10,11 +10,11 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentHint, BerthError, fromWire } from '../../src/core/errors.js';
 import { operations } from '../../src/core/operations/index.js';
-import { AGENT_LOG_CHARS, agentOutputValue } from '../../src/tools/agent-view.js';
-import { DEFAULT_TOOLS } from '../../src/tools/toolsets.js';
+import { AGENT_LOG_CHARS, agentOutputValue } from '../../src/mcp/tools/agent-view.js';
+import { DEFAULT_TOOLS } from '../../src/mcp/tools/toolsets.js';
 import { CLI, errorBody, httpClient, stdioClient, type AnyClient } from '../helpers/mcp.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
-import { remoteClient } from '../remote/helpers.js';
+import { remoteClient } from './remote/helpers.js';
 import { storeEnv } from '../helpers/store.js';
 
 const META = ['list_toolsets', 'enable_toolsets', 'describe_operation', 'call_operation'];

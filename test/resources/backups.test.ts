@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordOnlyRuntime } from '../../src/core/runtime.js';
 import { cronPattern as cronOf, lastDue } from '../../src/core/frequency.js';
-import { BackupRunner } from '../../src/jobs/backups.js';
+import { BackupRunner } from '../../src/workers/database-backup-runner.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { expectValidation, NOT_FOUND, placeOf, setup, type Ctx } from './support.js';
 

@@ -5,7 +5,7 @@
  * berth.* labels cannot be set; the plan (what a deploy makes the engine match) carries them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planResource } from '../../src/runtime/plan.js';
+import { planResource } from '../../src/engine/plan.js';
 import { b64, dump, expectValidation, placeOf, setup, type Ctx } from './support.js';
 
 let c: Ctx;

@@ -9,7 +9,7 @@ import net from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hostRefusal, TEAM_REFUSAL } from '../../src/core/network-guard.js';
 import { SshConnection, SshError } from '../../src/ssh/connection.js';
-import { inspectPrivateKey } from '../../src/ssh/keys.js';
+import { inspectPrivateKey } from '../../src/ssh/key-material.js';
 
 const key = await inspectPrivateKey(generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
 const KEY = { privateKey: key.forSsh2, keyFingerprint: key.fingerprint, hostKey: null, username: 'root', readyTimeoutMs: 1_000 };

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inspectPrivateKey, KeyProblem } from '../../src/ssh/keys.js';
+import { inspectPrivateKey, KeyProblem } from '../../src/ssh/key-material.js';
 
 const hasKeygen = spawnSync('ssh-keygen', ['-?'], { stdio: 'ignore' }).error === undefined;
 if (!hasKeygen && process.env.CI) throw new Error('ssh-keygen is needed in CI (openssh-client)');

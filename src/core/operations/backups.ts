@@ -3,7 +3,7 @@ import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
 import type { BackupExecutionsTable, ScheduledBackupsTable } from '../../store/schema.js';
 import { cronPattern } from '../frequency.js';
-import { BACKUP_KINDS, RESTORE_KINDS } from '../../runtime/backup-plan.js';
+import { BACKUP_KINDS, RESTORE_KINDS } from '../../engine/backup-plan.js';
 import { BerthError, notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
@@ -318,7 +318,7 @@ export const backupOperations = [
 ];
 
 /** Claims an on-demand execution and starts it; the caller follows it in the executions list. */
-async function runNow(db: Db, jobs: import('../../jobs/jobs.js').Jobs, backupId: number): Promise<string> {
+async function runNow(db: Db, jobs: import('../../workers/jobs.js').Jobs, backupId: number): Promise<string> {
   const id = (await jobs.backups.claim(backupId, null))!;
   jobs.backups.start(id);
   const row = await db.selectFrom('scheduled_database_backup_executions').select('uuid').where('id', '=', id).executeTakeFirstOrThrow();

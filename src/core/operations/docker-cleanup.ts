@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { notify } from '../../notify/notifier.js';
+import { notify } from '../../workers/notify/notifier.js';
 import { nowIso, type Db } from '../../store/db.js';
 import { validationError } from '../errors.js';
 import { cronPattern, FREQUENCY_HELP } from '../frequency.js';

@@ -13,7 +13,7 @@ import { applicationBuildOperations } from './application-builds.js';
 import { resourceTagOperations, tagOperations } from './tags.js';
 import { moveOperation } from './move.js';
 import { cloneOperation } from './clone.js';
-import { keyOperations } from './keys.js';
+import { keyOperations } from './private-keys.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
 import { projectOperations } from './projects.js';
@@ -22,7 +22,7 @@ import type { Collection } from './resource-common.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serviceOperations } from './services.js';
 import { servicePartOperations } from './service-parts.js';
-import { settingsOperations } from './settings.js';
+import { settingsOperations } from './instance-settings.js';
 import { environmentOperations, sharedVariableOperations } from './shared-variables.js';
 import { teamOperations } from './teams.js';
 

@@ -147,7 +147,7 @@ export function migrateOperation(collection: Collection) {
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
       // What the resource runs must be allowed where it goes (host-reaching settings need host access there).
-      const { planResource, planRefusal } = await import('../../runtime/plan.js');
+      const { planResource, planRefusal } = await import('../../engine/plan.js');
       const refusal = planRefusal(await planResource(db, r.id, { destinationId: target.id }));
       if (refusal) throw validationError({ destination_uuid: [`The target server does not allow this: ${refusal}`] });
       if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; wait for that migration to finish.' });

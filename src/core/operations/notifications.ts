@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { CHANNEL_SPECS, CHANNELS, EVENTS, eventField, type Channel, type ChannelSettings, type FieldKind } from '../../notify/channels.js';
-import { teamChannels } from '../../notify/notifier.js';
+import { CHANNEL_SPECS, CHANNELS, EVENTS, eventField, type Channel, type ChannelSettings, type FieldKind } from '../../workers/notify/channels.js';
+import { teamChannels } from '../../workers/notify/notifier.js';
 import { TargetGuard } from '../outbound-guard.js';
 import { nowIso } from '../../store/db.js';
 import { validationError, type ValidationErrors } from '../errors.js';

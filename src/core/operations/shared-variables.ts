@@ -17,7 +17,7 @@ import { placedSchema, placedView } from './resource-common.js';
  * Coolify's shared environment variables: team, project, environment and server scopes, one
  * family of four operations each. A resource's own variables reference them as `{{team.KEY}}`,
  * `{{project.KEY}}`, `{{environment.KEY}}` or `{{server.KEY}}`; a deployment resolves them
- * (src/runtime/shared-references.ts). Identified by their integer id, as in Coolify.
+ * (src/engine/shared-references.ts). Identified by their integer id, as in Coolify.
  */
 
 type SharedRow = Omit<SharedEnvironmentVariablesTable, 'id'> & { id: number };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { VOLUME_BACKUP_DEFAULTS, VolumeBackupRunner, type VolumeBackupSettings } from '../../jobs/volume-backups.js';
+import { VOLUME_BACKUP_DEFAULTS, VolumeBackupRunner, type VolumeBackupSettings } from '../../workers/volume-backup-runner.js';
 import { nowIso, type Db } from '../../store/db.js';
 import { notFound, validationError } from '../errors.js';
 import { cronPattern, FREQUENCY_HELP } from '../frequency.js';

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { inspectPrivateKey } from '../../ssh/keys.js';
+import { inspectPrivateKey } from '../../ssh/key-material.js';
 
 /**
  * Servers reached over SSH: the pinned host key (`SHA256:…`, trust on first validate) and the

@@ -1,0 +1,186 @@
+import { createMcpHandler, type AuthInfo } from '@modelcontextprotocol/server';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { Caller } from '../core/caller.js';
+import { BerthError, validationError } from '../core/errors.js';
+import type { Core } from '../core/gate.js';
+import { accessOf } from '../http-api/access.js';
+import { BadBody } from '../http-api/body.js';
+import { rateHeaders } from '../limits/rate-limits.js';
+import { visibleTools, type ToolDefinition } from './tools/registry.js';
+import { fastCallOf, writeFastAnswer } from './fast-call.js';
+import { buildMcpServer, catalogueFor, fastToolCall, type ToolCatalogue } from './server.js';
+import { tooDeepAnswer } from './message-guard.js';
+
+interface McpRouteOptions {
+  core: Core;
+  tools: readonly ToolDefinition[];
+  config: Config;
+  logger: Logger;
+}
+
+/** What one /mcp request carries into the server factory (through the SDK's authInfo.extra). */
+interface RequestState {
+  caller: Caller;
+  catalogue: ToolCatalogue;
+  only?: string;
+  readOnly: boolean;
+}
+
+/** A JSON-RPC error answered by the route itself (the SDK never sees the request). */
+const rpcError = (code: number, message: string) => ({ jsonrpc: '2.0', id: null, error: { code, message } });
+
+/**
+ * The operation a request runs, when it is a tools/call (by its tool, or through call_operation),
+ * so that the operation's own limit is charged as REST charges it.
+ */
+function operationOf(body: unknown, byName: ReadonlyMap<string, ToolDefinition>): ToolDefinition | undefined {
+  const b = body as { method?: unknown; params?: { name?: unknown; arguments?: { name?: unknown } } } | null | undefined;
+  if (!b || typeof b !== 'object' || Array.isArray(b) || b.method !== 'tools/call') return undefined;
+  const name = b.params?.name === 'call_operation' ? b.params.arguments?.name : b.params?.name;
+  return typeof name === 'string' ? byName.get(name) : undefined;
+}
+
+/** Aborted when the client goes away before its answer, as the SDK's request signal is. */
+function abortSignalOf(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  // Not once the answer is written (abort() makes a DOMException with a stack: not free).
+  res.once('close', () => {
+    if (!res.writableEnded) ac.abort();
+  });
+  return ac.signal;
+}
+
+/** A boolean header: exactly true or false (absent is false); anything else is refused, never guessed. */
+function booleanHeader(req: FastifyRequest, name: string): boolean {
+  const v = req.headers[name];
+  if (v === undefined || v === 'false') return false;
+  if (v === 'true') return true;
+  throw validationError({ [name]: ['Must be true or false.'] });
+}
+
+const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]', '::1'];
+const isLoopback = (host: string) => host === 'localhost' || host.startsWith('127.') || host === '::1';
+
+/**
+ * Transport guards the SDK leaves to us: browser origins (none allowed unless configured) and,
+ * when bound to loopback, the Host header (DNS rebinding).
+ */
+function guard(req: FastifyRequest, config: Config): void {
+  const origin = req.headers.origin;
+  if (origin !== undefined && !config.mcpAllowedOrigins.includes(origin)) throw new BerthError('origin_not_allowed');
+  const allowedHosts = config.mcpAllowedHosts.length ? config.mcpAllowedHosts : isLoopback(config.host) ? LOOPBACK_HOSTS : null;
+  if (allowedHosts) {
+    let hostname = '';
+    try {
+      hostname = new URL(`http://${req.headers.host ?? ''}`).hostname.toLowerCase();
+    } catch {
+      /* an unparsable Host is refused below */
+    }
+    if (!allowedHosts.includes(hostname)) throw new BerthError('host_not_allowed');
+  }
+}
+
+function headerOrQuery(req: FastifyRequest): string | undefined {
+  const h = req.headers['x-berth-toolsets'];
+  if (typeof h === 'string' && h.trim()) return h;
+  const q = (req.query as Record<string, unknown> | undefined)?.toolsets;
+  return typeof q === 'string' ? q : undefined;
+}
+
+/**
+ * The catalogue of one token shape (permissions, root team, read-only, toolset selection): what
+ * visibleTools and catalogueFor work out is the same for every request of that shape, so it is
+ * worked out once. Stateless HTTP never changes a catalogue (no enable_toolsets), so sharing is
+ * safe; the shape is read from the request's freshly admitted caller, so a role change or a
+ * revoked permission picks another entry at the next request.
+ */
+function catalogueCache(tools: readonly ToolDefinition[]) {
+  const cache = new Map<string, ToolCatalogue>();
+  return (caller: Caller, readOnly: boolean, spec: string | undefined): ToolCatalogue => {
+    const key = `${[...caller.permissions].sort().join(',')}|${caller.rootTeam}|${readOnly}|${spec ?? ''}`;
+    let c = cache.get(key);
+    if (!c) {
+      c = catalogueFor(visibleTools(tools, caller, { readOnly }), spec, false);
+      // A bound, not an LRU: shapes are few (permission sets × headers); a flood of odd
+      // ?toolsets= values only costs rebuilding.
+      if (cache.size >= 256) cache.clear();
+      cache.set(key, c);
+    }
+    return c;
+  };
+}
+
+/**
+ * POST /mcp: stateless streamable HTTP. Each request is authenticated and checked like any API
+ * request, then served by a fresh MCP server holding only the tools this caller may see.
+ */
+export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): void {
+  const { core, tools, config, logger } = opts;
+  const handler = createMcpHandler(
+    (ctx) => {
+      const state = ctx.authInfo?.extra as RequestState | undefined;
+      if (!state) throw new Error('MCP request reached the server factory without an admitted caller');
+      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor: async () => state.caller });
+    },
+    { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected') },
+  );
+  const serve = toNodeHandler(handler);
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const catalogueOf = catalogueCache(tools);
+
+  app.post('/mcp', async (req, reply) => {
+    guard(req, config);
+    const access = accessOf(req);
+    access.mcp = true;
+    // An operation with a limit of its own (feedback) is charged to it, as on REST; anything
+    // else is one unit of the general bucket per request.
+    const limited = operationOf(req.body, byName)?.op.rateLimit;
+    const caller = await core.admit(access, limited ? { rateLimit: limited } : undefined);
+    // One request, one charge: a JSON-RPC batch would run many calls for one. The MCP revisions
+    // served here have no batching (2025-06-18 removed it), so a batch is refused unread.
+    if (Array.isArray(req.body)) {
+      return reply.code(400).send(rpcError(-32600, 'Invalid Request: JSON-RPC batches are not supported; send one request per POST.'));
+    }
+    // The header can only narrow what the token allows, never widen it.
+    const readOnly = booleanHeader(req, 'x-berth-read-only');
+    // Which tools are listed: the X-Berth-Toolsets header or ?toolsets= (a client configured
+    // with a URL only); the default set otherwise. Stateless, so the list cannot grow mid-session:
+    // call_operation reaches the rest.
+    const spec = headerOrQuery(req);
+    let catalogue: ToolCatalogue;
+    try {
+      catalogue = catalogueOf(caller, readOnly, spec);
+    } catch (err) {
+      throw validationError({ toolsets: [(err as Error).message] });
+    }
+    // Building a server with every listed tool dominated a call's cost: a tools/call needs only
+    // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
+    const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
+    const called = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
+    const state: RequestState = { caller, catalogue, readOnly, ...(typeof called === 'string' ? { only: called } : {}) };
+    if (req.body instanceof BadBody) return reply.code(400).send(rpcError(-32700, `Parse error: ${req.body.reason}`));
+    const tooDeep = tooDeepAnswer(req.body);
+    if (tooDeep) return reply.code(400).send(tooDeep);
+    // A plain tools/call is answered without the SDK's per-request server, byte for byte as it
+    // would answer (fast-call.ts); anything else, or a call it would refuse, goes to the SDK.
+    const fast = config.mcpFastCalls ? fastCallOf(req.headers, req.body) : undefined;
+    const answer = fast && fastToolCall({ core, logger, catalogue, all: tools, readOnly, callerFor: async () => caller }, fast.name, fast.args, { signal: abortSignalOf(reply.raw) });
+    if (fast && answer) {
+      const { result, raw } = await answer;
+      if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
+      reply.hijack();
+      writeFastAnswer(reply.raw, fast, result, raw);
+      return;
+    }
+    const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
+    (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
+    // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.
+    if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
+    reply.hijack();
+    await serve(req.raw, reply.raw, req.body);
+  });
+}

@@ -1,0 +1,56 @@
+import type { Config } from '../config/config.js';
+import type { RequestAccess } from '../core/caller.js';
+import { BerthError } from '../core/errors.js';
+import { assembleCore } from '../assemble.js';
+import { createLogger } from '../logging/logger.js';
+import { openStore } from '../store/db.js';
+import { tools } from './tools/index.js';
+import { visibleTools } from './tools/registry.js';
+import { buildMcpServer, catalogueFor } from './server.js';
+import { serveGuardedStdio } from './message-guard.js';
+
+export interface StdioOptions {
+  token: string | undefined;
+  readOnly: boolean;
+  /** `--toolsets`: group names, default, all; the default set when absent. */
+  toolsets?: string;
+}
+
+/**
+ * `berth mcp`: the MCP server on stdin/stdout, the core in-process on the same store as `serve`.
+ * stdout carries JSON-RPC only; every log line goes to stderr. A stdio client is a local process,
+ * so it is checked and charged as the loopback address.
+ */
+export async function runStdio(config: Config, opts: StdioOptions): Promise<void> {
+  const logger = createLogger({ level: config.logLevel, destination: 'stderr' });
+  if (!opts.token) throw new Error('set BERTH_TOKEN to an API token (<id>|<secret>) to use berth mcp');
+  const db = await openStore(config.dataDir, config.databaseUrl);
+  const assembled = assembleCore(db, config, logger);
+  const { core } = assembled;
+  const access: RequestAccess = { authorization: `Bearer ${opts.token}`, sourceIp: '127.0.0.1', mcp: true };
+  let caller;
+  try {
+    caller = await core.identify(access);
+  } catch (err) {
+    await db.destroy();
+    await assembled.close();
+    if (err instanceof BerthError) throw new Error(`BERTH_TOKEN was refused: ${err.message}`);
+    throw err;
+  }
+  // What the token reaches at start is listed (the listed part grows when the agent enables
+  // toolsets). Every call is admitted and checked anew, so a holder's role change applies at the
+  // next call: a tool the token lost answers the missing permission, one it gained runs.
+  const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
+  const handle = serveGuardedStdio(() =>
+    buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op) }),
+  );
+  // Resource status comes from the engines: a desktop-only installation follows them too.
+  core.deps.runtime.startWatching(assembled.jobs.instanceId);
+  logger.info({ tools: catalogue.listed.size, reachable: catalogue.reachable.length, teamId: caller.teamId }, 'berth mcp ready on stdio');
+  process.stdin.once('end', () => {
+    void handle.close().finally(async () => {
+      await core.deps.runtime.stopWatching().catch(() => undefined);
+      await Promise.all([db.destroy(), assembled.close()]);
+    });
+  });
+}

@@ -1,0 +1,44 @@
+import type { Operation } from '../../core/operation.js';
+import type { ToolDefinition } from './registry.js';
+import { PUBLIC_ROUTES } from '../../http-api/public-routes.js';
+import { DEFAULT_TOOLS } from './toolsets.js';
+
+/** Reference tables (docs/api.md, docs/mcp.md) derived from the declarations, so the docs cannot drift from the code. */
+const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+const permissionOf = (op: Operation) =>
+  op.permission === 'authenticated' ? 'any token' : op.access?.rootTeamOnly ? `${op.permission} (root team)` : op.permission;
+
+export function renderToolTable(tools: readonly ToolDefinition[]): string {
+  const rows = tools.map(
+    (t) =>
+      `| \`${t.name}\` | ${DEFAULT_TOOLS.includes(t.name) ? 'default' : t.op.toolset} | ${permissionOf(t.op)} | ${t.hints.readOnlyHint ? 'yes' : 'no'} | ${cell(t.description)} |`,
+  );
+  return ['| tool | listed in | permission | read-only | description |', '|---|---|---|---|---|', ...rows].join('\n');
+}
+
+export function renderRouteTable(operations: readonly Operation[]): string {
+  const rows = operations.map((o) => {
+    const also = o.http.aliases?.length ? ` (also ${o.http.aliases.map((a) => `\`${a}\``).join(', ')})` : '';
+    return `| ${o.http.method} | \`${o.http.path}\`${also} | ${permissionOf(o)} | ${cell(o.summary)} |`;
+  });
+  return ['| method | path | permission | what it does |', '|---|---|---|---|', ...rows, ...PUBLIC_ROUTES.map((r) => `| GET | \`${r.path}\` | none | ${cell(r.summary)} |`)].join('\n');
+}
+
+/** Replaces the text between `<!-- name:start -->` and `<!-- name:end -->`. */
+export function replaceSection(doc: string, name: string, body: string): string {
+  const start = `<!-- ${name}:start -->`;
+  const end = `<!-- ${name}:end -->`;
+  const i = doc.indexOf(start);
+  const j = doc.indexOf(end);
+  if (i === -1 || j === -1) throw new Error(`no ${name} section markers (<!-- ${name}:start --> … <!-- ${name}:end -->)`);
+  return `${doc.slice(0, i + start.length)}\n${body}\n${doc.slice(j)}`;
+}
+
+/** The generated sections, declared once for `npm run docs` and for the test that keeps them in step. */
+export function generatedSections(operations: readonly Operation[], tools: readonly ToolDefinition[]) {
+  return [
+    { file: 'docs/api.md', name: 'routes', body: renderRouteTable(operations) },
+    { file: 'docs/mcp.md', name: 'tools', body: renderToolTable(tools) },
+  ];
+}

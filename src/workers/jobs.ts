@@ -1,0 +1,424 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type RawBuilder, type SqlBool } from 'kysely';
+import type { Logger } from 'pino';
+import { notify } from './notify/notifier.js';
+import type { MigrationProgress, Runtime } from '../core/runtime.js';
+import type { JobQueues } from '../limits/job-queues.js';
+import { nowIso, type Db } from '../store/db.js';
+import { BackupRunner } from './database-backup-runner.js';
+import { NOT_OBSERVED } from '../core/observed-status.js';
+import { finishDeletion, retryDeletions } from './deletions.js';
+import { sourceLeftovers } from '../core/migration-leftovers.js';
+import { removeLeftovers, retryLeftovers } from './leftovers.js';
+import { OutageLog } from '../logging/outage.js';
+import type { RemoveOptions } from '../core/runtime.js';
+
+/** The reason a migration's copy is aborted when someone cancels it. */
+class MigrationCancelled extends Error {
+  override name = 'MigrationCancelled';
+  constructor() {
+    super('cancelled');
+  }
+}
+
+/** A migration whose lease another instance took over (this one was cut off from the store too long). */
+class LeaseLost extends Error {
+  override name = 'LeaseLost';
+  constructor() {
+    super('another berth instance took this migration over');
+  }
+}
+
+/** A row with no lease this long after its last change was inserted by an instance that died before queueing it. */
+const UNLEASED_GRACE_MS = 60_000;
+
+/** The largest deployment log kept; older lines are dropped first. */
+const MAX_LOG_CHARS = 1_000_000;
+
+/**
+ * Runs deployments (deploy, start, stop, restart) and migrations through the per-server queues.
+ * A job is a row first, claimed by the instance that queues or runs it with a lease it renews
+ * while it lives (several instances may share one store). A job whose lease ran out belongs to an
+ * instance that died: another (or the same one, restarted) takes it over by the restart rules: a
+ * queued one is queued again, one cut off while running fails (a deployment) or is rolled back (a
+ * migration), never reported as done.
+ */
+export class Jobs {
+  /** This process's name on the leases it holds. */
+  readonly instanceId = randomUUID();
+  private readonly leaseMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+  private readonly running = new Map<number, AbortController>();
+  private readonly runningMigrations = new Map<number, AbortController>();
+  private readonly migrationListeners = new Map<number, Set<(p: MigrationProgress) => void>>();
+  /** Database backups: on-demand runs, scheduled runs claimed once across instances, retention. */
+  readonly backups: BackupRunner;
+  private readonly outage: OutageLog;
+
+  constructor(
+    private readonly db: Db,
+    private readonly queues: JobQueues,
+    private readonly runtime: Runtime,
+    private readonly logger: Logger,
+    /** Tests only (BERTH_TEST_HOLD_MIGRATION_PHASE): hold a migration when it enters this phase. */
+    private readonly opts: { holdPhase?: { phase: string; ms: number } | null; leaseMs?: number } = {},
+  ) {
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.backups = new BackupRunner(db, runtime, logger);
+    this.outage = new OutageLog(logger, 'job leases', 'warn');
+  }
+
+  private leaseEnd = () => Date.now() + this.leaseMs;
+
+  /** Rows whose lease has run out (or that were never leased, long ago): their instance is gone. */
+  private stale(alias?: string): RawBuilder<SqlBool> {
+    const col = (c: string) => sql.ref(alias ? `${alias}.${c}` : c);
+    const now = Date.now();
+    const old = new Date(now - UNLEASED_GRACE_MS).toISOString();
+    return sql<SqlBool>`(${col('lease_until')} < ${now} or (${col('lease_until')} is null and ${col('updated_at')} < ${old}))`;
+  }
+
+  /**
+   * Takes over what instances that are gone left (at once, then every third of a lease), and
+   * renews the leases of what this one holds.
+   */
+  async start(): Promise<void> {
+    await this.sweep();
+    this.timer = setInterval(() => {
+      this.ticking ??= this.renew()
+        .then(() => this.sweep())
+        .then(() => this.backups.tick())
+        .then(() => retryDeletions(this.db, this.runtime, this.logger))
+        .then(() => retryLeftovers(this.db, this.runtime, this.logger))
+        .then(
+          () => this.outage.ok(),
+          (err) => this.outage.failed(err),
+        )
+        .finally(() => (this.ticking = undefined));
+    }, Math.max(250, Math.floor(this.leaseMs / 3)));
+    this.timer.unref();
+  }
+
+  /**
+   * Stops renewing and hands back what has not started (another instance queues it at once);
+   * a job running now keeps its lease until it ends or the lease runs out.
+   */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.ticking;
+    await this.db.updateTable('deployments').set({ lease_until: 0 }).where('lease_owner', '=', this.instanceId).where('status', '=', 'queued').execute();
+    await this.db.updateTable('migrations_jobs').set({ lease_until: 0 }).where('lease_owner', '=', this.instanceId).where('status', '=', 'pending').execute();
+  }
+
+  private async renew(): Promise<void> {
+    const until = this.leaseEnd();
+    await this.db.updateTable('deployments').set({ lease_until: until }).where('lease_owner', '=', this.instanceId).where('status', 'in', ['queued', 'in_progress']).execute();
+    await this.db.updateTable('migrations_jobs').set({ lease_until: until }).where('lease_owner', '=', this.instanceId).where('status', 'in', ['pending', 'copying']).execute();
+  }
+
+  /** Claims a stale row for this instance; only one instance's claim of a row succeeds. */
+  private async claim(table: 'deployments' | 'migrations_jobs', id: number, status: string): Promise<boolean> {
+    const r = await this.db
+      .updateTable(table)
+      .set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() })
+      .where('id', '=', id)
+      .where('status', '=', status as never)
+      .where(this.stale())
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /** Takes over the jobs of instances that are gone, by the restart rules. */
+  async sweep(): Promise<void> {
+    const cutOff = await this.db.selectFrom('migrations_jobs').select(['id', 'progress']).where('status', '=', 'copying').where(this.stale()).orderBy('id').execute();
+    for (const m of cutOff) {
+      if (!(await this.claim('migrations_jobs', m.id, 'copying'))) continue;
+      const phase = (JSON.parse(m.progress) as Partial<MigrationProgress>).phase ?? 'pre-copy';
+      await this.failMigration(m.id, `berth stopped during the migration (${phase}); it was rolled back: the resource stays where it was. Migrate again.`);
+    }
+    const migrations = await this.db
+      .selectFrom('migrations_jobs as m')
+      .innerJoin('destinations as d', 'd.id', 'm.to_destination_id')
+      .select(['m.id', 'd.server_id'])
+      .where('m.status', '=', 'pending')
+      .where(this.stale('m'))
+      .orderBy('m.id')
+      .execute();
+    for (const m of migrations) {
+      if (!(await this.claim('migrations_jobs', m.id, 'pending'))) continue;
+      await this.enqueueMigration(m.id, m.server_id).catch(async (err: Error) => {
+        // Not resumable now (e.g. the target's queue is full): roll back rather than leave the
+        // resource blocked as migrating. Its source volumes were never touched; a re-run is safe.
+        this.logger.error({ err, migrationId: m.id }, 'could not resume a migration; rolling it back');
+        await this.failMigration(m.id, `Could not be resumed after a restart: ${err.message}`);
+      });
+    }
+    const running = await this.db.selectFrom('deployments').select('id').where('status', '=', 'in_progress').where(this.stale()).orderBy('id').execute();
+    for (const d of running) {
+      if (!(await this.claim('deployments', d.id, 'in_progress'))) continue;
+      await this.db.updateTable('deployments').set({ status: 'failed', finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', d.id).where('status', '=', 'in_progress').execute();
+      this.logger.warn({ deploymentId: d.id }, 'a deployment cut off by a stopped berth marked failed');
+    }
+    const queued = await this.db.selectFrom('deployments').select(['id', 'server_id']).where('status', '=', 'queued').where(this.stale()).orderBy('id').execute();
+    for (const d of queued) {
+      if (!(await this.claim('deployments', d.id, 'queued'))) continue;
+      await this.enqueue(d.id, d.server_id).catch(async (err) => {
+        this.logger.error({ err, deploymentId: d.id }, 'could not requeue');
+        // Handed back: another instance (or a later sweep) tries again.
+        await this.db.updateTable('deployments').set({ lease_until: 0 }).where('id', '=', d.id).execute();
+      });
+    }
+  }
+
+  /** Puts a deployment on its server's queue; 429 "Deployment queue is full." when it is. */
+  async enqueue(deploymentId: number, serverId: number): Promise<{ done: Promise<void> }> {
+    await this.db.updateTable('deployments').set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() }).where('id', '=', deploymentId).execute();
+    const { done } = await this.queues.submit(String(serverId), () => this.run(deploymentId));
+    // Settles when the deployment has ended, however; never rejects (failures are logged here).
+    return { done: done.catch((err) => this.logger.error({ err, deploymentId }, 'deployment job failed')) };
+  }
+
+  /**
+   * Queues a migration's volume transfer on the target server's queue. `done` settles when the
+   * migration has finished or failed; `onProgress` hears every progress update.
+   */
+  async enqueueMigration(migrationId: number, serverId: number, onProgress?: (p: MigrationProgress) => void): Promise<{ done: Promise<void> }> {
+    if (onProgress) {
+      let set = this.migrationListeners.get(migrationId);
+      if (!set) this.migrationListeners.set(migrationId, (set = new Set()));
+      set.add(onProgress);
+    }
+    await this.db.updateTable('migrations_jobs').set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() }).where('id', '=', migrationId).execute();
+    const { done } = await this.queues.submit(String(serverId), () => this.runMigration(migrationId));
+    done.catch((err) => this.logger.error({ err, migrationId }, 'migration job failed'));
+    const settled = done.finally(() => onProgress && this.migrationListeners.get(migrationId)?.delete(onProgress));
+    // Most callers never wait for `done` (REST, a resumed job): its failure, logged above, must
+    // not become an unhandled rejection, which ends the process.
+    settled.catch(() => undefined);
+    return { done: settled };
+  }
+
+  /**
+   * Live migration: the runtime copies every volume into staging volumes on the target while the
+   * resource runs, stops it (stopSource, where the pause starts), sends the last difference and
+   * verifies; then one transaction switches: storages point at the copies, the resource at its new
+   * destination, the migration records how long the resource was down. Until that commit the
+   * resource and its data are where they were; a failure or a cancel rolls back to exactly that.
+   */
+  private async runMigration(migrationId: number): Promise<void> {
+    const m = await this.db.selectFrom('migrations_jobs').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
+    const claimed = await this.db
+      .updateTable('migrations_jobs')
+      .set({ status: 'copying', lease_owner: this.instanceId, lease_until: this.leaseEnd(), updated_at: nowIso() })
+      .where('id', '=', m.id)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    if (claimed.numUpdatedRows === 0n) return; // cancelled while it waited
+    const controller = new AbortController();
+    this.runningMigrations.set(m.id, controller);
+    let progress: MigrationProgress = { ...(JSON.parse(m.progress) as MigrationProgress) };
+    const hold = this.opts.holdPhase;
+    const save = async (p: MigrationProgress) => {
+      const entering = p.phase !== progress.phase;
+      progress = p;
+      // Every save renews the lease, and finds out whether another instance took the job over
+      // (this one could not reach the store for a whole lease): then it stops at once.
+      const saved = await this.db
+        .updateTable('migrations_jobs')
+        .set({ progress: JSON.stringify(p), lease_until: this.leaseEnd(), updated_at: nowIso() })
+        .where('id', '=', m.id)
+        .where('lease_owner', '=', this.instanceId)
+        .executeTakeFirst();
+      if (saved.numUpdatedRows === 0n) controller.abort(new LeaseLost());
+      for (const l of this.migrationListeners.get(m.id) ?? []) l(p);
+      if (entering && hold?.phase === p.phase) await new Promise((r) => setTimeout(r, hold.ms));
+    };
+    let stoppedAt: number | undefined;
+    try {
+      const staged = await this.runtime.moveVolumes(m.id, {
+        db: this.db,
+        signal: controller.signal,
+        progress: save,
+        stopSource: async () => {
+          stoppedAt = Date.now();
+          await this.runtime.stopResource(m.resource_id, controller.signal);
+        },
+      });
+      controller.signal.throwIfAborted();
+      await save({ ...progress, phase: 'switch' });
+      await this.db.transaction().execute(async (trx) => {
+        const leftovers = await sourceLeftovers(trx, m, m.keep_source_volumes ? [] : [...staged.keys()]);
+        for (const [storageId, volume] of staged) {
+          await trx.updateTable('storages').set({ engine_volume: volume, updated_at: nowIso() }).where('id', '=', storageId).execute();
+        }
+        await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
+        const done = await trx
+          .updateTable('migrations_jobs')
+          .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done' }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, leftovers, finished_at: nowIso(), updated_at: nowIso() })
+          .where('id', '=', m.id)
+          .where('lease_owner', '=', this.instanceId)
+          .executeTakeFirst();
+        // Taken over meanwhile: the other instance rolls it back; nothing of this switch commits.
+        if (done.numUpdatedRows === 0n) throw new LeaseLost();
+      });
+      // Opt-in: started on the target at once, so the pause a user sees is this one. The move
+      // stands whatever the start does (the data and records are there); a failure is recorded.
+      if (m.start_on_destination === 1) await this.startMovedResource(m.resource_id, m.uuid);
+      await removeLeftovers(this.db, this.runtime, this.logger, m.id);
+    } catch (err) {
+      if (err instanceof LeaseLost || controller.signal.reason instanceof LeaseLost) {
+        this.logger.warn({ migrationId: m.id }, 'migration taken over by another berth instance; stopping here');
+        await this.runtime.discardStaging(m.id).catch(() => undefined);
+        return;
+      }
+      const cancelled = controller.signal.aborted && controller.signal.reason instanceof MigrationCancelled;
+      await this.failMigration(m.id, cancelled ? 'Cancelled; the resource stays where it was.' : (err as Error).message, cancelled ? 'cancelled' : 'failed');
+      if (!cancelled) throw err;
+    } finally {
+      this.runningMigrations.delete(m.id);
+    }
+  }
+
+  /** Removes what a switched migration left on its source (retried by the sweep when that fails). */
+  async removeLeftovers(migrationId: number): Promise<void> {
+    await removeLeftovers(this.db, this.runtime, this.logger, migrationId);
+  }
+
+  /**
+   * Starts a resource where a finished migration moved it (start_on_destination). A failure
+   * leaves it stopped there and is recorded on the migration (its status stays finished: the
+   * move is done); the caller redeploys then.
+   */
+  async startMovedResource(resourceId: number, migrationUuid: string): Promise<{ ok: boolean; error: string | null }> {
+    try {
+      await this.runtime.startResource(resourceId);
+      await this.db.updateTable('resources').set({ status: 'running', updated_at: nowIso() }).where('id', '=', resourceId).where('status', '=', 'exited').execute();
+      return { ok: true, error: null };
+    } catch (err) {
+      const error = `Moved, but starting it on the destination failed: ${(err as Error).message}`;
+      this.logger.warn({ err, migration: migrationUuid }, 'could not start a migrated resource on its destination');
+      await this.db.updateTable('migrations_jobs').set({ error, updated_at: nowIso() }).where('uuid', '=', migrationUuid).execute();
+      return { ok: false, error };
+    }
+  }
+
+  /**
+   * Cancels a migration before its switch: a waiting one ends at once, a running one stops its
+   * copy and rolls back. False when it has already ended (or is switching: too late to cancel).
+   */
+  async cancelMigration(migrationId: number): Promise<boolean> {
+    const waiting = await this.db.updateTable('migrations_jobs').set({ status: 'cancelling', updated_at: nowIso() }).where('id', '=', migrationId).where('status', '=', 'pending').executeTakeFirst();
+    if (waiting.numUpdatedRows > 0n) {
+      await this.failMigration(migrationId, 'Cancelled before it started; the resource stays where it was.', 'cancelled');
+      return true;
+    }
+    const running = this.runningMigrations.get(migrationId);
+    const m = await this.db.selectFrom('migrations_jobs').select(['status', 'progress']).where('id', '=', migrationId).executeTakeFirst();
+    if (!running || m?.status !== 'copying' || (JSON.parse(m.progress) as Partial<MigrationProgress>).phase === 'switch') return false;
+    running.abort(new MigrationCancelled());
+    return true;
+  }
+
+  /**
+   * A failed migration: recorded, its copies discarded, the resource left where it was in the
+   * state it was in before (a running one is started again there, on its untouched volumes).
+   */
+  private async failMigration(migrationId: number, message: string, status: 'failed' | 'cancelled' = 'failed'): Promise<void> {
+    this.logger.warn({ migrationId, err: message }, 'migration failed; the resource stays where it was');
+    const m = await this.db.selectFrom('migrations_jobs').select(['resource_id', 'previous_status']).where('id', '=', migrationId).executeTakeFirstOrThrow();
+    await this.runtime.discardStaging(migrationId).catch(() => undefined);
+    let resourceStatus = m.previous_status === 'running' ? 'running' : 'exited';
+    if (resourceStatus === 'running') {
+      try {
+        // Stopped for the last pass, or still running: either way running on the source again.
+        await this.runtime.startResource(m.resource_id);
+      } catch (err) {
+        this.logger.error({ err, migrationId }, 'could not start the resource again after a failed migration');
+        resourceStatus = 'exited';
+      }
+    }
+    // "failed" is reported only once the rollback is done.
+    await this.db.transaction().execute(async (trx) => {
+      await trx.updateTable('resources').set({ status: resourceStatus, updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
+      await trx.updateTable('migrations_jobs').set({ status, error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', migrationId).execute();
+    });
+  }
+
+  /**
+   * Deletes a resource: marks it (with its flags), cancels its deployments, removes what it has
+   * on its engine, then its records. When the engine part fails the resource stays, marked as
+   * being deleted, and the tick tries again.
+   */
+  async deleteResource(resourceId: number, flags: RemoveOptions): Promise<{ done: boolean; error?: string; log: string[] }> {
+    await this.db.updateTable('resources').set({ deleting: JSON.stringify(flags), updated_at: nowIso() }).where('id', '=', resourceId).execute();
+    const active = await this.db.selectFrom('deployments').select('id').where('resource_id', '=', resourceId).where('status', 'in', ['queued', 'in_progress']).execute();
+    for (const d of active) await this.cancel(d.id);
+    return finishDeletion(this.db, this.runtime, this.logger, resourceId);
+  }
+
+  /** Cancels a queued or running deployment; false when it already ended. */
+  async cancel(deploymentId: number): Promise<boolean> {
+    const r = await this.db
+      .updateTable('deployments')
+      .set({ status: 'cancelled', finished_at: nowIso(), updated_at: nowIso() })
+      .where('id', '=', deploymentId)
+      .where('status', 'in', ['queued', 'in_progress'])
+      .executeTakeFirst();
+    this.running.get(deploymentId)?.abort();
+    return r.numUpdatedRows > 0n;
+  }
+
+  private async run(deploymentId: number): Promise<void> {
+    const claimed = await this.db
+      .updateTable('deployments')
+      .set({ status: 'in_progress', lease_owner: this.instanceId, lease_until: this.leaseEnd(), started_at: nowIso(), updated_at: nowIso() })
+      .where('id', '=', deploymentId)
+      .where('status', '=', 'queued')
+      .executeTakeFirst();
+    if (claimed.numUpdatedRows === 0n) return; // cancelled while it waited
+    const controller = new AbortController();
+    this.running.set(deploymentId, controller);
+    const log = async (line: string) => {
+      const row = await this.db.selectFrom('deployments').select('logs').where('id', '=', deploymentId).executeTakeFirstOrThrow();
+      const logs = `${row.logs}${new Date().toISOString()} ${line}\n`.slice(-MAX_LOG_CHARS);
+      await this.db.updateTable('deployments').set({ logs, updated_at: nowIso() }).where('id', '=', deploymentId).execute();
+    };
+    let status: 'finished' | 'failed';
+    try {
+      status = await this.runtime.runDeployment(deploymentId, { db: this.db, log, signal: controller.signal });
+    } catch (err) {
+      status = 'failed';
+      await log(`failed: ${(err as Error).message}`).catch(() => undefined);
+    } finally {
+      this.running.delete(deploymentId);
+    }
+    const ended = await this.db
+      .updateTable('deployments')
+      .set({ status, finished_at: nowIso(), updated_at: nowIso() })
+      .where('id', '=', deploymentId)
+      .where('status', '=', 'in_progress')
+      .executeTakeFirst();
+    if (ended.numUpdatedRows > 0n) await this.notifyDeployment(deploymentId, status);
+  }
+
+  /** Tells the team's notification channels how a deployment ended (cancelled ones are not news). */
+  private async notifyDeployment(deploymentId: number, status: 'finished' | 'failed'): Promise<void> {
+    const d = await this.db
+      .selectFrom('deployments as d')
+      .innerJoin('resources as r', 'r.id', 'd.resource_id')
+      .innerJoin('servers as s', 's.id', 'd.server_id')
+      .select(['d.uuid', 'd.kind', 'd.team_id', 'r.uuid as resource_uuid', 'r.name', 'r.kind as resource_kind', 's.name as server'])
+      .where('d.id', '=', deploymentId)
+      .executeTakeFirst();
+    if (!d) return;
+    const ok = status === 'finished';
+    const what = d.kind === 'deploy' ? 'Deployment' : `${d.kind[0]!.toUpperCase()}${d.kind.slice(1)}`;
+    await notify(this.db, this.logger, d.team_id, `deployment:${d.uuid}`, {
+      event: ok ? 'deployment_success' : 'deployment_failure',
+      title: `${what} of ${d.name} ${ok ? 'finished' : 'failed'}`,
+      text: `${what} ${d.uuid} of ${d.resource_kind} ${d.name} (${d.resource_uuid}) on server ${d.server} ${ok ? 'finished' : 'failed'}.${ok ? '' : ' Its logs say why (get_deployment).'}`,
+      data: { deployment_uuid: d.uuid, resource_uuid: d.resource_uuid, resource_type: d.resource_kind, kind: d.kind, status },
+    });
+  }
+}
