@@ -8,12 +8,10 @@
  * application's tasks are gone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
-import { startServer, type RunningServer } from '../../src/serve.js';
 import { ENGINE_IMAGE, enginesAvailable, useEngines } from '../helpers/engines.js';
 import { httpClient, type AnyClient } from '../helpers/mcp.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
-import { storeUrlFor } from '../helpers/store.js';
+import { spawnServe, type ServeProcess } from '../helpers/process.js';
 import { Api, deployAppWithVolume, deployed, ensureSleeperImage, KEEP_RUNNING, migrationEnded, registerEngines, until, type Platform } from './support.js';
 
 const LEASE_MS = 1_500;
@@ -227,10 +225,8 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
   }, 90_000);
 
   it('two berth instances on one store run each firing once', async () => {
-    const second: RunningServer = await startServer(
-      loadConfig({ LOG_LEVEL: 'silent', API_RATE_LIMIT: '0' }, { dataDir: s.dataDir, databaseUrl: storeUrlFor(s.dataDir), host: '127.0.0.1', port: 0, helperImage: ENGINE_IMAGE, jobLeaseMs: LEASE_MS }),
-      () => {},
-    );
+    // A second `berth serve` process on the same store, ticking as often.
+    const second: ServeProcess = await spawnServe(s.dataDir, { BERTH_JOB_LEASE_MS: String(LEASE_MS), BERTH_HELPER_IMAGE: ENGINE_IMAGE, API_RATE_LIMIT: '0' });
     try {
       const tasks: string[] = [];
       for (let i = 0; i < 8; i++) tasks.push((await api.ok('POST', `/applications/${app}/scheduled-tasks`, { name: `twice-${i}`, command: `echo run-${i}`, frequency: 'every_minute' })).uuid);
@@ -246,7 +242,7 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
         expect(runs.every((e: { status: string }) => e.status === 'success')).toBe(true);
       }
     } finally {
-      await second.close();
+      await second.stop();
     }
   }, 90_000);
 
