@@ -3,7 +3,8 @@
  * task runners on two store handles (as two berth instances have) tick at the same moment, again
  * and again, and each task's firing is claimed and run exactly once; the next minute is another
  * firing, once too. A disabled task is never claimed; a run whose instance died is failed once
- * its timeout has passed; the records of runs on a record-only server say why nothing ran.
+ * its timeout has passed; the records of runs on a record-only server say why nothing ran. A
+ * clone copies the tasks; a delete removes them.
  */
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,6 +81,24 @@ describe('scheduled task claims', () => {
     await Promise.all([b.tick(next), a.tick(next), b.tick(next)]);
     await Promise.all([a.idle(), b.idle()]);
     for (const t of tasks) expect((await runsOf(t)).map((r) => r.scheduled_for)).toEqual([minute, new Date(next.getTime() - 30_000).toISOString()]);
+  });
+
+  it("a clone gets copies of the tasks without their runs; deleting an application deletes its tasks", async () => {
+    await task({ name: 'copied', frequency: '15 3 * * *', timeout: 42 });
+    const dest = (await call(s.url, 'GET', '/api/v1/destinations', { token: s.rootToken })).json[0].uuid;
+    const clone = await call(s.url, 'POST', `/api/v1/applications/${app}/clone`, { token: s.rootToken, body: { destination_uuid: dest } });
+    expect(clone.status, clone.text).toBe(201);
+    const list = async (uuid: string) => (await call(s.url, 'GET', `/api/v1/applications/${uuid}/scheduled-tasks`, { token: s.rootToken })).json;
+    const copied = (await list(clone.json.uuid)).find((t: { name: string }) => t.name === 'copied');
+    const original = (await list(app)).find((t: { name: string }) => t.name === 'copied');
+    expect(copied).toMatchObject({ frequency: '15 3 * * *', timeout: 42, enabled: true, container: null });
+    expect(copied.uuid).not.toBe(original.uuid);
+    expect((await list(clone.json.uuid)).length).toBe((await list(app)).length);
+    expect(await runsOf(copied.uuid)).toEqual([]);
+
+    const del = await call(s.url, 'DELETE', `/api/v1/applications/${clone.json.uuid}`, { token: s.rootToken });
+    expect(del.status, del.text).toBe(200);
+    expect(await s.db.selectFrom('scheduled_tasks').select('id').where('uuid', '=', copied.uuid).execute()).toEqual([]);
   });
 
   it('a run left running by an instance that died is failed once its timeout has passed', async () => {
