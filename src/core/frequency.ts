@@ -12,7 +12,8 @@ const WORDS: Record<string, string> = {
 
 /** The cron pattern of a frequency (a word or a 5-field cron expression, UTC), or null when invalid. */
 export function cronPattern(frequency: string): string | null {
-  const pattern = WORDS[frequency.trim().toLowerCase()] ?? frequency.trim();
+  // Coolify also takes the words with an @ (`@daily`).
+  const pattern = WORDS[frequency.trim().toLowerCase().replace(/^@/, '')] ?? frequency.trim();
   // Seconds fields would let a schedule fire every second: five fields only.
   if (pattern.split(/\s+/).length !== 5) return null;
   try {

@@ -116,6 +116,14 @@ export interface Runtime {
   /** Archives one storage's volume (tar.gz) into its resource's backup volume; the file and its size. */
   runVolumeBackup(storageId: number, at: Date, signal: AbortSignal): Promise<{ filename: string; size: number; logs: string }>;
   /**
+   * Runs a scheduled task's shell command inside the resource's running container (a service's
+   * by its compose service name; null: its only container), over the server's engine API. The
+   * exit code and output (its last `maxChars`); a missing or stopped container throws with a
+   * clear message. When `signal` aborts, the command is killed inside the container and a
+   * TaskTimeoutError (runtime/task-exec.ts) is thrown with the output so far.
+   */
+  execCommand(resourceId: number, container: string | null, command: string, opts: { signal: AbortSignal; maxChars: number }): Promise<{ exitCode: number; output: string }>;
+  /**
    * Follows the engines of managed servers and keeps each resource's observed state in the
    * store (one instance per server at a time, by lease). `instanceId` names this process's leases.
    */
@@ -203,6 +211,9 @@ export const recordOnlyRuntime: Runtime = {
   async removeBackupFiles() {},
   async runVolumeBackup() {
     throw new Error(`Nothing was backed up. ${RECORD_ONLY_NOTE}`);
+  },
+  async execCommand() {
+    throw new Error(`Nothing was run. ${RECORD_ONLY_NOTE}`);
   },
   startWatching() {},
   async stopWatching() {},

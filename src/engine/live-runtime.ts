@@ -15,6 +15,7 @@ import type { DatabaseConfig } from '../core/operations/databases.js';
 import type { DatabaseKind } from '../core/operations/resource-common.js';
 import { TargetGuard } from '../core/outbound-guard.js';
 import { UNBUILT_TAG, type ApplicationConfig } from '../core/operations/applications.js';
+import { execTask } from './task-exec.js';
 import { BACKUP_DIR, backupVolumeName, lastLines, sizedOutput, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
 
 /**
@@ -935,6 +936,16 @@ export class LiveRuntime implements Runtime {
     const { size, logs } = sizedOutput(out.logs);
     if (out.exitCode !== 0 || size === null) throw Object.assign(new Error(`The volume backup failed (exit code ${out.exitCode}): ${lastLines(logs)}`), { logs });
     return { filename, size, logs };
+  }
+
+  async execCommand(resourceId: number, container: string | null, command: string, opts: { signal: AbortSignal; maxChars: number }): Promise<{ exitCode: number; output: string }> {
+    const server = await this.serverOfResource(resourceId);
+    if (!this.isLive(server)) return recordOnlyRuntime.execCommand(resourceId, container, command, opts);
+    const plan = await planResource(this.db, resourceId);
+    const c = container === null ? (plan.containers.length === 1 ? plan.containers[0] : undefined) : plan.containers.find((k) => k.spec.labels?.['berth.container'] === container);
+    if (!c) throw new Error(container === null ? `Name the container to run in: one of ${plan.containers.map((k) => k.spec.labels?.['berth.container'] ?? k.name).join(', ')}.` : `The service has no container ${container}.`);
+    const what = c.spec.labels?.['berth.container'] ? 'service' : 'application';
+    return execTask(await this.engineFor(server), c.name, command, { ...opts, what });
   }
 
   async close(): Promise<void> {

@@ -299,6 +299,38 @@ export interface ScheduledVolumeBackupExecutionsTable extends Timestamps {
   finished_at: string | null;
 }
 
+export interface ScheduledTasksTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  resource_id: number;
+  name: string;
+  command: string;
+  frequency: string;
+  /** A service's compose service name; null for an application (its one container). */
+  container: string | null;
+  /** Seconds. */
+  timeout: number;
+  enabled: number;
+  /** The latest schedule time claimed (ISO); null before the first firing. */
+  last_due: string | null;
+}
+
+export interface ScheduledTaskExecutionsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  task_id: number;
+  status: 'running' | 'success' | 'failed';
+  message: string | null;
+  /** The command's output (stdout and stderr as they came), its tail when long. */
+  logs: string | null;
+  exit_code: number | null;
+  /** The schedule time this run stands for; null when run on demand. */
+  scheduled_for: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
 export interface TagsTable extends Timestamps {
   id: Generated<number>;
   uuid: string;
@@ -360,6 +392,8 @@ export interface Database {
   tags: TagsTable;
   scheduled_volume_backups: ScheduledVolumeBackupsTable;
   scheduled_volume_backup_executions: ScheduledVolumeBackupExecutionsTable;
+  scheduled_tasks: ScheduledTasksTable;
+  scheduled_task_executions: ScheduledTaskExecutionsTable;
   engine_watch_leases: EngineWatchLeasesTable;
 
   shared_environment_variables: import('./schema-shared-variables.js').SharedEnvironmentVariablesTable;

@@ -6,6 +6,7 @@ import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
 import { BackupRunner } from './database-backup-runner.js';
+import { TaskRunner } from './scheduled-tasks.js';
 import { NOT_OBSERVED } from '../core/observed-status.js';
 import { finishDeletion, retryDeletions } from './deletions.js';
 import { sourceLeftovers } from '../core/migration-leftovers.js';
@@ -54,6 +55,8 @@ export class Jobs {
   private readonly migrationListeners = new Map<number, Set<(p: MigrationProgress) => void>>();
   /** Database backups: on-demand runs, scheduled runs claimed once across instances, retention. */
   readonly backups: BackupRunner;
+  /** Scheduled tasks of applications and services: on demand, and their firings claimed once across instances. */
+  readonly tasks: TaskRunner;
   private readonly outage: OutageLog;
 
   constructor(
@@ -66,6 +69,7 @@ export class Jobs {
   ) {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.backups = new BackupRunner(db, runtime, logger);
+    this.tasks = new TaskRunner(db, runtime, logger);
     this.outage = new OutageLog(logger, 'job leases', 'warn');
   }
 
@@ -89,6 +93,7 @@ export class Jobs {
       this.ticking ??= this.renew()
         .then(() => this.sweep())
         .then(() => this.backups.tick())
+        .then(() => this.tasks.tick())
         .then(() => retryDeletions(this.db, this.runtime, this.logger))
         .then(() => retryLeftovers(this.db, this.runtime, this.logger))
         .then(

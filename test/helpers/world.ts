@@ -38,6 +38,9 @@ export interface World {
   stagingUuid: string;
   backupUuid: string;
   backupExecutionUuid: string;
+  /** A scheduled task of the app, and of the service's web container. */
+  appTaskUuid: string;
+  serviceTaskUuid: string;
 }
 
 export const TEST_KEY = `-----BEGIN PRIVATE KEY-----
@@ -110,7 +113,10 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   }
   const stagingUuid = (await ok(s, token, 'POST', `/api/v1/projects/${projectUuid}/environments`, { name: 'elsewhere' })).uuid;
   const tagUuid = (await ok(s, token, 'GET', '/api/v1/tags')).find((t: { name: string }) => t.name === 'web').uuid;
+  const appTaskUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/scheduled-tasks`, { name: 'nightly', command: 'echo nightly', frequency: 'daily' })).uuid;
+  const serviceTaskUuid = (await ok(s, token, 'POST', `/api/v1/services/${serviceUuid}/scheduled-tasks`, { name: 'flush', command: 'echo flush', frequency: '0 3 * * *', container: 'web' })).uuid;
   return {
+    appTaskUuid, serviceTaskUuid,
     backupUuid, backupExecutionUuid, serviceStorageUuid, tagUuid, stagingUuid,
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
     databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid, cloudInitScriptUuid,
@@ -124,11 +130,11 @@ export type Singular = 'application' | 'database' | 'service';
 export type Params = Record<string, string | undefined>;
 
 /** Per collection: the world's resource, one of its env vars and storages, and an env key. */
-export function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: string; storage_uuid?: string; tag_uuid: string; envKey: string }> {
+export function partsOf(x: World): Record<Singular, { uuid: string; env_uuid: string; storage_uuid?: string; tag_uuid: string; task_uuid?: string; envKey: string }> {
   return {
-    application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, tag_uuid: x.tagUuid, envKey: 'API_KEY' },
+    application: { uuid: x.appUuid, env_uuid: x.appEnvUuid, storage_uuid: x.appStorageUuid, tag_uuid: x.tagUuid, task_uuid: x.appTaskUuid, envKey: 'API_KEY' },
     database: { uuid: x.databaseUuid, env_uuid: x.databaseEnvUuid, storage_uuid: x.databaseStorageUuid, tag_uuid: x.tagUuid, envKey: 'PGTZ' },
-    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, storage_uuid: x.serviceStorageUuid, tag_uuid: x.tagUuid, envKey: 'MODE' },
+    service: { uuid: x.serviceUuid, env_uuid: x.serviceEnvUuid, storage_uuid: x.serviceStorageUuid, tag_uuid: x.tagUuid, task_uuid: x.serviceTaskUuid, envKey: 'MODE' },
   };
 }
 
@@ -227,6 +233,8 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (name === 'create_cloud_init_script') return { name: `init ${i}`, script: '#cloud-config\npackages:\n  - curl\n' };
   if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
   if (/^update_(application|database|service)_storage_backup$/.test(name)) return { frequency: 'daily', retention_amount_locally: 3 };
+  if ((m = /^create_(application|service)_scheduled_task$/.exec(name))) return { name: `task ${i}`, command: 'echo hi', frequency: 'hourly', ...(m[1] === 'service' ? { container: 'web' } : {}) };
+  if (/^update_(application|service)_scheduled_task$/.test(name)) return { frequency: 'weekly', timeout: 60 };
   if (/^update_service_(application|database)$/.test(name)) return { human_name: `part ${i}`, description: 'a part' };
   if (/^clone_(application|database|service)$/.test(name)) return { destination_uuid: x.destination2Uuid, name: `copy-${i}` };
   if (/^move_(application|database|service)$/.test(name)) return { environment_uuid: x.stagingUuid };

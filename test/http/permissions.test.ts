@@ -176,6 +176,14 @@ function freshRecipe(name: string): Recipe | undefined {
       return { uuid, env_uuid: (await setup.ok('POST', `/api/v1/${kind}s/${uuid}/envs`, { key: `GONE_${++seq}`, value: 'x' })).uuid };
     };
   }
+  if ((m = /^delete_(application|service)_scheduled_task$/.exec(name))) {
+    const kind = m[1] as Singular;
+    return async (x) => {
+      const uuid = partsOf(x)[kind].uuid;
+      const body = { name: `gone ${++seq}`, command: 'true', frequency: 'yearly', ...(kind === 'service' ? { container: 'web' } : {}) };
+      return { uuid, task_uuid: (await setup.ok('POST', `/api/v1/${kind}s/${uuid}/scheduled-tasks`, body)).uuid };
+    };
+  }
   if ((m = /^delete_(application|database|service)_storage$/.exec(name))) {
     const kind = m[1] as Singular;
     return async (x) => {

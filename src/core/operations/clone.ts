@@ -11,7 +11,8 @@ const TITLE: Record<Collection, string> = { applications: 'Application', databas
 
 /**
  * Coolify's clone: a copy of a resource on a destination of the team, in the same environment,
- * with its settings, variables, volumes (new, empty engine volumes: never the source's) and tags;
+ * with its settings, variables, volumes (new, empty engine volumes: never the source's), scheduled
+ * tasks and tags;
  * stopped, not deployed. A database keeps its credentials. Copying volume data is not offered yet.
  */
 export function cloneOperation(collection: Collection) {
@@ -45,6 +46,11 @@ export function cloneOperation(collection: Collection) {
         for (const s of await trx.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute()) {
           const { id: _s, ...storage } = s;
           await trx.insertInto('storages').values({ ...storage, uuid: newUuid(), resource_id: id, engine_volume: null, ...stamps() }).execute();
+        }
+        // Scheduled tasks come along (as Coolify's clone does); the copy's first firing is its own.
+        for (const t of await trx.selectFrom('scheduled_tasks').selectAll().where('resource_id', '=', r.id).execute()) {
+          const { id: _t, ...task } = t;
+          await trx.insertInto('scheduled_tasks').values({ ...task, uuid: newUuid(), resource_id: id, last_due: null, ...stamps() }).execute();
         }
       });
       return { uuid, message: `${TITLE[collection]} cloned.` };

@@ -9,6 +9,7 @@ import { dockerCleanupOperations } from './docker-cleanup.js';
 import { s3StorageOperations } from './s3-storages.js';
 import { cloudInitScriptOperations } from './cloud-init-scripts.js';
 import { volumeBackupOperations } from './volume-backups.js';
+import { scheduledTaskOperations } from './scheduled-tasks.js';
 import { applicationBuildOperations } from './application-builds.js';
 import { resourceTagOperations, tagOperations } from './tags.js';
 import { moveOperation } from './move.js';
@@ -43,10 +44,12 @@ export const operations: readonly Operation[] = [
   ...applicationOperations,
   ...applicationBuildOperations,
   ...resourceFamily('applications'),
+  ...scheduledTaskOperations('applications'),
   ...databaseOperations,
   ...resourceFamily('databases'),
   ...serviceOperations,
   ...resourceFamily('services'),
+  ...scheduledTaskOperations('services'),
   ...deploymentOperations,
   ...migrationOperations,
   ...feedbackOperations,

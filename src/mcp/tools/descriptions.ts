@@ -248,6 +248,19 @@ function familyText(name: string): ToolText | undefined {
       run: { title: `Back up a ${m[2]} volume now`, description: `Archive a volume of ${what} now (it needs a schedule). Follow it with get_${m[2]}_storage_backup.` },
     }[m[1] as 'get']!;
   }
+  m = /^(list|create|update|delete|execute)_(application|service)_scheduled_tasks?(_executions)?$/.exec(name);
+  if (m) {
+    const what = COLLECTION_WORDS[m[2]!]!;
+    const where = m[2] === 'service' ? "one of the service's containers (container: its compose service name; may be left empty when it has one)" : "the application's container";
+    if (m[3]) return m[1] === 'list' ? { title: `List ${m[2]} task runs`, description: `The runs of a scheduled task of ${what} (task_uuid), latest first: status, message, exit_code, duration; the output (logs) needs read:sensitive and keeps its tail unless full is "true".` } : undefined;
+    return {
+      list: { title: `List ${m[2]} scheduled tasks`, description: `List the scheduled tasks of ${what}: name, frequency, container, timeout, enabled; the command needs read:sensitive.` },
+      create: { title: `Schedule a ${m[2]} task`, description: `Schedule a shell command (sh -c) inside ${where}: name, command, frequency (cron, UTC, or every_minute/hourly/daily/...), timeout seconds (default 300; killed after), enabled. It runs only while the container runs.` },
+      update: { title: `Change a ${m[2]} scheduled task`, description: `Change a scheduled task of ${what} (task_uuid): name, command, frequency, container, timeout, enabled.` },
+      delete: { title: `Delete a ${m[2]} scheduled task`, description: `Delete a scheduled task of ${what} (task_uuid) and its recorded runs.` },
+      execute: { title: `Run a ${m[2]} task now`, description: `Run a scheduled task of ${what} once now, in the background; follow it with list_${m[2]}_scheduled_task_executions (execution_uuid).` },
+    }[m[1] as 'list'];
+  }
   const v = /^(list|create|update|delete)_(team|project|environment|server)_shared_envs?$/.exec(name);
   if (v) {
     const scope = v[2]!;

@@ -138,6 +138,10 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['get_environment', { uuid: w.projectUuid, environment_name_or_uuid: 'production' }],
     ['list_database_backups', { uuid: w.databaseUuid }],
     ['list_database_backup_executions', { uuid: w.databaseUuid, scheduled_backup_uuid: w.backupUuid }],
+    ['list_application_scheduled_tasks', { uuid: w.appUuid }],
+    ['list_application_scheduled_task_executions', { uuid: w.appUuid, task_uuid: w.appTaskUuid }],
+    ['list_service_scheduled_tasks', { uuid: w.serviceUuid }],
+    ['list_service_scheduled_task_executions', { uuid: w.serviceUuid, task_uuid: w.serviceTaskUuid }],
   ];
 
   it('every read-only tool (and the idempotent settings tools) gives the same result in both modes', async () => {
@@ -330,6 +334,14 @@ const steps: Step[] = [
   { tool: 'move_application', args: (c) => ({ uuid: c.made.app2, environment_uuid: c.w.stagingUuid }) },
   { tool: 'move_database', args: (c) => ({ uuid: c.made.db2, environment_uuid: c.w.stagingUuid }) },
   { tool: 'move_service', args: (c) => ({ uuid: c.made.svc2, environment_uuid: c.w.stagingUuid }) },
+  { tool: 'create_application_scheduled_task', args: (c) => ({ uuid: c.w.appUuid, name: 'parity', command: 'echo parity', frequency: 'hourly', timeout: 60 }), save: uuidOf('task2') },
+  { tool: 'update_application_scheduled_task', args: (c) => ({ uuid: c.w.appUuid, task_uuid: c.made.task2, enabled: false, frequency: '@daily' }) },
+  { tool: 'execute_application_scheduled_task', args: (c) => ({ uuid: c.w.appUuid, task_uuid: c.made.task2 }) },
+  { tool: 'delete_application_scheduled_task', args: (c) => ({ uuid: c.w.appUuid, task_uuid: c.made.task2 }) },
+  { tool: 'create_service_scheduled_task', args: (c) => ({ uuid: c.w.serviceUuid, name: 'parity', command: 'echo parity', frequency: '*/5 * * * *', container: 'cache' }), save: uuidOf('task3') },
+  { tool: 'update_service_scheduled_task', args: (c) => ({ uuid: c.w.serviceUuid, task_uuid: c.made.task3, container: 'web' }) },
+  { tool: 'execute_service_scheduled_task', args: (c) => ({ uuid: c.w.serviceUuid, task_uuid: c.made.task3 }) },
+  { tool: 'delete_service_scheduled_task', args: (c) => ({ uuid: c.w.serviceUuid, task_uuid: c.made.task3 }) },
   { tool: 'delete_service', args: (c) => ({ uuid: c.w.serviceUuid }) },
   { tool: 'delete_application', args: (c) => ({ uuid: c.w.appUuid }) },
   { tool: 'delete_server', args: (c) => ({ uuid: c.made.server3 }) },
