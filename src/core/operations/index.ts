@@ -14,6 +14,8 @@ import { resourceTagOperations, tagOperations } from './tags.js';
 import { moveOperation } from './move.js';
 import { cloneOperation } from './clone.js';
 import { keyOperations } from './keys.js';
+import { rollbackOperations } from './rollback.js';
+import { cloudTokenOperations, githubAppOperations } from './git-sources.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
 import { projectOperations } from './projects.js';
@@ -39,15 +41,18 @@ export const operations: readonly Operation[] = [
   ...destinationOperations,
   ...dockerCleanupOperations,
   ...cloudInitScriptOperations,
+  ...cloudTokenOperations,
   ...projectOperations,
   ...applicationOperations,
   ...applicationBuildOperations,
+  ...githubAppOperations,
   ...resourceFamily('applications'),
   ...databaseOperations,
   ...resourceFamily('databases'),
   ...serviceOperations,
   ...resourceFamily('services'),
   ...deploymentOperations,
+  ...rollbackOperations,
   ...migrationOperations,
   ...feedbackOperations,
   ...tagOperations,
