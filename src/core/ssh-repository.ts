@@ -6,7 +6,7 @@ import ipaddr from 'ipaddr.js';
  * when written so plainly that git, ssh and berth cannot read it differently or as an option: a
  * user of letters, digits, `. _ -` not starting with `-`, a host name of letters, digits, dots and
  * hyphens (or an IPv4 address, or a bracketed IPv6 address in the ssh:// form), and a path of
- * letters, digits and `. _ ~ + - /` that does not start with `-` and has no `..` segment.
+ * letters, digits and `. _ ~ + - /` with no part starting with `-` and no `..` part.
  */
 export interface SshRepository {
   form: 'scp' | 'url';
@@ -24,7 +24,7 @@ const PATH = /^[A-Za-z0-9._~+/-]{1,1024}$/;
 
 function checkPath(path: string): string | null {
   if (!PATH.test(path)) return 'The repository path may hold letters, digits and . _ ~ + - / only.';
-  if (path.startsWith('-')) return 'The repository path must not start with "-".';
+  if (path.split('/').some((seg) => seg.startsWith('-'))) return 'The repository path (and no part of it) must not start with "-".';
   if (path.split('/').includes('..')) return 'The repository path must not contain "..".';
   return null;
 }
