@@ -27,7 +27,7 @@ export const deploymentSchema = z.object({
   status: z.enum(['queued', 'in_progress', 'finished', 'failed', 'cancelled']),
   force_rebuild: z.boolean(),
   /** A rollback: runs a kept image (rollback_application) instead of building or pulling. */
-  rollback: z.boolean(),
+  rollback: brief(z.boolean()),
   resource_uuid: z.string(),
   resource_name: z.string(),
   resource_type: z.string(),
