@@ -32,6 +32,8 @@ export const errorCatalogue = {
   rate_limited: { status: 429, message: 'Too many requests.' },
   queue_full: { status: 429, message: 'Deployment queue is full.' },
   internal: { status: 500, message: 'Internal server error.' },
+  /** A documented operation that needs a third party's network berth does not call (GitHub's API, a cloud provider's); the message names it. */
+  needs_provider: { status: 501, message: 'This needs a provider berth does not reach.' },
   store_unavailable: { status: 503, message: 'The store is unavailable; try again shortly.', headers: { 'Retry-After': '5' } },
 } as const satisfies Record<string, ErrorSpec>;
 

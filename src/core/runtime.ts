@@ -145,7 +145,14 @@ export interface Runtime {
   removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]>;
   /** berth-labelled containers and volumes on a server that no record names. */
   orphans(serverId: number): Promise<Orphans>;
+  /** The tags of an application's image repository its engine holds (what a rollback can run), newest first; null when berth does not manage its server. */
+  applicationImages(resourceId: number): Promise<ApplicationImage[] | null>;
   close(): Promise<void>;
+}
+
+export interface ApplicationImage {
+  tag: string;
+  created_at: string;
 }
 
 export interface RemoveOptions {
@@ -217,6 +224,9 @@ export const recordOnlyRuntime: Runtime = {
   },
   startWatching() {},
   async stopWatching() {},
+  async applicationImages() {
+    return null;
+  },
   async observeResource() {
     return null;
   },

@@ -8,6 +8,7 @@ import { create } from 'tar';
 import type { BuildSource } from '../core/operations/applications.js';
 import { parseIp } from '../core/network-guard.js';
 import type { TargetGuard } from '../core/outbound-guard.js';
+import { parseSshRepository, sshRepositoryAt } from '../core/ssh-repository.js';
 import { urlHost } from '../core/target-url.js';
 
 const run = promisify(execFile);
@@ -45,7 +46,85 @@ async function sizeOf(dir: string): Promise<number> {
  * DNS answer can send git elsewhere. Redirects are not followed (to no host), only the URL's own
  * transport is allowed, and no credential helper, askpass, proxy or proxy command is consulted.
  */
-async function clone(s: Extract<BuildSource, { git_repository: string }>, dir: string, guard: TargetGuard, log: (l: string) => Promise<void>): Promise<string> {
+type GitSource = Extract<BuildSource, { git_repository: string }>;
+
+/** What a clone over SSH needs beside the source: the team's key, and where a first-seen host key is pinned. */
+export interface SshCloneSecrets {
+  privateKey: string;
+  /** Called with the host key(s) ssh accepted at a first clone (nothing was pinned yet). */
+  pinHostKey(keys: string): Promise<void>;
+}
+
+/** The name ssh files the git host's key under: the address it connects to changes, the pin does not. */
+const HOST_ALIAS = 'berth-git-host';
+
+/** A word for GIT_SSH_COMMAND (run by a shell): berth's own temp paths, quoted. */
+const shellWord = (w: string) => {
+  if (!/^[A-Za-z0-9_./=+:@-]+$/.test(w)) throw new Error(`unexpected character in ${JSON.stringify(w)}`);
+  return `'${w}'`;
+};
+
+/**
+ * Clones a private repository over SSH with a deploy key. As the public clone: the address read by
+ * the one parser (ssh-repository.ts: nothing in it can read as an option), its host resolved
+ * once by the outbound guard and git given the checked address; the positional arguments after
+ * `--`. ssh runs with no config file, agent, proxy, control socket or local command, in batch
+ * mode, with only the team's key (written 0600 into the clone's private temp directory, removed
+ * with it) and only the git host's pinned key accepted: the key given at create or kept from the
+ * first clone (accepted then, as ssh's accept-new, and stored). A changed host key is refused.
+ */
+async function cloneSsh(s: GitSource, dir: string, guard: TargetGuard, log: (l: string) => Promise<void>, secrets: SshCloneSecrets | undefined): Promise<string> {
+  const repo = parseSshRepository(s.git_repository);
+  if (typeof repo === 'string') throw new Error(`refused to connect: ${repo}`);
+  if (!secrets) throw new Error('This application clones with a private key that no longer exists; give it a key of the team again.');
+  const refused = guard.hostRefusal(repo.host);
+  if (refused) throw new Error(`refused to connect: ${refused}`);
+  const address = await guard.resolve(repo.host);
+  await log(`cloning ${s.git_repository} (branch ${s.git_branch}) over SSH from ${urlHost(address)}:${repo.port}`);
+  const keyFile = path.join(dir, 'deploy-key');
+  const knownHosts = path.join(dir, 'known_hosts');
+  await fs.writeFile(keyFile, secrets.privateKey.endsWith('\n') ? secrets.privateKey : `${secrets.privateKey}\n`, { mode: 0o600 });
+  const pinned = s.git_host_key?.trim() || null;
+  await fs.writeFile(knownHosts, pinned ? pinned.split('\n').map((k) => `${HOST_ALIAS} ${k}\n`).join('') : '', { mode: 0o600 });
+  const ssh = [
+    'ssh', '-F', '/dev/null', '-p', String(repo.port),
+    ...[
+      'BatchMode=yes', 'IdentitiesOnly=yes', 'IdentityAgent=none', 'AddKeysToAgent=no', 'ForwardAgent=no', 'ForwardX11=no',
+      'ProxyCommand=none', 'ProxyJump=none', 'ControlMaster=no', 'ControlPath=none', 'PermitLocalCommand=no',
+      'PasswordAuthentication=no', 'KbdInteractiveAuthentication=no', 'ConnectTimeout=20', 'ServerAliveInterval=15',
+      `HostKeyAlias=${HOST_ALIAS}`, 'CheckHostIP=no', 'HashKnownHosts=no', 'UpdateHostKeys=no', 'GlobalKnownHostsFile=/dev/null',
+      `UserKnownHostsFile=${knownHosts}`, `StrictHostKeyChecking=${pinned ? 'yes' : 'accept-new'}`, `IdentityFile=${keyFile}`,
+    ].flatMap((o) => ['-o', o]),
+  ].map((w, i) => (i === 0 ? w : shellWord(w))).join(' ');
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_ALLOW_PROTOCOL: 'ssh', GIT_SSH_COMMAND: ssh, GIT_SSH_VARIANT: 'ssh', GIT_ASKPASS: '/bin/false', SSH_ASKPASS: '/bin/false' };
+  const config = ['protocol.allow=never', 'protocol.ssh.allow=always', 'core.symlinks=false', 'core.gitProxy=', 'credential.helper=', 'core.askPass=/bin/false'].flatMap((c) => ['-c', c]);
+  const target = path.join(dir, 'src');
+  try {
+    await run('git', [...config, 'clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', s.git_branch, '--', sshRepositoryAt(repo, address), target], { env, timeout: CLONE_TIMEOUT_MS, maxBuffer: 1024 * 1024 });
+  } catch (err) {
+    const stderr = String((err as { stderr?: string }).stderr ?? '').trim();
+    const why = /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/.test(stderr)
+      ? `the git host's key is not the one pinned for this application (${pinned ? pinned.split(' ')[0] : 'none'}); berth refuses to connect (if the host was rekeyed on purpose, create the application again with the new git_host_key)`
+      : /Permission denied \(publickey/.test(stderr)
+        ? `the git host refused the private key (Permission denied (publickey)): add the key's public half to the repository's deploy keys`
+        : stderr.split('\n').filter((l) => !/^Warning: Permanently added/.test(l)).slice(-2).join(' / ') || (err as Error).message;
+    throw new Error(`Cloning ${s.git_repository} (branch ${s.git_branch}) failed: ${why}`);
+  } finally {
+    await fs.rm(keyFile, { force: true });
+  }
+  if (!pinned) {
+    const seen = (await fs.readFile(knownHosts, 'utf8')).split('\n').map((l) => l.trim().split(/\s+/)).filter((w) => w[0] === HOST_ALIAS && w.length >= 3).map((w) => `${w[1]} ${w[2]}`);
+    if (seen.length) {
+      await secrets.pinHostKey(seen.join('\n'));
+      await log(`pinned the git host's key (${seen[0]!.split(' ')[0]}) for the next clones`);
+    }
+  }
+  const { stdout } = await run('git', ['-C', target, 'rev-parse', 'HEAD'], { env });
+  if ((await sizeOf(target)) > MAX_CONTEXT_BYTES) throw new Error(`The repository is larger than ${MAX_CONTEXT_BYTES / 1024 / 1024} MiB; berth does not build it.`);
+  return stdout.trim();
+}
+
+async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: string) => Promise<void>): Promise<string> {
   const t = guard.target(s.git_repository, ['http', 'https', 'git'], { repository: true });
   const address = await guard.resolve(t.host);
   await log(`cloning ${s.git_repository} (branch ${s.git_branch}) from ${urlHost(address)}:${t.port}`);
@@ -76,7 +155,7 @@ async function clone(s: Extract<BuildSource, { git_repository: string }>, dir: s
 }
 
 /** Where a built application's context comes from: its inline Dockerfile, or a clone of its repository. */
-export async function prepareBuildContext(source: BuildSource, guard: TargetGuard, log: (l: string) => Promise<void>): Promise<BuildContext> {
+export async function prepareBuildContext(source: BuildSource, guard: TargetGuard, log: (l: string) => Promise<void>, ssh?: SshCloneSecrets): Promise<BuildContext> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-build-'));
   const cleanup = () => fs.rm(dir, { recursive: true, force: true });
   try {
@@ -88,7 +167,7 @@ export async function prepareBuildContext(source: BuildSource, guard: TargetGuar
       await fs.mkdir(contextDir);
       await fs.writeFile(path.join(contextDir, 'Dockerfile'), source.dockerfile);
     } else {
-      commit = await clone(source, dir, guard, log);
+      commit = source.private_key_id !== undefined ? await cloneSsh(source, dir, guard, log, ssh) : await clone(source, dir, guard, log);
       // As Coolify: base_directory inside the repository, dockerfile_location inside that (both
       // checked at the door: no "..", no control characters).
       const rel = (p: string) => p.replace(/^\/+/, '');

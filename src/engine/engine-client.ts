@@ -480,6 +480,17 @@ export class EngineClient {
     return this.json<ImageInspect>({ method: 'GET', path: `/images/${encodeURI(ref)}/json`, signal: opts.signal });
   }
 
+  /** `GET /images/json` with a reference filter (a repository name: every tag of it). */
+  async listImages(reference: string, opts: CallOptions = {}): Promise<{ Id: string; RepoTags?: string[] | null; Created: number }[]> {
+    return this.json({ method: 'GET', path: '/images/json', query: { filters: filtersParam({ reference: [reference] }) }, signal: opts.signal });
+  }
+
+  /** `DELETE /images/{ref}` (one tag; the image goes with its last tag); false when there was none. A 409 (in use) throws. */
+  async removeImage(ref: string, opts: CallOptions = {}): Promise<boolean> {
+    const status = await this.empty({ method: 'DELETE', path: `/images/${encodeURI(ref)}`, accept: [404], signal: opts.signal });
+    return status !== 404;
+  }
+
   /**
    * `POST /images/create?fromImage=…`. The engine reports failures inside a 200 stream of JSON
    * progress lines; those become an EngineError with the engine's message. Not retried.

@@ -1,10 +1,11 @@
 import { dockerCleanup } from './prune.js';
 import type { Logger } from 'pino';
 import { volumeName } from '../core/operations/resource-parts.js';
-import { reachesEngine, recordOnlyRuntime, type Orphans, type RemoveOptions, SERVER_ENGINE_COLUMNS, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
+import { reachesEngine, recordOnlyRuntime, type ApplicationImage, type Orphans, type RemoveOptions, SERVER_ENGINE_COLUMNS, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine-client.js';
 import { ConflictError, NotFoundError } from './engine-errors.js';
+import { atomically } from '../store/atomic.js';
 import { backoffDelay, DEFAULT_RETRY, sleepWithSignal } from './retry.js';
 import { LABEL_MANAGED, LABEL_RESOURCE, planRefusal, planResource, type Plan, type PlannedContainer } from './plan.js';
 import { berthRunsHealthchecks, EngineWatchers } from './engine-watcher.js';
@@ -14,8 +15,8 @@ import type { BackupOutcome } from '../core/runtime.js';
 import type { DatabaseConfig } from '../core/operations/databases.js';
 import type { DatabaseKind } from '../core/operations/resource-common.js';
 import { TargetGuard } from '../core/outbound-guard.js';
-import { UNBUILT_TAG, type ApplicationConfig } from '../core/operations/applications.js';
 import { execTask } from './task-exec.js';
+import { DEFAULT_IMAGES_TO_KEEP, UNBUILT_TAG, type ApplicationConfig } from '../core/operations/applications.js';
 import { BACKUP_DIR, backupVolumeName, lastLines, sizedOutput, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
 
 /**
@@ -133,7 +134,8 @@ export class LiveRuntime implements Runtime {
   async runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'> {
     const d = await ctx.db.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirstOrThrow();
     if (!this.isLive(await this.serverOfResource(d.resource_id))) return recordOnlyRuntime.runDeployment(deploymentId, ctx);
-    await this.buildIfNeeded(d, ctx);
+    if (d.rollback_tag) await this.useRollbackImage(d.resource_id, d.rollback_tag, ctx);
+    else await this.buildIfNeeded(d, ctx);
     const plan = await planResource(ctx.db, d.resource_id);
     const engine = await this.engineForServerId(plan.serverId);
     // What berth wants comes first: the watcher reads a container that is down while the
@@ -166,6 +168,7 @@ export class LiveRuntime implements Runtime {
       }
       await want('running');
       await this.deploy(engine, plan, ctx);
+      if (d.kind === 'deploy') await this.pruneImages(engine, d.resource_id, ctx).catch((err) => ctx.log(`could not remove old images: ${(err as Error).message}`));
       return 'finished';
     } finally {
       await this.observeOn(engine, d.resource_id).catch((err) => this.logger.debug({ err: (err as Error).message }, 'could not observe after a deployment'));
@@ -205,7 +208,7 @@ export class LiveRuntime implements Runtime {
    * container as it was. Start and restart use the last built image.
    */
   private async buildIfNeeded(d: { uuid: string; kind: string; resource_id: number }, ctx: RuntimeJobContext): Promise<void> {
-    const r = await ctx.db.selectFrom('resources').select(['uuid', 'kind', 'config']).where('id', '=', d.resource_id).executeTakeFirstOrThrow();
+    const r = await ctx.db.selectFrom('resources').select(['uuid', 'kind', 'config', 'team_id']).where('id', '=', d.resource_id).executeTakeFirstOrThrow();
     if (r.kind !== 'application') return;
     const c = JSON.parse(r.config) as ApplicationConfig;
     if (c.build_pack !== 'dockerfile' || !c.source) return;
@@ -213,8 +216,28 @@ export class LiveRuntime implements Runtime {
       if (c.docker_registry_image_tag === UNBUILT_TAG) throw new Error('This application has not been built yet: deploy it first.');
       return;
     }
+    const source = c.source;
     const { prepareBuildContext } = await import('./build-source.js');
-    const context = await prepareBuildContext(c.source, this.outbound, ctx.log);
+    let ssh: import('./build-source.js').SshCloneSecrets | undefined;
+    if ('private_key_id' in source && source.private_key_id !== undefined) {
+      // The team's own key only: a key moved to another team (it cannot be) would not be used.
+      const key = await ctx.db.selectFrom('private_keys').select('private_key').where('id', '=', source.private_key_id).where('team_id', '=', r.team_id).executeTakeFirst();
+      if (key) {
+        ssh = {
+          privateKey: key.private_key,
+          pinHostKey: async (keys) => {
+            source.git_host_key = keys;
+            await atomically(ctx.db, async (db) => {
+              const now = await db.selectFrom('resources').select('config').where('id', '=', d.resource_id).executeTakeFirstOrThrow();
+              const fresh = JSON.parse(now.config) as ApplicationConfig;
+              if (fresh.source && 'git_repository' in fresh.source && !fresh.source.git_host_key) fresh.source.git_host_key = keys;
+              await db.updateTable('resources').set({ config: JSON.stringify(fresh), updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
+            });
+          },
+        };
+      }
+    }
+    const context = await prepareBuildContext(source, this.outbound, ctx.log, ssh);
     try {
       if (context.commit) await ctx.log(`building commit ${context.commit}`);
       const image = `localhost/berth-app-${r.uuid}`;
@@ -237,6 +260,71 @@ export class LiveRuntime implements Runtime {
       await ctx.db.updateTable('resources').set({ config: JSON.stringify({ ...c, docker_registry_image_name: image, docker_registry_image_tag: d.uuid }), updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
     } finally {
       await context.cleanup();
+    }
+  }
+
+  /** The repository tags of an application's image on an engine, newest first. */
+  private async imagesOf(engine: EngineClient, repository: string, signal?: AbortSignal): Promise<ApplicationImage[]> {
+    // The engine may name a short reference in full (busybox → docker.io/library/busybox).
+    const names = new Set([repository, `localhost/${repository}`, `docker.io/${repository}`, `docker.io/library/${repository}`]);
+    const seen = new Map<string, ApplicationImage & { at: number }>();
+    for (const img of await engine.listImages(repository, { signal })) {
+      for (const ref of img.RepoTags ?? []) {
+        const i = ref.lastIndexOf(':');
+        if (i < 0 || !names.has(ref.slice(0, i))) continue;
+        const tag = ref.slice(i + 1);
+        if (!seen.has(tag)) seen.set(tag, { tag, created_at: new Date(img.Created * 1000).toISOString(), at: img.Created });
+      }
+    }
+    return [...seen.values()].sort((a, b) => b.at - a.at || b.tag.localeCompare(a.tag)).map(({ tag, created_at }) => ({ tag, created_at }));
+  }
+
+  async applicationImages(resourceId: number): Promise<ApplicationImage[] | null> {
+    const server = await this.serverOfResource(resourceId);
+    if (!this.isLive(server)) return null;
+    const r = await this.db.selectFrom('resources').select('config').where('id', '=', resourceId).executeTakeFirstOrThrow();
+    return this.imagesOf(await this.engineFor(server), (JSON.parse(r.config) as ApplicationConfig).docker_registry_image_name);
+  }
+
+  /**
+   * A rollback runs a kept image instead of building or pulling: checked on the engine first (a
+   * tag removed meanwhile fails the deployment and leaves the record as it was), then recorded as
+   * the application's image, then deployed as any deploy.
+   */
+  private async useRollbackImage(resourceId: number, tag: string, ctx: RuntimeJobContext): Promise<void> {
+    const engine = await this.engineFor(await this.serverOfResource(resourceId));
+    const r = await ctx.db.selectFrom('resources').select('config').where('id', '=', resourceId).executeTakeFirstOrThrow();
+    const ref = `${(JSON.parse(r.config) as ApplicationConfig).docker_registry_image_name}:${tag}`;
+    await engine.inspectImage(ref, { signal: ctx.signal }).catch((err) => {
+      throw err instanceof NotFoundError ? new Error(`The image ${ref} is no longer on the server's engine; list_application_rollback_images shows what is kept.`) : err;
+    });
+    await ctx.log(`rolling back to ${ref}`);
+    // Only the tag changes: other fields patched meanwhile stay.
+    await atomically(ctx.db, async (db) => {
+      const now = await db.selectFrom('resources').select('config').where('id', '=', resourceId).executeTakeFirstOrThrow();
+      await db.updateTable('resources').set({ config: JSON.stringify({ ...(JSON.parse(now.config) as ApplicationConfig), docker_registry_image_tag: tag }), updated_at: nowIso() }).where('id', '=', resourceId).execute();
+    });
+  }
+
+  /**
+   * Bounds a built application's kept images (Coolify's docker_images_to_keep, default 2): the one
+   * it runs stays, and the newest others up to the bound; older ones are removed from the engine.
+   * Images berth did not build (a registry image's other tags) are never removed.
+   */
+  private async pruneImages(engine: EngineClient, resourceId: number, ctx: RuntimeJobContext): Promise<void> {
+    const r = await ctx.db.selectFrom('resources').select(['uuid', 'kind', 'config']).where('id', '=', resourceId).executeTakeFirstOrThrow();
+    if (r.kind !== 'application') return;
+    const c = JSON.parse(r.config) as ApplicationConfig;
+    if (c.build_pack !== 'dockerfile' || c.docker_registry_image_name !== `localhost/berth-app-${r.uuid}`) return;
+    const keep = c.docker_images_to_keep ?? DEFAULT_IMAGES_TO_KEEP;
+    const older = (await this.imagesOf(engine, c.docker_registry_image_name, ctx.signal)).filter((i) => i.tag !== c.docker_registry_image_tag).slice(keep);
+    for (const i of older) {
+      const ref = `${c.docker_registry_image_name}:${i.tag}`;
+      try {
+        if (await engine.removeImage(ref, { signal: ctx.signal })) await ctx.log(`removed old image ${ref} (keeping ${keep} for rollback)`);
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+      }
     }
   }
 

@@ -1,5 +1,5 @@
-import type { EngineClient } from './engine.js';
-import { NotFoundError } from './errors.js';
+import type { EngineClient } from './engine-client.js';
+import { NotFoundError } from './engine-errors.js';
 
 /** What a scheduled task's command left: its exit code and output (the tail, when long). */
 export interface TaskOutcome {

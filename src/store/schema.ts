@@ -212,6 +212,8 @@ export interface DeploymentsTable extends Timestamps {
   /** The instance that queued or runs it, and until when (ms since the epoch) unless renewed. */
   lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
   lease_until: ColumnType<number | null, number | null | undefined, number | null>;
+  /** A rollback: the kept image tag this deployment runs instead of building or pulling. */
+  rollback_tag: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface MigrationJobsTable extends Timestamps {
@@ -276,6 +278,35 @@ export interface CloudInitScriptsTable extends Timestamps {
   name: string;
   /** A shell script (#!) or cloud-config YAML; may hold secrets. */
   script: string;
+}
+
+/** Coolify's GitHub app record (a source for private repositories); secrets kept, shown with read:sensitive. */
+export interface GithubAppsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  name: string;
+  organization: string | null;
+  api_url: string;
+  html_url: string;
+  custom_user: string;
+  custom_port: number;
+  app_id: number;
+  installation_id: number;
+  client_id: string;
+  client_secret: string;
+  webhook_secret: string | null;
+  private_key_id: number;
+}
+
+/** A cloud provider's API token (Coolify's), stored for clients; berth does not call the provider. */
+export interface CloudTokensTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  name: string;
+  provider: string;
+  token: string;
 }
 
 export interface ScheduledVolumeBackupsTable extends Timestamps {
@@ -389,6 +420,8 @@ export interface Database {
   docker_cleanup_executions: DockerCleanupExecutionsTable;
   s3_storages: S3StoragesTable;
   cloud_init_scripts: CloudInitScriptsTable;
+  github_apps: GithubAppsTable;
+  cloud_tokens: CloudTokensTable;
   tags: TagsTable;
   scheduled_volume_backups: ScheduledVolumeBackupsTable;
   scheduled_volume_backup_executions: ScheduledVolumeBackupExecutionsTable;

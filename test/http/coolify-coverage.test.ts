@@ -10,7 +10,7 @@ import { operations } from '../../src/core/operations/index.js';
 import { buildOpenApi } from '../../src/http-api/openapi.js';
 
 /** What berth serves (raised as routes land; 97 when the measure was added, 2026-11-25). */
-const FLOOR = 199;
+const FLOOR = 215;
 
 describe("coverage of Coolify's API", () => {
   it('reads all 275 operations of the list, grouped by area', () => {

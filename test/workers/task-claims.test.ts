@@ -9,7 +9,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordOnlyRuntime } from '../../src/core/runtime.js';
-import { TaskRunner } from '../../src/jobs/scheduled-tasks.js';
+import { TaskRunner } from '../../src/workers/scheduled-tasks.js';
 import { nowIso, openStore, type Db } from '../../src/store/db.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { storeUrlFor, TEST_STORE } from '../helpers/store.js';

@@ -3,8 +3,10 @@ import { validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { TargetGuard } from '../outbound-guard.js';
+import { parseSshRepository } from '../ssh-repository.js';
 import { parseTarget } from '../target-url.js';
-import { domains, description, name, portsExposes, portsMappings, tags } from '../validators.js';
+import { domains, description, name, portsExposes, portsMappings, tags, uuidParam } from '../validators.js';
+import { needsGithub } from './git-sources.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { UNBUILT_TAG, applyRuntimeFields, normalizeDomains, runtimeFields, type ApplicationConfig, type BuildSource } from './applications.js';
@@ -47,6 +49,47 @@ const gitRepository = z
     const t = parseTarget(u, ['http', 'https', 'git'], { repository: true });
     if (typeof t === 'string') ctx.addIssue({ code: 'custom', message: `Must be a public http(s):// or git:// repository URL, without credentials. ${t}` });
   });
+
+/** A private repository's SSH address (user@host:path or ssh://user@host[:port]/path), read by the one parser (ssh-repository.ts). */
+const sshRepository = z
+  .string()
+  .max(2048)
+  .superRefine((u, ctx) => {
+    const r = parseSshRepository(u);
+    if (typeof r === 'string') ctx.addIssue({ code: 'custom', message: r });
+  });
+
+/** Known host keys as ssh prints them ("ssh-ed25519 AAAA…"), one a line; a known_hosts line's host names are dropped. */
+const hostKeys = z
+  .string()
+  .max(16_384)
+  .transform((v, ctx) => {
+    const keys = [];
+    for (const line of v.split('\n').map((l) => l.trim()).filter(Boolean)) {
+      const m = /(?:^|\s)((?:ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,2})(?:\s|$)/.exec(line);
+      if (!m) {
+        ctx.addIssue({ code: 'custom', message: 'Each line must be a host key as ssh-keyscan prints it: "[host] type base64" (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256…).' });
+        return z.NEVER;
+      }
+      keys.push(m[1]!);
+    }
+    if (!keys.length) {
+      ctx.addIssue({ code: 'custom', message: 'Give at least one host key.' });
+      return z.NEVER;
+    }
+    return keys.join('\n');
+  });
+
+const gitFields = {
+  git_branch: gitBranch,
+  build_pack: z.string(),
+  base_directory: repoPath.optional(),
+  dockerfile_location: repoPath.optional(),
+};
+
+const dockerfileOnly = (build_pack: string) => {
+  if (build_pack !== 'dockerfile') throw validationError({ build_pack: [`berth builds with a Dockerfile only: use build_pack "dockerfile" (${build_pack} is not supported).`] });
+};
 
 async function createBuilt(ctx: OperationContext, i: z.infer<z.ZodObject<typeof shared>>, source: BuildSource, fallbackName: string) {
   const { db, caller } = ctx;
@@ -105,10 +148,56 @@ export const applicationBuildOperations = [
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/public', status: 201 },
     async run(ctx, { git_repository, git_branch, build_pack, base_directory, dockerfile_location, ...i }) {
-      if (build_pack !== 'dockerfile') throw validationError({ build_pack: [`berth builds with a Dockerfile only: use build_pack "dockerfile" (${build_pack} is not supported).`] });
+      dockerfileOnly(build_pack);
       const why = new TargetGuard(ctx.config.outboundAllowedTargets).urlRefusal(git_repository, ['http', 'https', 'git']);
       if (why) throw validationError({ git_repository: [why] });
       return createBuilt(ctx, i, { git_repository, git_branch, base_directory: base_directory ?? '/', dockerfile_location: dockerfile_location ?? '/Dockerfile' }, 'public');
+    },
+  }),
+  defineOperation({
+    name: 'create_private_deploy_key_application',
+    summary: "Create an application built from a private repository cloned over SSH with one of the team's private keys (a deploy key).",
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({
+      ...shared,
+      ...gitFields,
+      private_key_uuid: uuidParam,
+      git_repository: sshRepository,
+      /** berth's own: the git host's key, else pinned at the first clone. */
+      git_host_key: hostKeys.optional(),
+    }),
+    output,
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/applications/private-deploy-key', status: 201 },
+    async run(ctx, { git_repository, git_branch, build_pack, base_directory, dockerfile_location, private_key_uuid, git_host_key, ...i }) {
+      dockerfileOnly(build_pack);
+      const repo = parseSshRepository(git_repository);
+      const why = typeof repo === 'string' ? repo : new TargetGuard(ctx.config.outboundAllowedTargets).hostRefusal(repo.host);
+      if (why) throw validationError({ git_repository: [why] });
+      const key = await ctx.db.selectFrom('private_keys').select('id').where('uuid', '=', private_key_uuid).where('team_id', '=', ctx.caller.teamId).executeTakeFirst();
+      if (!key) throw validationError({ private_key_uuid: ['No private key of this team has this uuid.'] });
+      return createBuilt(
+        ctx,
+        i,
+        { git_repository, git_branch, base_directory: base_directory ?? '/', dockerfile_location: dockerfile_location ?? '/Dockerfile', private_key_id: key.id, git_host_key: git_host_key ?? null },
+        'private-deploy-key',
+      );
+    },
+  }),
+  defineOperation({
+    name: 'create_private_github_app_application',
+    summary: "Create an application from a private repository through a GitHub app: needs GitHub's network (answers 501 saying so).",
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({ ...shared, ...gitFields, github_app_uuid: uuidParam, git_repository: z.string().max(2048) }),
+    output,
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/applications/private-github-app', status: 201 },
+    async run({ db, caller }, i) {
+      const app = await db.selectFrom('github_apps').select('name').where('uuid', '=', i.github_app_uuid).where('team_id', '=', caller.teamId).executeTakeFirst();
+      if (!app) throw validationError({ github_app_uuid: ['No GitHub app of this team has this uuid.'] });
+      throw needsGithub(`Cloning through GitHub app ${app.name}`);
     },
   }),
 ];

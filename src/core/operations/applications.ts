@@ -31,10 +31,22 @@ import { config, newResourceRow, placedSchema, placedView, placementInput, resol
 /** The image tag of a dockerfile application before its first build. */
 export const UNBUILT_TAG = 'unbuilt';
 
+/** Coolify's default for docker_images_to_keep: built images kept for rollback besides the one running. */
+export const DEFAULT_IMAGES_TO_KEEP = 2;
+
 /** Where a built application's image comes from (build_pack dockerfile). */
 export type BuildSource =
   | { dockerfile: string }
-  | { git_repository: string; git_branch: string; base_directory: string; dockerfile_location: string };
+  | {
+      git_repository: string;
+      git_branch: string;
+      base_directory: string;
+      dockerfile_location: string;
+      /** A private repository over SSH (deploy key): the team's private key used to clone. */
+      private_key_id?: number;
+      /** The git host's key(s), "type base64" lines: given at create, or pinned at the first clone. */
+      git_host_key?: string | null;
+    };
 
 /** Coolify's runtime fields are stored only when set (see runtime-fields.ts for their defaults). */
 export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<LimitsFields> {
@@ -50,6 +62,8 @@ export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<L
   custom_labels?: string | null;
   /** `docker run` options as given, checked by core/run-options.ts. */
   custom_docker_run_options?: string | null;
+  /** Built images kept for rollback besides the running one (older ones are removed after a deploy). */
+  docker_images_to_keep?: number;
 }
 
 export const applicationSchema = z.object({
@@ -70,6 +84,7 @@ export const applicationSchema = z.object({
   ...limitsOutput,
   custom_labels: z.string().nullable().meta({ 'berth.brief': true }),
   custom_docker_run_options: z.string().nullable().meta({ 'berth.brief': true }),
+  docker_images_to_keep: z.number().int().meta({ 'berth.brief': true }),
 });
 
 export async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof applicationSchema>> {
@@ -87,6 +102,7 @@ export async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof appli
     ...limitsView(c),
     custom_labels: encodeCustomLabels(c.custom_labels),
     custom_docker_run_options: c.custom_docker_run_options ?? null,
+    docker_images_to_keep: c.docker_images_to_keep ?? DEFAULT_IMAGES_TO_KEEP,
     git_repository: git?.git_repository ?? null,
     git_branch: git?.git_branch ?? null,
     base_directory: git?.base_directory ?? null,
@@ -124,6 +140,7 @@ export function runtimeFields() {
     ...limitsInput,
     custom_labels: customLabelsInput,
     custom_docker_run_options: z.string().max(4096).nullable().meta({ 'berth.brief': true }).optional(),
+    docker_images_to_keep: z.number().int().min(0).max(100).meta({ 'berth.brief': true }).optional(),
   };
 }
 
@@ -139,6 +156,7 @@ async function hostAccessOf(db: Db, destinationId: number): Promise<boolean> {
 export async function applyRuntimeFields(db: Db, c: ApplicationConfig, i: Record<string, unknown>, destinationId: number): Promise<void> {
   Object.assign(c, givenHealthCheck(i), givenLimits(i));
   checkLimits(c);
+  if (i.docker_images_to_keep !== undefined) c.docker_images_to_keep = i.docker_images_to_keep as number;
   if (i.custom_labels !== undefined) c.custom_labels = decodeCustomLabels(i.custom_labels as string | null);
   const run = i.custom_docker_run_options as string | null | undefined;
   if (run !== undefined) {

@@ -26,6 +26,8 @@ export const deploymentSchema = z.object({
   kind: z.enum(['deploy', 'start', 'stop', 'restart']),
   status: z.enum(['queued', 'in_progress', 'finished', 'failed', 'cancelled']),
   force_rebuild: z.boolean(),
+  /** A rollback: runs a kept image (rollback_application) instead of building or pulling. */
+  rollback: brief(z.boolean()),
   resource_uuid: z.string(),
   resource_name: z.string(),
   resource_type: z.string(),
@@ -57,6 +59,7 @@ async function views(db: Db, rows: DeploymentRow[], full = false): Promise<z.inf
         kind: d.kind as DeploymentKind,
         status: d.status,
         force_rebuild: d.force === 1,
+        rollback: d.rollback_tag != null,
         resource_uuid: r.uuid,
         resource_name: r.name,
         resource_type: r.kind,
@@ -77,13 +80,13 @@ async function views(db: Db, rows: DeploymentRow[], full = false): Promise<z.inf
  * Records a deployment and puts it on its server's queue. When the queue is full the record is
  * removed again and the caller gets 429 "Deployment queue is full.": nothing half-queued stays.
  */
-export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' | 'caller' | 'runtime'>, r: ResourceRow, kind: DeploymentKind, force: boolean) {
+export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' | 'caller' | 'runtime'>, r: ResourceRow, kind: DeploymentKind, force: boolean, opts: { rollbackTag?: string } = {}) {
   if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; deploy it when the migration has finished.' });
   if (r.deleting !== null) throw new BerthError('conflict', { message: 'The resource is being deleted.' });
   const server = await serverOf(ctx.db, r);
   const d = await ctx.db
     .insertInto('deployments')
-    .values({ uuid: newUuid(), team_id: ctx.caller.teamId, resource_id: r.id, server_id: server.id, kind, status: 'queued', force: force ? 1 : 0, logs: '', started_at: null, finished_at: null, ...stamps() })
+    .values({ uuid: newUuid(), team_id: ctx.caller.teamId, resource_id: r.id, server_id: server.id, kind, status: 'queued', force: force ? 1 : 0, logs: '', started_at: null, finished_at: null, rollback_tag: opts.rollbackTag ?? null, ...stamps() })
     .returning(['id', 'uuid'])
     .executeTakeFirstOrThrow();
   let done: Promise<void>;

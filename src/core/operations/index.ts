@@ -15,6 +15,8 @@ import { resourceTagOperations, tagOperations } from './tags.js';
 import { moveOperation } from './move.js';
 import { cloneOperation } from './clone.js';
 import { keyOperations } from './private-keys.js';
+import { rollbackOperations } from './rollback.js';
+import { cloudTokenOperations, githubAppOperations } from './git-sources.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
 import { projectOperations } from './projects.js';
@@ -40,9 +42,11 @@ export const operations: readonly Operation[] = [
   ...destinationOperations,
   ...dockerCleanupOperations,
   ...cloudInitScriptOperations,
+  ...cloudTokenOperations,
   ...projectOperations,
   ...applicationOperations,
   ...applicationBuildOperations,
+  ...githubAppOperations,
   ...resourceFamily('applications'),
   ...scheduledTaskOperations('applications'),
   ...databaseOperations,
@@ -51,6 +55,7 @@ export const operations: readonly Operation[] = [
   ...resourceFamily('services'),
   ...scheduledTaskOperations('services'),
   ...deploymentOperations,
+  ...rollbackOperations,
   ...migrationOperations,
   ...feedbackOperations,
   ...tagOperations,

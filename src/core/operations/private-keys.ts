@@ -132,7 +132,7 @@ export const keyOperations = [
   }),
   defineOperation({
     name: 'delete_private_key',
-    summary: 'Delete a private key that no server uses.',
+    summary: 'Delete a private key that no server, GitHub app or deploy-key application uses.',
     permission: 'write',
     toolset: 'servers',
     input: z.strictObject({ uuid: uuidParam }),
@@ -145,6 +145,15 @@ export const keyOperations = [
         await atomically(db, async (trx) => {
           const key = await owned(trx, 'private_keys', uuid, caller.teamId);
           if (await trx.selectFrom('servers').select('id').where('private_key_id', '=', key.id).executeTakeFirst()) throw inUse();
+          // Applications cloned with it as a deploy key name it in their config (no foreign key there).
+          const cloning = await trx
+            .selectFrom('resources')
+            .select('id')
+            .where('team_id', '=', caller.teamId)
+            .where('kind', '=', 'application')
+            .where((w) => w.or([w('config', 'like', `%"private_key_id":${key.id},%`), w('config', 'like', `%"private_key_id":${key.id}}%`)]))
+            .executeTakeFirst();
+          if (cloning) throw inUse();
           await trx.deleteFrom('private_keys').where('id', '=', key.id).execute();
         });
       } catch (err) {

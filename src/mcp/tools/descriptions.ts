@@ -138,6 +138,35 @@ const explicit: Record<string, ToolText> = {
     description:
       "Create an application built from a public git repository (git_repository, git_branch, build_pack \"dockerfile\", base_directory, dockerfile_location) on the server's engine at each deploy. A failed build fails the deployment and leaves the running container alone. Runtime fields as create_application.",
   },
+  create_private_deploy_key_application: {
+    title: 'Create an application from a private repository (deploy key)',
+    description:
+      "Create an application built from a private git repository cloned over SSH with one of the team's private keys (private_key_uuid; its public half must be a deploy key of the repository). git_repository as git@host:owner/repo.git or ssh://user@host:port/path; git_host_key (the host's key as ssh-keyscan prints it) is checked, else the key seen at the first clone is pinned and a changed one refused. Otherwise as create_public_application.",
+  },
+  create_private_github_app_application: {
+    title: 'Create an application through a GitHub app',
+    description: "Coolify's private-github-app create. berth does not call GitHub's API, so this answers 501 saying so; use create_private_deploy_key_application with a deploy key instead.",
+  },
+  list_github_apps: { title: 'List GitHub apps', description: "The team's GitHub app records (Coolify's fields); client and webhook secrets only with read:sensitive." },
+  create_github_app: { title: 'Store a GitHub app', description: "Store a GitHub app record (name, html_url, app_id, installation_id, client_id, client_secret, private_key_uuid of a team key). Kept for clients; berth does not call GitHub with it." },
+  update_github_app: { title: 'Update a GitHub app', description: 'Change fields of a GitHub app record by its numeric id (github_app_id).' },
+  delete_github_app: { title: 'Delete a GitHub app', description: 'Delete a GitHub app record by its numeric id.' },
+  list_github_app_repositories: { title: "List a GitHub app's repositories", description: "Needs GitHub's network and an installation token, which berth does not fetch: answers 501 saying so." },
+  list_github_app_branches: { title: 'List branches through a GitHub app', description: "Needs GitHub's network and an installation token, which berth does not fetch: answers 501 saying so." },
+  list_cloud_tokens: { title: 'List cloud provider tokens', description: "The team's cloud provider tokens (hetzner, digitalocean, vultr): names and providers, never the values." },
+  create_cloud_token: { title: 'Store a cloud provider token', description: "Store a cloud provider's API token for clients that read it. Not validated: berth does not call the provider. The value is shown only to read:sensitive." },
+  get_cloud_token: { title: 'Get a cloud provider token', description: 'One cloud provider token; its value only with read:sensitive.' },
+  update_cloud_token: { title: 'Rename a cloud provider token', description: 'Change the name of a cloud provider token (the value cannot be changed; store a new one).' },
+  delete_cloud_token: { title: 'Delete a cloud provider token', description: 'Delete a cloud provider token from the team.' },
+  validate_cloud_token: { title: 'Validate a cloud provider token', description: "Needs the provider's API over the network, which berth does not call: answers 501 saying so." },
+  list_application_rollback_images: {
+    title: 'List rollback images',
+    description: "The images of an application its server's engine still holds (one per earlier build, up to docker_images_to_keep besides the running one), newest first, with the running one marked. Pass a tag to rollback_application.",
+  },
+  rollback_application: {
+    title: 'Roll an application back',
+    description: 'Queue a deployment that runs a kept image again (commit: a tag from list_application_rollback_images) without building. Follow it with get_deployment.',
+  },
   get_application: { title: 'Get an application', description: 'Get an application: image, ports, domains, status (as its engine says) and where it lives.' },
   update_application: { title: 'Update an application', description: "Change an application (image, ports, domains, name, Coolify's health_check_*, limits_*, custom_labels, custom_docker_run_options). Call deploy afterwards for the running container to pick it up." },
   delete_application: { title: 'Delete an application', description: 'Delete an application: its container on the server, its volumes (unless delete_volumes is false), then its records.' },

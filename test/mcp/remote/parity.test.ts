@@ -58,8 +58,39 @@ describe('remote mode lists the same tools as local mode', () => {
   });
 });
 
+/** Tools whose every answer here is an error: what needs a provider's network, and rollback (a record-only world keeps no images; test/e2e/deploy-key-rollback.test.ts runs it). */
+const ERROR_ONLY = ['list_github_app_repositories', 'list_github_app_branches', 'validate_cloud_token', 'create_private_github_app_application', 'rollback_application'];
+
 describe('read-only and instance-wide tools: identical structured output on one world', () => {
+  const extra: { githubAppId: number; githubAppUuid: string; cloudTokenUuid: string } = { githubAppId: 0, githubAppUuid: '', cloudTokenUuid: '' };
+  beforeAll(async () => {
+    const app = await call(s.url, 'POST', '/api/v1/github-apps', { token: s.rootToken, body: { name: 'gh', html_url: 'https://github.com', app_id: 1, installation_id: 2, client_id: 'c', client_secret: 's', private_key_uuid: w.keyUuid } });
+    const token = await call(s.url, 'POST', '/api/v1/cloud-tokens', { token: s.rootToken, body: { provider: 'hetzner', token: 'secret', name: 'hz' } });
+    Object.assign(extra, { githubAppId: app.json.id, githubAppUuid: app.json.uuid, cloudTokenUuid: token.json.uuid });
+  });
+
+  it("tools that need a provider's network (and rollback without kept images) answer the same error in both modes", async () => {
+    const calls: Array<[string, Record<string, unknown>]> = [
+      ['list_github_app_repositories', { github_app_id: extra.githubAppId }],
+      ['list_github_app_branches', { github_app_id: extra.githubAppId, owner: 'octo', repo: 'hello' }],
+      ['validate_cloud_token', { uuid: extra.cloudTokenUuid }],
+      ['create_private_github_app_application', { project_uuid: w.projectUuid, server_uuid: w.serverUuid, environment_name: 'production', ports_exposes: '80', github_app_uuid: extra.githubAppUuid, git_repository: 'octo/hello', git_branch: 'main', build_pack: 'dockerfile' }],
+      ['rollback_application', { uuid: w.appUuid, commit: 'v1' }],
+    ];
+    expect(calls.map(([t]) => t).sort()).toEqual([...ERROR_ONLY].sort());
+    for (const [tool, args] of calls) {
+      const l = await local.callTool(tool, args);
+      const r = await remote.callTool(tool, args);
+      expect({ tool, isError: l.isError }).toEqual({ tool, isError: true });
+      expect({ tool, ...outcome(r) }).toEqual({ tool, ...outcome(l) });
+    }
+  });
+
   const readArgs = (): Array<[string, Record<string, unknown>]> => [
+    ['list_github_apps', {}],
+    ['list_cloud_tokens', {}],
+    ['get_cloud_token', { uuid: extra.cloudTokenUuid }],
+    ['list_application_rollback_images', { uuid: w.appUuid }],
     ['get_settings', {}],
     ['update_settings', { allowed_ips: '' }],
     ['enable_api', {}],
@@ -154,7 +185,7 @@ describe('read-only and instance-wide tools: identical structured output on one 
       expect({ tool, args, ...outcome(r) }).toEqual({ tool, args, ...outcome(l) });
       if (!l.isError) expect(r.content).toEqual(l.content);
     }
-    const readOnly = operations.filter((o) => o.annotations.readOnly).map((o) => o.name);
+    const readOnly = operations.filter((o) => o.annotations.readOnly && !ERROR_ONLY.includes(o.name)).map((o) => o.name);
     expect(readOnly.filter((n) => !covered.has(n))).toEqual([]);
   });
 
@@ -360,6 +391,13 @@ const steps: Step[] = [
   { tool: 'update_s3_storage', args: (c) => ({ uuid: c.made.s3b, description: 'changed', bucket: 'other-bucket' }) },
   { tool: 'validate_s3_storage', args: (c) => ({ uuid: c.made.s3b }) },
   { tool: 'delete_s3_storage', args: (c) => ({ uuid: c.made.s3b }) },
+  { tool: 'create_github_app', args: (c) => ({ name: 'gh two', html_url: 'https://github.com', app_id: 3, installation_id: 4, client_id: 'cid', client_secret: 'csecret', private_key_uuid: c.w.keyUuid }), save: (out) => ({ gh2: String(out.id) }) },
+  { tool: 'update_github_app', args: (c) => ({ github_app_id: Number(c.made.gh2), name: 'gh renamed', custom_port: 2222 }) },
+  { tool: 'delete_github_app', args: (c) => ({ github_app_id: Number(c.made.gh2) }) },
+  { tool: 'create_cloud_token', args: () => ({ provider: 'vultr', token: 'vultr-secret', name: 'vultr one' }), save: uuidOf('cloud2') },
+  { tool: 'update_cloud_token', args: (c) => ({ uuid: c.made.cloud2, name: 'vultr renamed' }) },
+  { tool: 'delete_cloud_token', args: (c) => ({ uuid: c.made.cloud2 }) },
+  { tool: 'create_private_deploy_key_application', args: (c) => ({ ...place(c), name: 'by deploy key', ports_exposes: '8080', private_key_uuid: c.w.keyUuid, git_repository: 'git@git.example.test:team/app.git', git_branch: 'main', build_pack: 'dockerfile' }) },
   { tool: 'send_feedback', args: () => ({ content: 'Remote mode parity check: the same tool in both modes.' }) },
 ];
 
@@ -427,7 +465,7 @@ describe('tools that change data: the same answers on two identical worlds', () 
     }
     const changing = operations.filter((o) => !o.annotations.readOnly && !o.access?.rootTeamOnly).map((o) => o.name);
     // restore's happy path needs a successful backup, which only a live engine makes (test/e2e/backups.test.ts).
-    expect(changing.filter((n) => !covered.has(n) && n !== 'cancel_deployment' && n !== 'cancel_migration' && n !== 'restore_database_backup_execution')).toEqual([]);
+    expect(changing.filter((n) => !covered.has(n) && n !== 'cancel_deployment' && n !== 'cancel_migration' && n !== 'restore_database_backup_execution' && !ERROR_ONLY.includes(n))).toEqual([]);
   }, 120_000);
 
   it('cancel_migration: same answer for a migration in the same state (the world\'s finished one)', async () => {

@@ -1,0 +1,355 @@
+import { z } from 'zod';
+import { atomically } from '../../store/atomic.js';
+import type { Db } from '../../store/db.js';
+import { nowIso } from '../../store/db.js';
+import type { CloudTokensTable, GithubAppsTable } from '../../store/schema.js';
+import { BerthError, isForeignKeyViolation, notFound, validationError } from '../errors.js';
+import { newUuid } from '../ids.js';
+import { owned } from '../lookup.js';
+import { defineOperation } from '../operation.js';
+import { sensitive } from '../redact.js';
+import { TargetGuard } from '../outbound-guard.js';
+import { sshUser, uuidParam } from '../validators.js';
+import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
+
+/**
+ * Records Coolify clients read and write: GitHub apps and cloud provider tokens, per team, with
+ * their secrets kept (shown with read:sensitive, as every secret). What needs the provider's own
+ * network (GitHub's API with an installation token, a cloud's API) answers 501 naming it: berth
+ * does not call those services, and a documented route never answers 404.
+ */
+
+type AppRow = Omit<GithubAppsTable, 'id'> & { id: number };
+type TokenRow = Omit<CloudTokensTable, 'id'> & { id: number };
+
+const GITHUB_NETWORK = "berth does not call GitHub's API: this needs GitHub's network (the app's api_url) and an installation token for the app, which berth does not fetch.";
+
+export const needsGithub = (what: string) => new BerthError('needs_provider', { message: `${what}: ${GITHUB_NETWORK} Use a deploy key instead (POST /applications/private-deploy-key) or a public repository.` });
+
+const appSchema = z.object({
+  id: z.number().int(),
+  uuid: z.string(),
+  name: z.string(),
+  organization: z.string().nullable(),
+  api_url: z.string(),
+  html_url: z.string(),
+  custom_user: z.string(),
+  custom_port: z.number().int(),
+  app_id: z.number().int(),
+  installation_id: z.number().int(),
+  client_id: z.string(),
+  client_secret: sensitive(z.string()),
+  webhook_secret: sensitive(z.string().nullable()),
+  private_key_id: z.number().int(),
+  is_system_wide: z.boolean(),
+  team_id: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const appView = (r: AppRow): z.infer<typeof appSchema> => ({
+  id: r.id,
+  uuid: r.uuid,
+  name: r.name,
+  organization: r.organization,
+  api_url: r.api_url,
+  html_url: r.html_url,
+  custom_user: r.custom_user,
+  custom_port: r.custom_port,
+  app_id: r.app_id,
+  installation_id: r.installation_id,
+  client_id: r.client_id,
+  client_secret: r.client_secret,
+  webhook_secret: r.webhook_secret,
+  private_key_id: r.private_key_id,
+  is_system_wide: false,
+  team_id: r.team_id,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
+
+const text = (max: number) => z.string().trim().min(1).max(max);
+const positiveId = z.number().int().positive().max(2 ** 31 - 1);
+/** An http(s) URL berth may one day call for the app: read by the one parser, host not forbidden. */
+const appUrl = z
+  .string()
+  .max(2048)
+  .superRefine((u, ctx) => {
+    const why = new TargetGuard('').check(u, ['http', 'https']);
+    // Saved only: a private host is the operator's business when berth calls it, not a format error.
+    if (typeof why === 'string' && !/private, loopback|berth host/.test(why)) ctx.addIssue({ code: 'custom', message: why });
+  });
+
+const appFields = {
+  name: text(255),
+  organization: text(255).nullable().optional(),
+  api_url: appUrl.optional(),
+  html_url: appUrl,
+  custom_user: sshUser.optional(),
+  custom_port: z.number().int().min(1).max(65535).optional(),
+  app_id: positiveId,
+  installation_id: positiveId,
+  client_id: text(255),
+  client_secret: text(4096),
+  webhook_secret: text(4096).nullable().optional(),
+  private_key_uuid: uuidParam,
+  is_system_wide: z.boolean().optional(),
+};
+
+const appIdParam = { github_app_id: z.coerce.number().int().positive().max(2 ** 31 - 1) };
+
+/** A GitHub app of the caller's team by its numeric id (Coolify's path key); another team's is the same 404. */
+async function ownedApp(db: Db, id: number, teamId: number): Promise<AppRow> {
+  const row = await db.selectFrom('github_apps').selectAll().where('id', '=', id).where('team_id', '=', teamId).executeTakeFirst();
+  if (!row) throw notFound();
+  return row;
+}
+
+/** The team's private key by uuid: a 422 on private_key_uuid when it is not the team's. */
+async function keyId(db: Db, teamId: number, uuid: string): Promise<number> {
+  const k = await db.selectFrom('private_keys').select('id').where('uuid', '=', uuid).where('team_id', '=', teamId).executeTakeFirst();
+  if (!k) throw validationError({ private_key_uuid: ['No private key of this team has this uuid.'] });
+  return k.id;
+}
+
+/** Coolify's is_system_wide shares an app with every team; berth keeps each team's records to itself. */
+function refuseSystemWide(v: boolean | undefined) {
+  if (v) throw validationError({ is_system_wide: ['berth keeps GitHub apps per team; a system-wide app is not supported (send false or leave it out).'] });
+}
+
+const providers = ['hetzner', 'digitalocean', 'vultr'] as const;
+
+const tokenSchema = z.object({
+  uuid: z.string(),
+  name: z.string(),
+  provider: z.enum(providers),
+  /** The provider's API token: never in lists; in a single token only with read:sensitive. */
+  token: sensitive(z.string()),
+  team_id: z.number().int(),
+  servers_count: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const tokenView = (r: TokenRow, withToken: boolean) => ({
+  uuid: r.uuid,
+  name: r.name,
+  provider: r.provider as (typeof providers)[number],
+  ...(withToken ? { token: r.token } : {}),
+  team_id: r.team_id,
+  // berth provisions no cloud servers, so none uses a token.
+  servers_count: 0,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
+
+export const githubAppOperations = [
+  defineOperation({
+    name: 'list_github_apps',
+    summary: "List the team's GitHub app records (secrets need read:sensitive).",
+    permission: 'read',
+    toolset: 'applications',
+    input: z.strictObject({}),
+    output: z.array(appSchema),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/github-apps' },
+    async run({ db, caller }) {
+      return (await db.selectFrom('github_apps').selectAll().where('team_id', '=', caller.teamId).orderBy('id').execute()).map(appView);
+    },
+  }),
+  defineOperation({
+    name: 'create_github_app',
+    summary: "Store a GitHub app record (Coolify's fields); berth keeps it but does not call GitHub.",
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject(appFields),
+    output: appSchema,
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/github-apps', status: 201 },
+    async run({ db, caller }, { private_key_uuid, is_system_wide, ...i }) {
+      refuseSystemWide(is_system_wide);
+      const row = {
+        uuid: newUuid(),
+        team_id: caller.teamId,
+        name: i.name,
+        organization: i.organization ?? null,
+        api_url: i.api_url ?? 'https://api.github.com',
+        html_url: i.html_url,
+        custom_user: i.custom_user ?? 'git',
+        custom_port: i.custom_port ?? 22,
+        app_id: i.app_id,
+        installation_id: i.installation_id,
+        client_id: i.client_id,
+        client_secret: i.client_secret,
+        webhook_secret: i.webhook_secret ?? null,
+        private_key_id: await keyId(db, caller.teamId, private_key_uuid),
+        ...stamps(),
+      };
+      try {
+        const { id } = await db.insertInto('github_apps').values(row).returning('id').executeTakeFirstOrThrow();
+        return appView({ ...row, id });
+      } catch (err) {
+        // The key was deleted between the lookup and the insert.
+        if (isForeignKeyViolation(err)) throw validationError({ private_key_uuid: ['No private key of this team has this uuid.'] });
+        throw err;
+      }
+    },
+  }),
+  defineOperation({
+    name: 'update_github_app',
+    summary: 'Change a GitHub app record.',
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject({ ...appIdParam, ...z.object(appFields).partial().shape }),
+    output: z.object({ message: z.string(), data: appSchema }),
+    annotations: UPDATE,
+    http: { method: 'PATCH', path: '/api/v1/github-apps/{github_app_id}' },
+    async run({ db: store, caller }, { github_app_id, private_key_uuid, is_system_wide, ...i }) {
+      refuseSystemWide(is_system_wide);
+      return atomically(store, async (db) => {
+        const r = await ownedApp(db, github_app_id, caller.teamId);
+        const patch: Partial<AppRow> = { updated_at: nowIso() };
+        for (const [k, v] of Object.entries(i)) if (v !== undefined) (patch as Record<string, unknown>)[k] = v;
+        if (private_key_uuid !== undefined) patch.private_key_id = await keyId(db, caller.teamId, private_key_uuid);
+        await db.updateTable('github_apps').set(patch).where('id', '=', r.id).execute();
+        return { message: 'GitHub app updated successfully', data: appView({ ...r, ...patch }) };
+      });
+    },
+  }),
+  defineOperation({
+    name: 'delete_github_app',
+    summary: 'Delete a GitHub app record.',
+    permission: 'write',
+    toolset: 'applications',
+    input: z.strictObject(appIdParam),
+    output: messageSchema,
+    annotations: DELETE,
+    http: { method: 'DELETE', path: '/api/v1/github-apps/{github_app_id}' },
+    async run({ db, caller }, { github_app_id }) {
+      // No application is built from a GitHub app here (private-github-app answers 501), so none holds it.
+      const r = await ownedApp(db, github_app_id, caller.teamId);
+      await db.deleteFrom('github_apps').where('id', '=', r.id).execute();
+      return { message: 'GitHub app deleted successfully' };
+    },
+  }),
+  defineOperation({
+    name: 'list_github_app_repositories',
+    summary: "A GitHub app's repositories: needs GitHub's network (answers 501 saying so).",
+    permission: 'read',
+    toolset: 'applications',
+    input: z.strictObject(appIdParam),
+    output: z.object({ repositories: z.array(z.record(z.string(), z.unknown())) }),
+    annotations: { ...READ, openWorld: true },
+    http: { method: 'GET', path: '/api/v1/github-apps/{github_app_id}/repositories' },
+    async run({ db, caller }, { github_app_id }) {
+      const app = await ownedApp(db, github_app_id, caller.teamId);
+      throw needsGithub(`Loading the repositories of GitHub app ${app.name}`);
+    },
+  }),
+  defineOperation({
+    name: 'list_github_app_branches',
+    summary: "A repository's branches through a GitHub app: needs GitHub's network (answers 501 saying so).",
+    permission: 'read',
+    toolset: 'applications',
+    input: z.strictObject({
+      ...appIdParam,
+      owner: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'A GitHub owner name.'),
+      repo: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'A GitHub repository name.'),
+    }),
+    output: z.object({ branches: z.array(z.record(z.string(), z.unknown())) }),
+    annotations: { ...READ, openWorld: true },
+    http: { method: 'GET', path: '/api/v1/github-apps/{github_app_id}/repositories/{owner}/{repo}/branches' },
+    async run({ db, caller }, { github_app_id, owner, repo }) {
+      await ownedApp(db, github_app_id, caller.teamId);
+      throw needsGithub(`Loading the branches of ${owner}/${repo}`);
+    },
+  }),
+];
+
+export const cloudTokenOperations = [
+  defineOperation({
+    name: 'list_cloud_tokens',
+    summary: "List the team's cloud provider tokens (never the token values).",
+    permission: 'read',
+    toolset: 'servers',
+    input: z.strictObject({}),
+    output: z.array(tokenSchema.omit({ token: true })),
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/cloud-tokens' },
+    async run({ db, caller }) {
+      return (await db.selectFrom('cloud_tokens').selectAll().where('team_id', '=', caller.teamId).orderBy('id').execute()).map((r) => tokenView(r, false));
+    },
+  }),
+  defineOperation({
+    name: 'create_cloud_token',
+    summary: "Store a cloud provider's API token (hetzner, digitalocean, vultr); not validated: berth does not call the provider.",
+    permission: 'write',
+    toolset: 'servers',
+    input: z.strictObject({ provider: z.enum(providers), token: text(4096), name: text(255) }),
+    output: uuidSchema,
+    annotations: CREATE,
+    http: { method: 'POST', path: '/api/v1/cloud-tokens', status: 201 },
+    async run({ db, caller }, i) {
+      const uuid = newUuid();
+      await db.insertInto('cloud_tokens').values({ uuid, team_id: caller.teamId, name: i.name, provider: i.provider, token: i.token, ...stamps() }).execute();
+      return { uuid };
+    },
+  }),
+  defineOperation({
+    name: 'get_cloud_token',
+    summary: 'Get a cloud provider token (its value needs read:sensitive).',
+    permission: 'read',
+    toolset: 'servers',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: tokenSchema,
+    annotations: READ,
+    http: { method: 'GET', path: '/api/v1/cloud-tokens/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      return tokenView(await owned(db, 'cloud_tokens', uuid, caller.teamId), true);
+    },
+  }),
+  defineOperation({
+    name: 'update_cloud_token',
+    summary: "Rename a cloud provider token (Coolify changes the name only).",
+    permission: 'write',
+    toolset: 'servers',
+    input: z.strictObject({ uuid: uuidParam, name: text(255) }),
+    output: uuidSchema,
+    annotations: UPDATE,
+    http: { method: 'PATCH', path: '/api/v1/cloud-tokens/{uuid}' },
+    async run({ db, caller }, { uuid, name }) {
+      const r = await owned(db, 'cloud_tokens', uuid, caller.teamId);
+      await db.updateTable('cloud_tokens').set({ name, updated_at: nowIso() }).where('id', '=', r.id).execute();
+      return { uuid };
+    },
+  }),
+  defineOperation({
+    name: 'delete_cloud_token',
+    summary: 'Delete a cloud provider token.',
+    permission: 'write',
+    toolset: 'servers',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: messageSchema,
+    annotations: DELETE,
+    http: { method: 'DELETE', path: '/api/v1/cloud-tokens/{uuid}' },
+    async run({ db, caller }, { uuid }) {
+      const r = await owned(db, 'cloud_tokens', uuid, caller.teamId);
+      await db.deleteFrom('cloud_tokens').where('id', '=', r.id).execute();
+      return { message: 'Cloud provider token deleted.' };
+    },
+  }),
+  defineOperation({
+    name: 'validate_cloud_token',
+    summary: "Check a token against its provider's API: needs the provider's network (answers 501 saying so).",
+    permission: 'read',
+    toolset: 'servers',
+    input: z.strictObject({ uuid: uuidParam }),
+    output: z.object({ valid: z.boolean(), message: z.string() }),
+    annotations: { ...READ, openWorld: true },
+    http: { method: 'POST', path: '/api/v1/cloud-tokens/{uuid}/validate' },
+    async run({ db, caller }, { uuid }) {
+      const r = await owned(db, 'cloud_tokens', uuid, caller.teamId);
+      throw new BerthError('needs_provider', { message: `Validating a ${r.provider} token needs ${r.provider}'s API over the network, which berth does not call; the token is stored unchecked.` });
+    },
+  }),
+];
