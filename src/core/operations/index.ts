@@ -22,6 +22,7 @@ import type { Collection } from './resource-common.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serviceOperations } from './services.js';
 import { servicePartOperations } from './service-parts.js';
+import { serviceStorageOperations } from './service-storages.js';
 import { settingsOperations } from './settings.js';
 import { environmentOperations, sharedVariableOperations } from './shared-variables.js';
 import { teamOperations } from './teams.js';
@@ -47,6 +48,7 @@ export const operations: readonly Operation[] = [
   ...resourceFamily('databases'),
   ...serviceOperations,
   ...resourceFamily('services'),
+  ...serviceStorageOperations,
   ...deploymentOperations,
   ...migrationOperations,
   ...feedbackOperations,

@@ -43,7 +43,7 @@ async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchem
 }
 
 /** One storage row per named volume, at the first place a container mounts it. */
-async function syncStorages(db: Db, resourceId: number, containers: ComposeContainer[]) {
+export async function syncStorages(db: Db, resourceId: number, containers: ComposeContainer[]) {
   const wanted = new Map<string, { target: string; container: string }>();
   for (const k of containers) for (const m of k.mounts) if (!wanted.has(m.volume)) wanted.set(m.volume, { target: m.target, container: k.name });
   const existing = await db.selectFrom('storages').select(['id', 'name']).where('resource_id', '=', resourceId).execute();
