@@ -269,6 +269,23 @@ export interface S3StoragesTable extends Timestamps {
   is_usable: number;
 }
 
+export interface GitlabAppsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  name: string;
+  html_url: string;
+  api_url: string;
+  custom_user: string;
+  custom_port: number;
+  group_name: string | null;
+  client_id: string | null;
+  /** Secrets: sensitive. */
+  client_secret: string | null;
+  webhook_token: string;
+  redirect_uri: string | null;
+}
+
 export interface CloudInitScriptsTable extends Timestamps {
   id: Generated<number>;
   uuid: string;
@@ -357,6 +374,7 @@ export interface Database {
   docker_cleanup_executions: DockerCleanupExecutionsTable;
   s3_storages: S3StoragesTable;
   cloud_init_scripts: CloudInitScriptsTable;
+  gitlab_apps: GitlabAppsTable;
   tags: TagsTable;
   scheduled_volume_backups: ScheduledVolumeBackupsTable;
   scheduled_volume_backup_executions: ScheduledVolumeBackupExecutionsTable;

@@ -14,6 +14,7 @@ import { resourceTagOperations, tagOperations } from './tags.js';
 import { moveOperation } from './move.js';
 import { cloneOperation } from './clone.js';
 import { keyOperations } from './keys.js';
+import { gitlabAppOperations } from './gitlab-apps.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
 import { projectOperations } from './projects.js';
@@ -36,6 +37,7 @@ export const operations: readonly Operation[] = [
   ...teamOperations,
   ...platformOperations,
   ...keyOperations,
+  ...gitlabAppOperations,
   ...serverOperations,
   ...destinationOperations,
   ...dockerCleanupOperations,
