@@ -64,6 +64,11 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
     text?: string;
     /** Further paths for the same operation (Coolify 4.3 renamed /teams/current to /team). */
     aliases?: string[];
+    /**
+     * Body fields read under another input name, where Coolify's body reuses a path parameter's
+     * name (PATCH /services/{uuid}/storages names the storage by body `uuid`): { uuid: 'storage_uuid' }.
+     */
+    bodyAliases?: Record<string, string>;
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */

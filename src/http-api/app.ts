@@ -46,14 +46,20 @@ function fromFastifyError(err: Error & { code?: string; statusCode?: number }): 
 }
 
 /** Path, query and body as one input object; a body may not set what the path already names. */
-function inputOf(req: FastifyRequest): Record<string, unknown> {
+function inputOf(req: FastifyRequest, bodyAliases: Record<string, string> = {}): Record<string, unknown> {
   const body = req.body;
   if (body instanceof BadBody) throw validationError({ body: [body.reason] });
   if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
     throw validationError({ body: ['Expected a JSON object.'] });
   }
   const params = (req.params ?? {}) as Record<string, string>;
-  const fromBody = (body ?? {}) as Record<string, unknown>;
+  const fromBody = { ...((body ?? {}) as Record<string, unknown>) };
+  for (const [wire, input] of Object.entries(bodyAliases)) {
+    if (!Object.hasOwn(fromBody, wire)) continue;
+    if (Object.hasOwn(fromBody, input)) throw validationError({ [wire]: [`Send either ${wire} or ${input}, not both.`] });
+    fromBody[input] = fromBody[wire];
+    delete fromBody[wire];
+  }
   for (const part of [fromBody, req.query]) {
     const problem = inputProblem(part);
     if (problem) throw validationError({ [problem.field]: [problem.message] });
@@ -172,7 +178,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
         const caller = await core.admit(accessOf(req), op);
         // Permission before the body is even read: a refused caller never learns about its input.
         core.authorize(op, caller);
-        const output = (await core.run(op, caller, inputOf(req))) as Record<string, unknown>;
+        const output = (await core.run(op, caller, inputOf(req, op.http.bodyAliases))) as Record<string, unknown>;
         reply.code(op.http.status ?? 200);
         if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));
         if (op.http.list) {

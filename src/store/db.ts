@@ -22,6 +22,7 @@ import * as m021 from './migrations/021-migration-leftovers.js';
 import * as m022 from './migrations/022-migration-start.js';
 import * as m023 from './migrations/023-scheduled-tasks.js';
 import * as m024 from './migrations/024-git-sources-rollback.js';
+import * as m025 from './migrations/025-gitlab-apps.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '022-migration-start': m022,
   '023-scheduled-tasks': m023,
   '024-git-sources-rollback': m024,
+  '025-gitlab-apps': m025,
 
   '009-shared-variables': m009,
 

@@ -271,6 +271,23 @@ export interface S3StoragesTable extends Timestamps {
   is_usable: number;
 }
 
+export interface GitlabAppsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  team_id: number;
+  name: string;
+  html_url: string;
+  api_url: string;
+  custom_user: string;
+  custom_port: number;
+  group_name: string | null;
+  client_id: string | null;
+  /** Secrets: sensitive. */
+  client_secret: string | null;
+  webhook_token: string;
+  redirect_uri: string | null;
+}
+
 export interface CloudInitScriptsTable extends Timestamps {
   id: Generated<number>;
   uuid: string;
@@ -422,6 +439,7 @@ export interface Database {
   cloud_init_scripts: CloudInitScriptsTable;
   github_apps: GithubAppsTable;
   cloud_tokens: CloudTokensTable;
+  gitlab_apps: GitlabAppsTable;
   tags: TagsTable;
   scheduled_volume_backups: ScheduledVolumeBackupsTable;
   scheduled_volume_backup_executions: ScheduledVolumeBackupExecutionsTable;

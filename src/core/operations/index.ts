@@ -17,6 +17,7 @@ import { cloneOperation } from './clone.js';
 import { keyOperations } from './private-keys.js';
 import { rollbackOperations } from './rollback.js';
 import { cloudTokenOperations, githubAppOperations } from './git-sources.js';
+import { gitlabAppOperations } from './gitlab-apps.js';
 import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
 import { projectOperations } from './projects.js';
@@ -26,6 +27,7 @@ import { destinationOperations, serverOperations } from './servers.js';
 import { serviceOperations } from './services.js';
 import { servicePartOperations } from './service-parts.js';
 import { settingsOperations } from './instance-settings.js';
+import { serviceStorageOperations } from './service-storages.js';
 import { environmentOperations, sharedVariableOperations } from './shared-variables.js';
 import { teamOperations } from './teams.js';
 
@@ -38,6 +40,7 @@ export const operations: readonly Operation[] = [
   ...teamOperations,
   ...platformOperations,
   ...keyOperations,
+  ...gitlabAppOperations,
   ...serverOperations,
   ...destinationOperations,
   ...dockerCleanupOperations,
@@ -54,6 +57,7 @@ export const operations: readonly Operation[] = [
   ...serviceOperations,
   ...resourceFamily('services'),
   ...scheduledTaskOperations('services'),
+  ...serviceStorageOperations,
   ...deploymentOperations,
   ...rollbackOperations,
   ...migrationOperations,

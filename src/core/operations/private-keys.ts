@@ -110,7 +110,8 @@ export const keyOperations = [
     input: z.strictObject({ uuid: uuidParam, ...keyFields, private_key: privateKeyPem.optional() }),
     output: uuidSchema,
     annotations: UPDATE,
-    http: { method: 'PATCH', path: '/api/v1/security/keys/{uuid}', status: 201 },
+    // Coolify's OpenAPI documents this update as PATCH /security/keys (the key's uuid then in the body).
+    http: { method: 'PATCH', path: '/api/v1/security/keys/{uuid}', status: 201, aliases: ['/api/v1/security/keys'] },
     async run({ db, caller }, { uuid, ...i }) {
       // Looked up first (404 before a bad key's 422), inspected outside the transaction (it
       // may take a while), then read again and written in one.

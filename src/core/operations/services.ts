@@ -14,6 +14,15 @@ import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
+/**
+ * Coolify's is_container_label_escape_enabled: true (its default) keeps `$` in labels literal,
+ * which is what berth does with every label; false asks for interpolation berth does not do.
+ */
+const labelEscape = z
+  .boolean()
+  .refine((v) => v, 'berth does not support turning label escaping off yet: it keeps every label literal (no $ interpolation).')
+  .optional();
+
 export interface ServiceConfig {
   /** Names and descriptions given to the service's containers (by compose service name). */
   parts?: Record<string, { human_name: string | null; description: string | null }>;
@@ -43,7 +52,7 @@ async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchem
 }
 
 /** One storage row per named volume, at the first place a container mounts it. */
-async function syncStorages(db: Db, resourceId: number, containers: ComposeContainer[]) {
+export async function syncStorages(db: Db, resourceId: number, containers: ComposeContainer[]) {
   const wanted = new Map<string, { target: string; container: string }>();
   for (const k of containers) for (const m of k.mounts) if (!wanted.has(m.volume)) wanted.set(m.volume, { target: m.target, container: k.name });
   const existing = await db.selectFrom('storages').select(['id', 'name']).where('resource_id', '=', resourceId).execute();
@@ -81,6 +90,7 @@ export const serviceOperations = [
       description: description.optional(),
       docker_compose_raw: composeInput,
       instant_deploy: z.boolean().optional(),
+      is_container_label_escape_enabled: labelEscape,
       tags: tags.optional(),
     }),
     output: z.object({ uuid: z.string(), domains: z.array(z.string()), deployment_uuid: z.string().optional() }),
@@ -124,7 +134,7 @@ export const serviceOperations = [
     summary: 'Change a service or replace its compose file; redeploy to apply.',
     permission: 'write',
     toolset: 'services',
-    input: z.strictObject({ uuid: uuidParam, name: name.optional(), description: description.optional(), docker_compose_raw: composeInput.optional(), tags: tags.optional() }),
+    input: z.strictObject({ uuid: uuidParam, name: name.optional(), description: description.optional(), docker_compose_raw: composeInput.optional(), is_container_label_escape_enabled: labelEscape, tags: tags.optional() }),
     output: z.object({ uuid: z.string(), domains: z.array(z.string()) }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/services/{uuid}' },

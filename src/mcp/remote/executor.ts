@@ -39,7 +39,10 @@ export function upstreamRequest(op: Operation, args: Record<string, unknown>, ba
   }
   // An operation without body fields gets no body at all (Coolify refuses an empty JSON body).
   const hasBodyFields = Object.keys(op.input.shape).some((k) => !names.includes(k));
-  return { method: op.http.method, path: `${basePath}${path}`, ...(hasBodyFields ? { body: Object.fromEntries(rest) } : {}) };
+  // A field the REST door reads under a Coolify name (bodyAliases) goes upstream under that name.
+  const wireName = Object.fromEntries(Object.entries(op.http.bodyAliases ?? {}).map(([wire, input]) => [input, wire]));
+  const body = Object.fromEntries(rest.map(([k, v]) => [wireName[k] ?? k, v]));
+  return { method: op.http.method, path: `${basePath}${path}`, ...(hasBodyFields ? { body } : {}) };
 }
 
 const header = (h: PacedResponse['headers'], name: string) => {
