@@ -2,7 +2,7 @@
  * Servers reached over SSH, end to end: a real sshd on loopback (scripts/sshd.sh) in front of a
  * real podman engine's socket, keys made by the real ssh-keygen, berth over its REST API. Covers
  * keys as people have them, validation that pins the host key, the whole life of an application
- * over SSH, one reused connection, a changed host key, a refused key, key rotation, and the
+ * over SSH (its scheduled tasks' commands included), one reused connection, a changed host key, a refused key, key rotation, and the
  * words berth uses when something is wrong.
  */
 import dns from 'node:dns/promises';
@@ -85,13 +85,25 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH', () => {
       await deployed(api, (await api.ok('POST', `/applications/${uuid}/${action}`)).deployment_uuid);
       expect(containerState(engines, 'a', uuid)?.running, action).toBe(running);
     }
+    // A scheduled task's command runs in the container over SSH too, and its timeout kills it there.
+    const ran = async (body: Record<string, unknown>) => {
+      const t = (await api.ok('POST', `/applications/${uuid}/scheduled-tasks`, { frequency: 'daily', ...body })).uuid;
+      const e = (await api.ok('POST', `/applications/${uuid}/scheduled-tasks/${t}/execute`)).execution_uuid;
+      return until('the task run', async () => {
+        const r = (await api.ok('GET', `/applications/${uuid}/scheduled-tasks/${t}/executions`)).find((x: { uuid: string }) => x.uuid === e);
+        return r && r.status !== 'running' ? r : undefined;
+      }, 30_000);
+    };
+    expect(await ran({ name: 'over ssh', command: 'echo task-over-ssh' })).toMatchObject({ status: 'success', exit_code: 0, logs: 'task-over-ssh\n' });
+    expect(await ran({ name: 'slow over ssh', command: 'sleep 419', timeout: 1 })).toMatchObject({ status: 'failed', exit_code: null });
+    await until('the sleep killed', async () => (engines.podman('a', ['exec', uuid, 'ps']).includes('sleep 419') ? undefined : true), 10_000, 250);
     // The engine's events come over SSH too: a container removed behind berth shows within 5 s.
     expect((await api.ok('GET', `/applications/${uuid}`)).status).toBe('running:unknown');
     engines.podman('a', ['rm', '-f', uuid]);
     await until('berth sees the container gone, over SSH', async () => ((await api.ok('GET', `/applications/${uuid}`)).status === 'exited' ? true : undefined), 5_000, 100);
     // Every request above went through one SSH connection (the validate's own was closed).
     expect(connections()).toBe(1);
-  });
+  }, 90_000);
 });
 
 describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: host keys, refused keys, rotation', () => {
