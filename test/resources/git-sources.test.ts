@@ -63,7 +63,7 @@ describe('GitHub apps', () => {
     expect((await c.api('DELETE', `/security/keys/${key}`, c.write)).status).toBe(200);
   });
 
-  it('refuses other teams' keys (404), system-wide apps, bad URLs and unknown fields, storing nothing', async () => {
+  it('refuses other teams’ keys (404), system-wide apps, bad URLs and unknown fields, storing nothing', async () => {
     const key = await newKey('gh-app-key-2');
     const before = (await c.api('GET', '/github-apps', c.read)).json.length;
     const other = await c.s.team('gh-neighbour');
