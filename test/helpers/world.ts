@@ -25,6 +25,10 @@ export interface World {
   migrationUuid: string;
   s3StorageUuid: string;
   cloudInitScriptUuid: string;
+  /** A GitHub app record (Coolify addresses it by numeric id) and a cloud provider token. */
+  githubAppId: string;
+  githubAppUuid: string;
+  cloudTokenUuid: string;
   /** Shared variables (ids, as Coolify's {env_id}) of the team, the project, its production environment and the first server. */
   teamEnvId: string;
   projectEnvId: string;
@@ -67,6 +71,10 @@ volumes:
 
 /** An S3 storage whose endpoint never resolves (.invalid): validating it fails at once, offline. */
 export const S3_SAMPLE = { endpoint: 'https://s3.invalid', bucket: 'berth-backups', region: 'us-east-1', key: 'AKIDSAMPLE', secret: 'sample-secret' };
+
+/** A GitHub app record's fields (the key is the world's); its secrets are what redaction must hide. */
+export const GITHUB_APP_SAMPLE = { html_url: 'https://github.com', app_id: 101, installation_id: 202, client_id: 'Iv1.sample', client_secret: 'github-client-secret-value', webhook_secret: 'github-webhook-secret-value' };
+export const CLOUD_TOKEN_SAMPLE = { provider: 'hetzner', token: 'cloud-token-secret-value' };
 
 async function ok(s: TestServer, token: string, method: string, path: string, body?: unknown) {
   const r = await call(s.url, method, path, { token, body });
@@ -112,12 +120,15 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
     await ok(s, token, 'PUT', `/api/v1/${collection}/${uuid}/storages/${storage}/backups`, { frequency: 'weekly' });
   }
   const stagingUuid = (await ok(s, token, 'POST', `/api/v1/projects/${projectUuid}/environments`, { name: 'elsewhere' })).uuid;
+  const githubApp = await ok(s, token, 'POST', '/api/v1/github-apps', { ...GITHUB_APP_SAMPLE, name: `${tag} gh`, private_key_uuid: keyUuid });
+  const cloudTokenUuid = (await ok(s, token, 'POST', '/api/v1/cloud-tokens', { ...CLOUD_TOKEN_SAMPLE, name: `${tag} cloud` })).uuid;
   const tagUuid = (await ok(s, token, 'GET', '/api/v1/tags')).find((t: { name: string }) => t.name === 'web').uuid;
   const appTaskUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/scheduled-tasks`, { name: 'nightly', command: 'echo nightly', frequency: 'daily' })).uuid;
   const serviceTaskUuid = (await ok(s, token, 'POST', `/api/v1/services/${serviceUuid}/scheduled-tasks`, { name: 'flush', command: 'echo flush', frequency: '0 3 * * *', container: 'web' })).uuid;
   return {
     appTaskUuid, serviceTaskUuid,
     backupUuid, backupExecutionUuid, serviceStorageUuid, tagUuid, stagingUuid,
+    githubAppId: String(githubApp.id), githubAppUuid: githubApp.uuid, cloudTokenUuid,
     token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
     databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid, cloudInitScriptUuid,
     teamEnvId, projectEnvId, environmentEnvId, serverEnvId,
@@ -166,6 +177,10 @@ export function worldParams(path: string, x: World, teamId: number): Params {
       return { uuid: x.tagUuid };
     case 'cloud-init-scripts':
       return { uuid: x.cloudInitScriptUuid };
+    case 'github-apps':
+      return { github_app_id: x.githubAppId, owner: 'octo', repo: 'hello' };
+    case 'cloud-tokens':
+      return { uuid: x.cloudTokenUuid };
     case 'applications':
       return parts.application;
     case 'databases':
@@ -230,6 +245,13 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
   if (name === 'create_dockerfile_application') return { ...place, ports_exposes: '80', dockerfile: Buffer.from('FROM busybox\nCMD ["sleep", "3600"]\n').toString('base64') };
   if (name === 'create_public_application') return { ...place, ports_exposes: '80', git_repository: 'https://git.example.test/team/app.git', git_branch: 'main', build_pack: 'dockerfile' };
+  if (name === 'create_private_deploy_key_application') return { ...place, ports_exposes: '80', private_key_uuid: x.keyUuid, git_repository: 'git@git.example.test:team/app.git', git_branch: 'main', build_pack: 'dockerfile' };
+  if (name === 'create_private_github_app_application') return { ...place, ports_exposes: '80', github_app_uuid: x.githubAppUuid, git_repository: 'team/app', git_branch: 'main', build_pack: 'dockerfile' };
+  if (name === 'create_github_app') return { ...GITHUB_APP_SAMPLE, name: `gh ${i}`, private_key_uuid: x.keyUuid };
+  if (name === 'update_github_app') return { name: `gh changed ${i}` };
+  if (name === 'create_cloud_token') return { ...CLOUD_TOKEN_SAMPLE, name: `cloud ${i}` };
+  if (name === 'update_cloud_token') return { name: `cloud changed ${i}` };
+  if (name === 'rollback_application') return { commit: 'v1' };
   if (name === 'create_cloud_init_script') return { name: `init ${i}`, script: '#cloud-config\npackages:\n  - curl\n' };
   if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
   if (/^update_(application|database|service)_storage_backup$/.test(name)) return { frequency: 'daily', retention_amount_locally: 3 };

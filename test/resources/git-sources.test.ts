@@ -63,13 +63,14 @@ describe('GitHub apps', () => {
     expect((await c.api('DELETE', `/security/keys/${key}`, c.write)).status).toBe(200);
   });
 
-  it('refuses unknown keys, system-wide apps, bad URLs and unknown fields, storing nothing', async () => {
+  it('refuses other teams’ keys (404), system-wide apps, bad URLs and unknown fields, storing nothing', async () => {
     const key = await newKey('gh-app-key-2');
     const before = (await c.api('GET', '/github-apps', c.read)).json.length;
     const other = await c.s.team('gh-neighbour');
     const foreignKey = await newKey('theirs', other.rootToken);
+    // Another team's key is the same 404 as a missing one.
+    expect((await c.api('POST', '/github-apps', c.write, app(foreignKey))).text).toBe(NOT_FOUND);
     for (const [body, field] of [
-      [app(foreignKey), 'private_key_uuid'],
       [app(key, { is_system_wide: true }), 'is_system_wide'],
       [app(key, { html_url: 'http://a.test\\@127.0.0.1/' }), 'html_url'],
       [app(key, { api_url: 'ftp://x.test' }), 'api_url'],
@@ -158,9 +159,9 @@ describe('private repositories by deploy key: the door', () => {
       [{ private_key_uuid: key, git_repository: 'https://github.com/octo/x.git' }, 'git_repository', /SSH repository/],
       [{ private_key_uuid: key, git_repository: 'git@github.com:x.git', git_host_key: 'not a key' }, 'git_host_key', /host key/],
       [{ private_key_uuid: key, git_repository: 'git@github.com:x.git', git_branch: '--upload-pack=x' }, 'git_branch', /branch/],
-      [{ private_key_uuid: foreignKey, git_repository: 'git@github.com:x.git' }, 'private_key_uuid', /No private key/],
       [{ private_key_uuid: key, git_repository: 'git@github.com:x.git', build_pack: 'nixpacks' }, 'build_pack', /Dockerfile only/],
     ];
+    expect((await c.api('POST', '/applications/private-deploy-key', c.write, body({ private_key_uuid: foreignKey, git_repository: 'git@github.com:x.git' }))).text).toBe(NOT_FOUND);
     for (const [extra, field, message] of refused) {
       const r = await c.api('POST', '/applications/private-deploy-key', c.write, body(extra));
       expect(r.status, `${JSON.stringify(extra)}: ${r.text}`).toBe(422);

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { validationError } from '../errors.js';
+import { notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { TargetGuard } from '../outbound-guard.js';
 import { parseSshRepository } from '../ssh-repository.js';
 import { parseTarget } from '../target-url.js';
 import { domains, description, name, portsExposes, portsMappings, tags, uuidParam } from '../validators.js';
-import { needsGithub } from './git-sources.js';
+import { keyId, needsGithub } from './git-sources.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { UNBUILT_TAG, applyRuntimeFields, normalizeDomains, runtimeFields, type ApplicationConfig, type BuildSource } from './applications.js';
@@ -175,12 +175,11 @@ export const applicationBuildOperations = [
       const repo = parseSshRepository(git_repository);
       const why = typeof repo === 'string' ? repo : new TargetGuard(ctx.config.outboundAllowedTargets).hostRefusal(repo.host);
       if (why) throw validationError({ git_repository: [why] });
-      const key = await ctx.db.selectFrom('private_keys').select('id').where('uuid', '=', private_key_uuid).where('team_id', '=', ctx.caller.teamId).executeTakeFirst();
-      if (!key) throw validationError({ private_key_uuid: ['No private key of this team has this uuid.'] });
+      const keyRow = await keyId(ctx.db, ctx.caller.teamId, private_key_uuid);
       return createBuilt(
         ctx,
         i,
-        { git_repository, git_branch, base_directory: base_directory ?? '/', dockerfile_location: dockerfile_location ?? '/Dockerfile', private_key_id: key.id, git_host_key: git_host_key ?? null },
+        { git_repository, git_branch, base_directory: base_directory ?? '/', dockerfile_location: dockerfile_location ?? '/Dockerfile', private_key_id: keyRow, git_host_key: git_host_key ?? null },
         'private-deploy-key',
       );
     },
@@ -195,8 +194,10 @@ export const applicationBuildOperations = [
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/private-github-app', status: 201 },
     async run({ db, caller }, i) {
+      // The references are the team's (the same 404 as a missing one) before the answer that GitHub is out of reach.
+      await resolvePlacement(db, caller.teamId, i);
       const app = await db.selectFrom('github_apps').select('name').where('uuid', '=', i.github_app_uuid).where('team_id', '=', caller.teamId).executeTakeFirst();
-      if (!app) throw validationError({ github_app_uuid: ['No GitHub app of this team has this uuid.'] });
+      if (!app) throw notFound();
       throw needsGithub(`Cloning through GitHub app ${app.name}`);
     },
   }),

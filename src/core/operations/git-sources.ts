@@ -105,10 +105,10 @@ async function ownedApp(db: Db, id: number, teamId: number): Promise<AppRow> {
   return row;
 }
 
-/** The team's private key by uuid: a 422 on private_key_uuid when it is not the team's. */
-async function keyId(db: Db, teamId: number, uuid: string): Promise<number> {
+/** The team's private key by uuid; another team's is the same 404 as a missing one. */
+export async function keyId(db: Db, teamId: number, uuid: string): Promise<number> {
   const k = await db.selectFrom('private_keys').select('id').where('uuid', '=', uuid).where('team_id', '=', teamId).executeTakeFirst();
-  if (!k) throw validationError({ private_key_uuid: ['No private key of this team has this uuid.'] });
+  if (!k) throw notFound();
   return k.id;
 }
 
@@ -190,7 +190,7 @@ export const githubAppOperations = [
         return appView({ ...row, id });
       } catch (err) {
         // The key was deleted between the lookup and the insert.
-        if (isForeignKeyViolation(err)) throw validationError({ private_key_uuid: ['No private key of this team has this uuid.'] });
+        if (isForeignKeyViolation(err)) throw notFound();
         throw err;
       }
     },

@@ -62,12 +62,7 @@ describe('remote mode lists the same tools as local mode', () => {
 const ERROR_ONLY = ['list_github_app_repositories', 'list_github_app_branches', 'validate_cloud_token', 'create_private_github_app_application', 'rollback_application'];
 
 describe('read-only and instance-wide tools: identical structured output on one world', () => {
-  const extra: { githubAppId: number; githubAppUuid: string; cloudTokenUuid: string } = { githubAppId: 0, githubAppUuid: '', cloudTokenUuid: '' };
-  beforeAll(async () => {
-    const app = await call(s.url, 'POST', '/api/v1/github-apps', { token: s.rootToken, body: { name: 'gh', html_url: 'https://github.com', app_id: 1, installation_id: 2, client_id: 'c', client_secret: 's', private_key_uuid: w.keyUuid } });
-    const token = await call(s.url, 'POST', '/api/v1/cloud-tokens', { token: s.rootToken, body: { provider: 'hetzner', token: 'secret', name: 'hz' } });
-    Object.assign(extra, { githubAppId: app.json.id, githubAppUuid: app.json.uuid, cloudTokenUuid: token.json.uuid });
-  });
+  const extra = { get githubAppId() { return Number(w.githubAppId); }, get githubAppUuid() { return w.githubAppUuid; }, get cloudTokenUuid() { return w.cloudTokenUuid; } };
 
   it("tools that need a provider's network (and rollback without kept images) answer the same error in both modes", async () => {
     const calls: Array<[string, Record<string, unknown>]> = [
