@@ -181,7 +181,8 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
       return text;
     }
     // Tools that suggest next steps wrap their answer: { data, _actions }.
-    return parsed && typeof parsed === 'object' && 'data' in parsed && Object.keys(parsed).some((k) => k.startsWith('_')) ? parsed.data : parsed;
+    const envelope = parsed && typeof parsed === 'object' && 'data' in parsed && Object.keys(parsed).every((k) => ['data', '_actions', '_pagination'].includes(k));
+    return envelope ? parsed.data : parsed;
   }
 
   /** An expectation that holds only once `branch` is merged (recorded like an awaited call). */
@@ -304,8 +305,8 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     // Coolify answers {count, deployments}; a bare array reads as no deployments.
     const forApp = await call('deployment', { action: 'list_for_app', uuid: w.app });
     awaitedCheck('h/fields', 'deployment.list_for_app reads {count, deployments}', forApp.count >= 1, JSON.stringify(forApp).slice(0, 300));
-    await call('deployment', { action: 'list_for_app', uuid: w.app, page: 1, per_page: 2, include_logs: true });
-    const depUuid = (deployments as Array<{ deployment_uuid?: string; uuid?: string; application_uuid?: string }>).find((x) => x.application_uuid === w.app)?.deployment_uuid ?? (deployments as Array<{ deployment_uuid?: string }>)[0]?.deployment_uuid;
+    await call('deployment', { action: 'list_for_app', uuid: w.app, page: 1, per_page: 2, include_logs: true }, { awaiting: 'h/fields' });
+    const depUuid = d.deployment_uuid as string;
     expect(depUuid).toBeTruthy();
     await call('deployment', { action: 'get', uuid: depUuid });
     await call('deployment', { action: 'get', uuid: depUuid, lines: 5 });
@@ -347,12 +348,24 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     // Coolify has no GET of one schedule (the client reads /databases/{uuid}/backups/{backup_uuid}): 405 there too.
     await call('database_backups', { action: 'get_schedule', database_uuid: w.db, backup_uuid: w.backup }, { allow: [405] });
     await call('database_backups', { action: 'update', database_uuid: w.db, backup_uuid: w.backup, frequency: 'daily', database_backup_retention_days_locally: 7 });
-    const executions = await call('database_backups', { action: 'list_executions', database_uuid: w.db, backup_uuid: w.backup });
-    const execution = Array.isArray(executions) ? executions[0] : executions?.executions?.[0];
-    if (execution) {
-      await call('database_backups', { action: 'get_execution', database_uuid: w.db, backup_uuid: w.backup, execution_uuid: execution.uuid });
-      await call('database_backups', { action: 'delete_execution', database_uuid: w.db, backup_uuid: w.backup, execution_uuid: execution.uuid });
-    }
+    await call('database_backups', { action: 'list_executions', database_uuid: w.db, backup_uuid: w.backup });
+    // An execution to read: a schedule made over REST with Coolify's backup_now (the client's create has no such field).
+    const now = await api.ok('POST', `/databases/${w.db}/backups`, { frequency: '0 4 * * *', backup_now: true });
+    const ran = await until(
+      'a backup execution',
+      async () => {
+        const r = await api.ok('GET', `/databases/${w.db}/backups/${now.uuid}/executions`);
+        const e = (r.executions as Array<{ uuid: string; status: string }>)[0];
+        return e && e.status !== 'running' ? e : undefined;
+      },
+      90_000,
+    );
+    const executions = await call('database_backups', { action: 'list_executions', database_uuid: w.db, backup_uuid: now.uuid });
+    expect(JSON.stringify(executions)).toContain(ran.uuid);
+    // Coolify serves only DELETE on one execution's path (the client GETs it): 405 there too.
+    await call('database_backups', { action: 'get_execution', database_uuid: w.db, backup_uuid: now.uuid, execution_uuid: ran.uuid }, { allow: [405] });
+    await call('database_backups', { action: 'delete_execution', database_uuid: w.db, backup_uuid: now.uuid, execution_uuid: ran.uuid });
+    await call('database_backups', { action: 'delete', database_uuid: w.db, backup_uuid: now.uuid });
     noFailures();
   });
 
@@ -397,6 +410,8 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
       expect(env, `${resource} env list ${JSON.stringify(list)}`).toBeTruthy();
       await call('env_vars', { resource, action: 'delete', uuid, env_uuid: env!.uuid });
     }
+    // Like Coolify, a PATCH of envs changes a key the application has (a missing one is a 404 there too).
+    for (const uuid of [w.app, w.app2]) await call('env_vars', { resource: 'application', action: 'create', uuid, key: 'SHARED', value: 'no' });
     await call('bulk_env_update', { app_uuids: [w.app!, w.app2!], key: 'SHARED', value: 'yes', is_runtime: true });
     noFailures();
   });
@@ -495,10 +510,10 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
 
   it('deletes what it made', async () => {
     await call('application', { action: 'delete', uuid: w.app3 });
-    await call('application', { action: 'delete', uuid: w.app4, delete_volumes: true });
+    if (w.app4) await call('application', { action: 'delete', uuid: w.app4, delete_volumes: true }, { awaiting: 'h/deploykey' });
     await call('application', { action: 'delete', uuid: w.app2 });
     await call('application', { action: 'delete', uuid: w.app, delete_volumes: true });
-    await call('database', { action: 'delete', uuid: w.redis });
+    if (w.redis) await call('database', { action: 'delete', uuid: w.redis }, { awaiting: 'h/fields' });
     await call('database', { action: 'delete', uuid: w.db, delete_volumes: true });
     await call('service', { action: 'delete', uuid: w.svc2 });
     await call('service', { action: 'delete', uuid: w.svc, delete_volumes: true });

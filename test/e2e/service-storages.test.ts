@@ -25,15 +25,19 @@ describe.skipIf(!enginesAvailable)('service storages on a real engine', () => {
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
   }, 120_000);
+  const made: string[] = [];
   afterAll(async () => {
+    // Removed through berth, so no container of this file outlives it on the shared engines.
+    for (const uuid of made) await api?.req('DELETE', `/services/${uuid}?delete_volumes=true`);
     await s?.stop();
-  });
+  }, 120_000);
 
   const mounts = (container: string): Array<{ Name?: string; Destination: string }> => JSON.parse(engines.podman('a', ['inspect', container, '--format', '{{json .Mounts}}']));
   const deploy = async (uuid: string) => deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}&force=true`)).deployments[0].deployment_uuid, 60_000);
 
   it('adds a volume to one container, moves it with its data, removes it; compose volumes stay the compose file’s', async () => {
     const { uuid } = await api.ok('POST', '/services', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'stack', docker_compose_raw: COMPOSE });
+    made.push(uuid);
     const parts = await api.ok('GET', `/services/${uuid}/applications`);
     const cache = (parts as Array<{ uuid: string; name: string }>).find((x) => x.name === 'cache')!;
 
@@ -73,6 +77,7 @@ describe.skipIf(!enginesAvailable)('service storages on a real engine', () => {
 
   it('refuses what berth cannot apply by name, and hides other teams’ services', async () => {
     const { uuid } = await api.ok('POST', '/services', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'refusals', docker_compose_raw: COMPOSE });
+    made.push(uuid);
     const worker = ((await api.ok('GET', `/services/${uuid}/applications`)) as Array<{ uuid: string; name: string }>).find((x) => x.name === 'worker')!;
     const before = await api.ok('GET', `/services/${uuid}`);
     const file = await api.req('POST', `/services/${uuid}/storages`, { type: 'file', resource_uuid: worker.uuid, mount_path: '/etc/app.conf', content: 'x=1' });

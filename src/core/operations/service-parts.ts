@@ -36,6 +36,24 @@ const partSchema = z.object({ uuid: z.string(), name: z.string(), human_name: z.
 
 type Kind = 'application' | 'database';
 
+/**
+ * Coolify's switches of a service's container: off is what berth does (every container counts in
+ * the status; berth has no log drains and no proxy), on is refused by name; the image is the
+ * compose file's.
+ */
+const off = (what: string) => z.boolean().refine((v) => !v, `berth does not support ${what} yet.`).nullable().optional();
+const coolifyPartSwitches = {
+  exclude_from_status: off('leaving a container out of the service status'),
+  is_log_drain_enabled: off('log drains'),
+  is_gzip_enabled: off('proxy compression (it runs no proxy)'),
+  is_stripprefix_enabled: off('proxy path prefixes (it runs no proxy)'),
+  image: z
+    .string()
+    .refine(() => false, 'berth takes the image from the compose file: change it in docker_compose_raw (update_service).')
+    .nullable()
+    .optional(),
+};
+
 /** One container's status as the engine was seen (the service's own status where berth does not observe it). */
 function partStatus(r: ServiceRow, name: string): string {
   const seen = r.observed && r.deleting === null && r.status !== 'migrating' ? (JSON.parse(r.observed) as Record<string, ContainerObservation>)[`${r.uuid}-${name}`] : undefined;
@@ -121,7 +139,12 @@ function partOperations(kind: Kind) {
       summary: `Name or describe one ${kind} of a service (human_name, description).`,
       permission: 'write',
       toolset: 'services',
-      input: z.strictObject({ ...ids, human_name: z.string().max(255).nullable().optional(), description: z.string().max(1000).nullable().optional() }),
+      input: z.strictObject({
+        ...ids,
+        human_name: z.string().max(255).nullable().optional(),
+        description: z.string().max(1000).nullable().optional(),
+        ...coolifyPartSwitches,
+      }),
       output: partSchema,
       annotations: UPDATE,
       http: { method: 'PATCH', path: base },
