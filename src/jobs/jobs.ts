@@ -32,6 +32,17 @@ class LeaseLost extends Error {
   }
 }
 
+/**
+ * The pause's parts in ms (bench/migrate prints them): stopping the source, sending the last
+ * pass, applying and verifying it on the target, and the switch (its state save and transaction
+ * up to this point).
+ */
+function pauseParts(stoppedAt: number | undefined, m: { stopped?: number; uploaded?: number; moved?: number; switching?: number }): { pause_ms?: Record<string, number> } {
+  if (stoppedAt === undefined || m.stopped === undefined || m.moved === undefined) return {};
+  const uploaded = m.uploaded ?? m.moved;
+  return { pause_ms: { stop: m.stopped - stoppedAt, send: uploaded - m.stopped, verify: m.moved - uploaded, switch: Date.now() - m.moved } };
+}
+
 /** A row with no lease this long after its last change was inserted by an instance that died before queueing it. */
 const UNLEASED_GRACE_MS = 60_000;
 
@@ -245,18 +256,26 @@ export class Jobs {
       if (entering && hold?.phase === p.phase) await new Promise((r) => setTimeout(r, hold.ms));
     };
     let stoppedAt: number | undefined;
+    // Where the pause goes (kept in the record's progress, not shown): stop, last pass sent, verified, switched.
+    const marks: { stopped?: number; uploaded?: number; moved?: number; switching?: number } = {};
     try {
       const staged = await this.runtime.moveVolumes(m.id, {
         db: this.db,
         signal: controller.signal,
-        progress: save,
+        progress: (p) => {
+          if (p.phase === 'verify') marks.uploaded ??= Date.now();
+          return save(p);
+        },
         stopSource: async () => {
           stoppedAt = Date.now();
           await this.runtime.stopResource(m.resource_id, controller.signal);
+          marks.stopped = Date.now();
         },
       });
+      marks.moved = Date.now();
       controller.signal.throwIfAborted();
       await save({ ...progress, phase: 'switch' });
+      marks.switching = Date.now();
       await this.db.transaction().execute(async (trx) => {
         const leftovers = await sourceLeftovers(trx, m, m.keep_source_volumes ? [] : [...staged.keys()]);
         for (const [storageId, volume] of staged) {
@@ -265,7 +284,7 @@ export class Jobs {
         await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
         const done = await trx
           .updateTable('migrations_jobs')
-          .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done' }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, leftovers, finished_at: nowIso(), updated_at: nowIso() })
+          .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done', ...pauseParts(stoppedAt, marks) }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, leftovers, finished_at: nowIso(), updated_at: nowIso() })
           .where('id', '=', m.id)
           .where('lease_owner', '=', this.instanceId)
           .executeTakeFirst();
