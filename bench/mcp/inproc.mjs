@@ -14,10 +14,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import inject from 'light-my-request';
+import { createRequire } from 'node:module';
 import { bareNodeHandler } from './bare-server.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+// Fastify's own injector, reached through Fastify (not a direct dependency, so maybe not hoisted).
+const require = createRequire(import.meta.url);
+const inject = createRequire(require.resolve('fastify'))('light-my-request');
 const argv = process.argv.slice(2);
 const opt = (name, def) => {
   const i = argv.indexOf(`--${name}`);

@@ -29,7 +29,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { startServer } from '../../scripts/lib/start-server.mjs';
+
+// The pause's parts berth keeps in the migration's stored progress (not in the API's view).
+const Database = createRequire(import.meta.url)('better-sqlite3');
+function pausePartsOf(dataDir, migrationUuid) {
+  const db = new Database(path.join(dataDir, 'berth.sqlite'), { readonly: true, fileMustExist: true });
+  try {
+    const row = db.prepare('select progress from migrations_jobs where uuid = ?').get(migrationUuid);
+    return row ? (JSON.parse(row.progress).pause_ms ?? null) : null;
+  } finally {
+    db.close();
+  }
+}
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 // BENCH_BERTH_CLI: another build (e.g. a copy of dist/ before a change) for a before/after run.
@@ -163,7 +176,7 @@ try {
     const A = await reg('a', `${engDir}/a/engine.sock`);
     const B = await reg('b', `${engDir}/b/engine.sock`);
     const project = (await api(s.url, token, 'POST', '/projects', { name: 'bench' })).uuid;
-    return { label, s, token, A, B, project, serve: s.proc };
+    return { label, s, token, A, B, project, serve: s.proc, dataDir };
   }
   // BENCH_BERTH_CLI_BASE: a second build (say, dist/ copied before a change) migrates the same
   // sizes in the same run, so both see the same machine; the ratio of their pauses is printed.
@@ -172,7 +185,7 @@ try {
 
   const rows = [];
   // A 1 MiB warm-up first: the first migration of a process also loads and compiles code.
-  for (const size of [1, ...SIZES]) for (const { label, s, token, A, B, project, serve } of builds) {
+  for (const size of [1, ...SIZES]) for (const { label, s, token, A, B, project, serve, dataDir } of builds) {
     const { uuid } = await api(s.url, token, 'POST', '/applications/dockerimage', {
       project_uuid: project, server_uuid: A.uuid, destination_uuid: A.dest, environment_name: 'production', name: `writer-${size}-${label.split(' ')[0]}`, docker_registry_image_name: 'localhost/berth-bench-writer', docker_registry_image_tag: WRITER_TAG,
     });
@@ -234,10 +247,10 @@ try {
       if (final.status !== 'finished') throw new Error(`migration ${final.status}: ${final.error}`);
       const moved = (await api(s.url, token, 'GET', `/applications/${uuid}/storages`)).persistent_storages[0].volume_name;
       volumes.push([there, moved]);
-      runs.push({ total, bulk, downtime: final.downtime_ms, pause: pauseOf(there, moved, final.finished_at), rounds: final.progress.round, rssGrowth: (peak - rssBefore) / 1024 });
+      runs.push({ total, bulk, downtime: final.downtime_ms, pause: pauseOf(there, moved, final.finished_at), parts: pausePartsOf(dataDir, m.migration_uuid), rounds: final.progress.round, rssGrowth: (peak - rssBefore) / 1024 });
     }
     const med = (f) => median(runs.map(f));
-    rows.push({ label, size, bytes, tarMs, relayMs, runs: runs.length, pauses: runs.map((r) => r.pause), total: med((r) => r.total), bulk: runs[0].bulk, downtime: med((r) => r.downtime), pause: med((r) => r.pause), rounds: med((r) => r.rounds), rssGrowth: Math.max(...runs.map((r) => r.rssGrowth)) });
+    rows.push({ label, size, bytes, tarMs, relayMs, runs: runs.length, pauses: runs.map((r) => r.pause), total: med((r) => r.total), bulk: runs[0].bulk, downtime: med((r) => r.downtime), pause: med((r) => r.pause), rounds: med((r) => r.rounds), rssGrowth: Math.max(...runs.map((r) => r.rssGrowth)), parts: runs.map((r) => r.parts).filter(Boolean) });
     for (const e of ['a', 'b']) podman(e, ['rm', '-f', uuid]);
     for (const [e, v] of volumes) podman(e, ['volume', 'rm', '-f', v]);
   }
@@ -252,6 +265,11 @@ try {
     const relayRate = mb(r.bytes, r.relayMs);
     const bulkRate = r.bulk ? mb(r.bulk.bytes, r.bulk.ms) : NaN;
     console.log(`| ${r.size} MiB${builds.length > 1 ? `, ${r.label}` : ''} | ${tarRate.toFixed(0)} MB/s | ${relayRate.toFixed(0)} MB/s | ${bulkRate.toFixed(0)} MB/s | ${(bulkRate / tarRate).toFixed(2)}x | ${(bulkRate / relayRate).toFixed(2)}x | ${r.rounds} | ${r.pause} ms (${r.pauses.join(', ')}) | ${r.downtime} ms | ${(r.total / 1000).toFixed(1)} s | ${r.rssGrowth.toFixed(1)} MiB |`);
+  }
+  // Where the pause went (medians): stop on the source, last pass sent, applied and verified, switch.
+  for (const r of rows.filter((x) => x.size !== 1 && x.parts.length)) {
+    const part = (k) => median(r.parts.map((p) => p[k]));
+    console.log(`${r.size} MiB${builds.length > 1 ? `, ${r.label}` : ''}: downtime parts (median ms) stop ${part('stop')}, last pass sent ${part('send')}, applied + verified ${part('verify')}, switch ${part('switch')}`);
   }
   if (builds.length > 1) {
     for (const size of SIZES) {

@@ -10,7 +10,7 @@ import { rateLimited, type LimitSpec, type RateLimits } from '../limits/rate-lim
 import { authenticate, type Authenticated } from './authenticate.js';
 import type { Caller, RequestAccess } from './caller.js';
 import { BerthError, validationError } from './errors.js';
-import type { CallOptions, Operation } from './operation.js';
+import type { CallOptions, Operation, OperationContext } from './operation.js';
 import { hasSensitive, redact } from './redact.js';
 import { issuesToErrors } from './validation.js';
 
@@ -93,7 +93,17 @@ export class Core {
     this.authorize(op, caller);
     const parsed = op.input.safeParse(rawInput ?? {});
     if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues));
-    const output = await op.run({ ...options, caller, ...this.deps }, parsed.data);
+    // The signal is read through, not copied: a door may make it only when an operation reads it
+    // (an AbortController per MCP call cost more than some operations).
+    const ctx: OperationContext = {
+      ...this.deps,
+      caller,
+      progress: options.progress,
+      get signal() {
+        return options.signal;
+      },
+    };
+    const output = await op.run(ctx, parsed.data);
     return this.redactFor(op, caller, output);
   }
 

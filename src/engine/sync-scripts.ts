@@ -47,10 +47,10 @@ const TAR_SIZE = '{ n += 512; if ($1 == "f") n += int(($3 + 511) / 512) * 512 } 
  * W/stats: `<entries> <total file bytes> <changed entries> <changed bytes> <batches>`.
  * `first`: nothing is chosen (the first round sends everything by a plain archive).
  */
-const SNAPSHOT_AND_CHOOSE = (first: boolean) => `${NO_NEWLINE_NAMES}
+const SNAPSHOT_AND_CHOOSE = (first: boolean, inUse: boolean) => `${NO_NEWLINE_NAMES}
 mkdir -p ${W}/out; rm -f ${W}/out/* ${W}/batch.*
 touch ${W}/mark; stat -c %z ${W}/mark | cut -c 1-19 > ${W}/start.new; date +%s > ${W}/start_s.new
-${SNAPSHOT(`${W}/snap.new`)}
+${inUse ? LIVE(SNAPSHOT(`${W}/snap.new`)) : SNAPSHOT(`${W}/snap.new`)}
 ${
   first
     ? `: > ${W}/changed`
@@ -64,9 +64,14 @@ cp ${W}/snap ${W}/out/snap
 awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { p = substr($0, index($0, "|") + 1); if (b > 0 && b + length(p) > 131072) { n++; b = 0 } print p > (dir "/batch." n); b += length(p) + 1 }' ${W}/changed
 echo "$(wc -l < ${W}/snap) $(awk -F'|' '$1 == "f" { s += $3 } END { printf "%.0f", s }' ${W}/snap) $(wc -l < ${W}/changed) $(awk -F'|' '{ s += $1 } END { printf "%.0f", s }' ${W}/changed) $(ls ${W} | grep -c '^batch\\.' || true) $(awk -F'|' '${TAR_SIZE}' ${W}/snap) $(awk -F'|' '{ $0 = "f|0|" $0 } ${TAR_SIZE}' ${W}/changed)" > ${W}/out/stats`;
 
-/** Source, every round while it may be in use: snapshot and choice; prints W/out/stats. */
-export const sourceRound = (first: boolean) => `${STRICT}; cd ${MOUNT}
-${SNAPSHOT_AND_CHOOSE(first)}
+/**
+ * Source, every round: snapshot and choice; prints W/out/stats. `inUse`: an entry removed while
+ * the snapshot walks (a writer's temporary file) is left out, as LIVE lists do, instead of failing
+ * the round (seen under load: find's own "No such file or directory"); the next round, or the
+ * final pass with the source stopped and checked strictly, sees what is there.
+ */
+export const sourceRound = (first: boolean, inUse = false) => `${STRICT}; cd ${MOUNT}
+${SNAPSHOT_AND_CHOOSE(first, inUse)}
 cat ${W}/out/stats`;
 
 /**

@@ -185,7 +185,7 @@ export class VolumeSync {
       const empty = (await this.run(to, this.dst, isEmpty)).stdout.trim();
       if (empty !== 'empty') throw new DestinationNotEmptyError(`destination volume ${to.volume} on ${to.engine.endpoint} is not empty`);
     }
-    const [entries = 0, totalBytes = 0, changed = 0, changedBytes = 0, batches = 0, expectAll = 0, expectChanged = 0] = summaryOf(from.engine, (await this.run(from, this.src, sourceRound(round === 1))).stdout, 7);
+    const [entries = 0, totalBytes = 0, changed = 0, changedBytes = 0, batches = 0, expectAll = 0, expectChanged = 0] = summaryOf(from.engine, (await this.run(from, this.src, sourceRound(round === 1, opts.sourceInUse ?? false))).stdout, 7);
     onProgress?.({ round, transferredBytes: 0, expectedBytes: round === 1 ? expectAll : expectChanged });
     const progress = (transferredBytes: number, counts?: { files: number; bytes: number }) => onProgress?.({ round, transferredBytes, ...(counts ? { counts } : {}) });
     if (round === 1) {

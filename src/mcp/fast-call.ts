@@ -107,15 +107,15 @@ function wireResult(era: FastCall['era'], result: CallToolResult, raw: boolean):
 }
 
 /** Writes the answer the SDK would: one JSON body (2026 era) or one SSE message event (2025 era). */
-export function writeFastAnswer(res: ServerResponse, call: FastCall, result: CallToolResult, raw: boolean): void {
+export function writeFastAnswer(res: ServerResponse, call: FastCall, result: CallToolResult, raw: boolean, extraHeaders?: Record<string, string>): void {
   const json = JSON.stringify({ result: wireResult(call.era, result, raw), jsonrpc: '2.0', id: call.id });
-  // One write with its length (the SDK streams the same bytes chunked).
+  // One write with its length (the SDK streams the same bytes chunked), every header in one object.
   if (call.era === 'modern') {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
+    res.writeHead(200, { ...extraHeaders, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
     res.end(json);
   } else {
     const sse = `event: message\ndata: ${json}\n\n`;
-    res.writeHead(200, { 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'content-type': 'text/event-stream', 'x-accel-buffering': 'no', 'content-length': Buffer.byteLength(sse) });
+    res.writeHead(200, { ...extraHeaders, 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'content-type': 'text/event-stream', 'x-accel-buffering': 'no', 'content-length': Buffer.byteLength(sse) });
     res.end(sse);
   }
 }

@@ -13,7 +13,7 @@ import { rateHeaders } from '../limits/rate-limits.js';
 import { visibleTools, type ToolDefinition } from './tools/registry.js';
 import { fastCallOf, writeFastAnswer } from './fast-call.js';
 import { buildMcpServer, catalogueFor, fastToolCall, type ToolCatalogue } from './server.js';
-import { tooDeepAnswer } from './message-guard.js';
+import { paramsProblem, tooDeepAnswer } from './message-guard.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -44,14 +44,25 @@ function operationOf(body: unknown, byName: ReadonlyMap<string, ToolDefinition>)
   return typeof name === 'string' ? byName.get(name) : undefined;
 }
 
-/** Aborted when the client goes away before its answer, as the SDK's request signal is. */
-function abortSignalOf(res: ServerResponse): AbortSignal {
-  const ac = new AbortController();
-  // Not once the answer is written (abort() makes a DOMException with a stack: not free).
-  res.once('close', () => {
-    if (!res.writableEnded) ac.abort();
-  });
-  return ac.signal;
+/**
+ * Call options whose signal, aborted when the client goes away before its answer (as the SDK's
+ * request signal is), is made only when an operation reads it: an AbortController and a close
+ * listener per call cost more than some whole operations, and few operations read it.
+ */
+function lazyAbortOptions(res: ServerResponse): { readonly signal: AbortSignal } {
+  let signal: AbortSignal | undefined;
+  return {
+    get signal() {
+      if (!signal) {
+        const ac = new AbortController();
+        signal = ac.signal;
+        // Not once the answer is written (abort() makes a DOMException with a stack: not free).
+        if ((res.destroyed || res.socket?.destroyed === true) && !res.writableEnded) ac.abort();
+        else res.once('close', () => !res.writableEnded && ac.abort());
+      }
+      return signal;
+    },
+  };
 }
 
 /** A boolean header: exactly true or false (absent is false); anything else is refused, never guessed. */
@@ -73,15 +84,27 @@ function guard(req: FastifyRequest, config: Config): void {
   const origin = req.headers.origin;
   if (origin !== undefined && !config.mcpAllowedOrigins.includes(origin)) throw new BerthError('origin_not_allowed');
   const allowedHosts = config.mcpAllowedHosts.length ? config.mcpAllowedHosts : isLoopback(config.host) ? LOOPBACK_HOSTS : null;
-  if (allowedHosts) {
-    let hostname = '';
+  if (allowedHosts && !allowedHosts.includes(hostnameOf(req.headers.host ?? ''))) throw new BerthError('host_not_allowed');
+}
+
+/**
+ * The Host header's name as the URL parser reads it ('' when unparsable, which no list allows),
+ * kept per header value: clients send the same one with every request.
+ */
+const hostnames = new Map<string, string>();
+function hostnameOf(host: string): string {
+  let name = hostnames.get(host);
+  if (name === undefined) {
     try {
-      hostname = new URL(`http://${req.headers.host ?? ''}`).hostname.toLowerCase();
+      name = new URL(`http://${host}`).hostname.toLowerCase();
     } catch {
-      /* an unparsable Host is refused below */
+      name = '';
     }
-    if (!allowedHosts.includes(hostname)) throw new BerthError('host_not_allowed');
+    // A bound, not an LRU: a flood of odd Host values only costs parsing again.
+    if (hostnames.size >= 256) hostnames.clear();
+    hostnames.set(host, name);
   }
+  return name;
 }
 
 function headerOrQuery(req: FastifyRequest): string | undefined {
@@ -157,25 +180,27 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     } catch (err) {
       throw validationError({ toolsets: [(err as Error).message] });
     }
+    if (req.body instanceof BadBody) return reply.code(400).send(rpcError(-32700, `Parse error: ${req.body.reason}`));
+    // One walk of the params: nested too deep is refused here; any other problem (a prototype
+    // key) leaves the call to the SDK path, whose guard answers it.
+    const problem = paramsProblem(req.body);
+    const tooDeep = tooDeepAnswer(req.body, problem);
+    if (tooDeep) return reply.code(400).send(tooDeep);
+    // A plain tools/call is answered without the SDK's per-request server, byte for byte as it
+    // would answer (fast-call.ts); anything else, or a call it would refuse, goes to the SDK.
+    const fast = config.mcpFastCalls && !problem ? fastCallOf(req.headers, req.body) : undefined;
+    const answer = fast && fastToolCall({ core, logger, catalogue, all: tools, readOnly, callerFor: async () => caller }, fast.name, fast.args, lazyAbortOptions(reply.raw));
+    if (fast && answer) {
+      const { result, raw } = await answer;
+      reply.hijack();
+      writeFastAnswer(reply.raw, fast, result, raw, access.rate ? rateHeaders(access.rate) : undefined);
+      return;
+    }
     // Building a server with every listed tool dominated a call's cost: a tools/call needs only
     // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
     const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
     const called = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
     const state: RequestState = { caller, catalogue, readOnly, ...(typeof called === 'string' ? { only: called } : {}) };
-    if (req.body instanceof BadBody) return reply.code(400).send(rpcError(-32700, `Parse error: ${req.body.reason}`));
-    const tooDeep = tooDeepAnswer(req.body);
-    if (tooDeep) return reply.code(400).send(tooDeep);
-    // A plain tools/call is answered without the SDK's per-request server, byte for byte as it
-    // would answer (fast-call.ts); anything else, or a call it would refuse, goes to the SDK.
-    const fast = config.mcpFastCalls ? fastCallOf(req.headers, req.body) : undefined;
-    const answer = fast && fastToolCall({ core, logger, catalogue, all: tools, readOnly, callerFor: async () => caller }, fast.name, fast.args, { signal: abortSignalOf(reply.raw) });
-    if (fast && answer) {
-      const { result, raw } = await answer;
-      if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
-      reply.hijack();
-      writeFastAnswer(reply.raw, fast, result, raw);
-      return;
-    }
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.

@@ -1,5 +1,5 @@
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
-import { inputProblem } from '../core/input-guard.js';
+import { inputProblem, type InputProblem } from '../core/input-guard.js';
 
 type Message = Record<string, unknown>;
 
@@ -9,13 +9,17 @@ type Message = Record<string, unknown>;
  * recursively and answered such a request with -32603 (an internal error) instead of saying
  * the request was wrong. Prototype keys are left to the tools/call guard, which answers the 422.
  */
-export function tooDeepAnswer(message: unknown): Message | undefined {
-  if (!message || typeof message !== 'object' || Array.isArray(message)) return undefined;
-  const m = message as Message;
-  const problem = inputProblem(m.params, 'params');
+export function tooDeepAnswer(message: unknown, problem = paramsProblem(message)): Message | undefined {
   if (problem?.kind !== 'too_deep') return undefined;
+  const m = message as Message;
   const id = typeof m.id === 'string' || typeof m.id === 'number' ? m.id : null;
   return { jsonrpc: '2.0', id, error: { code: -32602, message: `Invalid params: ${problem.field} is ${problem.message.toLowerCase()}` } };
+}
+
+/** What inputProblem finds in a message's params (undefined for anything but a plain message). */
+export function paramsProblem(message: unknown): InputProblem | undefined {
+  if (!message || typeof message !== 'object' || Array.isArray(message)) return undefined;
+  return inputProblem((message as Message).params, 'params');
 }
 
 /** serveStdio, with every incoming message checked by tooDeepAnswer first (a notification is dropped). */

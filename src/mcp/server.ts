@@ -276,14 +276,14 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
   };
 
   /** The one registered tool of that name, as registered() would list it (the fast path's lookup). */
-  const registeredNamed = (name: string): { def: Listed; handler: Handler } | undefined => {
+  const registeredNamed = (name: string): { def: Listed; handler: Handler; tool?: ToolDefinition } | undefined => {
     const tool = byName.get(name);
-    if (tool) return catalogue.listed.has(name) ? { def: tool, handler: operationHandler(tool) } : undefined;
+    if (tool) return catalogue.listed.has(name) ? { def: tool, handler: operationHandler(tool), tool } : undefined;
     const meta = catalogue.listed.size < catalogue.reachable.length ? META_BY_NAME.get(name) : undefined;
     return meta && (!meta.needsListChanges || catalogue.dynamic) ? { def: meta, handler: metaHandler(meta) } : undefined;
   };
 
-  return { operationHandler, registered, registeredNamed, unreachable, runUnreachable, progressOf };
+  return { operationHandler, registered, registeredNamed, unreachable, runTool, runUnreachable, progressOf };
 }
 
 const META_BY_NAME = new Map(META_TOOLS.map((m) => [m.name, m]));
@@ -322,16 +322,18 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
  * McpServer handler: the tool's result, its structured content checked against the output
  * schema (a mismatch is the SDK's tool error), and a thrown error as the SDK's tool error.
  */
-export function fastToolCall(session: McpSession, name: string, args: Record<string, unknown> | undefined, options: { signal: AbortSignal }): Promise<{ result: CallToolResult; raw: boolean }> | undefined {
-  if (inputProblem(args)) return undefined;
+export function fastToolCall(session: McpSession, name: string, args: Record<string, unknown> | undefined, options: { readonly signal: AbortSignal }): Promise<{ result: CallToolResult; raw: boolean }> | undefined {
+  // Arguments were checked by the caller (http-mcp.ts walks the params once).
   const tools = sessionTools(session);
-  const ctx = { mcpReq: { signal: options.signal, notify: async () => {} } } as never;
   const entry = tools.registeredNamed(name);
   if (entry) {
     return (async () => {
       let result: CallToolResult;
       try {
-        result = await entry.handler(args ?? {}, ctx);
+        // A listed operation runs with the options as they are (their signal is made only if read).
+        const tool = entry.tool;
+        const r = tool ? await tools.runTool(tool, args ?? {}, options) : undefined;
+        result = r ? ('error' in r ? r.error : ok(r.value)) : await entry.handler(args ?? {}, { mcpReq: { signal: options.signal, notify: async () => {} } } as never);
         if (!result.isError) {
           if (result.structuredContent === undefined) throw new Error(`Output validation error: Tool ${name} has an output schema but no structured content was provided`);
           const v = await entry.def.outputSchema['~standard'].validate(result.structuredContent);
@@ -345,7 +347,7 @@ export function fastToolCall(session: McpSession, name: string, args: Record<str
   }
   const tool = tools.unreachable.get(name);
   if (!tool) return undefined;
-  return tools.runUnreachable(tool, args ?? {}, { signal: options.signal }).then((r) => ({
+  return tools.runUnreachable(tool, args ?? {}, options).then((r) => ({
     result: 'error' in r ? r.error : { content: [{ type: 'text', text: render(r.value) }], structuredContent: r.value },
     raw: true,
   }));

@@ -4,6 +4,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, PostgresDriver, sql, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type Migration, type MigrationProvider, type PostgresDialectConfig, type SqliteDialectConfig } from 'kysely';
 import type { Database } from './schema.js';
+import { BerthError } from '../core/errors.js';
 import { setMigrationDialect } from './portable.js';
 import * as m001 from './migrations/001-identity.js';
 import * as m002 from './migrations/002-platform.js';
@@ -23,6 +24,7 @@ import * as m022 from './migrations/022-migration-start.js';
 import * as m023 from './migrations/023-scheduled-tasks.js';
 import * as m024 from './migrations/024-git-sources-rollback.js';
 import * as m025 from './migrations/025-gitlab-apps.js';
+import * as m026 from './migrations/026-migration-start-deployment.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
@@ -49,6 +51,7 @@ const migrations: Record<string, Migration> = {
   '023-scheduled-tasks': m023,
   '024-git-sources-rollback': m024,
   '025-gitlab-apps': m025,
+  '026-migration-start-deployment': m026,
 
   '009-shared-variables': m009,
 
@@ -277,8 +280,39 @@ const directStores = new WeakMap<Db, DirectStore>();
 export const directStoreOf = (db: Db): DirectStore | undefined => directStores.get(db);
 
 /** One trivial query: the store answers (a readiness check). */
+/**
+ * Readiness answers within this (issue 28: /api/ready within 100 ms with the store away): a
+ * PostgreSQL host that stops answering without refusing would hold `select 1` for the pool's
+ * connect timeout, or for ever on an open connection, and a load balancer's check would time out
+ * instead of reading "not ready".
+ */
+const READY_BOUND_MS = 80;
+/** A probe slower than the bound still counts as ready when the store answered one this recently (slow, not gone). */
+const READY_GRACE_MS = 2_000;
+const probes = new WeakMap<Db, { running?: Promise<void>; lastOk: number }>();
+
+/**
+ * Whether the store answers `select 1`, within READY_BOUND_MS: one probe at a time per store
+ * (callers share it, so an unreachable host never piles probes up); past the bound it is
+ * `store_unavailable` unless a probe succeeded within READY_GRACE_MS.
+ */
 export async function storeReachable(db: Db): Promise<void> {
-  await sql`select 1`.execute(db);
+  let p = probes.get(db);
+  if (!p) probes.set(db, (p = { lastOk: 0 }));
+  const state = p;
+  state.running ??= sql`select 1`
+    .execute(db)
+    .then(() => {
+      state.lastOk = Date.now();
+    })
+    .finally(() => (state.running = undefined));
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, READY_BOUND_MS, 'late')));
+  try {
+    if ((await Promise.race([state.running, late])) === 'late' && Date.now() - state.lastOk > READY_GRACE_MS) throw new BerthError('store_unavailable');
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export const nowIso = (): string => new Date().toISOString();

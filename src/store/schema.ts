@@ -241,6 +241,8 @@ export interface MigrationJobsTable extends Timestamps {
   lease_until: ColumnType<number | null, number | null | undefined, number | null>;
   /** 1: start the resource on the target right after the switch (else the caller redeploys). */
   start_on_destination: ColumnType<number, number | undefined, number>;
+  /** The start deployment start_on_destination queued on the target (null until the switch, or when it could not be queued). */
+  start_deployment_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface DockerCleanupExecutionsTable extends Timestamps {

@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type RawBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { notify } from './notify/notifier.js';
 import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
+import type { Database } from '../store/schema.js';
+import type { DeploymentKind } from '../core/operations/deployments.js';
+import { newUuid } from '../core/ids.js';
 import { BackupRunner } from './database-backup-runner.js';
 import { TaskRunner } from './scheduled-tasks.js';
 import { NOT_OBSERVED } from '../core/observed-status.js';
@@ -30,6 +33,17 @@ class LeaseLost extends Error {
   }
 }
 
+/**
+ * The pause's parts in ms (bench/migrate prints them): stopping the source, sending the last
+ * pass, applying and verifying it on the target, and the switch (its state save and transaction
+ * up to this point).
+ */
+function pauseParts(stoppedAt: number | undefined, m: { stopped?: number; uploaded?: number; moved?: number; switching?: number }): { pause_ms?: Record<string, number> } {
+  if (stoppedAt === undefined || m.stopped === undefined || m.moved === undefined) return {};
+  const uploaded = m.uploaded ?? m.moved;
+  return { pause_ms: { stop: m.stopped - stoppedAt, send: uploaded - m.stopped, verify: m.moved - uploaded, switch: Date.now() - m.moved } };
+}
+
 /** A row with no lease this long after its last change was inserted by an instance that died before queueing it. */
 const UNLEASED_GRACE_MS = 60_000;
 
@@ -53,6 +67,8 @@ export class Jobs {
   private readonly running = new Map<number, AbortController>();
   private readonly runningMigrations = new Map<number, AbortController>();
   private readonly migrationListeners = new Map<number, Set<(p: MigrationProgress) => void>>();
+  /** Deployments queued by this process until they end, for callers that wait for one. */
+  private readonly queuedHere = new Map<number, Promise<void>>();
   /** Database backups: on-demand runs, scheduled runs claimed once across instances, retention. */
   readonly backups: BackupRunner;
   /** Scheduled tasks of applications and services: on demand, and their firings claimed once across instances. */
@@ -181,7 +197,12 @@ export class Jobs {
     await this.db.updateTable('deployments').set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() }).where('id', '=', deploymentId).execute();
     const { done } = await this.queues.submit(String(serverId), () => this.run(deploymentId));
     // Settles when the deployment has ended, however; never rejects (failures are logged here).
-    return { done: done.catch((err) => this.logger.error({ err, deploymentId }, 'deployment job failed')) };
+    const ended = done.catch((err) => this.logger.error({ err, deploymentId }, 'deployment job failed'));
+    if (!this.queuedHere.has(deploymentId)) {
+      this.queuedHere.set(deploymentId, ended);
+      void ended.finally(() => this.queuedHere.get(deploymentId) === ended && this.queuedHere.delete(deploymentId));
+    }
+    return { done: ended };
   }
 
   /**
@@ -240,18 +261,26 @@ export class Jobs {
       if (entering && hold?.phase === p.phase) await new Promise((r) => setTimeout(r, hold.ms));
     };
     let stoppedAt: number | undefined;
+    // Where the pause goes (kept in the record's progress, not shown): stop, last pass sent, verified, switched.
+    const marks: { stopped?: number; uploaded?: number; moved?: number; switching?: number } = {};
     try {
       const staged = await this.runtime.moveVolumes(m.id, {
         db: this.db,
         signal: controller.signal,
-        progress: save,
+        progress: (p) => {
+          if (p.phase === 'verify') marks.uploaded ??= Date.now();
+          return save(p);
+        },
         stopSource: async () => {
           stoppedAt = Date.now();
           await this.runtime.stopResource(m.resource_id, controller.signal);
+          marks.stopped = Date.now();
         },
       });
+      marks.moved = Date.now();
       controller.signal.throwIfAborted();
       await save({ ...progress, phase: 'switch' });
+      marks.switching = Date.now();
       await this.db.transaction().execute(async (trx) => {
         const leftovers = await sourceLeftovers(trx, m, m.keep_source_volumes ? [] : [...staged.keys()]);
         for (const [storageId, volume] of staged) {
@@ -260,16 +289,17 @@ export class Jobs {
         await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
         const done = await trx
           .updateTable('migrations_jobs')
-          .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done' }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, leftovers, finished_at: nowIso(), updated_at: nowIso() })
+          .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done', ...pauseParts(stoppedAt, marks) }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, leftovers, finished_at: nowIso(), updated_at: nowIso() })
           .where('id', '=', m.id)
           .where('lease_owner', '=', this.instanceId)
           .executeTakeFirst();
         // Taken over meanwhile: the other instance rolls it back; nothing of this switch commits.
         if (done.numUpdatedRows === 0n) throw new LeaseLost();
+        if (m.start_on_destination === 1) await this.recordMovedStart(trx, m);
       });
-      // Opt-in: started on the target at once, so the pause a user sees is this one. The move
-      // stands whatever the start does (the data and records are there); a failure is recorded.
-      if (m.start_on_destination === 1) await this.startMovedResource(m.resource_id, m.uuid);
+      // Opt-in: a start queued on the target at once, so the pause a user sees is this one (and
+      // the target's queue). The move stands whatever the start does; a failure is recorded.
+      if (m.start_on_destination === 1) await this.startMoved(m.id);
       await removeLeftovers(this.db, this.runtime, this.logger, m.id);
     } catch (err) {
       if (err instanceof LeaseLost || controller.signal.reason instanceof LeaseLost) {
@@ -285,27 +315,111 @@ export class Jobs {
     }
   }
 
+  /**
+   * In the switch's transaction: the start deployment of a resource moved with
+   * start_on_destination, on the target server (queued by `startMoved` once committed; one
+   * left by a berth that stopped in between is queued by the sweep like any other).
+   */
+  async recordMovedStart(trx: Transaction<Database>, m: { id: number; team_id: number; resource_id: number; to_destination_id: number }): Promise<void> {
+    const target = await trx.selectFrom('destinations').select('server_id').where('id', '=', m.to_destination_id).executeTakeFirstOrThrow();
+    const d = await this.recordDeployment(trx, { teamId: m.team_id, resourceId: m.resource_id, serverId: target.server_id, kind: 'start', force: false });
+    await trx.updateTable('migrations_jobs').set({ start_deployment_id: d.id }).where('id', '=', m.id).execute();
+  }
+
   /** Removes what a switched migration left on its source (retried by the sweep when that fails). */
   async removeLeftovers(migrationId: number): Promise<void> {
     await removeLeftovers(this.db, this.runtime, this.logger, migrationId);
   }
 
   /**
-   * Starts a resource where a finished migration moved it (start_on_destination). A failure
-   * leaves it stopped there and is recorded on the migration (its status stays finished: the
-   * move is done); the caller redeploys then.
+   * Records a deployment (queued, leased by this instance) in `db`, which may be a transaction:
+   * queue it with `enqueue` once that has committed.
    */
-  async startMovedResource(resourceId: number, migrationUuid: string): Promise<{ ok: boolean; error: string | null }> {
+  async recordDeployment(
+    db: Db | Transaction<Database>,
+    d: { teamId: number; resourceId: number; serverId: number; kind: DeploymentKind; force: boolean; rollbackTag?: string },
+  ): Promise<{ id: number; uuid: string }> {
+    return db
+      .insertInto('deployments')
+      .values({
+        uuid: newUuid(),
+        team_id: d.teamId,
+        resource_id: d.resourceId,
+        server_id: d.serverId,
+        kind: d.kind,
+        status: 'queued',
+        force: d.force ? 1 : 0,
+        logs: '',
+        started_at: null,
+        finished_at: null,
+        rollback_tag: d.rollbackTag ?? null,
+        lease_owner: this.instanceId,
+        lease_until: this.leaseEnd(),
+        created_at: nowIso(),
+        updated_at: nowIso(),
+      })
+      .returning(['id', 'uuid'])
+      .executeTakeFirstOrThrow();
+  }
+
+  /**
+   * Records a deployment and puts it on its server's queue. When the queue is full the record is
+   * removed again and 429 "Deployment queue is full." is thrown: nothing half-queued stays.
+   */
+  async queueDeployment(d: { teamId: number; resourceId: number; serverId: number; kind: DeploymentKind; force: boolean; rollbackTag?: string }): Promise<{ id: number; uuid: string; done: Promise<void> }> {
+    const row = await this.recordDeployment(this.db, d);
     try {
-      await this.runtime.startResource(resourceId);
-      await this.db.updateTable('resources').set({ status: 'running', updated_at: nowIso() }).where('id', '=', resourceId).where('status', '=', 'exited').execute();
-      return { ok: true, error: null };
+      const { done } = await this.enqueue(row.id, d.serverId);
+      return { ...row, done };
     } catch (err) {
-      const error = `Moved, but starting it on the destination failed: ${(err as Error).message}`;
-      this.logger.warn({ err, migration: migrationUuid }, 'could not start a migrated resource on its destination');
-      await this.db.updateTable('migrations_jobs').set({ error, updated_at: nowIso() }).where('uuid', '=', migrationUuid).execute();
-      return { ok: false, error };
+      await this.db.deleteFrom('deployments').where('id', '=', row.id).execute();
+      throw err;
     }
+  }
+
+  /** Settles when a deployment queued by this process has ended (at once when it is not one of them). */
+  deploymentEnded(deploymentId: number): Promise<void> {
+    return this.queuedHere.get(deploymentId) ?? Promise.resolve();
+  }
+
+  /**
+   * Queues the start deployment a switched migration recorded (start_on_destination) on the
+   * target's queue, like start_* (never waited for here: a job waiting for another on the same
+   * queue could wait for ever). The move stands whatever the start does; a full queue or a
+   * failed start is recorded in the migration's error, and the caller starts it then.
+   */
+  async startMoved(migrationId: number): Promise<{ uuid: string; done: Promise<void> } | { error: string }> {
+    const m = await this.db
+      .selectFrom('migrations_jobs as m')
+      .innerJoin('deployments as d', 'd.id', 'm.start_deployment_id')
+      .select(['m.uuid', 'd.id as deployment_id', 'd.uuid as deployment_uuid', 'd.server_id'])
+      .where('m.id', '=', migrationId)
+      .executeTakeFirst();
+    if (!m) return { error: 'Moved, but no start was recorded for it; start it.' };
+    const failed = async (error: string) => {
+      this.logger.warn({ migration: m.uuid, deployment: m.deployment_uuid, err: error }, 'a migrated resource was not started on its destination');
+      await this.db.updateTable('migrations_jobs').set({ error, updated_at: nowIso() }).where('id', '=', migrationId).execute();
+      return { error };
+    };
+    let done: Promise<void>;
+    try {
+      ({ done } = await this.enqueue(m.deployment_id, m.server_id));
+    } catch (err) {
+      await this.db.transaction().execute(async (trx) => {
+        await trx.updateTable('migrations_jobs').set({ start_deployment_id: null }).where('id', '=', migrationId).execute();
+        await trx.deleteFrom('deployments').where('id', '=', m.deployment_id).execute();
+      });
+      return failed(`Moved, but its start could not be queued on the destination (${(err as Error).message}); start it.`);
+    }
+    const recorded = done.then(async () => {
+      const d = await this.db.selectFrom('deployments').select('status').where('id', '=', m.deployment_id).executeTakeFirst();
+      if (d?.status !== 'finished') await failed(`Moved, but starting it on the destination ${d?.status ?? 'was cancelled'} (deployment ${m.deployment_uuid}; get_deployment has its logs); start it.`);
+    });
+    // The outcome is in the migration record before anyone waiting hears the deployment ended.
+    const ended = recorded.catch((err) => this.logger.error({ err, migration: m.uuid }, 'could not record how a migrated resource started'));
+    this.queuedHere.set(m.deployment_id, ended);
+    void ended.finally(() => this.queuedHere.get(m.deployment_id) === ended && this.queuedHere.delete(m.deployment_id));
+    return { uuid: m.deployment_uuid, done: ended };
   }
 
   /**

@@ -204,7 +204,9 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
     expect(containerState(engines, 'a', app.uuid)?.running ?? false).toBe(false);
     expect((await api.ok('GET', `/applications/${app.uuid}`)).status).toMatch(/^running/);
     const m = await api.ok('GET', `/migrations/${r.json.migration_uuid}`);
-    expect(m).toMatchObject({ status: 'finished', start_on_destination: true, error: null });
+    expect(m).toMatchObject({ status: 'finished', start_on_destination: true, error: null, start_deployment_uuid: r.json.start_deployment_uuid });
+    // Started by a start deployment on b's queue, as start_application does.
+    expect(await api.ok('GET', `/deployments/${r.json.start_deployment_uuid}`)).toMatchObject({ kind: 'start', status: 'finished', server_uuid: p.serverB });
   }, 90_000);
 
   it('a container that keeps restarting (its command exits at once) is really stopped before the copy, and stays stopped on a', async () => {

@@ -12,6 +12,8 @@ let s: TestServer;
 let hung: net.Server;
 let sockets: net.Socket[] = [];
 let appUuid: string;
+let serverUuid: string;
+let projectUuid: string;
 let cleanup = () => {};
 beforeAll(async () => {
   const dir = tempDir('berth-hung-');
@@ -20,8 +22,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => hung.listen(sock, r));
   s = await startTestServer({ queueConcurrency: 1, queueCap: 1 });
   const t = s.rootToken;
-  const server = (await call(s.url, 'POST', '/api/v1/servers', { token: t, body: { ip: '127.0.0.1', engine_endpoint: `unix://${sock}` } })).json.uuid;
-  const project = (await call(s.url, 'POST', '/api/v1/projects', { token: t, body: { name: 'queue' } })).json.uuid;
+  const server = (serverUuid = (await call(s.url, 'POST', '/api/v1/servers', { token: t, body: { ip: '127.0.0.1', engine_endpoint: `unix://${sock}` } })).json.uuid);
+  const project = (projectUuid = (await call(s.url, 'POST', '/api/v1/projects', { token: t, body: { name: 'queue' } })).json.uuid);
   appUuid = (
     await call(s.url, 'POST', '/api/v1/applications/dockerimage', {
       token: t,
@@ -53,5 +55,28 @@ describe('per-server job queue', () => {
     const rows = await s.db.selectFrom('deployments').select(['kind', 'status']).orderBy('id').execute();
     expect(rows.map((r) => r.kind)).toEqual(['deploy', 'restart']);
     expect(rows.map((r) => r.status)).toEqual(['in_progress', 'queued']);
+  });
+
+  it('start_on_destination goes through the target’s queue too: full, the move stands, its start is refused and recorded, no deployment left', async () => {
+    const t = s.rootToken;
+    // A server berth cannot reach (records only), so the move itself needs no engine.
+    const elsewhere = (await call(s.url, 'POST', '/api/v1/servers', { token: t, body: { ip: '10.70.0.1' } })).json.uuid;
+    const app = (
+      await call(s.url, 'POST', '/api/v1/applications/dockerimage', {
+        token: t,
+        body: { project_uuid: projectUuid, server_uuid: elsewhere, environment_name: 'production', docker_registry_image_name: 'nginx' },
+      })
+    ).json.uuid;
+    const destination = (await call(s.url, 'GET', `/api/v1/servers/${serverUuid}/destinations`, { token: t })).json[0].uuid;
+    const r = await call(s.url, 'POST', `/api/v1/applications/${app}/migrate`, { token: t, body: { destination_uuid: destination, start_on_destination: true } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ status: 'finished', started_on_destination: false });
+    expect(r.json).not.toHaveProperty('start_deployment_uuid');
+    expect(r.json.message).toMatch(/start could not be queued on the destination \(Deployment queue is full\.\)/);
+    const m = (await call(s.url, 'GET', `/api/v1/migrations/${r.json.migration_uuid}`, { token: t })).json;
+    expect(m).toMatchObject({ status: 'finished', start_on_destination: true, start_deployment_uuid: null, error: expect.stringMatching(/Deployment queue is full/) });
+    expect((await call(s.url, 'GET', `/api/v1/applications/${app}`, { token: t })).json).toMatchObject({ server_uuid: serverUuid, status: 'exited' });
+    const appId = (await s.db.selectFrom('resources').select('id').where('uuid', '=', app).executeTakeFirstOrThrow()).id;
+    expect(await s.db.selectFrom('deployments').select('id').where('resource_id', '=', appId).execute()).toEqual([]);
   });
 });

@@ -91,10 +91,14 @@ describe.each(['applications', 'databases', 'services'] as const)('POST /%s/{uui
     expect(r.json).toMatchObject({ moves_data: false, status: 'finished', started_on_destination: true });
     expect(r.json.message).toMatch(new RegExp(`^${singular} moved to the new destination and started there`));
     expect((await c.api('GET', `/${collection}/${uuid}`, c.read)).json).toMatchObject({ status: expect.stringMatching(/^running/), destination_uuid: c.w.destination2Uuid });
-    expect((await c.api('GET', `/migrations/${r.json.migration_uuid}`, c.read)).json).toMatchObject({ start_on_destination: true, error: null });
+    expect((await c.api('GET', `/migrations/${r.json.migration_uuid}`, c.read)).json).toMatchObject({ start_on_destination: true, error: null, start_deployment_uuid: r.json.start_deployment_uuid });
+    // Started by a deployment on the target's queue, like start_*: recorded, finished, on server 2.
+    const dep = await c.api('GET', `/deployments/${r.json.start_deployment_uuid}`, c.read);
+    expect(dep.json).toMatchObject({ kind: 'start', status: 'finished', resource_uuid: uuid, server_uuid: c.w.server2Uuid });
     const back = await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destinationUuid });
     expect(back.json).not.toHaveProperty('started_on_destination');
-    expect((await c.api('GET', `/migrations/${back.json.migration_uuid}`, c.read)).json).toMatchObject({ start_on_destination: false });
+    expect(back.json).not.toHaveProperty('start_deployment_uuid');
+    expect((await c.api('GET', `/migrations/${back.json.migration_uuid}`, c.read)).json).toMatchObject({ start_on_destination: false, start_deployment_uuid: null });
     expectValidation(await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destination2Uuid, start_on_destination: 'yes' }), ['start_on_destination']);
   });
 

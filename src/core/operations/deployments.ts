@@ -84,18 +84,7 @@ export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' 
   if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; deploy it when the migration has finished.' });
   if (r.deleting !== null) throw new BerthError('conflict', { message: 'The resource is being deleted.' });
   const server = await serverOf(ctx.db, r);
-  const d = await ctx.db
-    .insertInto('deployments')
-    .values({ uuid: newUuid(), team_id: ctx.caller.teamId, resource_id: r.id, server_id: server.id, kind, status: 'queued', force: force ? 1 : 0, logs: '', started_at: null, finished_at: null, rollback_tag: opts.rollbackTag ?? null, ...stamps() })
-    .returning(['id', 'uuid'])
-    .executeTakeFirstOrThrow();
-  let done: Promise<void>;
-  try {
-    ({ done } = await ctx.jobs.enqueue(d.id, server.id));
-  } catch (err) {
-    await ctx.db.deleteFrom('deployments').where('id', '=', d.id).execute();
-    throw err;
-  }
+  const { done, ...d } = await ctx.jobs.queueDeployment({ teamId: ctx.caller.teamId, resourceId: r.id, serverId: server.id, kind, force, ...(opts.rollbackTag ? { rollbackTag: opts.rollbackTag } : {}) });
   return { ...d, done, live: ctx.runtime.isLive(server) };
 }
 
@@ -209,6 +198,21 @@ const ACTION_WAIT_MS = 150_000;
 /** How long they wait for it to leave the queue (others' jobs ahead of it) before answering that it is queued. */
 const QUEUED_WAIT_MS = 3_000;
 
+/**
+ * Waits for a queued deployment the way start/stop/restart answer: behind other jobs on its
+ * server's queue it gives up after a short wait; once it runs, it is waited for (bounded).
+ */
+export async function waitForDeployment(db: Db, id: number, done: Promise<void>): Promise<{ ended: boolean; status: string }> {
+  const within = (ms: number) => Promise.race([done.then(() => true), new Promise<false>((res) => setTimeout(res, ms, false).unref())]);
+  let ended = await within(QUEUED_WAIT_MS);
+  if (!ended) {
+    const started = await db.selectFrom('deployments').select('status').where('id', '=', id).executeTakeFirst();
+    if (started?.status === 'in_progress') ended = await within(ACTION_WAIT_MS);
+  }
+  const dep = await db.selectFrom('deployments').select('status').where('id', '=', id).executeTakeFirst();
+  return { ended, status: dep?.status ?? 'cancelled' };
+}
+
 /** start/stop/restart for one collection: each queues a deployment of that kind. */
 export function lifecycleOperations(collection: Collection) {
   const singular = SINGULAR[collection];
@@ -228,17 +232,9 @@ export function lifecycleOperations(collection: Collection) {
         const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
         // The answer comes once the engine is in the asked state (or the action failed), and says
         // what the engine was seen doing afterwards; a long queue answers before, saying so.
-        const within = (ms: number) => Promise.race([d.done.then(() => true), new Promise<false>((res) => setTimeout(res, ms, false).unref())]);
-        // Behind other jobs on its server's queue it answers at once, saying so; once it runs, it is waited for.
-        let ended = await within(QUEUED_WAIT_MS);
-        if (!ended) {
-          const started = await ctx.db.selectFrom('deployments').select('status').where('id', '=', d.id).executeTakeFirst();
-          if (started?.status === 'in_progress') ended = await within(ACTION_WAIT_MS);
-        }
-        const dep = await ctx.db.selectFrom('deployments').select('status').where('id', '=', d.id).executeTakeFirst();
+        const { ended, status: depStatus } = await waitForDeployment(ctx.db, d.id, d.done);
         const now = await ctx.db.selectFrom('resources').select(['status', 'observed_status', 'deleting']).where('id', '=', r.id).executeTakeFirst();
         const status = now ? displayStatus(now) : 'deleted';
-        const depStatus = dep?.status ?? 'cancelled';
         const message = !ended
           ? `${label} ${VERB[action]} request queued; it has not finished yet (deployment ${d.uuid}).${note(d.live)}`
           : depStatus === 'finished'

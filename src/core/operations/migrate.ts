@@ -8,7 +8,8 @@ import type { MigrationJobsTable } from '../../store/schema.js';
 import { BerthError, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { owned, ownedResource } from '../lookup.js';
-import { defineOperation } from '../operation.js';
+import { defineOperation, type OperationContext } from '../operation.js';
+import { waitForDeployment } from './deployments.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { uuidParam } from '../validators.js';
 import { ProgressThrottle } from '../progress-throttle.js';
@@ -27,6 +28,7 @@ export const migrationSchema = z.object({
   destination_uuid: z.string(),
   migrate_volumes: z.boolean(),
   start_on_destination: z.boolean(),
+  start_deployment_uuid: brief(z.string().nullable().describe('The start deployment start_on_destination queued on the target, once switched.')),
   /** Whether volume data moves: migrate_volumes and both servers managed. */
   moves_data: z.boolean(),
   status: z.string().describe('pending, copying, finished, failed or cancelled.'),
@@ -77,10 +79,11 @@ function progressNote(p: MigrationProgress): { progress: number; total?: number;
 }
 
 async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow): Promise<z.infer<typeof migrationSchema>> {
-  const [r, from, to] = await Promise.all([
+  const [r, from, to, start] = await Promise.all([
     db.selectFrom('resources').select('uuid').where('id', '=', m.resource_id).executeTakeFirstOrThrow(),
     db.selectFrom('destinations').select('uuid').where('id', '=', m.from_destination_id).executeTakeFirst(),
     db.selectFrom('destinations').select('uuid').where('id', '=', m.to_destination_id).executeTakeFirst(),
+    m.start_deployment_id === null ? undefined : db.selectFrom('deployments').select('uuid').where('id', '=', m.start_deployment_id).executeTakeFirst(),
   ]);
   return {
     migration_uuid: m.uuid,
@@ -89,6 +92,7 @@ async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow
     destination_uuid: to?.uuid ?? '',
     migrate_volumes: m.migrate_volumes === 1,
     start_on_destination: m.start_on_destination === 1,
+    start_deployment_uuid: start?.uuid ?? null,
     moves_data: m.moves_data === 1,
     status: m.status,
     // Only the public counters (a migration from an older berth has fewer).
@@ -101,6 +105,26 @@ async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow
   };
 }
 
+
+type Started = { ok: boolean; error: string | null; deployment_uuid?: string };
+
+/**
+ * How the start a migration queued on its target went, waited for as start_* waits (a long
+ * queue answers before it ends): its error is the migration's (recorded by the job).
+ */
+async function startedOnDestination(ctx: OperationContext, migrationId: number, queued?: { uuid: string; done: Promise<void> } | { error: string }): Promise<Started> {
+  if (queued && 'error' in queued) return { ok: false, error: queued.error };
+  const m = await ctx.db
+    .selectFrom('migrations_jobs as m')
+    .leftJoin('deployments as d', 'd.id', 'm.start_deployment_id')
+    .select(['m.error', 'd.id', 'd.uuid'])
+    .where('m.id', '=', migrationId)
+    .executeTakeFirstOrThrow();
+  if (m.id === null || m.uuid === null) return { ok: false, error: m.error ?? 'Moved, but no start was queued; start it.' };
+  const { ended, status } = await waitForDeployment(ctx.db, m.id, queued?.done ?? ctx.jobs.deploymentEnded(m.id));
+  const error = (await ctx.db.selectFrom('migrations_jobs').select('error').where('id', '=', migrationId).executeTakeFirstOrThrow()).error;
+  return { ok: ended && status === 'finished', error: ended ? error : null, deployment_uuid: m.uuid };
+}
 
 /**
  * The spec's migrate: stop the resource, move its records to the destination, never redeploy.
@@ -138,6 +162,7 @@ export function migrateOperation(collection: Collection) {
       status: z.string(),
       downtime_ms: z.number().int().nullable().optional(),
       started_on_destination: z.boolean().optional(),
+      start_deployment_uuid: brief(z.string().optional().describe('The start deployment queued on the target (start_on_destination).')),
     }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/migrate` },
@@ -183,12 +208,18 @@ export function migrateOperation(collection: Collection) {
               ? 'One of the servers is not managed by berth (no validated engine), so no volume data moves.'
               : `Its ${volumes.length} volume(s) are copied to the new server while it runs; it is stopped only for the last pass, and moves there when the copy is verified (follow migration ${migrationUuid}).`;
       const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
-      const result = (status: string, downtimeMs: number | null = null, started?: { ok: boolean; error?: string | null }) => ({
+      const result = (status: string, downtimeMs: number | null = null, started?: Started) => ({
         message:
           status === 'finished'
             ? started?.ok
               ? `${label} moved to the new destination and started there. ${why}`
-              : `${label} stopped and moved to the new destination. ${why} ${started ? `Starting it there failed (${started.error ?? 'unknown error'}); redeploy it.` : 'Redeploy when ready.'}`
+              : `${label} stopped and moved to the new destination. ${why} ${
+                  !started
+                    ? 'Redeploy when ready.'
+                    : started.error
+                      ? started.error
+                      : `Its start on the destination is queued and has not finished yet (deployment ${started.deployment_uuid}).`
+                }`
             : status === 'failed' || status === 'cancelled'
               ? `${label} migration ${status}; it stays on its old destination as it was.`
               : movesData
@@ -204,6 +235,7 @@ export function migrateOperation(collection: Collection) {
         status,
         ...(status === 'finished' && movesData ? { downtime_ms: downtimeMs } : {}),
         ...(status === 'finished' && started ? { started_on_destination: started.ok } : {}),
+        ...(started?.deployment_uuid ? { start_deployment_uuid: started.deployment_uuid } : {}),
       });
 
       if (!movesData) {
@@ -216,9 +248,11 @@ export function migrateOperation(collection: Collection) {
           const leftovers = await sourceLeftovers(trx, { resource_id: r.id, from_destination_id: r.destination_id, to_destination_id: target.id }, []);
           const inserted = await trx.insertInto('migrations_jobs').values({ ...row, status: 'finished', progress: '{}', leftovers, finished_at: nowIso() }).returning('id').executeTakeFirstOrThrow();
           await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', r.id).execute();
+          if (i.start_on_destination) await ctx.jobs.recordMovedStart(trx, { id: inserted.id, team_id: caller.teamId, resource_id: r.id, to_destination_id: target.id });
           return inserted;
         });
-        const started = i.start_on_destination ? await ctx.jobs.startMovedResource(r.id, migrationUuid) : undefined;
+        // Queued on the target like start_* (its queue and cap apply), and waited for as start_* does.
+        const started = i.start_on_destination ? await startedOnDestination(ctx, done.id, await ctx.jobs.startMoved(done.id)) : undefined;
         // Its stopped container stays on the old server no longer: removed now (retried if that fails).
         await ctx.jobs.removeLeftovers(done.id);
         return result('finished', null, started);
@@ -256,8 +290,8 @@ export function migrateOperation(collection: Collection) {
         const last = JSON.parse(now.progress) as MigrationProgress;
         const note = progressNote({ ...last, phase: now.status === 'finished' ? 'done' : last.phase });
         throttle?.finish({ ...note, progress: note.total ?? note.progress, message: now.status === 'finished' ? note.message : `${now.status}: ${now.error ?? ''}`.trim() });
-        // The job records whether it started the resource on the target (see jobs.ts).
-        const started = now.status === 'finished' && i.start_on_destination ? { ok: now.error === null, error: now.error } : undefined;
+        // The job queued the start on the target at the switch (see jobs.ts): waited for here too.
+        const started = now.status === 'finished' && i.start_on_destination ? await startedOnDestination(ctx, m.id) : undefined;
         return result(now.status, now.downtime_ms, started);
       }
       return result('pending');
