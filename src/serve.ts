@@ -4,6 +4,8 @@ import { initInstance, isInitialized } from './core/admin.js';
 import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
 import { buildHttpApp } from './http-api/app.js';
+import { NO_CONNECTED_APPS } from './console/apps.js';
+import { consolePlugin, Sessions } from './console/index.js';
 import { ExpiryWarnings } from './jobs/expiry-warnings.js';
 import { Notifier } from './notify/notifier.js';
 import { CleanupSchedule } from './jobs/cleanup-schedule.js';
@@ -37,6 +39,16 @@ export async function startServer(config: Config, out: (line: string) => void = 
   const { core } = assembled;
   const app = await buildHttpApp({ core, operations, tools, config, logger });
   const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
+  // The console for people at `/`, in its own context (form parsing, HTML error pages).
+  await app.register(consolePlugin, {
+    db,
+    sessions: new Sessions(db, { publicUrl: config.publicUrl }),
+    limits: core.deps.limits,
+    mailer,
+    logger,
+    publicUrl: config.publicUrl,
+    apps: NO_CONNECTED_APPS,
+  });
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
   const notifier = new Notifier(
     db,

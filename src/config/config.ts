@@ -41,6 +41,12 @@ const envSchema = z.object({
   BERTH_MIGRATION_CHECKSUMS: z.enum(['true', 'false', '1', '0']).default('false'),
   /** Browser origins allowed to call /mcp (comma-separated, exact match); none by default. */
   MCP_ALLOWED_ORIGINS: z.string().default(''),
+  /**
+   * Where people reach berth (https://berth.example.com): login links point there, passkeys are
+   * bound to its host name, and an https URL makes the console's cookies Secure. Empty: the
+   * address each request came to (and http://localhost:PORT for `berth login-link`).
+   */
+  BERTH_PUBLIC_URL: z.union([z.literal(''), z.url({ protocol: /^https?$/ })]).default(''),
   /** Host names accepted on /mcp; defaults to the loopback names when bound to loopback. */
   MCP_ALLOWED_HOSTS: z.string().default(''),
   /** Longest wait for an SSH server's handshake and login. */
@@ -108,6 +114,8 @@ export interface Config {
   testHoldMigrationPhase: { phase: string; ms: number } | null;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
+  /** BERTH_PUBLIC_URL without a trailing slash, or null. */
+  publicUrl: string | null;
   /** Plain HTTP tools/calls answered without the SDK's per-request server (fast-call.ts); false only to compare both paths (tests, bench). */
   mcpFastCalls: boolean;
   outboundAllowedTargets: string;
@@ -152,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     testHoldMigrationPhase: e.BERTH_TEST_HOLD_MIGRATION_PHASE ? { phase: e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[0]!, ms: Number(e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[1]) } : null,
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+    publicUrl: e.BERTH_PUBLIC_URL ? e.BERTH_PUBLIC_URL.replace(/\/+$/, '') : null,
     mcpFastCalls: true,
     outboundAllowedTargets: e.BERTH_OUTBOUND_ALLOWED_TARGETS,
     telegramApiUrl: e.BERTH_TELEGRAM_API_URL,
@@ -162,4 +171,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     watchReconcileMs: e.BERTH_WATCH_RECONCILE_MS,
     ...overrides,
   };
+}
+
+/**
+ * Where `berth serve` is reached without BERTH_PUBLIC_URL: a loopback or wildcard bind is
+ * "localhost" (a name, as passkeys need; an IP address cannot be a WebAuthn relying party).
+ */
+export function defaultPublicUrl(host: string, port: number): string {
+  const name = ['127.0.0.1', '::1', '0.0.0.0', '::', 'localhost'].includes(host) ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${name}:${port}`;
 }
