@@ -56,7 +56,8 @@ export function safeNext(value: unknown): string {
 export async function personOrRedirect(deps: ConsoleDeps, req: FastifyRequest, reply: FastifyReply): Promise<Person | null> {
   const person = await deps.sessions.currentPerson(req);
   if (!person) {
-    void reply.redirect(`/login?next=${encodeURIComponent(req.url)}`, 303);
+    // Back to this page afterwards; a form post (whose token died with the session) starts over.
+    void reply.redirect(req.method === 'GET' ? `/login?next=${encodeURIComponent(req.url)}` : '/login', 303);
     return null;
   }
   return person;

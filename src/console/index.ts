@@ -4,11 +4,11 @@ import { ASSETS } from './assets.js';
 import type { ConsoleDeps } from './context.js';
 import { html } from './html.js';
 import { securityHeaders, sendPage } from './layout.js';
-// import { appPages } from './pages/apps.js';
+import { appPages } from './pages/apps.js';
 import { passkeyPages } from './pages/passkeys.js';
 import { signInPages } from './pages/sign-in.js';
-// import { teamPages } from './pages/teams.js';
-// import { tokenPages } from './pages/tokens.js';
+import { teamPages } from './pages/teams.js';
+import { tokenPages } from './pages/tokens.js';
 
 export type { ConsoleDeps } from './context.js';
 export { Sessions, type Person } from './session.js';
@@ -55,7 +55,7 @@ export const consolePlugin: FastifyPluginAsync<ConsoleDeps> = async (app: Fastif
 
   signInPages(app, deps);
   passkeyPages(app, deps);
-  // tokenPages(app, deps);
-  // appPages(app, deps);
-  // teamPages(app, deps);
+  tokenPages(app, deps);
+  appPages(app, deps);
+  teamPages(app, deps);
 };

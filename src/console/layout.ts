@@ -41,12 +41,16 @@ export function contentSecurityPolicy(formAction: readonly string[] = []): strin
   ].join('; ');
 }
 
-/** Headers of every console answer: the CSP, no sniffing, no referrer (links carry tokens), no caching. */
+/**
+ * Headers of every console answer: the CSP, no sniffing, the referrer only to berth itself (a
+ * login link's token never leaves; no-referrer would make the browser send `Origin: null` on
+ * form posts, which the CSRF check refuses), no caching.
+ */
 export function securityHeaders(reply: FastifyReply, formAction: readonly string[] = []): FastifyReply {
   return reply.headers({
     'content-security-policy': contentSecurityPolicy(formAction),
     'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
+    'referrer-policy': 'same-origin',
     'x-frame-options': 'DENY',
     'cache-control': 'no-store',
   });

@@ -147,7 +147,7 @@ describe('every console answer', () => {
     expect(page.headers['content-security-policy']).toContain("script-src 'self'");
     expect(page.headers['content-security-policy']).not.toContain('unsafe-inline');
     expect(page.headers['cache-control']).toBe('no-store');
-    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    expect(page.headers['referrer-policy']).toBe('same-origin');
     expect(page.text).not.toMatch(/<script(?![^>]*\bsrc=)/);
     expect(page.text).not.toMatch(/\son[a-z]+=/);
   });
