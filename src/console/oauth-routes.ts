@@ -138,9 +138,12 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
 
     const grant = new provider.Grant({ accountId: String(person.userId), clientId });
     grant.addResourceScope(oauth.resource, chosen.join(' '));
-    // The provider counts requested scopes as its own too; marking them answered ends the prompt.
-    // Tokens for /mcp carry the resource scope alone (what the person chose).
-    grant.addOIDCScope(['openid', ...requested].join(' '));
+    // What was asked and not given is declined (an answered request, not a missing one); berth's
+    // permissions are never granted as OpenID scopes: tokens carry the resource scope alone.
+    const declined = requested.filter((p) => !chosen.includes(p));
+    if (declined.length) grant.rejectResourceScope(oauth.resource, declined.join(' '));
+    if (requested.length) grant.rejectOIDCScope(requested.join(' '));
+    if (String(details.params.scope ?? '').split(' ').includes('openid')) grant.addOIDCScope('openid');
     const grantId = await grant.save();
     const now = new Date();
     const approved = await atomically(db, async (trx) => {

@@ -90,7 +90,8 @@ export function buildOAuthProvider(db: Db, opts: OAuthServerOptions): Provider {
       userinfo: { enabled: false },
       introspection: { enabled: false },
       pushedAuthorizationRequests: { enabled: false },
-      revocation: { enabled: true },
+      // A client revokes only its own tokens (public clients cannot prove more).
+      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       registration: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -103,6 +104,12 @@ export function buildOAuthProvider(db: Db, opts: OAuthServerOptions): Provider {
       },
       clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },
     } as Configuration['features'],
+    // Errors the browser sees (a bad redirect URI, an unknown client): a plain page, never a redirect.
+    renderError: async (ctx, out) => {
+      const esc = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+      ctx.type = 'html';
+      ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Cannot continue · berth</title></head><body><main><h1>This request cannot go on</h1><p id="oauth-error">${esc(out.error)}: ${esc(out.error_description)}</p></main></body></html>`;
+    },
     fetch: async (input: string | URL | Request) => {
       const r = await opts.fetch(input instanceof Request ? input.url : String(input));
       return new Response(r.text, { status: r.status, headers: { 'content-type': 'application/json' } });
