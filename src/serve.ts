@@ -19,6 +19,8 @@ import type { CurrentPerson } from './console/person.js';
 export interface RunningServer {
   url: string;
   app: FastifyInstance;
+  /** The authorization server (the console signs its revoke forms with it). */
+  oauth: OAuthServer;
   close(): Promise<void>;
 }
 
@@ -79,6 +81,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
   return {
     url,
     app,
+    oauth,
     close: () =>
       (closing ??= (async () => {
         // No new requests; in-flight ones finish. Jobs not yet started are handed back (another

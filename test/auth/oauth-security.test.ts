@@ -11,6 +11,8 @@ import { startServer, type RunningServer } from '../../src/serve.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
 import { storeUrlFor } from '../helpers/store.js';
 import { Browser, consentForm, pkce, testSessions, type Page } from '../helpers/oauth.js';
+import { approvalsFor } from '../../src/auth/oauth/approvals.js';
+import { approvalsCsrf } from '../../src/console/oauth-routes.js';
 
 const REDIRECT = 'http://127.0.0.1:9/cb';
 const ACCEPT = { accept: 'application/json, text/event-stream' };
@@ -309,5 +311,39 @@ describe('codes and tokens', () => {
     const late = await refresh(short, clientId, r.json.refresh_token);
     expect(late.status).toBe(400);
     expect(late.json.error).toBe('invalid_grant');
+  });
+});
+
+describe('connected apps (the console\'s revoke)', () => {
+  it('lists a person\'s approvals; revoking one stops the client at its next request on every instance', async () => {
+    const clientId = await register(server, 'Revocable Agent');
+    const t = await tokensFor(server, memberId, clientId, ['read'], { scope: 'read' });
+    // A second instance on the same store, answering for the same public URL.
+    const second: RunningServer = await startServer(
+      loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: server.dataDir, databaseUrl: storeUrlFor(server.dataDir), host: '127.0.0.1', port: 0, publicUrl: server.url }),
+      () => {},
+    );
+    try {
+      expect((await listTools(second, t.access_token)).status).toBe(200);
+      const mine = (await approvalsFor(server.db, memberId)).filter((a) => a.client_id === clientId);
+      expect(mine).toMatchObject([{ client_name: 'Revocable Agent', team_id: server.rootTeamId, permissions: ['read'], user_id: memberId }]);
+      // The owner sees it too (their team); another member would not.
+      expect((await approvalsFor(server.db, ownerId)).some((a) => a.id === mine[0]!.id)).toBe(true);
+
+      const browser = new Browser(server.url);
+      sessions.signIn(browser, memberId);
+      const url = `${server.url}/oauth/approvals/${mine[0]!.id}/revoke`;
+      const csrf = approvalsCsrf(server.oauth, memberId);
+      expect((await browser.send('POST', url, new URLSearchParams({ csrf: 'nope' }))).status).toBe(403);
+      expect((await listTools(second, t.access_token)).status).toBe(200);
+      const done = await browser.send('POST', url, new URLSearchParams({ csrf, next: '//evil.example/' }));
+      expect(done.status).toBe(303);
+      expect(done.location).toBe(`${server.url}/`);
+      expect((await listTools(second, t.access_token)).status).toBe(401);
+      expect((await listTools(server, t.access_token)).status).toBe(401);
+      expect((await browser.send('POST', url, new URLSearchParams({ csrf }))).status).toBe(404);
+    } finally {
+      await second.close();
+    }
   });
 });
