@@ -146,7 +146,7 @@ command(token, 'list', "list a team's tokens (never their values)")
   .action(
     withStore<DataOpts & { team: string }>(async (db, o) => {
       const rows = await admin.listTokens(db, o.team);
-      const lines = rows.map((r) => `${r.id}\t${r.name}\t${r.email}\t${r.permissions.join(',')}\texpires ${r.expires_at ?? 'never'}\tlast used ${r.last_used_at ?? 'never'}`);
+      const lines = rows.map((r) => `${r.id}\t${r.name}\t${r.email}\t${r.permissions.join(',')}\texpires ${r.expires_at ?? 'never'}\tlast used ${r.last_used_at ?? 'never'}${r.oauth_client_id ? `\tOAuth client ${r.oauth_client_id}` : ''}`);
       print(o, rows, lines.join('\n') || 'No tokens.');
     }),
   );

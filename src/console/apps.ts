@@ -1,12 +1,15 @@
+import { approvalsFor, revokeApproval } from '../auth/oauth/approvals.js';
 import type { Db } from '../store/db.js';
 
 /** One app a person let act for them (an OAuth grant), as the console lists it. */
 export interface AppGrant {
   id: string;
   clientName: string;
-  /** Host of the redirect URI, so two clients with one name can be told apart. */
-  redirectHost: string;
+  /** The client's id (a Client ID Metadata Document's URL, or a registered id): two clients with one name differ here. */
+  clientId: string;
   teamName: string;
+  /** Who approved it (the person, or a member of a team they own or administer). */
+  approvedBy: string;
   permissions: string[];
   createdAt: string;
   lastUsedAt: string | null;
@@ -25,4 +28,27 @@ export interface ConnectedApps {
 export const NO_CONNECTED_APPS: ConnectedApps = {
   list: async () => [],
   revoke: async () => false,
+};
+
+/**
+ * The authorization server's approvals (src/auth/oauth/approvals.ts): a person's own in every
+ * team, and their members' in teams they own or administer; revoking one stops the client.
+ */
+export const oauthConnectedApps: ConnectedApps = {
+  async list(db, userId) {
+    const approvals = await approvalsFor(db, userId);
+    const ids = [...new Set(approvals.map((a) => a.user_id))];
+    const emails = new Map(ids.length ? (await db.selectFrom('users').select(['id', 'email']).where('id', 'in', ids).execute()).map((u) => [u.id, u.email]) : []);
+    return approvals.map((a) => ({
+      id: String(a.id),
+      clientName: a.client_name,
+      clientId: a.client_id,
+      teamName: a.team_name,
+      approvedBy: a.user_id === userId ? 'you' : (emails.get(a.user_id) ?? 'a member'),
+      permissions: a.permissions,
+      createdAt: a.created_at,
+      lastUsedAt: a.last_used_at,
+    }));
+  },
+  revoke: (db, userId, grantId) => revokeApproval(db, userId, /^[1-9][0-9]{0,15}$/.test(grantId) ? Number(grantId) : NaN),
 };

@@ -1,3 +1,4 @@
+import { forgetGrant } from '../auth/oauth/adapter.js';
 import { z } from 'zod';
 import { mayGrantRoot, PERMISSIONS, ROLES, type Permission, type Role } from '../auth/permissions.js';
 import { EXPIRATIONS, expiresAt, formatToken, hashSecret, mintSecret, type Expiration } from '../auth/token.js';
@@ -240,17 +241,23 @@ export async function listTokens(db: Db, teamRef: string) {
   const rows = await db
     .selectFrom('api_tokens as t')
     .innerJoin('users as u', 'u.id', 't.user_id')
-    .select(['t.id', 't.name', 'u.email', 't.permissions', 't.expires_at', 't.last_used_at', 't.created_at'])
+    .select(['t.id', 't.name', 'u.email', 't.permissions', 't.expires_at', 't.last_used_at', 't.created_at', 't.oauth_client_id'])
     .where('t.team_id', '=', team.id)
     .orderBy('t.id')
     .execute();
-  return rows.map((r) => ({ ...r, permissions: JSON.parse(r.permissions) as string[] }));
+  // oauth_client_id: the row is a person's approval of that OAuth client (its name is the client's).
+  return rows.map((r) => ({ ...r, permissions: JSON.parse(r.permissions) as string[], oauth_client_id: r.oauth_client_id ?? null }));
 }
 
 export async function revokeToken(db: Db, id: number): Promise<void> {
   if (!Number.isSafeInteger(id) || id <= 0) throw validationError({ id: ['Token id must be a positive integer.'] });
-  const r = await db.deleteFrom('api_tokens').where('id', '=', id).executeTakeFirst();
-  if (r.numDeletedRows === 0n) throw new BerthError('not_found');
+  await atomically(db, async (trx) => {
+    const row = await trx.selectFrom('api_tokens').select('oauth_grant_id').where('id', '=', id).executeTakeFirst();
+    if (!row) throw new BerthError('not_found');
+    // An OAuth client's approval: its grant, codes and tokens go with it (refreshing fails too).
+    if (row.oauth_grant_id) await forgetGrant(trx, row.oauth_grant_id);
+    else await trx.deleteFrom('api_tokens').where('id', '=', id).execute();
+  });
 }
 
 /** The default holder of a client's token (`berth mcp-config`): the root team's first owner. */

@@ -21,6 +21,7 @@ import * as m020 from './migrations/020-auth-version.js';
 import * as m021 from './migrations/021-migration-leftovers.js';
 import * as m022 from './migrations/022-migration-start.js';
 import * as m023 from './migrations/023-console.js';
+import * as m024 from './migrations/024-oauth.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '021-migration-leftovers': m021,
   '022-migration-start': m022,
   '023-console': m023,
+  '024-oauth': m024,
 
   '009-shared-variables': m009,
 
