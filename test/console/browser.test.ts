@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { issueLoginLink, linkUrl } from '../../src/auth/login-links.js';
 import * as admin from '../../src/core/admin.js';
 import { addVirtualAuthenticator, browserMissing, launchBrowser, openPage, screenshot, type WatchedPage } from '../helpers/browser.js';
+import { pkce } from '../helpers/oauth.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -167,7 +168,7 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     m.problems.splice(0, m.problems.length, ...m.problems.filter((x) => !/status of 403/.test(x)));
   });
 
-  it('connected apps page lists none until the authorization server plugs in', async () => {
+  it('connected apps page lists none before any agent connected', async () => {
     const w = await page();
     await signIn(w, s.ownerEmail);
     await w.page.goto(`${base}/apps`);
@@ -190,5 +191,64 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
       '({ text: document.activeElement.textContent, outline: getComputedStyle(document.activeElement).outlineStyle })',
     );
     expect(focused).toEqual({ text: 'Skip to content', outline: 'solid' });
+  });
+
+  it('consent: an agent’s authorization request → sign in by link → approve as shown → the agent lists tools; revoked in Connected apps, it is refused', async () => {
+    const REDIRECT = 'http://127.0.0.1:9/cb';
+    const ACCEPT = { accept: 'application/json, text/event-stream' };
+    const reg = await call(s.url, 'POST', '/oauth/register', {
+      body: { client_name: 'Chromium Agent', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+    });
+    expect(reg.status, reg.text).toBe(201);
+    const clientId = reg.json.client_id as string;
+    const pk = pkce();
+    const auth = new URL('/oauth/authorize', s.url);
+    for (const [k, v] of Object.entries({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, scope: 'read write', state: 'st-1', code_challenge: pk.challenge, code_challenge_method: 'S256', resource: `${s.url}/mcp` })) auth.searchParams.set(k, v);
+
+    const email = `agent-user-${process.pid}@example.test`;
+    await s.token({ permissions: ['read'], email, role: 'member' });
+    const w = await page();
+    // The client's redirect URI is caught here, as the agent's own listener would.
+    let back: URL | undefined;
+    await w.page.route(`${REDIRECT}**`, (route) => {
+      back = new URL(route.request().url());
+      return route.fulfill({ status: 200, contentType: 'text/plain', body: 'agent got the code' });
+    });
+    // Consent is on 127.0.0.1 (the issuer's host); no passkey is needed for it.
+    await w.page.goto(auth.toString());
+    await w.page.waitForURL(/\/login\?next=/);
+    await screenshot(w.page, 'consent-sign-in');
+    const next = new URL(w.page.url()).searchParams.get('next')!;
+    expect(next).toMatch(/^\/oauth\/consent\//);
+    const link = await issueLoginLink(s.db, email);
+    await w.page.goto(`${linkUrl(s.url, link.token)}&next=${encodeURIComponent(next)}`);
+    await w.page.getByRole('button', { name: 'Sign in' }).click();
+    // A first sign-in offers a passkey; "Not now" goes on to the consent page.
+    await w.page.getByRole('link', { name: 'Not now' }).click();
+    await w.page.waitForURL((u) => u.pathname.startsWith('/oauth/consent/'));
+    expect(await w.page.locator('#client-name').textContent()).toBe('Chromium Agent');
+    await screenshot(w.page, 'consent');
+    await w.page.getByRole('button', { name: 'Allow' }).click();
+    await expect.poll(() => back?.searchParams.get('code') ?? null).not.toBeNull();
+    expect(back!.searchParams.get('state')).toBe('st-1');
+
+    const token = await call(s.url, 'POST', '/oauth/token', {
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: back!.searchParams.get('code')!, redirect_uri: REDIRECT, client_id: clientId, code_verifier: pk.verifier }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(token.status, token.text).toBe(200);
+    const access = token.json.access_token as string;
+    const tools = await call(s.url, 'POST', '/mcp', { token: access, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: ACCEPT });
+    expect(tools.status, tools.text).toBe(200);
+    expect(tools.text).toContain('"name":"get_current_team"');
+
+    await w.page.goto(`${s.url}/apps`);
+    expect(await w.page.getByRole('cell', { name: 'Chromium Agent', exact: true }).count()).toBe(1);
+    await screenshot(w.page, 'apps-connected');
+    await w.page.getByRole('button', { name: 'Revoke Chromium Agent' }).click();
+    await w.page.waitForURL(/\/apps\?revoked=1/);
+    expect(await w.page.getByText('No connected apps.').count()).toBe(1);
+    const refused = await call(s.url, 'POST', '/mcp', { token: access, body: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers: ACCEPT });
+    expect(refused.status).toBe(401);
   });
 });
