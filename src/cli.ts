@@ -6,6 +6,8 @@ import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
 import { BerthError } from './core/errors.js';
 import { allowListOr422 } from './core/operations/instance-settings.js';
+import { issueLoginLink, linkUrl } from './auth/login-links.js';
+import { defaultPublicUrl } from './config/config.js';
 import { probeInstance } from './store/instance.js';
 import { readSettings, writeSettings } from './store/settings.js';
 import { parseToolsets, TOOLSET_WORDS } from './mcp/tools/toolsets.js';
@@ -84,6 +86,17 @@ command(user, 'create', 'create a user')
     }),
   );
 
+command(program, 'login-link', 'print a one-time sign-in link for the web console (valid 15 minutes)')
+  .requiredOption('--email <email>', "the person's e-mail")
+  .action(
+    withStore<DataOpts & { email: string }>(async (db, o) => {
+      const config = loadConfig({ ...process.env, BERTH_DATA: o.data });
+      const link = await issueLoginLink(db, o.email);
+      const url = linkUrl(config.publicUrl ?? defaultPublicUrl(config.host, config.port), link.token);
+      print(o, { url, email: link.email, expires_at: link.expiresAt }, url);
+    }),
+  );
+
 const team = program.command('team').description('manage teams and memberships');
 command(team, 'create', 'create a team with an owner')
   .requiredOption('--name <name>', 'team name')
@@ -133,7 +146,7 @@ command(token, 'list', "list a team's tokens (never their values)")
   .action(
     withStore<DataOpts & { team: string }>(async (db, o) => {
       const rows = await admin.listTokens(db, o.team);
-      const lines = rows.map((r) => `${r.id}\t${r.name}\t${r.email}\t${r.permissions.join(',')}\texpires ${r.expires_at ?? 'never'}\tlast used ${r.last_used_at ?? 'never'}`);
+      const lines = rows.map((r) => `${r.id}\t${r.name}\t${r.email}\t${r.permissions.join(',')}\texpires ${r.expires_at ?? 'never'}\tlast used ${r.last_used_at ?? 'never'}${r.oauth_client_id ? `\tOAuth client ${r.oauth_client_id}` : ''}`);
       print(o, rows, lines.join('\n') || 'No tokens.');
     }),
   );

@@ -4,6 +4,8 @@ import { initInstance, isInitialized } from './core/admin.js';
 import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
 import { buildHttpApp } from './http-api/app.js';
+import { oauthConnectedApps } from './console/apps.js';
+import { consolePlugin, Sessions } from './console/index.js';
 import { ExpiryWarnings } from './workers/expiry-warnings.js';
 import { Notifier } from './workers/notify/notifier.js';
 import { CleanupSchedule } from './workers/cleanup-schedule.js';
@@ -13,10 +15,14 @@ import { createLogger } from './logging/logger.js';
 import { createMailer } from './mail/mailer.js';
 import { openStore } from './store/db.js';
 import { tools } from './mcp/tools/index.js';
+import { OAuthServer } from './auth/oauth/server.js';
+import type { CurrentPerson } from './console/person.js';
 
 export interface RunningServer {
   url: string;
   app: FastifyInstance;
+  /** The authorization server (the console signs its revoke forms with it). */
+  oauth: OAuthServer;
   close(): Promise<void>;
 }
 
@@ -24,7 +30,12 @@ export interface RunningServer {
  * `berth serve`: the store, the core, the HTTP listener and the workers. On the first start of
  * an empty data directory it creates the instance and prints the root token once.
  */
-export async function startServer(config: Config, out: (line: string) => void = console.log): Promise<RunningServer> {
+export interface ServerOptions {
+  /** The console's sign-in (who is signed in, from the request's session). */
+  currentPerson?: CurrentPerson;
+}
+
+export async function startServer(config: Config, out: (line: string) => void = console.log, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = createLogger({ level: config.logLevel, destination: 'stdout' });
   const db = await openStore(config.dataDir, config.databaseUrl);
   if (!(await isInitialized(db))) {
@@ -35,12 +46,34 @@ export async function startServer(config: Config, out: (line: string) => void = 
   }
   const assembled = assembleCore(db, config, logger);
   const { core } = assembled;
-  const app = await buildHttpApp({ core, operations, tools, config, logger });
+  const outbound = new TargetGuard(config.outboundAllowedTargets);
+  const oauth = new OAuthServer(db, {
+    accessTokenTtlS: config.oauthAccessTtlS,
+    refreshTokenTtlS: config.oauthRefreshTtlS,
+    grantTtlS: config.oauthGrantTtlS,
+    trustProxy: config.trustProxy.length > 0,
+    // Client ID Metadata Documents are fetched like a team's webhook: through the guarded client.
+    fetch: (url) => outbound.fetch(url, { method: 'GET', headers: { accept: 'application/json' }, timeoutMs: 5_000 }),
+  });
+  // People's sessions (the console's sign-in); the consent page asks them who is signed in.
+  const sessions = new Sessions(db, { publicUrl: config.publicUrl });
+  const currentPerson: CurrentPerson = options.currentPerson ?? ((req) => sessions.currentPerson(req));
+  const app = await buildHttpApp({ core, operations, tools, config, logger, oauth, currentPerson });
   const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
+  // The console for people at `/`, in its own context (form parsing, HTML error pages).
+  await app.register(consolePlugin, {
+    db,
+    sessions,
+    limits: core.deps.limits,
+    mailer,
+    logger,
+    publicUrl: config.publicUrl,
+    apps: oauthConnectedApps,
+  });
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
   const notifier = new Notifier(
     db,
-    createSenders({ guard: new TargetGuard(config.outboundAllowedTargets), mailer, telegramApiUrl: config.telegramApiUrl, pushoverApiUrl: config.pushoverApiUrl, timeoutMs: 10_000 }),
+    createSenders({ guard: outbound, mailer, telegramApiUrl: config.telegramApiUrl, pushoverApiUrl: config.pushoverApiUrl, timeoutMs: 10_000 }),
     logger,
     config.notifyScanMs,
   );
@@ -56,11 +89,14 @@ export async function startServer(config: Config, out: (line: string) => void = 
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
+  // The issuer is the URL clients use: the configured public one, else where berth listens.
+  await oauth.start(config.publicUrl ?? url);
 
   let closing: Promise<void> | undefined;
   return {
     url,
     app,
+    oauth,
     close: () =>
       (closing ??= (async () => {
         // No new requests; in-flight ones finish. Jobs not yet started are handed back (another

@@ -79,6 +79,21 @@ const envSchema = z.object({
    */
   BERTH_WATCH_LEASE_MS: z.coerce.number().int().min(300).default(15_000),
   BERTH_WATCH_RECONCILE_MS: z.coerce.number().int().min(100).default(15_000),
+  /**
+   * berth's public base URL as clients and people reach it (https://berth.example.com, no path):
+   * the OAuth issuer, and /mcp under it the protected resource; console sign-in links point there,
+   * passkeys are bound to its host name, and https makes the console's cookies Secure. Empty: the
+   * address berth listens on (each request's own for the console; http://localhost:PORT for
+   * `berth login-link`).
+   */
+  BERTH_PUBLIC_URL: z
+    .string()
+    .default('')
+    .refine((v) => v === '' || /^https?:\/\/[^/?#]+\/?$/.test(v), 'must be http(s)://host[:port] with no path'),
+  /** Lifetimes of OAuth access tokens, refresh tokens and grants (a person's approval), in seconds. */
+  BERTH_OAUTH_ACCESS_TTL: z.coerce.number().int().min(1).default(3600),
+  BERTH_OAUTH_REFRESH_TTL: z.coerce.number().int().min(1).default(30 * 86400),
+  BERTH_OAUTH_GRANT_TTL: z.coerce.number().int().min(1).default(365 * 86400),
 });
 
 export type EnvConfig = z.infer<typeof envSchema>;
@@ -117,6 +132,10 @@ export interface Config {
   scheduleTickMs: number;
   watchLeaseMs: number;
   watchReconcileMs: number;
+  publicUrl: string | null;
+  oauthAccessTtlS: number;
+  oauthRefreshTtlS: number;
+  oauthGrantTtlS: number;
 }
 
 const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
@@ -160,6 +179,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     scheduleTickMs: e.BERTH_SCHEDULE_TICK_MS,
     watchLeaseMs: e.BERTH_WATCH_LEASE_MS,
     watchReconcileMs: e.BERTH_WATCH_RECONCILE_MS,
+    publicUrl: e.BERTH_PUBLIC_URL ? e.BERTH_PUBLIC_URL.replace(/\/+$/, '') : null,
+    oauthAccessTtlS: e.BERTH_OAUTH_ACCESS_TTL,
+    oauthRefreshTtlS: e.BERTH_OAUTH_REFRESH_TTL,
+    oauthGrantTtlS: e.BERTH_OAUTH_GRANT_TTL,
     ...overrides,
   };
+}
+
+/**
+ * Where `berth serve` is reached without BERTH_PUBLIC_URL: a loopback or wildcard bind is
+ * "localhost" (a name, as passkeys need; an IP address cannot be a WebAuthn relying party).
+ */
+export function defaultPublicUrl(host: string, port: number): string {
+  const name = ['127.0.0.1', '::1', '0.0.0.0', '::', 'localhost'].includes(host) ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${name}:${port}`;
 }

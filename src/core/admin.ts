@@ -1,3 +1,4 @@
+import { forgetGrant } from '../auth/oauth/adapter.js';
 import { z } from 'zod';
 import { mayGrantRoot, PERMISSIONS, ROLES, type Permission, type Role } from '../auth/permissions.js';
 import { EXPIRATIONS, expiresAt, formatToken, hashSecret, mintSecret, type Expiration } from '../auth/token.js';
@@ -240,17 +241,23 @@ export async function listTokens(db: Db, teamRef: string) {
   const rows = await db
     .selectFrom('api_tokens as t')
     .innerJoin('users as u', 'u.id', 't.user_id')
-    .select(['t.id', 't.name', 'u.email', 't.permissions', 't.expires_at', 't.last_used_at', 't.created_at'])
+    .select(['t.id', 't.name', 'u.email', 't.permissions', 't.expires_at', 't.last_used_at', 't.created_at', 't.oauth_client_id'])
     .where('t.team_id', '=', team.id)
     .orderBy('t.id')
     .execute();
-  return rows.map((r) => ({ ...r, permissions: JSON.parse(r.permissions) as string[] }));
+  // oauth_client_id: the row is a person's approval of that OAuth client (its name is the client's).
+  return rows.map((r) => ({ ...r, permissions: JSON.parse(r.permissions) as string[], oauth_client_id: r.oauth_client_id ?? null }));
 }
 
 export async function revokeToken(db: Db, id: number): Promise<void> {
   if (!Number.isSafeInteger(id) || id <= 0) throw validationError({ id: ['Token id must be a positive integer.'] });
-  const r = await db.deleteFrom('api_tokens').where('id', '=', id).executeTakeFirst();
-  if (r.numDeletedRows === 0n) throw new BerthError('not_found');
+  await atomically(db, async (trx) => {
+    const row = await trx.selectFrom('api_tokens').select('oauth_grant_id').where('id', '=', id).executeTakeFirst();
+    if (!row) throw new BerthError('not_found');
+    // An OAuth client's approval: its grant, codes and tokens go with it (refreshing fails too).
+    if (row.oauth_grant_id) await forgetGrant(trx, row.oauth_grant_id);
+    else await trx.deleteFrom('api_tokens').where('id', '=', id).execute();
+  });
 }
 
 /** The default holder of a client's token (`berth mcp-config`): the root team's first owner. */
@@ -268,4 +275,54 @@ export async function rootOwner(db: Db): Promise<{ email: string; team: string }
     .executeTakeFirst();
   if (!owner) throw validationError({ email: ['The root team has no owner; name one with --email.'] });
   return { email: owner.email, team: String(rootTeamId) };
+}
+
+/**
+ * What a team member may do to another's membership, written once for the console: owners
+ * anything (the last owner is kept); admins only to admins and members, and never make an owner;
+ * members nothing.
+ */
+export function mayManage(actor: Role, target: Role, newRole?: Role): boolean {
+  if (actor === 'owner') return true;
+  if (actor !== 'admin') return false;
+  return target !== 'owner' && newRole !== 'owner';
+}
+
+async function membership(trx: Tx, teamId: number, userId: number): Promise<Role | undefined> {
+  const m = await trx.selectFrom('team_members').select('role').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst();
+  return m?.role;
+}
+
+/**
+ * A person changes a member's role (the console). Both roles are read inside the transaction,
+ * with the team locked, so a concurrent demotion of the actor or removal of the target is seen.
+ * Not a member: 404 (as for a team that does not exist); a role that may not do it: 403.
+ */
+export async function changeRoleAs(db: Db, input: { teamId: number; actorId: number; userId: number; role: string }) {
+  const role = parse(z.enum(ROLES as [Role, ...Role[]], { error: 'Choose owner, admin or member.' }), input.role);
+  return atomically(db, async (trx) => {
+    await lockTeam(trx, input.teamId);
+    const actor = await membership(trx, input.teamId, input.actorId);
+    if (!actor) throw new BerthError('not_found');
+    const target = await membership(trx, input.teamId, input.userId);
+    if (!target) throw new BerthError('not_found');
+    if (!mayManage(actor, target, role)) throw new BerthError('role_not_allowed');
+    if (role !== 'owner') await keepAnOwner(trx, input.teamId, input.userId);
+    await trx.updateTable('team_members').set({ role }).where('team_id', '=', input.teamId).where('user_id', '=', input.userId).execute();
+    return { role };
+  });
+}
+
+/** A person removes a member (the console); the same rules, and their tokens for the team stop at once. */
+export async function removeMemberAs(db: Db, input: { teamId: number; actorId: number; userId: number }): Promise<void> {
+  await atomically(db, async (trx) => {
+    await lockTeam(trx, input.teamId);
+    const actor = await membership(trx, input.teamId, input.actorId);
+    if (!actor) throw new BerthError('not_found');
+    const target = await membership(trx, input.teamId, input.userId);
+    if (!target) throw new BerthError('not_found');
+    if (!mayManage(actor, target)) throw new BerthError('role_not_allowed');
+    await keepAnOwner(trx, input.teamId, input.userId);
+    await trx.deleteFrom('team_members').where('team_id', '=', input.teamId).where('user_id', '=', input.userId).execute();
+  });
 }

@@ -1,5 +1,6 @@
 import { capTo, isPermission, type Permission } from '../auth/permissions.js';
 import { bearerFrom, parseToken, secretMatches } from '../auth/token.js';
+import { findAccessToken } from '../auth/oauth/access-token.js';
 import { perStore } from '../store/cached.js';
 import type { Db } from '../store/db.js';
 import { param, prepared } from '../store/prepared.js';
@@ -30,6 +31,21 @@ const tokenById = perStore((db) =>
 );
 
 type TokenRow = Awaited<ReturnType<ReturnType<typeof tokenById>>>[number];
+
+/** A person's OAuth approval (an api_tokens row bound to a grant), read as tokenById reads a token. */
+const approvalByGrant = perStore((db) =>
+  prepared(db, (q) =>
+    q
+      .selectFrom('api_tokens as t')
+      .leftJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
+      .select(['t.id', 't.user_id', 't.team_id', 't.token_hash', 't.permissions', 't.expires_at', 't.last_used_at', 'm.role'])
+      .select((eb) =>
+        Object.values(SETTING_KEYS).map((key) => eb.selectFrom('settings').select('value').where('key', '=', key).as(`setting_${key}`)),
+      )
+      .where('t.oauth_grant_id', '=', param('grant')),
+    { reuse: true },
+  ),
+);
 
 /** What every request needs from a token row, worked out once per row read (rows are reused). */
 interface TokenFacts {
@@ -77,6 +93,7 @@ export async function authenticate(db: Db, access: RequestAccess): Promise<Authe
   const value = bearerFrom(access.authorization);
   if (value === undefined) throw new BerthError('unauthenticated');
   const parsed = parseToken(value);
+  if (!parsed && access.oauthResource) return authenticateOAuth(db, access, value, access.oauthResource);
   if (!parsed) throw new BerthError('invalid_token');
 
   const [row] = await tokenById(db)({ id: parsed.id });
@@ -88,15 +105,42 @@ export async function authenticate(db: Db, access: RequestAccess): Promise<Authe
   if (facts.expiresAtMs !== null && facts.expiresAtMs <= now) throw new BerthError('invalid_token');
   if (row.role === null) throw new BerthError('invalid_token');
 
+  await noteUse(db, row.id, facts, now);
+
+  return {
+    caller: { userId: row.user_id, teamId: row.team_id, tokenId: row.id, permissions: facts.permissions, sourceIp: access.sourceIp },
+    settings: facts.settings,
+  };
+}
+
+async function noteUse(db: Db, id: number, facts: TokenFacts, now: number): Promise<void> {
   if (facts.lastUsedMs === null || now - facts.lastUsedMs >= LAST_USED_GRANULARITY_MS) {
     // Noted on the reused row first: on PostgreSQL this write does not invalidate it (migration
     // 020 leaves last_used_at out), and the requests that overlap this one need not write again.
     facts.lastUsedMs = now;
-    await db.updateTable('api_tokens').set({ last_used_at: new Date(now).toISOString() }).where('id', '=', row.id).execute();
+    await db.updateTable('api_tokens').set({ last_used_at: new Date(now).toISOString() }).where('id', '=', id).execute();
   }
+}
 
+/**
+ * An OAuth access token → the same Caller an API token makes: its grant's approval row gives
+ * user, team and permissions (capped by the holder's current role, as for any token), narrowed
+ * to the token's scopes. The approval row is what `berth token revoke` deletes, so a revoked
+ * grant fails here at the next request; so do an expired grant and a departed member.
+ */
+async function authenticateOAuth(db: Db, access: RequestAccess, value: string, resource: string): Promise<Authenticated> {
+  const claims = await findAccessToken(db, value, resource);
+  if (!claims) throw new BerthError('invalid_token');
+  const [row] = await approvalByGrant(db)({ grant: claims.grantId });
+  if (!row || row.role === null) throw new BerthError('invalid_token');
+  const facts = factsOf(row);
+  const now = Date.now();
+  if (facts.expiresAtMs !== null && facts.expiresAtMs <= now) throw new BerthError('invalid_token');
+  await noteUse(db, row.id, facts, now);
+  const scopes = new Set(claims.scopes);
+  const permissions = new Set([...facts.permissions].filter((p) => scopes.has(p)));
   return {
-    caller: { userId: row.user_id, teamId: row.team_id, tokenId: row.id, permissions: facts.permissions, sourceIp: access.sourceIp },
+    caller: { userId: row.user_id, teamId: row.team_id, tokenId: row.id, permissions, sourceIp: access.sourceIp, oauth: { clientId: claims.clientId } },
     settings: facts.settings,
   };
 }

@@ -10,6 +10,8 @@ export interface Caller {
   /** The token belongs to the instance's root team. */
   rootTeam: boolean;
   sourceIp: string;
+  /** Authenticated by an OAuth access token (its scopes already narrowed permissions). */
+  oauth?: { clientId: string };
 }
 
 /** What a door knows about a request before authentication. */
@@ -18,6 +20,11 @@ export interface RequestAccess {
   sourceIp: string;
   /** The MCP door (either transport), which the MCP toggle can close on its own. */
   mcp?: boolean;
+  /**
+   * The door accepts OAuth access tokens bound to this resource (RFC 8707): set by /mcp only;
+   * other doors take API tokens alone.
+   */
+  oauthResource?: string;
   /** Set by the core when it charges (or reads) the request's rate-limit bucket, for headers. */
   rate?: RateDecision;
 }

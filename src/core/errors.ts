@@ -23,6 +23,10 @@ export const errorCatalogue = {
   missing_permissions: { status: 403, message: 'Missing required permissions.' },
   origin_not_allowed: { status: 403, message: 'Origin not allowed.' },
   host_not_allowed: { status: 403, message: 'Host not allowed.' },
+  /** The console: a form without this session's CSRF token (or from another site). */
+  csrf_failed: { status: 403, message: 'This form is out of date or came from another site; reload the page and try again.' },
+  /** The console: a page a person's role in that team does not open (members of a team they only belong to). */
+  role_not_allowed: { status: 403, message: 'Your role in this team does not allow this.' },
   root_team_only: { status: 403, message: "Only a token of the instance's root team may do this." },
   not_found: { status: 404, message: 'Resource not found.' },
   route_not_found: { status: 404, message: 'Not found.' },
@@ -55,6 +59,13 @@ export interface ErrorDetails {
   rate?: { limit: number; remaining: number };
   /** Overrides the catalogue's message where the kind allows a specific one (conflict). */
   message?: string;
+  /**
+   * The door is an OAuth protected resource (/mcp): its metadata URL (RFC 9728) goes into the
+   * 401's and 403's WWW-Authenticate, so MCP clients can discover how to get a token.
+   */
+  resourceMetadata?: string;
+  /** A 403 for an OAuth token whose scopes lack the permission: answered as insufficient_scope. */
+  insufficientScope?: boolean;
 }
 
 export class BerthError extends Error {
@@ -90,6 +101,7 @@ export function toWire(err: BerthError): WireError {
     body.missing_permissions = missing;
   }
   if (err.kind === 'validation') body.errors = d.errors ?? {};
+  if (d.resourceMetadata !== undefined) headers['WWW-Authenticate'] = bearerChallenge(err, d.resourceMetadata);
   if (d.allow) headers.Allow = d.allow.join(', ');
   if (d.retryAfter !== undefined) {
     const seconds = Math.max(1, Math.ceil(d.retryAfter));
@@ -99,6 +111,17 @@ export function toWire(err: BerthError): WireError {
     }
   }
   return { status: spec.status, headers, body };
+}
+
+/** RFC 6750 / RFC 9728 challenge of an OAuth protected resource (the MCP authorization spec). */
+function bearerChallenge(err: BerthError, resourceMetadata: string): string {
+  const parts: string[] = [];
+  if (err.kind === 'invalid_token') parts.push('error="invalid_token"');
+  if (err.kind === 'missing_permissions' && err.details.insufficientScope) {
+    parts.push('error="insufficient_scope"', `scope="${(err.details.missingPermissions ?? []).join(' ')}"`);
+  }
+  parts.push(`resource_metadata="${resourceMetadata}"`);
+  return `Bearer ${parts.join(', ')}`;
 }
 
 /**

@@ -15,6 +15,9 @@ import { storeReachable } from '../store/db.js';
 import { inputProblem } from '../core/input-guard.js';
 import { BERTH_VERSION } from '../core/operations/platform.js';
 import { PUBLIC_ROUTES } from './public-routes.js';
+import type { OAuthServer } from '../auth/oauth/server.js';
+import { registerOAuthRoutes } from '../console/oauth-routes.js';
+import { nobodySignedIn, type CurrentPerson } from '../console/person.js';
 
 export interface HttpAppOptions {
   core: Core;
@@ -22,6 +25,10 @@ export interface HttpAppOptions {
   tools: readonly ToolDefinition[];
   config: Config;
   logger: Logger;
+  /** berth's authorization server for /mcp (absent: API tokens only). */
+  oauth?: OAuthServer;
+  /** The console's sign-in, for the consent page. */
+  currentPerson?: CurrentPerson;
 }
 
 function send(reply: FastifyReply, wire: WireError): FastifyReply {
@@ -190,6 +197,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     });
   }
 
-  registerMcpRoute(app, { core, tools, config, logger });
+  if (opts.oauth) registerOAuthRoutes(app, { db: core.deps.db, oauth: opts.oauth, currentPerson: opts.currentPerson ?? nobodySignedIn });
+  registerMcpRoute(app, { core, tools, config, logger, oauth: opts.oauth });
   return app;
 }

@@ -14,12 +14,15 @@ import { visibleTools, type ToolDefinition } from './tools/registry.js';
 import { fastCallOf, writeFastAnswer } from './fast-call.js';
 import { buildMcpServer, catalogueFor, fastToolCall, type ToolCatalogue } from './server.js';
 import { paramsProblem, tooDeepAnswer } from './message-guard.js';
+import type { OAuthServer } from '../auth/oauth/server.js';
+import { satisfies } from '../auth/permissions.js';
 
 interface McpRouteOptions {
   core: Core;
   tools: readonly ToolDefinition[];
   config: Config;
   logger: Logger;
+  oauth?: OAuthServer;
 }
 
 /** What one /mcp request carries into the server factory (through the SDK's authInfo.extra). */
@@ -161,8 +164,25 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     access.mcp = true;
     // An operation with a limit of its own (feedback) is charged to it, as on REST; anything
     // else is one unit of the general bucket per request.
-    const limited = operationOf(req.body, byName)?.op.rateLimit;
-    const caller = await core.admit(access, limited ? { rateLimit: limited } : undefined);
+    const called = operationOf(req.body, byName);
+    const limited = called?.op.rateLimit;
+    // An OAuth protected resource (MCP authorization spec): OAuth access tokens bound to /mcp are
+    // accepted beside API tokens, and refusals say where to get one (RFC 9728).
+    const oauth = opts.oauth?.ready ? opts.oauth : undefined;
+    if (oauth) access.oauthResource = oauth.resource;
+    let caller: Caller;
+    try {
+      caller = await core.admit(access, limited ? { rateLimit: limited } : undefined);
+    } catch (err) {
+      if (oauth && err instanceof BerthError && (err.kind === 'unauthenticated' || err.kind === 'invalid_token')) err.details.resourceMetadata = oauth.resourceMetadataUrl;
+      throw err;
+    }
+    // An OAuth client whose token lacks the tool's permission gets the spec's 403 insufficient_scope,
+    // naming the scope, so it can ask the person for more (step-up); API tokens keep the tool error.
+    const needed = called?.op.permission;
+    if (oauth && caller.oauth && needed && needed !== 'authenticated' && !satisfies(caller.permissions, needed)) {
+      throw new BerthError('missing_permissions', { missingPermissions: [needed], insufficientScope: true, resourceMetadata: oauth.resourceMetadataUrl });
+    }
     // One request, one charge: a JSON-RPC batch would run many calls for one. The MCP revisions
     // served here have no batching (2025-06-18 removed it), so a batch is refused unread.
     if (Array.isArray(req.body)) {
@@ -199,8 +219,8 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     // Building a server with every listed tool dominated a call's cost: a tools/call needs only
     // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
     const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
-    const called = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
-    const state: RequestState = { caller, catalogue, readOnly, ...(typeof called === 'string' ? { only: called } : {}) };
+    const calledName = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
+    const state: RequestState = { caller, catalogue, readOnly, ...(typeof calledName === 'string' ? { only: calledName } : {}) };
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.

@@ -25,6 +25,8 @@ import * as m023 from './migrations/023-scheduled-tasks.js';
 import * as m024 from './migrations/024-git-sources-rollback.js';
 import * as m025 from './migrations/025-gitlab-apps.js';
 import * as m026 from './migrations/026-migration-start-deployment.js';
+import * as m027 from './migrations/027-console.js';
+import * as m028 from './migrations/028-oauth.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
@@ -52,6 +54,8 @@ const migrations: Record<string, Migration> = {
   '024-git-sources-rollback': m024,
   '025-gitlab-apps': m025,
   '026-migration-start-deployment': m026,
+  '027-console': m027,
+  '028-oauth': m028,
 
   '009-shared-variables': m009,
 

@@ -42,6 +42,9 @@ export interface ApiTokensTable {
   expires_at: string | null;
   last_used_at: string | null;
   created_at: string;
+  /** Set when the row is a person's OAuth approval of a client (migration 024): its grant. */
+  oauth_grant_id?: string | null;
+  oauth_client_id?: string | null;
 }
 
 export interface OutboxTable {
@@ -450,10 +453,15 @@ export interface Database {
   engine_watch_leases: EngineWatchLeasesTable;
 
   shared_environment_variables: import('./schema-shared-variables.js').SharedEnvironmentVariablesTable;
+  oauth_store: import('./schema-oauth.js').OAuthStoreTable;
 
   scheduled_database_backups: ScheduledBackupsTable;
   scheduled_database_backup_executions: BackupExecutionsTable;
 
+  console_sessions: import('./schema-console.js').ConsoleSessionsTable;
+  login_links: import('./schema-console.js').LoginLinksTable;
+  passkeys: import('./schema-console.js').PasskeysTable;
+  webauthn_challenges: import('./schema-console.js').WebauthnChallengesTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -46,6 +46,7 @@ const COMMANDS: string[][] = [
   ['settings', 'set', 'api-enabled', 'false'],
   ['mcp'],
   ['mcp-config', '--client', 'cursor'],
+  ['login-link', '--email', 'x@example.test'],
 ];
 
 describe('a store with no instance is refused', { timeout: 120_000 }, () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import * as admin from '../../src/core/admin.js';
-import { startServer, type RunningServer } from '../../src/serve.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/serve.js';
 import { openStore, type Db } from '../../src/store/db.js';
 import { storeUrlFor } from './store.js';
 
@@ -29,12 +29,12 @@ export interface TestServer extends RunningServer {
 let seq = 0;
 
 /** A real berth server on an ephemeral loopback port over a fresh data directory. */
-export async function startTestServer(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}, options: ServerOptions = {}): Promise<TestServer> {
   const dataDir = tempDir();
   const db = await openStore(dataDir, storeUrlFor(dataDir));
   const init = await admin.initInstance(db, { email: 'owner@example.test', team: 'Root Team' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ...env }, { dataDir, databaseUrl: storeUrlFor(dataDir), host: '127.0.0.1', port: 0, ...overrides });
-  const server = await startServer(config, () => {});
+  const server = await startServer(config, () => {}, options);
   const helper: TestServer = {
     ...server,
     dataDir,

@@ -1,0 +1,92 @@
+import { hash } from 'node:crypto';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { atomically } from '../../store/atomic.js';
+import type { Db } from '../../store/db.js';
+
+const idHash = (id: string): string => hash('sha256', id, 'hex');
+
+/** Expired rows are swept at most this often per process (reads already ignore them). */
+const SWEEP_EVERY_MS = 60_000;
+let lastSweep = 0;
+
+/**
+ * oidc-provider's storage in berth's store (migration 024), so every instance answers every step
+ * of a flow. Only the SHA-256 of a record's id is kept: for codes and tokens the id is the
+ * secret, so a copy of the store holds no usable token. Destroying a Grant also deletes the
+ * person's approval (the api_tokens row bound to it), so a grant revoked by the protocol (token
+ * revocation, a replayed refresh token or code) disappears from `berth token list` too.
+ */
+export class StoreAdapter implements Adapter {
+  constructor(
+    private readonly db: Db,
+    private readonly model: string,
+  ) {}
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+    const now = Date.now();
+    const row = {
+      payload: JSON.stringify(payload),
+      grant_id: payload.grantId ?? null,
+      uid: payload.uid ?? null,
+      user_code: payload.userCode ?? null,
+      expires_at: expiresIn ? now + expiresIn * 1000 : null,
+    };
+    await this.db
+      .insertInto('oauth_store')
+      .values({ model: this.model, id_hash: idHash(id), consumed_at: null, ...row })
+      .onConflict((oc) => oc.columns(['model', 'id_hash']).doUpdateSet(row))
+      .execute();
+    if (now - lastSweep > SWEEP_EVERY_MS) {
+      lastSweep = now;
+      await this.db.deleteFrom('oauth_store').where('expires_at', '<', now).execute();
+    }
+  }
+
+  private async one(column: 'id_hash' | 'uid' | 'user_code', value: string): Promise<AdapterPayload | undefined> {
+    const row = await this.db
+      .selectFrom('oauth_store')
+      .select(['payload', 'expires_at', 'consumed_at'])
+      .where('model', '=', this.model)
+      .where(column, '=', value)
+      .executeTakeFirst();
+    if (!row || (row.expires_at !== null && Number(row.expires_at) <= Date.now())) return undefined;
+    const payload = JSON.parse(row.payload) as AdapterPayload;
+    return row.consumed_at === null ? payload : { ...payload, consumed: Math.floor(Number(row.consumed_at) / 1000) };
+  }
+
+  find(id: string): Promise<AdapterPayload | undefined> {
+    return this.one('id_hash', idHash(id));
+  }
+
+  findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    return this.one('uid', uid);
+  }
+
+  findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+    return this.one('user_code', userCode);
+  }
+
+  async consume(id: string): Promise<void> {
+    await this.db.updateTable('oauth_store').set({ consumed_at: Date.now() }).where('model', '=', this.model).where('id_hash', '=', idHash(id)).execute();
+  }
+
+  async destroy(id: string): Promise<void> {
+    if (this.model === 'Grant') return atomically(this.db, (trx) => forgetGrant(trx, id));
+    await this.db.deleteFrom('oauth_store').where('model', '=', this.model).where('id_hash', '=', idHash(id)).execute();
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    await this.db.deleteFrom('oauth_store').where('model', '=', this.model).where('grant_id', '=', grantId).execute();
+  }
+}
+
+/**
+ * A grant gone, whoever ended it (the protocol, `berth token revoke`, the console): the grant,
+ * every code and token issued under it, and the person's approval row. Run inside the caller's
+ * transaction when there is one.
+ */
+export async function forgetGrant(db: Db, grantId: string): Promise<void> {
+  await db.deleteFrom('oauth_store').where('model', '=', 'Grant').where('id_hash', '=', idHash(grantId)).execute();
+  await db.deleteFrom('oauth_store').where('grant_id', '=', grantId).execute();
+  await db.deleteFrom('api_tokens').where('oauth_grant_id', '=', grantId).execute();
+}
