@@ -14,6 +14,8 @@ const STORE_FREE = [
   'test/mcp/conformance.test.ts',
   'test/limits/job-queues.test.ts',
   'test/remote/paced-gate.test.ts',
+  // The browser drives pages; the console's store behaviour runs on both stores in session.test.ts.
+  'test/console/browser.test.ts',
 ];
 
 /**

@@ -6,6 +6,8 @@ import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
 import { BerthError } from './core/errors.js';
 import { allowListOr422 } from './core/operations/settings.js';
+import { issueLoginLink, linkUrl } from './auth/login-links.js';
+import { defaultPublicUrl } from './config/config.js';
 import { probeInstance } from './store/instance.js';
 import { readSettings, writeSettings } from './store/settings.js';
 import { parseToolsets, TOOLSET_WORDS } from './tools/toolsets.js';
@@ -81,6 +83,17 @@ command(user, 'create', 'create a user')
     withStore<DataOpts & { email: string; name?: string }>(async (db, o) => {
       const u = await admin.createUser(db, { email: o.email, name: o.name });
       print(o, u, `Created user ${u.email} (id ${u.id}).`);
+    }),
+  );
+
+command(program, 'login-link', 'print a one-time sign-in link for the web console (valid 15 minutes)')
+  .requiredOption('--email <email>', "the person's e-mail")
+  .action(
+    withStore<DataOpts & { email: string }>(async (db, o) => {
+      const config = loadConfig({ ...process.env, BERTH_DATA: o.data });
+      const link = await issueLoginLink(db, o.email);
+      const url = linkUrl(config.publicUrl ?? defaultPublicUrl(config.host, config.port), link.token);
+      print(o, { url, email: link.email, expires_at: link.expiresAt }, url);
     }),
   );
 

@@ -4,6 +4,9 @@ import { initInstance, isInitialized } from './core/admin.js';
 import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
 import { buildHttpApp } from './http-api/app.js';
+import { OAUTH_CONNECTED_APPS } from './console/oauth-apps.js';
+import { defaultPublicUrl } from './config/config.js';
+import { consolePlugin, Sessions } from './console/index.js';
 import { ExpiryWarnings } from './jobs/expiry-warnings.js';
 import { Notifier } from './notify/notifier.js';
 import { CleanupSchedule } from './jobs/cleanup-schedule.js';
@@ -53,8 +56,24 @@ export async function startServer(config: Config, out: (line: string) => void = 
     // Client ID Metadata Documents are fetched like a team's webhook: through the guarded client.
     fetch: (url) => outbound.fetch(url, { method: 'GET', headers: { accept: 'application/json' }, timeoutMs: 5_000 }),
   });
-  const app = await buildHttpApp({ core, operations, tools, config, logger, oauth, currentPerson: options.currentPerson });
+  const sessions = new Sessions(db, { publicUrl: config.publicUrl });
+  // The consent page asks the console who is signed in (its session cookie).
+  const currentPerson = options.currentPerson ?? (async (req) => {
+    const p = await sessions.currentPerson(req);
+    return p && { userId: p.userId };
+  });
+  const app = await buildHttpApp({ core, operations, tools, config, logger, oauth, currentPerson });
   const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
+  // The console for people at `/`, in its own context (form parsing, HTML error pages).
+  await app.register(consolePlugin, {
+    db,
+    sessions,
+    limits: core.deps.limits,
+    mailer,
+    logger,
+    publicUrl: config.publicUrl,
+    apps: OAUTH_CONNECTED_APPS,
+  });
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
   const notifier = new Notifier(
     db,
@@ -74,8 +93,9 @@ export async function startServer(config: Config, out: (line: string) => void = 
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
-  // The issuer is the URL clients use: the configured public one, else where berth listens.
-  await oauth.start(config.publicUrl ?? url);
+  // The issuer is the URL people and clients use, the same one the console's sign-in uses (its
+  // session cookie must reach the consent page): BERTH_PUBLIC_URL, else http://localhost:PORT.
+  await oauth.start(config.publicUrl ?? defaultPublicUrl(config.host, port));
 
   let closing: Promise<void> | undefined;
   return {

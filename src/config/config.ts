@@ -41,6 +41,12 @@ const envSchema = z.object({
   BERTH_MIGRATION_CHECKSUMS: z.enum(['true', 'false', '1', '0']).default('false'),
   /** Browser origins allowed to call /mcp (comma-separated, exact match); none by default. */
   MCP_ALLOWED_ORIGINS: z.string().default(''),
+  /**
+   * Where people reach berth (https://berth.example.com): login links point there, passkeys are
+   * bound to its host name, and an https URL makes the console's cookies Secure. Empty: the
+   * address each request came to (and http://localhost:PORT for `berth login-link`).
+   */
+  BERTH_PUBLIC_URL: z.union([z.literal(''), z.url({ protocol: /^https?$/ })]).default(''),
   /** Host names accepted on /mcp; defaults to the loopback names when bound to loopback. */
   MCP_ALLOWED_HOSTS: z.string().default(''),
   /** Longest wait for an SSH server's handshake and login. */
@@ -79,14 +85,6 @@ const envSchema = z.object({
    */
   BERTH_WATCH_LEASE_MS: z.coerce.number().int().min(300).default(15_000),
   BERTH_WATCH_RECONCILE_MS: z.coerce.number().int().min(100).default(15_000),
-  /**
-   * berth's public base URL as clients reach it (https://berth.example.com, no path): the OAuth
-   * issuer, and /mcp under it the protected resource. Empty: the address berth listens on.
-   */
-  BERTH_PUBLIC_URL: z
-    .string()
-    .default('')
-    .refine((v) => v === '' || /^https?:\/\/[^/?#]+$/.test(v), 'must be http(s)://host[:port] with no path'),
   /** Lifetimes of OAuth access tokens, refresh tokens and grants (a person's approval), in seconds. */
   BERTH_OAUTH_ACCESS_TTL: z.coerce.number().int().min(1).default(3600),
   BERTH_OAUTH_REFRESH_TTL: z.coerce.number().int().min(1).default(30 * 86400),
@@ -120,6 +118,8 @@ export interface Config {
   testHoldMigrationPhase: { phase: string; ms: number } | null;
   mcpAllowedOrigins: string[];
   mcpAllowedHosts: string[];
+  /** BERTH_PUBLIC_URL without a trailing slash, or null. */
+  publicUrl: string | null;
   /** Plain HTTP tools/calls answered without the SDK's per-request server (fast-call.ts); false only to compare both paths (tests, bench). */
   mcpFastCalls: boolean;
   outboundAllowedTargets: string;
@@ -129,7 +129,6 @@ export interface Config {
   scheduleTickMs: number;
   watchLeaseMs: number;
   watchReconcileMs: number;
-  publicUrl: string | null;
   oauthAccessTtlS: number;
   oauthRefreshTtlS: number;
   oauthGrantTtlS: number;
@@ -168,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     testHoldMigrationPhase: e.BERTH_TEST_HOLD_MIGRATION_PHASE ? { phase: e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[0]!, ms: Number(e.BERTH_TEST_HOLD_MIGRATION_PHASE.split(':')[1]) } : null,
     mcpAllowedOrigins: list(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: list(e.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+    publicUrl: e.BERTH_PUBLIC_URL ? e.BERTH_PUBLIC_URL.replace(/\/+$/, '') : null,
     mcpFastCalls: true,
     outboundAllowedTargets: e.BERTH_OUTBOUND_ALLOWED_TARGETS,
     telegramApiUrl: e.BERTH_TELEGRAM_API_URL,
@@ -176,10 +176,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     scheduleTickMs: e.BERTH_SCHEDULE_TICK_MS,
     watchLeaseMs: e.BERTH_WATCH_LEASE_MS,
     watchReconcileMs: e.BERTH_WATCH_RECONCILE_MS,
-    publicUrl: e.BERTH_PUBLIC_URL || null,
     oauthAccessTtlS: e.BERTH_OAUTH_ACCESS_TTL,
     oauthRefreshTtlS: e.BERTH_OAUTH_REFRESH_TTL,
     oauthGrantTtlS: e.BERTH_OAUTH_GRANT_TTL,
     ...overrides,
   };
+}
+
+/**
+ * Where `berth serve` is reached without BERTH_PUBLIC_URL: a loopback or wildcard bind is
+ * "localhost" (a name, as passkeys need; an IP address cannot be a WebAuthn relying party).
+ */
+export function defaultPublicUrl(host: string, port: number): string {
+  const name = ['127.0.0.1', '::1', '0.0.0.0', '::', 'localhost'].includes(host) ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${name}:${port}`;
 }

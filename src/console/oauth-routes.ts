@@ -5,7 +5,6 @@ import { isPermission, ROLE_MAY_HOLD, type Permission, type Role } from '../auth
 import { hashSecret, mintSecret } from '../auth/token.js';
 import { permissionsOfScope, SCOPES } from '../auth/oauth/scopes.js';
 import { OAUTH_ROUTES } from '../auth/oauth/provider.js';
-import { revokeApproval } from '../auth/oauth/approvals.js';
 import type { OAuthServer } from '../auth/oauth/server.js';
 import { atomically } from '../store/atomic.js';
 import type { Db } from '../store/db.js';
@@ -36,11 +35,6 @@ const sameSecret = (a: string, b: string): boolean => timingSafeEqual(hash('sha2
 /** The consent form's CSRF token: bound to this authorization request and this person. */
 const csrfFor = (key: string, uid: string, userId: number): string => createHmac('sha256', key).update(`consent|${uid}|${userId}`).digest('base64url');
 
-/** The CSRF token of a person's "revoke this connected app" forms (the console puts it in them). */
-export const approvalsCsrf = (oauth: OAuthServer, userId: number): string => createHmac('sha256', oauth.csrfKey).update(`approvals|${userId}`).digest('base64url');
-
-/** Where a revoke form may send the browser back to: a path on berth, never another site. */
-const localPath = (next: string | null): string => (next && /^\/(?![/\\])/.test(next) ? next : '/');
 
 const html = (reply: FastifyReply, status: number, body: string) =>
   reply
@@ -88,17 +82,6 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
 
     scope.get<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => consent(req, reply, null));
     scope.post<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => consent(req, reply, req.body instanceof URLSearchParams ? req.body : new URLSearchParams()));
-
-    // The console's "revoke" button on a connected app: the signed-in person's form, CSRF-checked.
-    scope.post<{ Params: { id: string } }>('/oauth/approvals/:id/revoke', async (req, reply) => {
-      const person = await currentPerson(req);
-      if (!person) return html(reply, 403, messagePage('Signed out', 'Sign in and try again.'));
-      const form = req.body instanceof URLSearchParams ? req.body : new URLSearchParams();
-      if (!sameSecret(form.get('csrf') ?? '', approvalsCsrf(oauth, person.userId))) return html(reply, 403, messagePage('This form has expired', 'Reload the page and try again.'));
-      const id = /^[1-9][0-9]{0,15}$/.test(req.params.id) ? Number(req.params.id) : NaN;
-      if (!(await revokeApproval(db, person.userId, id))) return html(reply, 404, messagePage('Not found', 'There is no such connected app.'));
-      return reply.code(303).header('location', localPath(form.get('next'))).send();
-    });
   });
 
   async function consent(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply, form: URLSearchParams | null) {

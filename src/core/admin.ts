@@ -276,3 +276,53 @@ export async function rootOwner(db: Db): Promise<{ email: string; team: string }
   if (!owner) throw validationError({ email: ['The root team has no owner; name one with --email.'] });
   return { email: owner.email, team: String(rootTeamId) };
 }
+
+/**
+ * What a team member may do to another's membership, written once for the console: owners
+ * anything (the last owner is kept); admins only to admins and members, and never make an owner;
+ * members nothing.
+ */
+export function mayManage(actor: Role, target: Role, newRole?: Role): boolean {
+  if (actor === 'owner') return true;
+  if (actor !== 'admin') return false;
+  return target !== 'owner' && newRole !== 'owner';
+}
+
+async function membership(trx: Tx, teamId: number, userId: number): Promise<Role | undefined> {
+  const m = await trx.selectFrom('team_members').select('role').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst();
+  return m?.role;
+}
+
+/**
+ * A person changes a member's role (the console). Both roles are read inside the transaction,
+ * with the team locked, so a concurrent demotion of the actor or removal of the target is seen.
+ * Not a member: 404 (as for a team that does not exist); a role that may not do it: 403.
+ */
+export async function changeRoleAs(db: Db, input: { teamId: number; actorId: number; userId: number; role: string }) {
+  const role = parse(z.enum(ROLES as [Role, ...Role[]], { error: 'Choose owner, admin or member.' }), input.role);
+  return atomically(db, async (trx) => {
+    await lockTeam(trx, input.teamId);
+    const actor = await membership(trx, input.teamId, input.actorId);
+    if (!actor) throw new BerthError('not_found');
+    const target = await membership(trx, input.teamId, input.userId);
+    if (!target) throw new BerthError('not_found');
+    if (!mayManage(actor, target, role)) throw new BerthError('role_not_allowed');
+    if (role !== 'owner') await keepAnOwner(trx, input.teamId, input.userId);
+    await trx.updateTable('team_members').set({ role }).where('team_id', '=', input.teamId).where('user_id', '=', input.userId).execute();
+    return { role };
+  });
+}
+
+/** A person removes a member (the console); the same rules, and their tokens for the team stop at once. */
+export async function removeMemberAs(db: Db, input: { teamId: number; actorId: number; userId: number }): Promise<void> {
+  await atomically(db, async (trx) => {
+    await lockTeam(trx, input.teamId);
+    const actor = await membership(trx, input.teamId, input.actorId);
+    if (!actor) throw new BerthError('not_found');
+    const target = await membership(trx, input.teamId, input.userId);
+    if (!target) throw new BerthError('not_found');
+    if (!mayManage(actor, target)) throw new BerthError('role_not_allowed');
+    await keepAnOwner(trx, input.teamId, input.userId);
+    await trx.deleteFrom('team_members').where('team_id', '=', input.teamId).where('user_id', '=', input.userId).execute();
+  });
+}

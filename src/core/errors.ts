@@ -23,6 +23,10 @@ export const errorCatalogue = {
   missing_permissions: { status: 403, message: 'Missing required permissions.' },
   origin_not_allowed: { status: 403, message: 'Origin not allowed.' },
   host_not_allowed: { status: 403, message: 'Host not allowed.' },
+  /** The console: a form without this session's CSRF token (or from another site). */
+  csrf_failed: { status: 403, message: 'This form is out of date or came from another site; reload the page and try again.' },
+  /** The console: a page a person's role in that team does not open (members of a team they only belong to). */
+  role_not_allowed: { status: 403, message: 'Your role in this team does not allow this.' },
   root_team_only: { status: 403, message: "Only a token of the instance's root team may do this." },
   not_found: { status: 404, message: 'Resource not found.' },
   route_not_found: { status: 404, message: 'Not found.' },

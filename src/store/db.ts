@@ -20,6 +20,7 @@ import * as m019 from './migrations/019-observed-state.js';
 import * as m020 from './migrations/020-auth-version.js';
 import * as m021 from './migrations/021-migration-leftovers.js';
 import * as m022 from './migrations/022-migration-start.js';
+import * as m023 from './migrations/023-console.js';
 import * as m024 from './migrations/024-oauth.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 
@@ -44,6 +45,7 @@ const migrations: Record<string, Migration> = {
   '020-auth-version': m020,
   '021-migration-leftovers': m021,
   '022-migration-start': m022,
+  '023-console': m023,
   '024-oauth': m024,
 
   '009-shared-variables': m009,

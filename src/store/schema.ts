@@ -371,6 +371,10 @@ export interface Database {
   scheduled_database_backups: ScheduledBackupsTable;
   scheduled_database_backup_executions: BackupExecutionsTable;
 
+  console_sessions: import('./schema-console.js').ConsoleSessionsTable;
+  login_links: import('./schema-console.js').LoginLinksTable;
+  passkeys: import('./schema-console.js').PasskeysTable;
+  webauthn_challenges: import('./schema-console.js').WebauthnChallengesTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
