@@ -36,10 +36,12 @@ const sameSecret = (a: string, b: string): boolean => timingSafeEqual(hash('sha2
 const csrfFor = (key: string, uid: string, userId: number): string => createHmac('sha256', key).update(`consent|${uid}|${userId}`).digest('base64url');
 
 
+// No form-action: the form's answer redirects to the client, whose redirect URI may be a custom
+// scheme (an IDE's), and browsers apply form-action to that redirect too.
 const html = (reply: FastifyReply, status: number, body: string) =>
   reply
     .code(status)
-    .headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' http: https:; frame-ancestors 'none'" })
+    .headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'" })
     .send(body);
 
 /**

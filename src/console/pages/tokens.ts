@@ -43,6 +43,8 @@ async function myTokens(db: Db, userId: number) {
     .innerJoin('teams as t', 't.id', 'k.team_id')
     .select(['k.id', 'k.name', 't.name as team', 'k.permissions', 'k.expires_at', 'k.last_used_at', 'k.created_at'])
     .where('k.user_id', '=', userId)
+    // OAuth approvals are under Connected apps, where revoking also ends their grant.
+    .where('k.oauth_grant_id', 'is', null)
     .orderBy('k.id')
     .execute();
   return rows.map((r) => ({ ...r, permissions: JSON.parse(r.permissions) as string[] }));
@@ -176,7 +178,7 @@ export function tokenPages(app: FastifyInstance, deps: ConsoleDeps): void {
     const id = Number((req.params as { id: string }).id);
     if (!Number.isSafeInteger(id) || id <= 0) throw new BerthError('not_found');
     // Only the person's own token; anyone else's is the same 404 as a missing one.
-    const r = await db.deleteFrom('api_tokens').where('id', '=', id).where('user_id', '=', person.userId).executeTakeFirst();
+    const r = await db.deleteFrom('api_tokens').where('id', '=', id).where('user_id', '=', person.userId).where('oauth_grant_id', 'is', null).executeTakeFirst();
     if (r.numDeletedRows === 0n) throw new BerthError('not_found');
     return reply.redirect(`/tokens?revoked=${id}`, 303);
   });
