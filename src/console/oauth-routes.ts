@@ -15,6 +15,11 @@ export interface OAuthRouteOptions {
   db: Db;
   oauth: OAuthServer;
   currentPerson: CurrentPerson;
+  /**
+   * Charges the request's source address to the general rate limit (registration, tokens and
+   * consent posts cost like any API request, so they cannot be hammered); throws when over.
+   */
+  chargeAddress: (req: FastifyRequest) => Promise<void>;
 }
 
 /** Paths answered by oidc-provider itself (its Koa app), the RFC 8414 metadata included. */
@@ -49,7 +54,7 @@ const html = (reply: FastifyReply, status: number, body: string) =>
  * endpoints handed the raw request (it parses its own bodies), and the consent page.
  */
 export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOptions): void {
-  const { db, oauth, currentPerson } = opts;
+  const { db, oauth, currentPerson, chargeAddress } = opts;
 
   // RFC 9728, at the path-suffixed URL for /mcp (the MCP spec's first choice) and at the root.
   const resourceMetadata = async (_req: FastifyRequest, reply: FastifyReply) =>
@@ -69,6 +74,7 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
     let handle: ReturnType<typeof oauth.provider.callback> | undefined;
     const toProvider = async (req: FastifyRequest, reply: FastifyReply) => {
+      if (req.method === 'POST') await chargeAddress(req);
       // RFC 8414's metadata is the same document as OpenID discovery; oidc-provider serves the latter.
       if (req.raw.url?.startsWith('/.well-known/oauth-authorization-server')) req.raw.url = req.raw.url.replace('/.well-known/oauth-authorization-server', '/.well-known/openid-configuration');
       reply.hijack();
@@ -83,7 +89,10 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
 
     scope.get<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => consent(req, reply, null));
-    scope.post<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => consent(req, reply, req.body instanceof URLSearchParams ? req.body : new URLSearchParams()));
+    scope.post<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => {
+      await chargeAddress(req);
+      return consent(req, reply, req.body instanceof URLSearchParams ? req.body : new URLSearchParams());
+    });
   });
 
   async function consent(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply, form: URLSearchParams | null) {

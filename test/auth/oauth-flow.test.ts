@@ -132,4 +132,19 @@ describe('OAuth 2.1 for /mcp', () => {
     expect(refresh.status).toBe(400);
     expect(refresh.json.error).toBe('invalid_grant');
   });
+
+  it('charges registration and token requests to the source address like any API request', async () => {
+    const limited = atLocalhost(await startTestServer({ apiRateLimit: 2 }));
+    try {
+      const register = () => call(limited.url, 'POST', '/oauth/register', { body: { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' } });
+      expect((await register()).status).toBe(201);
+      expect((await register()).status).toBe(201);
+      const third = await register();
+      expect(third.status).toBe(429);
+      expect(third.json).toEqual({ message: 'Too many requests.' });
+      expect(third.headers['retry-after']).toBeDefined();
+    } finally {
+      await limited.stop();
+    }
+  });
 });
