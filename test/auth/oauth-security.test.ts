@@ -34,7 +34,7 @@ beforeAll(async () => {
   owner = server.ownerEmail;
   await server.token({ permissions: ['read'], email: member, role: 'member' });
   memberId = await userId(server, member);
-});
+}, 60_000);
 afterAll(async () => {
   await Promise.all([server?.stop(), short?.stop()]);
 });
