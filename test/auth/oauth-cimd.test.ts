@@ -40,10 +40,10 @@ beforeAll(async () => {
   await new Promise<void>((r) => metadata.listen(0, '127.0.0.1', r));
   base = `https://127.0.0.1:${(metadata.address() as { port: number }).port}`;
   [served, guarded] = await Promise.all([
-    spawnServe(path.join(dir, 'data'), { NODE_EXTRA_CA_CERTS: cert, BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' }).then(atLocalhost),
+    spawnServe(path.join(dir, 'data'), { NODE_EXTRA_CA_CERTS: cert, BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' }, 50_000).then(atLocalhost),
     startTestServer().then(atLocalhost),
   ]);
-}, 60_000);
+}, 90_000);
 
 afterAll(async () => {
   await Promise.all([served?.stop(), guarded?.stop()]);
