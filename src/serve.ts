@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/config.js';
+import { defaultPublicUrl } from './config/config.js';
 import { initInstance, isInitialized } from './core/admin.js';
 import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
@@ -89,8 +90,9 @@ export async function startServer(config: Config, out: (line: string) => void = 
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
-  // The issuer is the URL clients use: the configured public one, else where berth listens.
-  await oauth.start(config.publicUrl ?? url);
+  // The issuer is the URL people and clients use, the same one the console's sign-in uses (its
+  // session cookie must reach the consent page): BERTH_PUBLIC_URL, else http://localhost:PORT.
+  await oauth.start(config.publicUrl ?? defaultPublicUrl(config.host, port));
 
   let closing: Promise<void> | undefined;
   return {

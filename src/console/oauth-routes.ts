@@ -5,7 +5,6 @@ import { isPermission, ROLE_MAY_HOLD, type Permission, type Role } from '../auth
 import { hashSecret, mintSecret } from '../auth/token.js';
 import { permissionsOfScope, SCOPES } from '../auth/oauth/scopes.js';
 import { OAUTH_ROUTES } from '../auth/oauth/provider.js';
-import { revokeApproval } from '../auth/oauth/approvals.js';
 import type { OAuthServer } from '../auth/oauth/server.js';
 import { atomically } from '../store/atomic.js';
 import type { Db } from '../store/db.js';
@@ -16,6 +15,11 @@ export interface OAuthRouteOptions {
   db: Db;
   oauth: OAuthServer;
   currentPerson: CurrentPerson;
+  /**
+   * Charges the request's source address to the general rate limit (registration, tokens and
+   * consent posts cost like any API request, so they cannot be hammered); throws when over.
+   */
+  chargeAddress: (req: FastifyRequest) => Promise<void>;
 }
 
 /** Paths answered by oidc-provider itself (its Koa app), the RFC 8414 metadata included. */
@@ -36,16 +40,13 @@ const sameSecret = (a: string, b: string): boolean => timingSafeEqual(hash('sha2
 /** The consent form's CSRF token: bound to this authorization request and this person. */
 const csrfFor = (key: string, uid: string, userId: number): string => createHmac('sha256', key).update(`consent|${uid}|${userId}`).digest('base64url');
 
-/** The CSRF token of a person's "revoke this connected app" forms (the console puts it in them). */
-export const approvalsCsrf = (oauth: OAuthServer, userId: number): string => createHmac('sha256', oauth.csrfKey).update(`approvals|${userId}`).digest('base64url');
 
-/** Where a revoke form may send the browser back to: a path on berth, never another site. */
-const localPath = (next: string | null): string => (next && /^\/(?![/\\])/.test(next) ? next : '/');
-
+// No form-action: the form's answer redirects to the client, whose redirect URI may be a custom
+// scheme (an IDE's), and browsers apply form-action to that redirect too.
 const html = (reply: FastifyReply, status: number, body: string) =>
   reply
     .code(status)
-    .headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' http: https:; frame-ancestors 'none'" })
+    .headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'" })
     .send(body);
 
 /**
@@ -53,7 +54,7 @@ const html = (reply: FastifyReply, status: number, body: string) =>
  * endpoints handed the raw request (it parses its own bodies), and the consent page.
  */
 export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOptions): void {
-  const { db, oauth, currentPerson } = opts;
+  const { db, oauth, currentPerson, chargeAddress } = opts;
 
   // RFC 9728, at the path-suffixed URL for /mcp (the MCP spec's first choice) and at the root.
   const resourceMetadata = async (_req: FastifyRequest, reply: FastifyReply) =>
@@ -73,6 +74,7 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
     let handle: ReturnType<typeof oauth.provider.callback> | undefined;
     const toProvider = async (req: FastifyRequest, reply: FastifyReply) => {
+      if (req.method === 'POST') await chargeAddress(req);
       // RFC 8414's metadata is the same document as OpenID discovery; oidc-provider serves the latter.
       if (req.raw.url?.startsWith('/.well-known/oauth-authorization-server')) req.raw.url = req.raw.url.replace('/.well-known/oauth-authorization-server', '/.well-known/openid-configuration');
       reply.hijack();
@@ -87,17 +89,9 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
 
     scope.get<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => consent(req, reply, null));
-    scope.post<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => consent(req, reply, req.body instanceof URLSearchParams ? req.body : new URLSearchParams()));
-
-    // The console's "revoke" button on a connected app: the signed-in person's form, CSRF-checked.
-    scope.post<{ Params: { id: string } }>('/oauth/approvals/:id/revoke', async (req, reply) => {
-      const person = await currentPerson(req);
-      if (!person) return html(reply, 403, messagePage('Signed out', 'Sign in and try again.'));
-      const form = req.body instanceof URLSearchParams ? req.body : new URLSearchParams();
-      if (!sameSecret(form.get('csrf') ?? '', approvalsCsrf(oauth, person.userId))) return html(reply, 403, messagePage('This form has expired', 'Reload the page and try again.'));
-      const id = /^[1-9][0-9]{0,15}$/.test(req.params.id) ? Number(req.params.id) : NaN;
-      if (!(await revokeApproval(db, person.userId, id))) return html(reply, 404, messagePage('Not found', 'There is no such connected app.'));
-      return reply.code(303).header('location', localPath(form.get('next'))).send();
+    scope.post<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => {
+      await chargeAddress(req);
+      return consent(req, reply, req.body instanceof URLSearchParams ? req.body : new URLSearchParams());
     });
   });
 

@@ -197,7 +197,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     });
   }
 
-  if (opts.oauth) registerOAuthRoutes(app, { db: core.deps.db, oauth: opts.oauth, currentPerson: opts.currentPerson ?? nobodySignedIn });
+  if (opts.oauth) registerOAuthRoutes(app, { db: core.deps.db, oauth: opts.oauth, currentPerson: opts.currentPerson ?? nobodySignedIn, chargeAddress: (req) => core.chargeAddress(accessOf(req)) });
   registerMcpRoute(app, { core, tools, config, logger, oauth: opts.oauth });
   return app;
 }

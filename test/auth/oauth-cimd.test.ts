@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { spawnServe, type ServeProcess } from '../helpers/process.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
-import { Browser, MemoryOAuthProvider, pkce } from '../helpers/oauth.js';
+import { atLocalhost, Browser, MemoryOAuthProvider, pkce } from '../helpers/oauth.js';
 
 const REDIRECT = 'http://127.0.0.1:9/cimd-callback';
 
@@ -40,10 +40,10 @@ beforeAll(async () => {
   await new Promise<void>((r) => metadata.listen(0, '127.0.0.1', r));
   base = `https://127.0.0.1:${(metadata.address() as { port: number }).port}`;
   [served, guarded] = await Promise.all([
-    spawnServe(path.join(dir, 'data'), { NODE_EXTRA_CA_CERTS: cert, BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' }),
-    startTestServer(),
+    spawnServe(path.join(dir, 'data'), { NODE_EXTRA_CA_CERTS: cert, BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' }, 50_000).then(atLocalhost),
+    startTestServer().then(atLocalhost),
   ]);
-}, 60_000);
+}, 90_000);
 
 afterAll(async () => {
   await Promise.all([served?.stop(), guarded?.stop()]);

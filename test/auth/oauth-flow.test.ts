@@ -10,17 +10,14 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import * as admin from '../../src/core/admin.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
-import { Browser, consentForm, MemoryOAuthProvider, testSessions } from '../helpers/oauth.js';
+import { atLocalhost, Browser, consentForm, MemoryOAuthProvider, signIn } from '../helpers/oauth.js';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
 let server: TestServer;
-const sessions = testSessions();
-let ownerId: number;
 
 beforeAll(async () => {
-  server = await startTestServer({}, {}, { currentPerson: sessions.currentPerson });
-  ownerId = (await server.db.selectFrom('users').select('id').where('email', '=', server.ownerEmail).executeTakeFirstOrThrow()).id;
+  server = atLocalhost(await startTestServer());
 });
 afterAll(async () => {
   await server?.stop();
@@ -33,13 +30,13 @@ async function connect(provider: MemoryOAuthProvider): Promise<Client> {
 }
 
 /** Runs the SDK up to the redirect, then a signed-in browser consents as shown; returns the redirect's query. */
-async function authorize(provider: MemoryOAuthProvider, userId: number, choose?: (f: ReturnType<typeof consentForm>) => URLSearchParams): Promise<URLSearchParams> {
+async function authorize(provider: MemoryOAuthProvider, email: string, choose?: (f: ReturnType<typeof consentForm>) => URLSearchParams): Promise<URLSearchParams> {
   const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { authProvider: provider });
   const client = new Client({ name: 'oauth-test', version: '1.0.0' });
   await expect(client.connect(transport)).rejects.toThrow(UnauthorizedError);
   expect(provider.authorizationUrl).toBeDefined();
   const browser = new Browser(server.url);
-  sessions.signIn(browser, userId);
+  await signIn(browser, server.db, email);
   const page = await browser.go('GET', provider.authorizationUrl!.toString());
   expect(page.status).toBe(200);
   const form = consentForm(page);
@@ -91,7 +88,7 @@ describe('OAuth 2.1 for /mcp', () => {
 
   it('runs discovery → registration → consent → token → tools/list → refresh → revoke with the SDK client', async () => {
     const provider = new MemoryOAuthProvider(REDIRECT);
-    const query = await authorize(provider, ownerId);
+    const query = await authorize(provider, server.ownerEmail);
     expect(query.get('state')).toBe(provider.lastState);
     expect(provider.info?.client_id).toBeTruthy();
     expect(provider.saved?.access_token).toBeTruthy();
@@ -134,5 +131,20 @@ describe('OAuth 2.1 for /mcp', () => {
     });
     expect(refresh.status).toBe(400);
     expect(refresh.json.error).toBe('invalid_grant');
+  });
+
+  it('charges registration and token requests to the source address like any API request', async () => {
+    const limited = atLocalhost(await startTestServer({ apiRateLimit: 2 }));
+    try {
+      const register = () => call(limited.url, 'POST', '/oauth/register', { body: { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' } });
+      expect((await register()).status).toBe(201);
+      expect((await register()).status).toBe(201);
+      const third = await register();
+      expect(third.status).toBe(429);
+      expect(third.json).toEqual({ message: 'Too many requests.' });
+      expect(third.headers['retry-after']).toBeDefined();
+    } finally {
+      await limited.stop();
+    }
   });
 });

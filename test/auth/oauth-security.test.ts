@@ -10,29 +10,31 @@ import { loadConfig } from '../../src/config/config.js';
 import { startServer, type RunningServer } from '../../src/serve.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
 import { storeUrlFor } from '../helpers/store.js';
-import { Browser, consentForm, pkce, testSessions, type Page } from '../helpers/oauth.js';
+import { atLocalhost, Browser, consentForm, pkce, signIn, type Page } from '../helpers/oauth.js';
+import { browse, csrfOf, signInByLink } from '../helpers/console.js';
 import { approvalsFor } from '../../src/auth/oauth/approvals.js';
-import { approvalsCsrf } from '../../src/console/oauth-routes.js';
 
 const REDIRECT = 'http://127.0.0.1:9/cb';
 const ACCEPT = { accept: 'application/json, text/event-stream' };
 
 let server: TestServer;
 let short: TestServer;
-const sessions = testSessions();
-let ownerId: number;
+let owner: string;
+const member = 'member@example.test';
 let memberId: number;
 
 beforeAll(async () => {
-  [server, short] = await Promise.all([
-    startTestServer({}, {}, { currentPerson: sessions.currentPerson }),
-    // Lifetimes short enough to watch them end: access tokens 1 s, grants 4 s.
-    startTestServer({ oauthAccessTtlS: 1, oauthGrantTtlS: 4 }, {}, { currentPerson: sessions.currentPerson }),
-  ]);
-  ownerId = await userId(server, server.ownerEmail);
-  await server.token({ permissions: ['read'], email: 'member@example.test', role: 'member' });
-  memberId = await userId(server, 'member@example.test');
-});
+  [server, short] = (
+    await Promise.all([
+      startTestServer(),
+      // Lifetimes short enough to watch them end: access tokens 1 s, grants 4 s.
+      startTestServer({ oauthAccessTtlS: 1, oauthGrantTtlS: 4 }),
+    ])
+  ).map(atLocalhost) as [TestServer, TestServer];
+  owner = server.ownerEmail;
+  await server.token({ permissions: ['read'], email: member, role: 'member' });
+  memberId = await userId(server, member);
+}, 60_000);
 afterAll(async () => {
   await Promise.all([server?.stop(), short?.stop()]);
 });
@@ -69,10 +71,10 @@ function authUrl(s: TestServer, clientId: string, challenge: string, extra: Reco
 }
 
 /** A signed-in browser at the consent page of a fresh authorization request. */
-async function consentPageFor(s: TestServer, user: number, clientId: string, extra: Record<string, string | null> = {}) {
+async function consentPageFor(s: TestServer, user: string, clientId: string, extra: Record<string, string | null> = {}) {
   const pk = pkce();
   const browser = new Browser(s.url);
-  sessions.signIn(browser, user);
+  await signIn(browser, s.db, user);
   const page = await browser.go('GET', authUrl(s, clientId, pk.challenge, extra));
   return { browser, page, pk };
 }
@@ -92,7 +94,7 @@ async function refresh(s: TestServer, clientId: string, token: string): Promise<
 }
 
 /** Consent as shown (or with the given permissions), then the code exchanged: the token answer. */
-async function tokensFor(s: TestServer, user: number, clientId: string, permissions?: string[], extra: Record<string, string | null> = {}) {
+async function tokensFor(s: TestServer, user: string, clientId: string, permissions?: string[], extra: Record<string, string | null> = {}) {
   const { browser, page, pk } = await consentPageFor(s, user, clientId, extra);
   const back = await approve(s, browser, page, permissions);
   expect(back.location?.startsWith(REDIRECT), back.text.slice(0, 300)).toBe(true);
@@ -110,7 +112,7 @@ describe('authorization requests', () => {
   it('refuses a request without PKCE, or with the plain method', async () => {
     const clientId = await register(server);
     const browser = new Browser(server.url);
-    sessions.signIn(browser, ownerId);
+    await signIn(browser, server.db, owner);
     for (const extra of [{ code_challenge: null, code_challenge_method: null }, { code_challenge_method: 'plain' }] as Record<string, string | null>[]) {
       const page = await browser.go('GET', authUrl(server, clientId, pkce().challenge, extra));
       expect(page.location?.startsWith(REDIRECT)).toBe(true);
@@ -124,7 +126,7 @@ describe('authorization requests', () => {
   it('never redirects to a redirect URI that was not registered exactly', async () => {
     const clientId = await register(server);
     const browser = new Browser(server.url);
-    sessions.signIn(browser, ownerId);
+    await signIn(browser, server.db, owner);
     for (const uri of ['http://127.0.0.1:9/cb/', 'http://127.0.0.1:9/cb?x=1', 'http://evil.example/cb', 'http://127.0.0.1:10/cb']) {
       const page = await browser.go('GET', authUrl(server, clientId, pkce().challenge, { redirect_uri: uri }));
       expect(page.status).toBe(400);
@@ -134,13 +136,13 @@ describe('authorization requests', () => {
 
   it('refuses a resource other than /mcp', async () => {
     const clientId = await register(server);
-    const { page } = await consentPageFor(server, ownerId, clientId, { resource: 'https://other.example/mcp' });
+    const { page } = await consentPageFor(server, owner, clientId, { resource: 'https://other.example/mcp' });
     expect(new URL(page.location!).searchParams.get('error')).toBe('invalid_target');
   });
 
   it('sends a denial back as access_denied with the state', async () => {
     const clientId = await register(server);
-    const { browser, page } = await consentPageFor(server, ownerId, clientId);
+    const { browser, page } = await consentPageFor(server, owner, clientId);
     const f = consentForm(page);
     const back = await browser.go('POST', new URL(f.action, server.url).toString(), new URLSearchParams({ csrf: f.csrf, team: f.team, decision: 'deny' }));
     const q = new URL(back.location!).searchParams;
@@ -163,7 +165,7 @@ describe('authorization requests', () => {
 describe('the consent form', () => {
   it('refuses a post without the CSRF token, with another person\'s, or from another browser', async () => {
     const clientId = await register(server);
-    const { browser, page } = await consentPageFor(server, ownerId, clientId);
+    const { browser, page } = await consentPageFor(server, owner, clientId);
     const f = consentForm(page);
     const url = new URL(f.action, server.url).toString();
     const post = (b: Browser, csrf: string | null) => {
@@ -174,11 +176,11 @@ describe('the consent form', () => {
     expect((await post(browser, null)).status).toBe(403);
     expect((await post(browser, 'x'.repeat(43))).status).toBe(403);
     // The member's own consent page has a token; it does not work for the owner's request.
-    const other = await consentPageFor(server, memberId, clientId);
+    const other = await consentPageFor(server, member, clientId);
     expect((await post(browser, consentForm(other.page).csrf)).status).toBe(403);
     // A cross-site post carries no interaction cookie (SameSite=Lax): the request is unknown.
     const stranger = new Browser(server.url);
-    sessions.signIn(stranger, ownerId);
+    await signIn(stranger, server.db, owner);
     const r = await post(stranger, f.csrf);
     expect(r.status).toBe(400);
     expect(r.location).toBeUndefined();
@@ -191,7 +193,7 @@ describe('the consent form', () => {
 
   it('gives a member at most their role: root is not offered, and a forged root is dropped', async () => {
     const clientId = await register(server, 'Greedy Client');
-    const { browser, page, pk } = await consentPageFor(server, memberId, clientId, { scope: 'read root' });
+    const { browser, page, pk } = await consentPageFor(server, member, clientId, { scope: 'read root' });
     const f = consentForm(page);
     expect(f.disabled).toEqual(['root']);
     expect(f.checked).toEqual(['read']);
@@ -205,11 +207,11 @@ describe('the consent form', () => {
 
   it('preselects what the client asked for, and the token carries what the person chose', async () => {
     const clientId = await register(server);
-    const { page } = await consentPageFor(server, ownerId, clientId, { scope: 'read deploy root' });
+    const { page } = await consentPageFor(server, owner, clientId, { scope: 'read deploy root' });
     expect(consentForm(page).checked).toEqual(['read', 'deploy', 'root']);
     expect(page.text).toContain('id="client-name">Sec Client<');
     expect(page.text).toContain('id="redirect-host">127.0.0.1:9<');
-    const t = await tokensFor(server, ownerId, clientId, ['read', 'deploy'], { scope: 'read deploy root' });
+    const t = await tokensFor(server, owner, clientId, ['read', 'deploy'], { scope: 'read deploy root' });
     expect(t.scope).toBe('read deploy');
     expect(t.token_type).toBe('Bearer');
   });
@@ -218,7 +220,7 @@ describe('the consent form', () => {
 describe('codes and tokens', () => {
   it('refuses a wrong or missing code verifier', async () => {
     const clientId = await register(server);
-    const { browser, page } = await consentPageFor(server, ownerId, clientId);
+    const { browser, page } = await consentPageFor(server, owner, clientId);
     const back = await approve(server, browser, page);
     const code = new URL(back.location!).searchParams.get('code')!;
     const wrong = await exchange(server, clientId, code, pkce().verifier);
@@ -231,7 +233,7 @@ describe('codes and tokens', () => {
 
   it('a replayed code is refused and revokes what the first exchange issued', async () => {
     const clientId = await register(server);
-    const { browser, page, pk } = await consentPageFor(server, ownerId, clientId);
+    const { browser, page, pk } = await consentPageFor(server, owner, clientId);
     const code = new URL((await approve(server, browser, page)).location!).searchParams.get('code')!;
     const first = await exchange(server, clientId, code, pk.verifier);
     expect(first.status).toBe(200);
@@ -245,7 +247,7 @@ describe('codes and tokens', () => {
 
   it('a replayed (rotated) refresh token revokes the grant', async () => {
     const clientId = await register(server);
-    const t = await tokensFor(server, ownerId, clientId);
+    const t = await tokensFor(server, owner, clientId);
     const r1 = await refresh(server, clientId, t.refresh_token);
     expect(r1.status).toBe(200);
     expect(r1.json.refresh_token).not.toBe(t.refresh_token);
@@ -259,7 +261,7 @@ describe('codes and tokens', () => {
 
   it('revocation (RFC 7009) of the refresh token ends the grant at the next request', async () => {
     const clientId = await register(server);
-    const t = await tokensFor(server, ownerId, clientId);
+    const t = await tokensFor(server, owner, clientId);
     expect((await listTools(server, t.access_token)).status).toBe(200);
     const r = await call(server.url, 'POST', '/oauth/revoke', form({ token: t.refresh_token, client_id: clientId }));
     expect(r.status).toBe(200);
@@ -269,7 +271,7 @@ describe('codes and tokens', () => {
 
   it('a token for another audience is refused: another berth sharing the store, and the REST API', async () => {
     const clientId = await register(server);
-    const t = await tokensFor(server, ownerId, clientId);
+    const t = await tokensFor(server, owner, clientId);
     const other: RunningServer = await startServer(
       loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: server.dataDir, databaseUrl: storeUrlFor(server.dataDir), host: '127.0.0.1', port: 0, publicUrl: 'http://berth-b.example' }),
       () => {},
@@ -287,7 +289,7 @@ describe('codes and tokens', () => {
 
   it('answers 403 insufficient_scope naming the scope when the token lacks the tool\'s permission', async () => {
     const clientId = await register(server);
-    const t = await tokensFor(server, ownerId, clientId, ['read'], { scope: 'read' });
+    const t = await tokensFor(server, owner, clientId, ['read'], { scope: 'read' });
     const r = await call(server.url, 'POST', '/mcp', { token: t.access_token, headers: ACCEPT, body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'create_project', arguments: { name: 'p' } } } });
     expect(r.status).toBe(403);
     expect(r.json).toEqual({ message: 'Missing required permissions: write', missing_permissions: ['write'] });
@@ -298,9 +300,8 @@ describe('codes and tokens', () => {
   });
 
   it('expired access tokens and expired grants are refused', async () => {
-    const owner = await userId(short, short.ownerEmail);
     const clientId = await register(short);
-    const t = await tokensFor(short, owner, clientId);
+    const t = await tokensFor(short, short.ownerEmail, clientId);
     expect((await listTools(short, t.access_token)).status).toBe(200);
     await sleep(1_300);
     expect((await listTools(short, t.access_token)).status).toBe(401);
@@ -317,7 +318,7 @@ describe('codes and tokens', () => {
 describe('connected apps (the console\'s revoke)', () => {
   it('lists a person\'s approvals; revoking one stops the client at its next request on every instance', async () => {
     const clientId = await register(server, 'Revocable Agent');
-    const t = await tokensFor(server, memberId, clientId, ['read'], { scope: 'read' });
+    const t = await tokensFor(server, member, clientId, ['read'], { scope: 'read' });
     // A second instance on the same store, answering for the same public URL.
     const second: RunningServer = await startServer(
       loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: server.dataDir, databaseUrl: storeUrlFor(server.dataDir), host: '127.0.0.1', port: 0, publicUrl: server.url }),
@@ -328,20 +329,24 @@ describe('connected apps (the console\'s revoke)', () => {
       const mine = (await approvalsFor(server.db, memberId)).filter((a) => a.client_id === clientId);
       expect(mine).toMatchObject([{ client_name: 'Revocable Agent', team_id: server.rootTeamId, permissions: ['read'], user_id: memberId }]);
       // The owner sees it too (their team); another member would not.
-      expect((await approvalsFor(server.db, ownerId)).some((a) => a.id === mine[0]!.id)).toBe(true);
+      expect((await approvalsFor(server.db, await userId(server, owner))).some((a) => a.id === mine[0]!.id)).toBe(true);
 
-      const browser = new Browser(server.url);
-      sessions.signIn(browser, memberId);
-      const url = `${server.url}/oauth/approvals/${mine[0]!.id}/revoke`;
-      const csrf = approvalsCsrf(server.oauth, memberId);
-      expect((await browser.send('POST', url, new URLSearchParams({ csrf: 'nope' }))).status).toBe(403);
+      // The console's connected apps page, signed in through the real login link.
+      const base = server.url;
+      const { jar } = await signInByLink(base, server.db, member);
+      const page = await browse(base, jar, 'GET', '/apps');
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('Revocable Agent');
+      expect(page.text).toContain('127.0.0.1:9');
+      const action = `/apps/${mine[0]!.id}/revoke`;
+      expect(page.text).toContain(`action="${action}"`);
+      expect((await browse(base, jar, 'POST', action, { _csrf: 'nope' })).status).toBe(403);
       expect((await listTools(second, t.access_token)).status).toBe(200);
-      const done = await browser.send('POST', url, new URLSearchParams({ csrf, next: '//evil.example/' }));
+      const done = await browse(base, jar, 'POST', action, { _csrf: csrfOf(page.text) });
       expect(done.status).toBe(303);
-      expect(done.location).toBe(`${server.url}/`);
       expect((await listTools(second, t.access_token)).status).toBe(401);
       expect((await listTools(server, t.access_token)).status).toBe(401);
-      expect((await browser.send('POST', url, new URLSearchParams({ csrf }))).status).toBe(404);
+      expect((await browse(base, jar, 'POST', action, { _csrf: csrfOf(page.text) })).status).toBe(404);
     } finally {
       await second.close();
     }

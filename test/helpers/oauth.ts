@@ -4,11 +4,11 @@
  * OAuthClientProvider for the MCP SDK's client.
  */
 import { randomBytes, createHash } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
 import { request } from 'undici';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import type { CurrentPerson } from '../../src/console/person.js';
+import type { Db } from '../../src/store/db.js';
+import { signInByLink } from './console.js';
 
 export interface Page {
   status: number;
@@ -72,24 +72,15 @@ export function consentForm(page: Page): { action: string; csrf: string; team: s
   };
 }
 
-/**
- * Stand-in for the console's sign-in until it lands (h/console): a session cookie naming a person.
- * It plays the same part (who is signed in, from the request's cookie), nothing more.
- */
-export function testSessions(): { currentPerson: CurrentPerson; signIn(browser: Browser, userId: number): void } {
-  const sessions = new Map<string, number>();
-  return {
-    currentPerson: async (req: FastifyRequest) => {
-      const m = /(?:^|;\s*)berth_test_session=([^;]+)/.exec(req.headers.cookie ?? '');
-      const userId = m ? sessions.get(m[1]!) : undefined;
-      return userId === undefined ? null : { userId };
-    },
-    signIn(browser, userId) {
-      const id = randomBytes(16).toString('hex');
-      sessions.set(id, userId);
-      browser.cookies.set('berth_test_session', id);
-    },
-  };
+/** Signs a person in through the console's real login-link path; the browser then carries the session. */
+export async function signIn(browser: Browser, db: Db, email: string): Promise<void> {
+  const session = await signInByLink(browser.origin, db, email);
+  for (const [k, v] of session.jar.cookies) browser.cookies.set(k, v);
+}
+
+/** A test server as OAuth clients address it: http://localhost:PORT, the issuer berth uses by default. */
+export function atLocalhost<T extends { url: string }>(s: T): T {
+  return Object.assign(Object.create(Object.getPrototypeOf(s) as object) as T, s, { url: s.url.replace('127.0.0.1', 'localhost') });
 }
 
 /** The MCP SDK's client-side OAuth state, in memory; the authorization URL is caught, not opened. */

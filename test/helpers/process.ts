@@ -11,13 +11,13 @@ export interface ServeProcess {
 }
 
 /** Spawns `berth serve` on an ephemeral port and waits until it says where it listens. */
-export function spawnServe(dataDir: string, env: Record<string, string> = {}): Promise<ServeProcess> {
+export function spawnServe(dataDir: string, env: Record<string, string> = {}, startTimeoutMs = 15_000): Promise<ServeProcess> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dataDir], {
       env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...storeEnv(dataDir), ...env },
     });
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), startTimeoutMs);
     const onData = (d: Buffer) => {
       out += d;
       const m = /berth: listening on (http:\/\/\S+)/.exec(out);
