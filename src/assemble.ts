@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { Core } from './core/gate.js';
 import type { Runtime } from './core/runtime.js';
-import { Jobs } from './workers/jobs.js';
+import { JobRunner } from './workers/jobs.js';
 import { JobQueues } from './limits/job-queues.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { LiveRuntime } from './engine/live-runtime.js';
@@ -11,7 +11,7 @@ import type { Db } from './store/db.js';
 
 export interface Assembled {
   core: Core;
-  jobs: Jobs;
+  jobs: JobRunner;
   limits: RateLimits;
   queues: JobQueues;
   close(): Promise<void>;
@@ -21,7 +21,7 @@ export interface Assembled {
 export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Runtime = new LiveRuntime(db, logger, config.helperImage, config.migrationChecksums, { readyTimeoutMs: config.sshTimeoutMs, idleMs: config.sshIdleMs }, new TargetGuard(config.outboundAllowedTargets), { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs })): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
   const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
-  const jobs = new Jobs(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs });
+  const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs });
   const core = new Core({ db, config, logger, limits, runtime, jobs });
   return {
     core,

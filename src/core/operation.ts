@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { RequiredPermission } from '../auth/permissions.js';
 import type { Config } from '../config/config.js';
 import type { LimitSpec } from '../limits/rate-limits.js';
-import type { Jobs } from '../workers/jobs.js';
+import type { Jobs } from './jobs.js';
 import type { Db } from '../store/db.js';
 import type { Runtime } from './runtime.js';
 import type { Caller } from './caller.js';

@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
 import { Periodic } from './periodic.js';
-import { cleanupSettingsOf, runCleanup } from '../core/operations/docker-cleanup.js';
+import { cleanupSettingsOf } from '../core/model/cleanup.js';
 import { lastDue } from '../core/frequency.js';
 import { newUuid } from '../core/ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import { VolumeBackupRunner } from './volume-backup-runner.js';
+import { runCleanup } from './docker-cleanup-runner.js';
 
 /**
  * The periodic schedules outside deployments: each managed server's Docker cleanup and each

@@ -12,6 +12,9 @@ import { sourceLeftovers } from '../core/migration-leftovers.js';
 import { removeLeftovers, retryLeftovers } from './leftovers.js';
 import { OutageLog } from '../logging/outage.js';
 import type { RemoveOptions } from '../core/runtime.js';
+import type { Jobs } from '../core/jobs.js';
+import { VolumeBackupRunner } from './volume-backup-runner.js';
+import { runCleanup } from './docker-cleanup-runner.js';
 
 /** The reason a migration's copy is aborted when someone cancels it. */
 class MigrationCancelled extends Error {
@@ -43,7 +46,7 @@ const MAX_LOG_CHARS = 1_000_000;
  * queued one is queued again, one cut off while running fails (a deployment) or is rolled back (a
  * migration), never reported as done.
  */
-export class Jobs {
+export class JobRunner implements Jobs {
   /** This process's name on the leases it holds. */
   readonly instanceId = randomUUID();
   private readonly leaseMs: number;
@@ -355,6 +358,23 @@ export class Jobs {
     const active = await this.db.selectFrom('deployments').select('id').where('resource_id', '=', resourceId).where('status', 'in', ['queued', 'in_progress']).execute();
     for (const d of active) await this.cancel(d.id);
     return finishDeletion(this.db, this.runtime, this.logger, resourceId);
+  }
+
+  async runDatabaseBackup(backupId: number): Promise<number> {
+    const id = (await this.backups.claim(backupId, null))!;
+    this.backups.start(id);
+    return id;
+  }
+
+  async runVolumeBackup(backupId: number): Promise<string> {
+    const runner = new VolumeBackupRunner(this.db, this.runtime, this.logger);
+    const claimed = (await runner.claim(backupId, null))!;
+    void runner.run(claimed.id);
+    return claimed.uuid;
+  }
+
+  runDockerCleanup(executionId: number, opts: { volumes: boolean; networks: boolean }): void {
+    void runCleanup({ db: this.db, runtime: this.runtime, logger: this.logger }, executionId, opts);
   }
 
   /** Cancels a queued or running deployment; false when it already ended. */

@@ -7,7 +7,8 @@ import { parseTarget } from '../target-url.js';
 import { domains, description, name, portsExposes, portsMappings, tags } from '../validators.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { UNBUILT_TAG, applyRuntimeFields, normalizeDomains, runtimeFields, type ApplicationConfig, type BuildSource } from './applications.js';
+import { applyRuntimeFields, normalizeDomains, runtimeFields } from './applications.js';
+import { UNBUILT_TAG, type ApplicationConfig, type BuildSource } from '../model/application.js';
 import { newResourceRow, placementInput, resolvePlacement } from './resource-common.js';
 
 const shared = {

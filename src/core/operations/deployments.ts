@@ -12,7 +12,8 @@ import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { uuidParam } from '../validators.js';
 import { brief } from '../runtime-fields.js';
 import { ENGINE, READ, stamps } from './common.js';
-import { displayStatus, KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection, type ResourceRow } from './resource-common.js';
+import { displayStatus, TOOLSET_OF, serverOf, type ResourceRow } from './resource-common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 export type DeploymentKind = 'deploy' | 'start' | 'stop' | 'restart';
 type DeploymentRow = Selectable<DeploymentsTable>;

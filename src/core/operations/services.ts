@@ -5,6 +5,7 @@ import { nowIso } from '../../store/db.js';
 import { composeInput, parseCompose, requireHostAccess, type ComposeContainer } from '../compose.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
+import type { ServiceConfig } from '../model/service.js';
 import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
@@ -14,13 +15,6 @@ import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
-export interface ServiceConfig {
-  /** Names and descriptions given to the service's containers (by compose service name). */
-  parts?: Record<string, { human_name: string | null; description: string | null }>;
-  docker_compose_raw: string;
-  containers: ComposeContainer[];
-  volumes: string[];
-}
 
 export const serviceSchema = z.object({
   ...placedSchema,

@@ -1,0 +1,25 @@
+import type { HealthCheckFields, LimitsFields } from '../runtime-fields.js';
+
+/** The image tag of a dockerfile application before its first build. */
+export const UNBUILT_TAG = 'unbuilt';
+
+/** Where a built application's image comes from (build_pack dockerfile). */
+export type BuildSource =
+  | { dockerfile: string }
+  | { git_repository: string; git_branch: string; base_directory: string; dockerfile_location: string };
+
+/** Coolify's runtime fields are stored only when set (see runtime-fields.ts for their defaults). */
+export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<LimitsFields> {
+  /** dockerimage: run a registry image; dockerfile: build it on the server's engine at each deploy. */
+  build_pack: 'dockerimage' | 'dockerfile';
+  source?: BuildSource;
+  docker_registry_image_name: string;
+  docker_registry_image_tag: string;
+  ports_exposes: string | null;
+  ports_mappings: string | null;
+  fqdn: string | null;
+  /** The label lines (key=value), decoded; shown base64 as Coolify does. */
+  custom_labels?: string | null;
+  /** `docker run` options as given, checked by core/run-options.ts. */
+  custom_docker_run_options?: string | null;
+}
