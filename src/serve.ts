@@ -6,7 +6,6 @@ import { operations } from './core/operations/index.js';
 import { buildHttpApp } from './http-api/app.js';
 import { ExpiryWarnings } from './workers/expiry-warnings.js';
 import { Notifier } from './workers/notify/notifier.js';
-import { CleanupSchedule } from './workers/cleanup-schedule.js';
 import { createSenders } from './workers/notify/senders.js';
 import { TargetGuard } from './core/outbound-guard.js';
 import { createLogger } from './logging/logger.js';
@@ -44,12 +43,11 @@ export async function startServer(config: Config, out: (line: string) => void = 
     logger,
     config.notifyScanMs,
   );
-  const cleanups = new CleanupSchedule(db, core.deps.runtime, logger, config.scheduleTickMs);
 
   await app.listen({ host: config.host, port: config.port });
   await expiry.start();
   await notifier.start();
-  await cleanups.start();
+  await assembled.scheduler.start();
   await assembled.jobs.start();
   core.deps.runtime.startWatching(assembled.jobs.instanceId);
   const addr = app.server.address();
@@ -69,7 +67,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
         await assembled.jobs.stop().catch((err) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
         await expiry.stop();
         await notifier.stop();
-        await cleanups.stop();
+        await assembled.scheduler.stop();
         await core.deps.runtime.stopWatching();
         await assembled.close();
         mailer?.close();

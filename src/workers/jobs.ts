@@ -91,7 +91,6 @@ export class JobRunner implements Jobs {
     this.timer = setInterval(() => {
       this.ticking ??= this.renew()
         .then(() => this.sweep())
-        .then(() => this.backups.tick())
         .then(() => retryDeletions(this.db, this.runtime, this.logger))
         .then(() => retryLeftovers(this.db, this.runtime, this.logger))
         .then(

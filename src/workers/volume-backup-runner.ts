@@ -4,6 +4,7 @@ import { newUuid } from '../core/ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { VolumeBackupSettings } from '../core/model/volume-backup.js';
+import type { Schedule } from './scheduler.js';
 
 const MAX_LOG_CHARS = 100_000;
 
@@ -13,12 +14,24 @@ const MAX_LOG_CHARS = 100_000;
  * backup volume, then local retention. With stop_during_backup the resource is stopped for the
  * archive and started again after, whatever the outcome.
  */
-export class VolumeBackupRunner {
+export class VolumeBackupRunner implements Schedule {
+  readonly scheduleName = 'volume backups';
+
   constructor(
     private readonly db: Db,
     private readonly runtime: Runtime,
     private readonly logger: Logger,
   ) {}
+
+  /** Runs cut off by a stop or a crash (a backup's timeout is at most 10 hours) are failed. */
+  async recover(): Promise<void> {
+    await this.db
+      .updateTable('scheduled_volume_backup_executions')
+      .set({ status: 'failed', message: 'berth stopped while this backup ran.', finished_at: nowIso(), updated_at: nowIso() })
+      .where('status', '=', 'running')
+      .where('created_at', '<', new Date(Date.now() - 11 * 3_600_000).toISOString())
+      .execute();
+  }
 
   async claim(backupId: number, scheduledFor: string | null): Promise<{ id: number; uuid: string } | null> {
     const uuid = newUuid();
