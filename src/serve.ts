@@ -3,7 +3,7 @@ import type { Config } from './config/config.js';
 import { initInstance, isInitialized } from './core/admin.js';
 import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
-import { buildHttpApp } from './http-api/app.js';
+import { buildHttpServer } from './http-server.js';
 import { ExpiryWarnings } from './workers/expiry-warnings.js';
 import { Notifier } from './workers/notify/notifier.js';
 import { createSenders } from './workers/notify/senders.js';
@@ -34,7 +34,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
   }
   const assembled = assembleCore(db, config, logger);
   const { core } = assembled;
-  const app = await buildHttpApp({ core, operations, tools, config, logger });
+  const app = await buildHttpServer({ core, operations, tools, config, logger });
   const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
   const notifier = new Notifier(

@@ -1,7 +1,7 @@
-import type { Operation } from '../../core/operation.js';
-import type { ToolDefinition } from './registry.js';
-import { PUBLIC_ROUTES } from '../../http-api/public-routes.js';
-import { DEFAULT_TOOLS } from './toolsets.js';
+import type { Operation } from './core/operation.js';
+import type { ToolDefinition } from './mcp/tools/registry.js';
+import { PUBLIC_ROUTES } from './http-api/public-routes.js';
+import { DEFAULT_TOOLS } from './mcp/tools/toolsets.js';
 
 /** Reference tables (docs/api.md, docs/mcp.md) derived from the declarations, so the docs cannot drift from the code. */
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
