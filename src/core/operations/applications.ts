@@ -172,6 +172,7 @@ export const applicationOperations = [
   }),
   defineOperation({
     name: 'get_application',
+    default: true,
     summary: 'Get an application.',
     permission: 'read',
     toolset: 'applications',

@@ -179,6 +179,7 @@ export const databaseOperations = [
   ...DATABASE_KINDS.map(createOperation),
   defineOperation({
     name: 'get_database',
+    default: true,
     summary: 'Get a database (passwords and URLs need read:sensitive).',
     permission: 'read',
     toolset: 'databases',

@@ -106,6 +106,7 @@ const deployResult = z.object({
 export const deploymentOperations = [
   defineOperation({
     name: 'deploy',
+    default: true,
     summary: 'Queue deployments of resources by uuid (comma list) or tag.',
     permission: 'deploy',
     toolset: 'deployments',
@@ -150,6 +151,7 @@ export const deploymentOperations = [
   }),
   defineOperation({
     name: 'get_deployment',
+    default: true,
     summary: 'Get a deployment with its status (and logs with read:sensitive).',
     permission: 'read',
     toolset: 'deployments',
@@ -213,6 +215,7 @@ export function lifecycleOperations(collection: Collection) {
   return (['start', 'stop', 'restart'] as const).map((action) =>
     defineOperation({
       name: `${action}_${singular}`,
+      default: true,
       summary: `${action[0]!.toUpperCase()}${action.slice(1)} a ${singular} on its server.`,
       permission: 'deploy',
       toolset: TOOLSET_OF[collection],

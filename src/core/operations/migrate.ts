@@ -112,6 +112,7 @@ export function migrateOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `migrate_${singular}`,
+    default: true,
     summary: `Move a ${singular} to another destination/server with its volume data (copied while it runs, stopped for the last pass), does not redeploy.`,
     permission: 'write',
     toolset: TOOLSET_OF[collection],
@@ -282,6 +283,7 @@ export const migrationOperations = [
   }),
   defineOperation({
     name: 'get_migration',
+    default: true,
     summary: 'Get a migration: its status and volume transfer progress.',
     permission: 'read',
     toolset: 'deployments',

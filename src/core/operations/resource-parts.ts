@@ -309,6 +309,7 @@ export function logOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `get_${singular}_logs`,
+    default: true,
     summary: `Recent container logs of a ${singular} (read:sensitive).`,
     permission: 'read:sensitive',
     toolset: TOOLSET_OF[collection],

@@ -102,6 +102,7 @@ export const serviceOperations = [
   }),
   defineOperation({
     name: 'get_service',
+    default: true,
     summary: 'Get a service with its containers and volumes (the compose file needs read:sensitive).',
     permission: 'read',
     toolset: 'services',
