@@ -2,7 +2,7 @@
 // (run after `npm run build`).
 import fs from 'node:fs';
 import { operations } from '../dist/core/operations/index.js';
-import { generatedSections, replaceSection } from '../dist/mcp/tools/docs.js';
+import { generatedSections, replaceSection } from '../dist/docs.js';
 import { tools } from '../dist/mcp/tools/index.js';
 
 for (const { file, name, body } of generatedSections(operations, tools)) {

@@ -2,32 +2,40 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { Core } from './core/gate.js';
 import type { Runtime } from './core/runtime.js';
-import { Jobs } from './workers/jobs.js';
+import { JobRunner } from './workers/jobs.js';
 import { JobQueues } from './limits/job-queues.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { LiveRuntime } from './engine/live-runtime.js';
 import { TargetGuard } from './core/outbound-guard.js';
 import type { Db } from './store/db.js';
+import { Scheduler } from './workers/scheduler.js';
+import { VolumeBackupRunner } from './workers/volume-backup-runner.js';
+import { DockerCleanupSchedule } from './workers/cleanup-schedule.js';
 
 export interface Assembled {
   core: Core;
-  jobs: Jobs;
+  jobs: JobRunner;
   limits: RateLimits;
   queues: JobQueues;
+  /** Every schedule (backups, cleanups); started by `serve` and `berth mcp` alike. */
+  scheduler: Scheduler;
   close(): Promise<void>;
 }
 
-/** The core with its limits, queues, runtime and job runner: the same for `serve` and `berth mcp`. */
+/** The core with its limits, queues, runtime, job runner and scheduler: the same for `serve` and `berth mcp`. */
 export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Runtime = new LiveRuntime(db, logger, config.helperImage, config.migrationChecksums, { readyTimeoutMs: config.sshTimeoutMs, idleMs: config.sshIdleMs }, new TargetGuard(config.outboundAllowedTargets), { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs })): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
   const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
-  const jobs = new Jobs(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs });
+  const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs });
   const core = new Core({ db, config, logger, limits, runtime, jobs });
+  // The one list of schedules: each claims its due runs once across instances (see Schedule).
+  const scheduler = new Scheduler([jobs.backups, jobs.tasks, new VolumeBackupRunner(db, runtime, logger), new DockerCleanupSchedule(db, runtime, logger)], logger, config.scheduleTickMs);
   return {
     core,
     jobs,
     limits,
     queues,
+    scheduler,
     async close() {
       await queues.close();
       await runtime.close();

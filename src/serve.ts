@@ -4,12 +4,11 @@ import { defaultPublicUrl } from './config/config.js';
 import { initInstance, isInitialized } from './core/admin.js';
 import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
-import { buildHttpApp } from './http-api/app.js';
+import { buildHttpServer } from './http-server.js';
 import { oauthConnectedApps } from './console/apps.js';
 import { consolePlugin, Sessions } from './console/index.js';
 import { ExpiryWarnings } from './workers/expiry-warnings.js';
 import { Notifier } from './workers/notify/notifier.js';
-import { CleanupSchedule } from './workers/cleanup-schedule.js';
 import { createSenders } from './workers/notify/senders.js';
 import { TargetGuard } from './core/outbound-guard.js';
 import { createLogger } from './logging/logger.js';
@@ -59,7 +58,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
   // People's sessions (the console's sign-in); the consent page asks them who is signed in.
   const sessions = new Sessions(db, { publicUrl: config.publicUrl });
   const currentPerson: CurrentPerson = options.currentPerson ?? ((req) => sessions.currentPerson(req));
-  const app = await buildHttpApp({ core, operations, tools, config, logger, oauth, currentPerson });
+  const app = await buildHttpServer({ core, operations, tools, config, logger, oauth, currentPerson });
   const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
   // The console for people at `/`, in its own context (form parsing, HTML error pages).
   await app.register(consolePlugin, {
@@ -78,12 +77,11 @@ export async function startServer(config: Config, out: (line: string) => void = 
     logger,
     config.notifyScanMs,
   );
-  const cleanups = new CleanupSchedule(db, core.deps.runtime, logger, config.scheduleTickMs);
 
   await app.listen({ host: config.host, port: config.port });
   await expiry.start();
   await notifier.start();
-  await cleanups.start();
+  await assembled.scheduler.start();
   await assembled.jobs.start();
   core.deps.runtime.startWatching(assembled.jobs.instanceId);
   const addr = app.server.address();
@@ -107,7 +105,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
         await assembled.jobs.stop().catch((err) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
         await expiry.stop();
         await notifier.stop();
-        await cleanups.stop();
+        await assembled.scheduler.stop();
         await core.deps.runtime.stopWatching();
         await assembled.close();
         mailer?.close();

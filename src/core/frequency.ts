@@ -24,12 +24,6 @@ export function cronPattern(frequency: string): string | null {
   }
 }
 
-/** The first time after `after` that a frequency is due. */
-export function nextDue(frequency: string, after: Date): Date | null {
-  const p = cronPattern(frequency);
-  return p ? new Cron(p, { paused: true, timezone: 'UTC' }).nextRun(after) : null;
-}
-
 /** The latest time at or before `now` that a frequency was due (what one tick should run, once). */
 export function lastDue(frequency: string, now: Date): Date | null {
   const p = cronPattern(frequency);

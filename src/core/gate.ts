@@ -3,7 +3,7 @@ import { isAllowed, parseAllowList } from '../auth/allowlist.js';
 import { missingFor } from '../auth/permissions.js';
 import { seesSensitive } from '../auth/permissions.js';
 import type { Config } from '../config/config.js';
-import type { Jobs } from '../workers/jobs.js';
+import type { Jobs } from './jobs.js';
 import type { Db } from '../store/db.js';
 import type { Runtime } from './runtime.js';
 import { rateLimited, type LimitSpec, type RateLimits } from '../limits/rate-limits.js';

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../store/db.js';
 import type { Database } from '../store/schema.js';
-import { volumeName } from './operations/resource-parts.js';
+import { volumeName } from './model/volumes.js';
 
 /**
  * What a cross-server migration leaves on its source once it has switched: the resource's

@@ -3,14 +3,29 @@ import type { Logger } from 'pino';
 import type { RequiredPermission } from '../auth/permissions.js';
 import type { Config } from '../config/config.js';
 import type { LimitSpec } from '../limits/rate-limits.js';
-import type { Jobs } from '../workers/jobs.js';
+import type { Jobs } from './jobs.js';
 import type { Db } from '../store/db.js';
 import type { Runtime } from './runtime.js';
 import type { Caller } from './caller.js';
 
-/** Tool groups an MCP client can select with --toolsets. */
-export const TOOLSETS = ['teams', 'servers', 'projects', 'applications', 'databases', 'services', 'deployments', 'settings', 'feedback', 'tags', 'shared_variables', 'backups', 'notifications'] as const;
-export type Toolset = (typeof TOOLSETS)[number];
+/** Tool groups an MCP client can select with --toolsets, each with what it holds: the one toolset table. */
+export const TOOLSET_DESCRIPTIONS = {
+  teams: 'The current team, its members, every resource in one list, the version.',
+  servers: 'Servers (SSH or local engines), their destinations and SSH private keys.',
+  projects: 'Projects and their environments.',
+  applications: 'Applications: create, update, delete, variables, volumes, lifecycle, logs, migrate.',
+  databases: 'Databases of each type: create, update, delete, variables, volumes, lifecycle, logs, migrate.',
+  services: 'Docker compose services: create, update, delete, variables, volumes, lifecycle, logs, migrate.',
+  deployments: 'Deployments and migrations: deploy, follow, cancel, history.',
+  settings: "Instance settings: API toggle and allow-list (root team's root token).",
+  feedback: 'Feedback to the people who run this instance.',
+  tags: 'Tags: the team\'s tag records, tags on applications, databases and services (deploy by tag).',
+  shared_variables: 'Shared variables of the team, a project, an environment or a server, referenced from resource variables as {{team.KEY}}.',
+  backups: 'Database backups: scheduled and on-demand dumps, their executions, restore.',
+  notifications: 'Team notifications: e-mail, Discord, Slack, Telegram, Pushover and webhook settings, and which events each sends.',
+} as const;
+export type Toolset = keyof typeof TOOLSET_DESCRIPTIONS;
+export const TOOLSETS = Object.keys(TOOLSET_DESCRIPTIONS) as Toolset[];
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -42,6 +57,13 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
   /** What the caller's token must hold; 'authenticated' means any valid token. */
   permission: RequiredPermission | 'authenticated';
   toolset: Toolset;
+  /**
+   * Listed by default (the MCP default tool set): the operations agents use most (find a resource
+   * or a migration target, read it, deploy, start/stop/restart, logs, migrate, the current team).
+   * Every other operation stays one call away (enable_toolsets, or describe_operation +
+   * call_operation), so the list an agent pays for in every conversation stays small.
+   */
+  default?: true;
   /** Path parameters, query and body fields together, by their REST names. Strict. */
   input: I;
   output: O;

@@ -97,6 +97,11 @@ export interface Runtime {
   moveVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>>;
   /** Removes staging volumes a failed migration left on the target (never a source volume). */
   discardStaging(migrationId: number): Promise<void>;
+  /**
+   * What in a resource's containers the server of another destination does not allow (host-reaching
+   * settings need host access there), in words; null when it may run there. Reads records only.
+   */
+  placementRefusal(resourceId: number, destinationId: number): Promise<string | null>;
   /** Recent logs of a resource's containers. */
   logs(resourceId: number, opts: { lines: number; container?: string }): Promise<string>;
   /** Starts, stops or restarts one container of a service (its compose service name); what happened. */
@@ -200,6 +205,9 @@ export const recordOnlyRuntime: Runtime = {
     throw new Error('Volume data moves only between servers with validated engines.');
   },
   async discardStaging() {},
+  async placementRefusal() {
+    return null;
+  },
   async logs() {
     return '';
   },

@@ -1,4 +1,4 @@
-import type { DatabaseKind } from '../core/operations/resource-common.js';
+import type { DatabaseKind } from '../core/model/kinds.js';
 
 /**
  * How a database of each kind is dumped and restored by a helper container made from the
@@ -12,11 +12,6 @@ export const BACKUP_DIR = '/backups';
 
 /** The engine volume that holds a database's backup files on its server. */
 export const backupVolumeName = (resourceUuid: string) => `berth-backups-${resourceUuid}`;
-
-/** Kinds berth can back up (Coolify refuses dragonfly; berth has no ClickHouse dump yet). */
-export const BACKUP_KINDS: readonly DatabaseKind[] = ['postgresql', 'mysql', 'mariadb', 'mongodb', 'redis', 'keydb'];
-/** Kinds berth can restore from one of its backups. */
-export const RESTORE_KINDS: readonly DatabaseKind[] = ['postgresql', 'mysql', 'mariadb', 'mongodb'];
 
 export interface DumpPlan {
   filename: string;

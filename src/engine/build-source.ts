@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { create } from 'tar';
-import type { BuildSource } from '../core/operations/applications.js';
+import type { BuildSource } from '../core/model/application.js';
 import { parseIp } from '../core/network-guard.js';
 import type { TargetGuard } from '../core/outbound-guard.js';
 import { parseSshRepository, sshRepositoryAt } from '../core/ssh-repository.js';

@@ -1,6 +1,6 @@
 import { dockerCleanup } from './prune.js';
 import type { Logger } from 'pino';
-import { volumeName } from '../core/operations/resource-parts.js';
+import { volumeName } from '../core/model/volumes.js';
 import { reachesEngine, recordOnlyRuntime, type ApplicationImage, type Orphans, type RemoveOptions, SERVER_ENGINE_COLUMNS, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine-client.js';
@@ -12,11 +12,11 @@ import { berthRunsHealthchecks, EngineWatchers } from './engine-watcher.js';
 import { hasHealthcheck } from '../core/observed-status.js';
 import type { SshTuning } from './connections.js';
 import type { BackupOutcome } from '../core/runtime.js';
-import type { DatabaseConfig } from '../core/operations/databases.js';
-import type { DatabaseKind } from '../core/operations/resource-common.js';
+import type { DatabaseConfig } from '../core/model/database.js';
+import type { DatabaseKind } from '../core/model/kinds.js';
 import { TargetGuard } from '../core/outbound-guard.js';
 import { execTask } from './task-exec.js';
-import { DEFAULT_IMAGES_TO_KEEP, UNBUILT_TAG, type ApplicationConfig } from '../core/operations/applications.js';
+import { DEFAULT_IMAGES_TO_KEEP, UNBUILT_TAG, type ApplicationConfig } from '../core/model/application.js';
 import { BACKUP_DIR, backupVolumeName, lastLines, sizedOutput, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
 
 /**
@@ -193,6 +193,10 @@ export class LiveRuntime implements Runtime {
 
   private observeOn(engine: EngineClient, resourceId: number): Promise<string> {
     return this.watchersOf().observeResource(resourceId, engine);
+  }
+
+  async placementRefusal(resourceId: number, destinationId: number): Promise<string | null> {
+    return planRefusal(await planResource(this.db, resourceId, { destinationId }));
   }
 
   async observeResource(resourceId: number): Promise<string | null> {

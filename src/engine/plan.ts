@@ -1,9 +1,9 @@
-import type { ApplicationConfig } from '../core/operations/applications.js';
-import type { DatabaseConfig } from '../core/operations/databases.js';
-import { DATABASE_ENGINES } from '../core/operations/databases.js';
-import type { DatabaseKind } from '../core/operations/resource-common.js';
-import { volumeName } from '../core/operations/resource-parts.js';
-import type { ServiceConfig } from '../core/operations/services.js';
+import type { ApplicationConfig } from '../core/model/application.js';
+import type { DatabaseConfig } from '../core/model/database.js';
+import { DATABASE_ENGINES } from '../core/model/database.js';
+import type { DatabaseKind } from '../core/model/kinds.js';
+import { volumeName } from '../core/model/volumes.js';
+import type { ServiceConfig } from '../core/model/service.js';
 import type { Db } from '../store/db.js';
 import { dependencyOrder, type DependencyCondition } from '../core/compose.js';
 import { describeHostReach, hostReaching } from '../core/host-access.js';

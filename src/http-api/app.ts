@@ -5,30 +5,22 @@ import { BerthError, toWire, unexpected, validationError, type WireError } from 
 import type { Core } from '../core/gate.js';
 import { HEALTH_LIMIT, rateHeaders, rateLimited } from '../limits/rate-limits.js';
 import type { Operation } from '../core/operation.js';
-import { registerMcpRoute } from '../mcp/http.js';
-import type { ToolDefinition } from '../mcp/tools/registry.js';
-import { accessOf } from './access.js';
+import { accessOf } from '../http-common/access.js';
 import { buildOpenApi } from './openapi.js';
-import { BadBody } from './body.js';
+import { BadBody } from '../http-common/body.js';
 import { compileRoutes, type RouteEntry } from './routes.js';
 import { storeReachable } from '../store/db.js';
 import { inputProblem } from '../core/input-guard.js';
 import { BERTH_VERSION } from '../core/operations/platform.js';
 import { PUBLIC_ROUTES } from './public-routes.js';
-import type { OAuthServer } from '../auth/oauth/server.js';
-import { registerOAuthRoutes } from '../console/oauth-routes.js';
-import { nobodySignedIn, type CurrentPerson } from '../console/person.js';
 
 export interface HttpAppOptions {
   core: Core;
   operations: readonly Operation[];
-  tools: readonly ToolDefinition[];
   config: Config;
   logger: Logger;
-  /** berth's authorization server for /mcp (absent: API tokens only). */
-  oauth?: OAuthServer;
-  /** The console's sign-in, for the consent page. */
-  currentPerson?: CurrentPerson;
+  /** Routes another door adds to this app afterwards (src/http-server.ts mounts /mcp): they answer 405 and are charged like the API's. */
+  mounted?: readonly { method: string; path: string }[];
 }
 
 function send(reply: FastifyReply, wire: WireError): FastifyReply {
@@ -78,7 +70,7 @@ function inputOf(req: FastifyRequest, bodyAliases: Record<string, string> = {}):
 }
 
 export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstance> {
-  const { core, operations, tools, config, logger } = opts;
+  const { core, operations, config, logger, mounted = [] } = opts;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // One line per request, written by the onResponse hook below, instead of Fastify's two.
@@ -131,13 +123,13 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   const routes: RouteEntry[] = compileRoutes([
     ...operations.flatMap((o) => [o.http.path, ...(o.http.aliases ?? [])].map((path) => ({ method: o.http.method, path }))),
     ...PUBLIC_ROUTES.map((r) => ({ method: 'GET', path: r.path })),
-    { method: 'POST', path: '/mcp' },
+    ...mounted,
   ]);
 
   app.setNotFoundHandler(async (req, reply) => {
     const url = req.url.split('?')[0]!.replace(/\/+$/, '') || '/';
     // A request to the API's space is charged even when no route matches, so probing costs too.
-    if (url.startsWith('/api/v1/') || url === '/mcp') await core.chargeAddress(accessOf(req));
+    if (url.startsWith('/api/v1/') || mounted.some((r) => r.path === url)) await core.chargeAddress(accessOf(req));
     const allow = routes.filter((r) => r.pattern.test(url)).map((r) => r.method);
     if (allow.length) {
       if (allow.includes('GET')) allow.push('HEAD');
@@ -197,7 +189,5 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     });
   }
 
-  if (opts.oauth) registerOAuthRoutes(app, { db: core.deps.db, oauth: opts.oauth, currentPerson: opts.currentPerson ?? nobodySignedIn, chargeAddress: (req) => core.chargeAddress(accessOf(req)) });
-  registerMcpRoute(app, { core, tools, config, logger, oauth: opts.oauth });
   return app;
 }

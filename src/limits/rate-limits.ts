@@ -2,7 +2,7 @@ import { BerthError } from '../core/errors.js';
 import { MemoryBuckets, RedisBuckets, type Buckets, type RateDecision } from './buckets.js';
 import { redisClient } from './redis.js';
 
-export { assertRedisUp, redisClient } from './redis.js';
+export { redisClient } from './redis.js';
 
 /** A named limit: requests per window for one kind of bucket. */
 export interface LimitSpec {

@@ -10,8 +10,8 @@ import { agentArgs, agentOutputValue } from './tools/agent-view.js';
 import { hintContext, META_TOOLS, metaInputs, type MetaTool } from './tools/meta.js';
 import type { ToolDefinition } from './tools/registry.js';
 import { jsonSchemaOf } from './tools/json-schema.js';
-import { TOOLSET_DESCRIPTIONS, parseToolsets, selects } from './tools/toolsets.js';
-import { TOOLSETS } from '../core/operation.js';
+import { parseToolsets, selects } from './tools/toolsets.js';
+import { TOOLSET_DESCRIPTIONS, TOOLSETS } from '../core/operation.js';
 import { BERTH_VERSION } from '../version.js';
 
 export const SERVER_INFO = { name: 'berth', version: BERTH_VERSION };

@@ -44,11 +44,14 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   const handle = serveGuardedStdio(() =>
     buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op) }),
   );
-  // Resource status comes from the engines: a desktop-only installation follows them too.
+  // Resource status comes from the engines, backups and cleanups from their schedules: a
+  // desktop-only installation follows and runs them too.
   core.deps.runtime.startWatching(assembled.jobs.instanceId);
+  await assembled.scheduler.start();
   logger.info({ tools: catalogue.listed.size, reachable: catalogue.reachable.length, teamId: caller.teamId }, 'berth mcp ready on stdio');
   process.stdin.once('end', () => {
     void handle.close().finally(async () => {
+      await assembled.scheduler.stop();
       await core.deps.runtime.stopWatching().catch(() => undefined);
       await Promise.all([db.destroy(), assembled.close()]);
     });

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 
 /** Timestamps are ISO-8601 UTC strings: portable between SQLite and PostgreSQL text columns. */
 export interface SettingsTable {
@@ -466,9 +466,6 @@ export interface Database {
 
 export type UserRow = Selectable<UsersTable>;
 export type TeamRow = Selectable<TeamsTable>;
-export type ApiTokenRow = Selectable<ApiTokensTable>;
-export type NewApiToken = Insertable<ApiTokensTable>;
-export type OutboxRow = Selectable<OutboxTable>;
 
 export interface ScheduledBackupsTable extends Timestamps {
   id: Generated<number>;

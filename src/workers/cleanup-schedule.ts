@@ -1,32 +1,28 @@
 import type { Logger } from 'pino';
-import { Periodic } from './periodic.js';
-import { cleanupSettingsOf, runCleanup } from '../core/operations/docker-cleanup.js';
+import type { Schedule } from './scheduler.js';
+import { cleanupSettingsOf } from '../core/model/cleanup.js';
 import { lastDue } from '../core/frequency.js';
 import { newUuid } from '../core/ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
-import { VolumeBackupRunner } from './volume-backup-runner.js';
+import { runCleanup } from './docker-cleanup-runner.js';
 
 /**
- * The periodic schedules outside deployments: each managed server's Docker cleanup and each
- * storage's volume backup (database backups run with the jobs).
- *
  * Runs each managed server's Docker cleanup on its schedule. A due time is claimed by inserting
  * the execution with that time (unique per server), so with several berth instances one runs it;
  * a schedule missed while berth was down runs once, not once per missed slot. Cleanups that were
  * running when berth stopped are marked failed at the next start.
  */
-export class CleanupSchedule extends Periodic {
+export class DockerCleanupSchedule implements Schedule {
+  readonly scheduleName = 'docker cleanups';
+
   constructor(
     private readonly db: Db,
     private readonly runtime: Runtime,
-    logger: Logger,
-    intervalMs: number,
-  ) {
-    super(logger, intervalMs, 'docker cleanup schedule');
-  }
+    private readonly logger: Logger,
+  ) {}
 
-  async start(): Promise<void> {
+  async recover(): Promise<void> {
     // An hour is far longer than a prune takes: such a row was cut off by a stop or a crash.
     const stale = new Date(Date.now() - 3_600_000).toISOString();
     await this.db
@@ -35,22 +31,9 @@ export class CleanupSchedule extends Periodic {
       .where('status', '=', 'running')
       .where('created_at', '<', stale)
       .execute();
-    // A volume backup's timeout is at most 10 hours.
-    await this.db
-      .updateTable('scheduled_volume_backup_executions')
-      .set({ status: 'failed', message: 'berth stopped while this backup ran.', finished_at: nowIso(), updated_at: nowIso() })
-      .where('status', '=', 'running')
-      .where('created_at', '<', new Date(Date.now() - 11 * 3_600_000).toISOString())
-      .execute();
-    this.schedule();
   }
 
   async tick(now = new Date()): Promise<void> {
-    await this.cleanups(now);
-    await new VolumeBackupRunner(this.db, this.runtime, this.logger).tick(now);
-  }
-
-  private async cleanups(now: Date): Promise<void> {
     const servers = await this.db.selectFrom('servers').select(['id', 'docker_cleanup', 'validated_at', 'created_at']).where('is_usable', '=', 1).execute();
     for (const s of servers) {
       const settings = cleanupSettingsOf(s);

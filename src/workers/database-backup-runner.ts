@@ -3,6 +3,7 @@ import { lastDue } from '../core/frequency.js';
 import type { Runtime } from '../core/runtime.js';
 import { newUuid } from '../core/ids.js';
 import { nowIso, type Db } from '../store/db.js';
+import type { Schedule } from './scheduler.js';
 
 /** A running execution older than its backup's timeout plus this belongs to an instance that died. */
 const ORPHAN_GRACE_MS = 60_000;
@@ -16,7 +17,8 @@ const MAX_LOG_CHARS = 200_000;
  * written. Scheduled runs are claimed by inserting the execution with its schedule time: the
  * unique (backup, scheduled_for) pair lets exactly one of several berth instances run it.
  */
-export class BackupRunner {
+export class BackupRunner implements Schedule {
+  readonly scheduleName = 'database backups';
   private readonly active = new Map<number, Promise<void>>();
 
   constructor(

@@ -6,7 +6,7 @@ import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { Database } from '../store/schema.js';
-import type { DeploymentKind } from '../core/operations/deployments.js';
+import type { DeploymentKind } from '../core/model/deployment.js';
 import { newUuid } from '../core/ids.js';
 import { BackupRunner } from './database-backup-runner.js';
 import { TaskRunner } from './scheduled-tasks.js';
@@ -16,6 +16,9 @@ import { sourceLeftovers } from '../core/migration-leftovers.js';
 import { removeLeftovers, retryLeftovers } from './leftovers.js';
 import { OutageLog } from '../logging/outage.js';
 import type { RemoveOptions } from '../core/runtime.js';
+import type { Jobs } from '../core/jobs.js';
+import { VolumeBackupRunner } from './volume-backup-runner.js';
+import { runCleanup } from './docker-cleanup-runner.js';
 
 /** The reason a migration's copy is aborted when someone cancels it. */
 class MigrationCancelled extends Error {
@@ -58,7 +61,7 @@ const MAX_LOG_CHARS = 1_000_000;
  * queued one is queued again, one cut off while running fails (a deployment) or is rolled back (a
  * migration), never reported as done.
  */
-export class Jobs {
+export class JobRunner implements Jobs {
   /** This process's name on the leases it holds. */
   readonly instanceId = randomUUID();
   private readonly leaseMs: number;
@@ -108,8 +111,6 @@ export class Jobs {
     this.timer = setInterval(() => {
       this.ticking ??= this.renew()
         .then(() => this.sweep())
-        .then(() => this.backups.tick())
-        .then(() => this.tasks.tick())
         .then(() => retryDeletions(this.db, this.runtime, this.logger))
         .then(() => retryLeftovers(this.db, this.runtime, this.logger))
         .then(
@@ -320,7 +321,7 @@ export class Jobs {
    * start_on_destination, on the target server (queued by `startMoved` once committed; one
    * left by a berth that stopped in between is queued by the sweep like any other).
    */
-  async recordMovedStart(trx: Transaction<Database>, m: { id: number; team_id: number; resource_id: number; to_destination_id: number }): Promise<void> {
+  async recordMovedStart(trx: Db | Transaction<Database>, m: { id: number; team_id: number; resource_id: number; to_destination_id: number }): Promise<void> {
     const target = await trx.selectFrom('destinations').select('server_id').where('id', '=', m.to_destination_id).executeTakeFirstOrThrow();
     const d = await this.recordDeployment(trx, { teamId: m.team_id, resourceId: m.resource_id, serverId: target.server_id, kind: 'start', force: false });
     await trx.updateTable('migrations_jobs').set({ start_deployment_id: d.id }).where('id', '=', m.id).execute();
@@ -378,6 +379,10 @@ export class Jobs {
   }
 
   /** Settles when a deployment queued by this process has ended (at once when it is not one of them). */
+  runScheduledTask(taskId: number): Promise<string> {
+    return this.tasks.runNow(taskId);
+  }
+
   deploymentEnded(deploymentId: number): Promise<void> {
     return this.queuedHere.get(deploymentId) ?? Promise.resolve();
   }
@@ -474,6 +479,23 @@ export class Jobs {
     const active = await this.db.selectFrom('deployments').select('id').where('resource_id', '=', resourceId).where('status', 'in', ['queued', 'in_progress']).execute();
     for (const d of active) await this.cancel(d.id);
     return finishDeletion(this.db, this.runtime, this.logger, resourceId);
+  }
+
+  async runDatabaseBackup(backupId: number): Promise<number> {
+    const id = (await this.backups.claim(backupId, null))!;
+    this.backups.start(id);
+    return id;
+  }
+
+  async runVolumeBackup(backupId: number): Promise<string> {
+    const runner = new VolumeBackupRunner(this.db, this.runtime, this.logger);
+    const claimed = (await runner.claim(backupId, null))!;
+    void runner.run(claimed.id);
+    return claimed.uuid;
+  }
+
+  runDockerCleanup(executionId: number, opts: { volumes: boolean; networks: boolean }): void {
+    void runCleanup({ db: this.db, runtime: this.runtime, logger: this.logger }, executionId, opts);
   }
 
   /** Cancels a queued or running deployment; false when it already ended. */

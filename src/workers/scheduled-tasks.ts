@@ -1,3 +1,4 @@
+import type { Schedule } from './scheduler.js';
 import type { Logger } from 'pino';
 import { lastDue } from '../core/frequency.js';
 import { newUuid } from '../core/ids.js';
@@ -22,7 +23,8 @@ const ORPHAN_GRACE_MS = 60_000;
  * missed while berth was down runs once, not once per missed slot. Each run is an execution row
  * first (running), then the command inside the resource's container, then its outcome.
  */
-export class TaskRunner {
+export class TaskRunner implements Schedule {
+  readonly scheduleName = 'scheduled tasks';
   private readonly active = new Map<number, Promise<void>>();
 
   constructor(

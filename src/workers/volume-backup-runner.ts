@@ -3,38 +3,8 @@ import { lastDue } from '../core/frequency.js';
 import { newUuid } from '../core/ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
-
-/** A volume backup schedule's settings, as Coolify names them. */
-export interface VolumeBackupSettings {
-  frequency: string;
-  enabled: boolean;
-  save_s3: boolean;
-  disable_local_backup: boolean;
-  stop_during_backup: boolean;
-  s3_storage_uuid: string | null;
-  retention_amount_locally: number;
-  retention_days_locally: number;
-  retention_max_storage_locally: number;
-  retention_amount_s3: number;
-  retention_days_s3: number;
-  retention_max_storage_s3: number;
-  timeout: number;
-}
-
-export const VOLUME_BACKUP_DEFAULTS: Omit<VolumeBackupSettings, 'frequency'> = {
-  enabled: true,
-  save_s3: false,
-  disable_local_backup: false,
-  stop_during_backup: false,
-  s3_storage_uuid: null,
-  retention_amount_locally: 7,
-  retention_days_locally: 0,
-  retention_max_storage_locally: 0,
-  retention_amount_s3: 7,
-  retention_days_s3: 0,
-  retention_max_storage_s3: 0,
-  timeout: 3600,
-};
+import type { VolumeBackupSettings } from '../core/model/volume-backup.js';
+import type { Schedule } from './scheduler.js';
 
 const MAX_LOG_CHARS = 100_000;
 
@@ -44,12 +14,24 @@ const MAX_LOG_CHARS = 100_000;
  * backup volume, then local retention. With stop_during_backup the resource is stopped for the
  * archive and started again after, whatever the outcome.
  */
-export class VolumeBackupRunner {
+export class VolumeBackupRunner implements Schedule {
+  readonly scheduleName = 'volume backups';
+
   constructor(
     private readonly db: Db,
     private readonly runtime: Runtime,
     private readonly logger: Logger,
   ) {}
+
+  /** Runs cut off by a stop or a crash (a backup's timeout is at most 10 hours) are failed. */
+  async recover(): Promise<void> {
+    await this.db
+      .updateTable('scheduled_volume_backup_executions')
+      .set({ status: 'failed', message: 'berth stopped while this backup ran.', finished_at: nowIso(), updated_at: nowIso() })
+      .where('status', '=', 'running')
+      .where('created_at', '<', new Date(Date.now() - 11 * 3_600_000).toISOString())
+      .execute();
+  }
 
   async claim(backupId: number, scheduledFor: string | null): Promise<{ id: number; uuid: string } | null> {
     const uuid = newUuid();

@@ -7,7 +7,7 @@
  * The schedule claims each due slot once, however many instances tick.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CleanupSchedule } from '../../src/workers/cleanup-schedule.js';
+import { DockerCleanupSchedule } from '../../src/workers/cleanup-schedule.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { LiveRuntime } from '../../src/engine/live-runtime.js';
 import { enginesAvailable, enginesUnavailableReason, useEngines } from '../helpers/engines.js';
@@ -21,7 +21,8 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
   let p: Platform;
 
   beforeAll(async () => {
-    s = await startTestServer({ apiRateLimit: 0, helperImage: engines.image });
+    // The cleanup schedule is ticked by the test itself: serve's scheduler must not take its slot.
+    s = await startTestServer({ apiRateLimit: 0, helperImage: engines.image, scheduleTickMs: 3_600_000 });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
     ensureSleeperImage(engines);
@@ -117,7 +118,7 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
     await api.ok('PATCH', `/servers/${p.serverB}/docker-cleanup`, { docker_cleanup_frequency: 'every_minute' });
     const logger = createLogger({ level: 'silent', destination: 'stderr' });
     const runtimes = [new LiveRuntime(s.db, logger, 'busybox:latest', false), new LiveRuntime(s.db, logger, 'busybox:latest', false)];
-    const [one, two] = runtimes.map((r) => new CleanupSchedule(s.db, r, logger, 60_000));
+    const [one, two] = runtimes.map((r) => new DockerCleanupSchedule(s.db, r, logger));
     const server = await s.db.selectFrom('servers').select(['id', 'validated_at']).where('uuid', '=', p.serverB).executeTakeFirstOrThrow();
     const rows = () => s.db.selectFrom('docker_cleanup_executions').select(['status', 'scheduled_for']).where('server_id', '=', server.id).execute();
 

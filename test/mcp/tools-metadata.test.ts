@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../../src/core/operations/index.js';
-import { generatedSections, replaceSection } from '../../src/mcp/tools/docs.js';
+import { generatedSections, replaceSection } from '../../src/docs.js';
 import { tools } from '../../src/mcp/tools/index.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { httpClient } from '../helpers/mcp.js';

@@ -9,7 +9,8 @@ import { domains, description, name, portsExposes, portsMappings, tags, uuidPara
 import { keyId, needsGithub } from './git-sources.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { UNBUILT_TAG, applyRuntimeFields, normalizeDomains, runtimeFields, type ApplicationConfig, type BuildSource } from './applications.js';
+import { applyRuntimeFields, normalizeDomains, runtimeFields } from './applications.js';
+import { UNBUILT_TAG, type ApplicationConfig, type BuildSource } from '../model/application.js';
 import { newResourceRow, placementInput, resolvePlacement } from './resource-common.js';
 
 const shared = {

@@ -3,7 +3,7 @@ import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
 import type { BackupExecutionsTable, ScheduledBackupsTable } from '../../store/schema.js';
 import { cronPattern } from '../frequency.js';
-import { BACKUP_KINDS, RESTORE_KINDS } from '../../engine/backup-plan.js';
+import { BACKUP_KINDS, RESTORE_KINDS } from '../model/database.js';
 import { BerthError, notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
@@ -11,8 +11,10 @@ import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
 import { description, uuidParam } from '../validators.js';
 import { bit, bool, CREATE, DELETE, messageSchema, READ, UPDATE } from './common.js';
-import { DATABASE_KINDS, serverOf, type DatabaseKind } from './resource-common.js';
+import { serverOf } from './resource-common.js';
+import { DATABASE_KINDS, type DatabaseKind } from '../model/kinds.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
+import type { Jobs } from '../jobs.js';
 
 type BackupRow = Omit<ScheduledBackupsTable, 'id'> & { id: number };
 type ExecutionRow = Omit<BackupExecutionsTable, 'id'> & { id: number };
@@ -318,9 +320,8 @@ export const backupOperations = [
 ];
 
 /** Claims an on-demand execution and starts it; the caller follows it in the executions list. */
-async function runNow(db: Db, jobs: import('../../workers/jobs.js').Jobs, backupId: number): Promise<string> {
-  const id = (await jobs.backups.claim(backupId, null))!;
-  jobs.backups.start(id);
+async function runNow(db: Db, jobs: Jobs, backupId: number): Promise<string> {
+  const id = await jobs.runDatabaseBackup(backupId);
   const row = await db.selectFrom('scheduled_database_backup_executions').select('uuid').where('id', '=', id).executeTakeFirstOrThrow();
   return row.uuid;
 }

@@ -5,7 +5,8 @@ import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { name, uuidParam } from '../validators.js';
 import { stamps } from './common.js';
-import { KINDS_OF, SINGULAR, TOOLSET_OF, type Collection } from './resource-common.js';
+import { TOOLSET_OF } from './resource-common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 const TITLE: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
 

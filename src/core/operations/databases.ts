@@ -10,27 +10,14 @@ import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
-import { checkLimits, givenLimits, limitsInput, limitsOutput, limitsView, type LimitsFields } from '../runtime-fields.js';
+import { checkLimits, givenLimits, limitsInput, limitsOutput, limitsView } from '../runtime-fields.js';
+import { DATABASE_ENGINES, type DatabaseConfig } from '../model/database.js';
 import { description, imageName, name, tags, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { config, DATABASE_KINDS, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type DatabaseKind, type ResourceRow } from './resource-common.js';
+import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
+import { DATABASE_KINDS, type DatabaseKind } from '../model/kinds.js';
 
-/**
- * Per engine: default image, port, data directory, the fields Coolify names for it, and how long a
- * stop waits for a clean shutdown before the engine kills it (a migration's last copy needs the
- * files a clean shutdown leaves; the images flush and exit on SIGTERM or their STOPSIGNAL).
- */
-const ENGINES: Record<DatabaseKind, { image: string; port: number; dataDir: string; user?: string; db?: string; stopGraceS: number }> = {
-  postgresql: { image: 'postgres:16-alpine', port: 5432, dataDir: '/var/lib/postgresql/data', user: 'postgres', db: 'postgres', stopGraceS: 60 },
-  mysql: { image: 'mysql:8', port: 3306, dataDir: '/var/lib/mysql', user: 'mysql', db: 'default', stopGraceS: 60 },
-  mariadb: { image: 'mariadb:11', port: 3306, dataDir: '/var/lib/mysql', user: 'mariadb', db: 'default', stopGraceS: 60 },
-  redis: { image: 'redis:7.2', port: 6379, dataDir: '/data', stopGraceS: 30 },
-  mongodb: { image: 'mongo:7', port: 27017, dataDir: '/data/db', user: 'root', db: 'default', stopGraceS: 60 },
-  clickhouse: { image: 'clickhouse/clickhouse-server:25.11', port: 9000, dataDir: '/var/lib/clickhouse', user: 'default', db: 'default', stopGraceS: 60 },
-  dragonfly: { image: 'docker.dragonflydb.io/dragonflydb/dragonfly', port: 6379, dataDir: '/data', stopGraceS: 30 },
-  keydb: { image: 'eqalpha/keydb:latest', port: 6379, dataDir: '/data', stopGraceS: 30 },
-};
 
 const password = () => {
   const a = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -58,7 +45,7 @@ const PASSWORD_FIELDS = new Set(['postgres_password', 'mysql_root_password', 'my
 
 /** Defaults for a new database of a kind: users and names as Coolify's, random passwords. */
 function defaults(kind: DatabaseKind): Record<string, string> {
-  const e = ENGINES[kind];
+  const e = DATABASE_ENGINES[kind];
   switch (kind) {
     case 'postgresql':
       return { postgres_user: e.user!, postgres_password: password(), postgres_db: e.db! };
@@ -79,17 +66,10 @@ function defaults(kind: DatabaseKind): Record<string, string> {
   }
 }
 
-/** Coolify's limits_* are stored only when set (runtime-fields.ts has their defaults). */
-export interface DatabaseConfig extends Partial<LimitsFields> {
-  image: string;
-  is_public: boolean;
-  public_port: number | null;
-  fields: Record<string, string>;
-}
 
 /** The URL other containers on the destination's network use (the host is the resource uuid). */
 function internalUrl(kind: DatabaseKind, uuid: string, f: Record<string, string>): string {
-  const port = ENGINES[kind].port;
+  const port = DATABASE_ENGINES[kind].port;
   switch (kind) {
     case 'postgresql':
       return `postgres://${f.postgres_user}:${f.postgres_password}@${uuid}:${port}/${f.postgres_db}`;
@@ -102,7 +82,7 @@ function internalUrl(kind: DatabaseKind, uuid: string, f: Record<string, string>
     case 'mongodb':
       return `mongodb://${f.mongo_initdb_root_username}:${f.mongo_initdb_root_password}@${uuid}:${port}/?directConnection=true`;
     case 'clickhouse':
-      return `clickhouse://${f.clickhouse_admin_user}:${f.clickhouse_admin_password}@${uuid}:${port}/${ENGINES.clickhouse.db}`;
+      return `clickhouse://${f.clickhouse_admin_user}:${f.clickhouse_admin_password}@${uuid}:${port}/${DATABASE_ENGINES.clickhouse.db}`;
     case 'dragonfly':
       return `redis://:${f.dragonfly_password}@${uuid}:${port}/0`;
     case 'keydb':
@@ -164,7 +144,7 @@ function createOperation(kind: DatabaseKind) {
       const uuid = newUuid();
       const input = i as Record<string, unknown>;
       const given = Object.fromEntries(Object.keys(typeFields[kind]).filter((k) => input[k] !== undefined).map((k) => [k, String(input[k])]));
-      const c: DatabaseConfig = { image: i.image ?? ENGINES[kind].image, is_public: Boolean(i.is_public && i.public_port), public_port: i.public_port ?? null, fields: { ...defaults(kind), ...given }, ...givenLimits(i) };
+      const c: DatabaseConfig = { image: i.image ?? DATABASE_ENGINES[kind].image, is_public: Boolean(i.is_public && i.public_port), public_port: i.public_port ?? null, fields: { ...defaults(kind), ...given }, ...givenLimits(i) };
       checkLimits(c);
       const row = await db.transaction().execute(async (trx) => {
         const r = await trx
@@ -172,7 +152,7 @@ function createOperation(kind: DatabaseKind) {
           .values(newResourceRow({ uuid, teamId: caller.teamId, kind: kind, place, name: i.name ?? `${kind}-database-${uuid}`, description: i.description, tags: i.tags }, c))
           .returningAll()
           .executeTakeFirstOrThrow();
-        await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name: 'data', mount_path: ENGINES[kind].dataDir, container: null, engine_volume: null, ...stamps() }).execute();
+        await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name: 'data', mount_path: DATABASE_ENGINES[kind].dataDir, container: null, engine_volume: null, ...stamps() }).execute();
         return r;
       });
       const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;
@@ -199,6 +179,7 @@ export const databaseOperations = [
   ...DATABASE_KINDS.map(createOperation),
   defineOperation({
     name: 'get_database',
+    default: true,
     summary: 'Get a database (passwords and URLs need read:sensitive).',
     permission: 'read',
     toolset: 'databases',
@@ -251,5 +232,3 @@ export const databaseOperations = [
   }),
   deleteOperation('databases'),
 ];
-
-export { ENGINES as DATABASE_ENGINES };

@@ -1,3 +1,4 @@
+import type { DeploymentKind } from '../model/deployment.js';
 import { z } from 'zod';
 import type { Db } from '../../store/db.js';
 import type { Selectable } from 'kysely';
@@ -12,9 +13,9 @@ import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { uuidParam } from '../validators.js';
 import { brief } from '../runtime-fields.js';
 import { ENGINE, READ, stamps } from './common.js';
-import { displayStatus, KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection, type ResourceRow } from './resource-common.js';
+import { displayStatus, TOOLSET_OF, serverOf, type ResourceRow } from './resource-common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
-export type DeploymentKind = 'deploy' | 'start' | 'stop' | 'restart';
 type DeploymentRow = Selectable<DeploymentsTable>;
 
 /** Log text longer than this is cut (with a marker) unless the caller asks for it in full. */
@@ -97,6 +98,7 @@ const deployResult = z.object({
 export const deploymentOperations = [
   defineOperation({
     name: 'deploy',
+    default: true,
     summary: 'Queue deployments of resources by uuid (comma list) or tag.',
     permission: 'deploy',
     toolset: 'deployments',
@@ -141,6 +143,7 @@ export const deploymentOperations = [
   }),
   defineOperation({
     name: 'get_deployment',
+    default: true,
     summary: 'Get a deployment with its status (and logs with read:sensitive).',
     permission: 'read',
     toolset: 'deployments',
@@ -219,6 +222,7 @@ export function lifecycleOperations(collection: Collection) {
   return (['start', 'stop', 'restart'] as const).map((action) =>
     defineOperation({
       name: `${action}_${singular}`,
+      default: true,
       summary: `${action[0]!.toUpperCase()}${action.slice(1)} a ${singular} on its server.`,
       permission: 'deploy',
       toolset: TOOLSET_OF[collection],

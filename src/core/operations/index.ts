@@ -22,7 +22,7 @@ import { migrateOperation, migrationOperations } from './migrate.js';
 import { platformOperations } from './platform.js';
 import { projectOperations } from './projects.js';
 import { envOperations, logOperation, storageOperations } from './resource-parts.js';
-import type { Collection } from './resource-common.js';
+import type { Collection } from '../model/kinds.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serviceOperations } from './services.js';
 import { servicePartOperations } from './service-parts.js';

@@ -15,7 +15,8 @@ import { uuidParam } from '../validators.js';
 import { ProgressThrottle } from '../progress-throttle.js';
 import type { MigrationProgress } from '../runtime.js';
 import { ENGINE, messageSchema, READ, stamps } from './common.js';
-import { KINDS_OF, SINGULAR, TOOLSET_OF, serverOf, type Collection } from './resource-common.js';
+import { TOOLSET_OF, serverOf } from './resource-common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 import { isManaged } from './servers.js';
 
 /** The longest a migrate call waits for its migration to end (then it answers with where it is). */
@@ -135,6 +136,7 @@ export function migrateOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `migrate_${singular}`,
+    default: true,
     summary: `Move a ${singular} to another destination/server with its volume data (copied while it runs, stopped for the last pass), does not redeploy.`,
     permission: 'write',
     toolset: TOOLSET_OF[collection],
@@ -172,8 +174,7 @@ export function migrateOperation(collection: Collection) {
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
       // What the resource runs must be allowed where it goes (host-reaching settings need host access there).
-      const { planResource, planRefusal } = await import('../../engine/plan.js');
-      const refusal = planRefusal(await planResource(db, r.id, { destinationId: target.id }));
+      const refusal = await ctx.runtime.placementRefusal(r.id, target.id);
       if (refusal) throw validationError({ destination_uuid: [`The target server does not allow this: ${refusal}`] });
       if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; wait for that migration to finish.' });
       // A deployment still waiting or running would act on the old server after the move.
@@ -316,6 +317,7 @@ export const migrationOperations = [
   }),
   defineOperation({
     name: 'get_migration',
+    default: true,
     summary: 'Get a migration: its status and volume transfer progress.',
     permission: 'read',
     toolset: 'deployments',

@@ -4,7 +4,8 @@ import { BerthError } from '../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
-import { KINDS_OF, SINGULAR, TOOLSET_OF, type Collection } from './resource-common.js';
+import { TOOLSET_OF } from './resource-common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 const TITLE: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
 

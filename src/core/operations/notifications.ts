@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { CHANNEL_SPECS, CHANNELS, EVENTS, eventField, type Channel, type ChannelSettings, type FieldKind } from '../../workers/notify/channels.js';
-import { teamChannels } from '../../workers/notify/notifier.js';
+import { CHANNEL_SPECS, CHANNELS, EVENTS, eventField, teamChannels, type Channel, type ChannelSettings, type FieldKind } from '../model/notification-channels.js';
 import { TargetGuard } from '../outbound-guard.js';
 import { nowIso } from '../../store/db.js';
 import { validationError, type ValidationErrors } from '../errors.js';

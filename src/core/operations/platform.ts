@@ -25,6 +25,7 @@ export const platformOperations = [
   }),
   defineOperation({
     name: 'list_resources',
+    default: true,
     summary: 'Every application, database and service of the team, in one list.',
     permission: 'read',
     toolset: 'teams',

@@ -10,17 +10,6 @@ import { stamps } from './common.js';
 
 export type ResourceRow = Selectable<ResourcesTable>;
 
-export const DATABASE_KINDS = ['postgresql', 'mysql', 'mariadb', 'redis', 'mongodb', 'clickhouse', 'dragonfly', 'keydb'] as const;
-export type DatabaseKind = (typeof DATABASE_KINDS)[number];
-
-/** The REST collection each kind lives under. */
-export type Collection = 'applications' | 'databases' | 'services';
-export const KINDS_OF: Record<Collection, readonly ResourceKind[]> = {
-  applications: ['application'],
-  databases: DATABASE_KINDS,
-  services: ['service'],
-};
-export const SINGULAR: Record<Collection, string> = { applications: 'application', databases: 'database', services: 'service' };
 export const TOOLSET_OF = { applications: 'applications', databases: 'databases', services: 'services' } as const;
 
 /** Where a new resource goes, as Coolify's create bodies name it. */

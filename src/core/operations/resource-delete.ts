@@ -3,7 +3,8 @@ import { BerthError } from '../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
-import { KINDS_OF, SINGULAR, TOOLSET_OF, type Collection } from './resource-common.js';
+import { TOOLSET_OF } from './resource-common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 /** A query flag as Coolify sends it (`true`/`false`), or a JSON boolean over MCP; Coolify's default is true. */
 const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional();

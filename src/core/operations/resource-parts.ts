@@ -6,12 +6,14 @@ import type { EnvironmentVariablesTable } from '../../store/schema.js';
 import { BerthError, notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
+import { volumeName } from '../model/volumes.js';
 import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
 import { engineName, envKey, envValue, mountPath, uuidParam } from '../validators.js';
 import { bit, bool, CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { truncateLog } from './deployments.js';
-import { KINDS_OF, SINGULAR, TOOLSET_OF, type Collection } from './resource-common.js';
+import { TOOLSET_OF } from './resource-common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 type EnvRow = Omit<EnvironmentVariablesTable, 'id'> & { id: number };
 
@@ -209,8 +211,6 @@ export const storageSchema = z.object({
   updated_at: z.string(),
 });
 
-/** The engine volume for a storage: unique per resource, as Coolify's `<uuid>-<name>`. */
-export const volumeName = (resourceUuid: string, storageName: string) => `${resourceUuid}-${storageName}`;
 
 async function storages(db: Db, resource: { id: number; uuid: string }) {
   const rows = await db.selectFrom('storages').selectAll().where('resource_id', '=', resource.id).orderBy('id').execute();
@@ -309,6 +309,7 @@ export function logOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `get_${singular}_logs`,
+    default: true,
     summary: `Recent container logs of a ${singular} (read:sensitive).`,
     permission: 'read:sensitive',
     toolset: TOOLSET_OF[collection],

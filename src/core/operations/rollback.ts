@@ -6,7 +6,7 @@ import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { imageTag, uuidParam } from '../validators.js';
 import { ENGINE, READ } from './common.js';
 import { config } from './resource-common.js';
-import type { ApplicationConfig } from './applications.js';
+import type { ApplicationConfig } from '../model/application.js';
 import { queueDeployment } from './deployments.js';
 
 /**

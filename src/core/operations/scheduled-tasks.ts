@@ -12,8 +12,9 @@ import { sensitive } from '../redact.js';
 import { uuidParam } from '../validators.js';
 import { CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { truncateLog } from './deployments.js';
-import { config, KINDS_OF, SINGULAR, TOOLSET_OF, type ResourceRow } from './resource-common.js';
-import type { ServiceConfig } from './services.js';
+import { KINDS_OF, SINGULAR } from '../model/kinds.js';
+import type { ServiceConfig } from '../model/service.js';
+import { config, TOOLSET_OF, type ResourceRow } from './resource-common.js';
 
 type TaskRow = Selectable<ScheduledTasksTable>;
 type ExecutionRow = Selectable<ScheduledTaskExecutionsTable>;
@@ -233,7 +234,7 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       http: { method: 'POST', path: `${base}/{task_uuid}/execute` },
       async run({ db, caller, jobs }, { uuid, task_uuid }) {
         const { t } = await ownedTask(db, caller.teamId, kinds, uuid, task_uuid);
-        const execution_uuid = await jobs.tasks.runNow(t.id);
+        const execution_uuid = await jobs.runScheduledTask(t.id);
         return { message: 'Scheduled task execution queued.', execution_uuid };
       },
     }),

@@ -436,6 +436,7 @@ function hostNames(fqdn: string | null | undefined): string[] {
 export const destinationOperations = [
   defineOperation({
     name: 'list_destinations',
+    default: true,
     summary: 'List every destination (Docker network) on the team’s servers.',
     permission: 'read',
     toolset: 'servers',

@@ -11,7 +11,7 @@ import { uuidParam } from '../validators.js';
 import { READ, UPDATE } from './common.js';
 import { aggregate, type ContainerObservation } from '../observed-status.js';
 import { config, displayStatus } from './resource-common.js';
-import type { ServiceConfig } from './services.js';
+import type { ServiceConfig } from '../model/service.js';
 
 // Coolify splits a service's containers into applications and databases by image name.
 const DATABASE_IMAGES = ['postgres', 'postgis', 'mysql', 'mariadb', 'mongo', 'redis', 'keydb', 'dragonfly', 'clickhouse', 'memcached', 'couchdb', 'neo4j', 'influxdb', 'surrealdb', 'valkey', 'postgresql', 'timescaledb'];

@@ -17,9 +17,11 @@ import { defineOperation } from '../operation.js';
 import { engineName, mountPath, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, UPDATE } from './common.js';
 import { config, serverOf } from './resource-common.js';
-import { storageSchema, volumeName } from './resource-parts.js';
+import { storageSchema } from './resource-parts.js';
+import { volumeName } from '../model/volumes.js';
+import type { ServiceConfig } from '../model/service.js';
 import { partUuid } from './service-parts.js';
-import { syncStorages, type ServiceConfig } from './services.js';
+import { syncStorages } from './services.js';
 
 const NOT_YET = (what: string) => `berth does not support ${what} on services yet.`;
 const READ_ONLY = 'This storage is declared in the compose file: change docker_compose_raw to change it.';

@@ -5,6 +5,7 @@ import { nowIso } from '../../store/db.js';
 import { composeInput, parseCompose, requireHostAccess, type ComposeContainer } from '../compose.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
+import type { ServiceConfig } from '../model/service.js';
 import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
@@ -23,13 +24,6 @@ const labelEscape = z
   .refine((v) => v, 'berth does not support turning label escaping off yet: it keeps every label literal (no $ interpolation).')
   .optional();
 
-export interface ServiceConfig {
-  /** Names and descriptions given to the service's containers (by compose service name). */
-  parts?: Record<string, { human_name: string | null; description: string | null }>;
-  docker_compose_raw: string;
-  containers: ComposeContainer[];
-  volumes: string[];
-}
 
 export const serviceSchema = z.object({
   ...placedSchema,
@@ -118,6 +112,7 @@ export const serviceOperations = [
   }),
   defineOperation({
     name: 'get_service',
+    default: true,
     summary: 'Get a service with its containers and volumes (the compose file needs read:sensitive).',
     permission: 'read',
     toolset: 'services',

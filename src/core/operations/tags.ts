@@ -7,7 +7,7 @@ import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
 import { CREATE, messageSchema, READ, stamps, UPDATE } from './common.js';
-import { KINDS_OF, SINGULAR, type Collection } from './resource-common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 const tagSchema = z.object({ uuid: z.string(), name: z.string(), created_at: z.string(), updated_at: z.string() });
 

@@ -73,6 +73,7 @@ export const teamOperations = [
   }),
   defineOperation({
     name: 'get_current_team',
+    default: true,
     summary: 'Get the team the token is bound to.',
     permission: 'read',
     toolset: 'teams',

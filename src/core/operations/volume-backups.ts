@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { VOLUME_BACKUP_DEFAULTS, VolumeBackupRunner, type VolumeBackupSettings } from '../../workers/volume-backup-runner.js';
+import { VOLUME_BACKUP_DEFAULTS, type VolumeBackupSettings } from '../model/volume-backup.js';
 import { nowIso, type Db } from '../../store/db.js';
 import { notFound, validationError } from '../errors.js';
 import { cronPattern, FREQUENCY_HELP } from '../frequency.js';
@@ -9,7 +9,7 @@ import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
 import { uuidParam } from '../validators.js';
 import { messageSchema, READ, stamps } from './common.js';
-import { KINDS_OF, SINGULAR, type Collection } from './resource-common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 const settingsShape = {
   frequency: z.string(),
@@ -147,15 +147,13 @@ export function volumeBackupOperations(collection: Collection) {
       output: z.object({ message: z.string(), uuid: z.string(), execution_uuid: z.string() }),
       annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: true },
       http: { method: 'POST', path: `${base}/run` },
-      async run({ db, caller, runtime, logger }, { uuid, storage_uuid }) {
+      async run({ db, caller, jobs }, { uuid, storage_uuid }) {
         const s = await ownedStorage(db, caller.teamId, collection, uuid, storage_uuid);
         const b = await scheduleOf(db, s.id);
         if (!b) throw notFound();
-        const runner = new VolumeBackupRunner(db, runtime, logger);
-        const claimed = (await runner.claim(b.id, null))!;
         // An archive can take minutes: the answer does not wait for it.
-        void runner.run(claimed.id);
-        return { message: 'Storage backup queued.', uuid: b.uuid, execution_uuid: claimed.uuid };
+        const executionUuid = await jobs.runVolumeBackup(b.id);
+        return { message: 'Storage backup queued.', uuid: b.uuid, execution_uuid: executionUuid };
       },
     }),
   ];

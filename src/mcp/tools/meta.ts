@@ -84,8 +84,6 @@ export const META_TOOLS: readonly MetaTool[] = [
   outputSchema: toolSchema(outputs[t.name as keyof typeof outputs], 'zod'),
 }));
 
-export const META_NAMES = new Set(META_TOOLS.map((t) => t.name));
-
 /** The hint context of a tool's errors: what it is about and where to find its ids. */
 export function hintContext(tool: ToolDefinition, all: readonly ToolDefinition[]): { thing?: string; listTool?: string } {
   const prefix = tool.op.http.path.split('/{')[0]!;

@@ -5,7 +5,6 @@ import type { Operation } from '../../core/operation.js';
 import { agentInput, agentOutput } from './agent-view.js';
 import { toolText } from './descriptions.js';
 import { toolSchema } from './json-schema.js';
-import { selects, type ToolSelection } from './toolsets.js';
 
 /** One MCP tool: an operation plus what an agent needs to read about it. */
 export interface ToolDefinition {
@@ -80,9 +79,3 @@ export function visibleTools(tools: readonly ToolDefinition[], caller: Pick<Call
     return true;
   });
 }
-
-/** The names listed at start under a toolset selection. */
-export function listedNames(tools: readonly ToolDefinition[], sel: ToolSelection): Set<string> {
-  return new Set(tools.filter((t) => selects(sel, t.op)).map((t) => t.name));
-}
-

@@ -1,43 +1,5 @@
 import { TOOLSETS, type Toolset } from '../../core/operation.js';
 
-/**
- * What an agent loads by default: the operations agents use most (find a resource or a migration target, read it,
- * deploy, start/stop/restart, logs, migrate, the current team). Every other operation stays one
- * call away (enable_toolsets, or describe_operation + call_operation), so the list an agent pays
- * for in every conversation stays small while nothing becomes unreachable.
- */
-export const DEFAULT_TOOLS: readonly string[] = [
-  'get_current_team',
-  'list_resources',
-  'list_destinations',
-  'get_application',
-  'get_database',
-  'get_service',
-  'deploy',
-  'get_deployment',
-  ...['application', 'database', 'service'].flatMap((k) => [`start_${k}`, `stop_${k}`, `restart_${k}`, `get_${k}_logs`]),
-  'migrate_application',
-  'migrate_database',
-  'migrate_service',
-  'get_migration',
-];
-
-export const TOOLSET_DESCRIPTIONS: Record<Toolset, string> = {
-  teams: 'The current team, its members, every resource in one list, the version.',
-  servers: 'Servers (SSH or local engines), their destinations and SSH private keys.',
-  projects: 'Projects and their environments.',
-  applications: 'Applications: create, update, delete, variables, volumes, lifecycle, logs, migrate.',
-  databases: 'Databases of each type: create, update, delete, variables, volumes, lifecycle, logs, migrate.',
-  services: 'Docker compose services: create, update, delete, variables, volumes, lifecycle, logs, migrate.',
-  deployments: 'Deployments and migrations: deploy, follow, cancel, history.',
-  settings: "Instance settings: API toggle and allow-list (root team's root token).",
-  feedback: 'Feedback to the people who run this instance.',
-  tags: 'Tags: the team\'s tag records, tags on applications, databases and services (deploy by tag).',
-  shared_variables: 'Shared variables of the team, a project, an environment or a server, referenced from resource variables as {{team.KEY}}.',
-  backups: 'Database backups: scheduled and on-demand dumps, their executions, restore.',
-  notifications: 'Team notifications: e-mail, Discord, Slack, Telegram, Pushover and webhook settings, and which events each sends.',
-};
-
 /** `--toolsets` (and the HTTP header or query): group names, `default`, or `all`. */
 export const TOOLSET_WORDS = ['default', 'all', ...TOOLSETS] as const;
 
@@ -65,6 +27,6 @@ export function parseToolsets(spec: string | undefined): ToolSelection {
 }
 
 /** Whether an operation is listed under a selection. */
-export function selects(sel: ToolSelection, op: { name: string; toolset: Toolset }): boolean {
-  return sel.all || (sel.defaults && DEFAULT_TOOLS.includes(op.name)) || sel.groups.includes(op.toolset);
+export function selects(sel: ToolSelection, op: { default?: boolean; toolset: Toolset }): boolean {
+  return sel.all || (sel.defaults && op.default === true) || sel.groups.includes(op.toolset);
 }

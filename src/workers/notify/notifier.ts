@@ -1,19 +1,11 @@
 import type { Logger } from 'pino';
 import { Periodic } from '../periodic.js';
 import { nowIso, type Db } from '../../store/db.js';
-import { CHANNELS, channelDefaults, wants, type Channel, type ChannelSettings, type NotificationEvent } from './channels.js';
+import { CHANNELS, teamChannels, wants, type Channel, type ChannelSettings, type NotificationEvent } from '../../core/model/notification-channels.js';
 import type { NotificationMessage } from './senders.js';
 
 const MAX_ATTEMPTS = 8;
 const MAX_BACKOFF_MS = 15 * 60_000;
-
-/** A team's settings of every channel, defaults filled in. */
-export async function teamChannels(db: Db, teamId: number): Promise<Record<Channel, ChannelSettings>> {
-  const rows = await db.selectFrom('notification_settings').select(['channel', 'settings']).where('team_id', '=', teamId).execute();
-  const out = Object.fromEntries(CHANNELS.map((c) => [c, channelDefaults(c)])) as Record<Channel, ChannelSettings>;
-  for (const r of rows) Object.assign(out[r.channel as Channel], JSON.parse(r.settings) as ChannelSettings);
-  return out;
-}
 
 /**
  * Queues a message on every channel of the team that wants this event, once per subject

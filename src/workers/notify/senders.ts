@@ -1,6 +1,6 @@
 import nodemailer from 'nodemailer';
 import type { Mailer } from '../../mail/mailer.js';
-import type { Channel, ChannelSettings, NotificationEvent } from './channels.js';
+import type { Channel, ChannelSettings, NotificationEvent } from '../../core/model/notification-channels.js';
 import type { TargetGuard } from '../../core/outbound-guard.js';
 
 export interface NotificationMessage {

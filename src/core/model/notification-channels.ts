@@ -1,3 +1,5 @@
+import type { Db } from '../../store/db.js';
+
 /**
  * Notification channels and events, declared once: the settings fields of each channel (Coolify's
  * names), which of them are secrets, and the events a team can switch on per channel.
@@ -97,4 +99,12 @@ export function channelDefaults(channel: Channel): ChannelSettings {
 export function wants(channel: Channel, s: ChannelSettings, event: NotificationEvent): boolean {
   const on = channel === 'email' ? s.smtp_enabled === true || s.use_instance_email_settings === true : s[CHANNEL_SPECS[channel].enabled] === true;
   return on && s[eventField(event, channel)] === true;
+}
+
+/** A team's settings of every channel, defaults filled in. */
+export async function teamChannels(db: Db, teamId: number): Promise<Record<Channel, ChannelSettings>> {
+  const rows = await db.selectFrom('notification_settings').select(['channel', 'settings']).where('team_id', '=', teamId).execute();
+  const out = Object.fromEntries(CHANNELS.map((c) => [c, channelDefaults(c)])) as Record<Channel, ChannelSettings>;
+  for (const r of rows) Object.assign(out[r.channel as Channel], JSON.parse(r.settings) as ChannelSettings);
+  return out;
 }

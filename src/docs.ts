@@ -1,7 +1,6 @@
-import type { Operation } from '../../core/operation.js';
-import type { ToolDefinition } from './registry.js';
-import { PUBLIC_ROUTES } from '../../http-api/public-routes.js';
-import { DEFAULT_TOOLS } from './toolsets.js';
+import type { Operation } from './core/operation.js';
+import type { ToolDefinition } from './mcp/tools/registry.js';
+import { PUBLIC_ROUTES } from './http-api/public-routes.js';
 
 /** Reference tables (docs/api.md, docs/mcp.md) derived from the declarations, so the docs cannot drift from the code. */
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
@@ -12,7 +11,7 @@ const permissionOf = (op: Operation) =>
 export function renderToolTable(tools: readonly ToolDefinition[]): string {
   const rows = tools.map(
     (t) =>
-      `| \`${t.name}\` | ${DEFAULT_TOOLS.includes(t.name) ? 'default' : t.op.toolset} | ${permissionOf(t.op)} | ${t.hints.readOnlyHint ? 'yes' : 'no'} | ${cell(t.description)} |`,
+      `| \`${t.name}\` | ${t.op.default ? 'default' : t.op.toolset} | ${permissionOf(t.op)} | ${t.hints.readOnlyHint ? 'yes' : 'no'} | ${cell(t.description)} |`,
   );
   return ['| tool | listed in | permission | read-only | description |', '|---|---|---|---|---|', ...rows].join('\n');
 }
