@@ -92,7 +92,7 @@ export class Core {
   async run(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions = {}): Promise<unknown> {
     this.authorize(op, caller);
     const parsed = op.input.safeParse(rawInput ?? {});
-    if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues));
+    if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues, op.unsupported));
     const output = await op.run({ ...options, caller, ...this.deps }, parsed.data);
     return this.redactFor(op, caller, output);
   }

@@ -64,6 +64,12 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
     text?: string;
     /** Further paths for the same operation (Coolify 4.3 renamed /teams/current to /team). */
     aliases?: string[];
+    /**
+     * Body fields whose REST name is taken by a path parameter, by REST name → input name (Coolify
+     * names a storage `uuid` in the body of /applications/{uuid}/storages): the REST door and
+     * remote mode translate, MCP tools use the input name.
+     */
+    bodyNames?: Readonly<Record<string, string>>;
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */
@@ -75,6 +81,11 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
   };
   /** A limit of its own per source address, instead of the general per-user bucket. */
   rateLimit?: LimitSpec;
+  /**
+   * Coolify fields of this operation that berth knows but cannot apply yet, each with what to do
+   * instead: sent, they are refused by name (422) rather than as unknown fields or dropped.
+   */
+  unsupported?: Readonly<Record<string, string>>;
   run(ctx: OperationContext, input: z.infer<I>): Promise<z.infer<O>>;
 }
 

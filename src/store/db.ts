@@ -20,6 +20,7 @@ import * as m019 from './migrations/019-observed-state.js';
 import * as m020 from './migrations/020-auth-version.js';
 import * as m021 from './migrations/021-migration-leftovers.js';
 import * as m022 from './migrations/022-migration-start.js';
+import * as m023 from './migrations/023-file-storages.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '020-auth-version': m020,
   '021-migration-leftovers': m021,
   '022-migration-start': m022,
+  '023-file-storages': m023,
 
   '009-shared-variables': m009,
 

@@ -2,12 +2,16 @@ import { TOOLSETS, type Toolset } from '../core/operation.js';
 
 /**
  * What an agent loads by default: the operations agents use most (find a resource or a migration target, read it,
- * deploy, start/stop/restart, logs, migrate, the current team). Every other operation stays one
+ * deploy, start/stop/restart, logs, migrate, the teams and the API switch, the last two listed only to a root token
+ * of the root team, as every tool is listed only to tokens that may call it). Every other operation stays one
  * call away (enable_toolsets, or describe_operation + call_operation), so the list an agent pays
  * for in every conversation stays small while nothing becomes unreachable.
  */
 export const DEFAULT_TOOLS: readonly string[] = [
+  'list_teams',
   'get_current_team',
+  'enable_api',
+  'disable_api',
   'list_resources',
   'list_destinations',
   'get_application',

@@ -56,6 +56,7 @@ describe('the default list', () => {
     expect(tools.map((t) => t.name)).toEqual([...DEFAULTS, ...META]);
     expect(DEFAULTS).toHaveLength(DEFAULT_TOOLS.length);
     // The budget is what a root token's tools/list costs an agent in every conversation.
+    if (process.env.SIZES) for (const t of tools) console.log('SIZE', sizeOf(t), t.name, sizeOf(t.description), sizeOf(t.inputSchema), sizeOf(t.outputSchema), process.env.SIZES === 'full' ? JSON.stringify(t) : '');
     expect(sizeOf(tools), 'default tools/list bytes').toBeLessThanOrEqual(24 * KB);
     for (const t of tools) {
       expect(sizeOf(t), t.name).toBeLessThanOrEqual(2.5 * KB);
