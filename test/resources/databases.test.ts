@@ -239,3 +239,11 @@ describe('databases: common rules', () => {
     expect((await c.api('PATCH', `/databases/${c.w.appUuid}`, c.write, { name: 'x' })).text).toBe(NOT_FOUND);
   });
 });
+
+describe('redis_password', () => {
+  it('has no minimum length, as in Coolify', async () => {
+    const r = await c.api('POST', '/databases/redis', c.write, { ...placeOf(c.w), redis_password: 'k' });
+    expect(r.status, r.text).toBe(201);
+    expect((await c.api('GET', `/databases/${r.json.uuid}`, c.sensitive)).json.redis_password).toBe('k');
+  });
+});
