@@ -714,11 +714,13 @@ export class LiveRuntime implements Runtime {
     const plan = await planResource(this.db, resourceId);
     const engine = await this.engineForServerId(plan.serverId);
     const parts: string[] = [];
-    for (const c of plan.containers.filter((k) => opts.container === undefined || k.spec.labels?.['berth.container'] === opts.container)) {
+    const chosen = plan.containers.filter((k) => opts.container === undefined || k.spec.labels?.['berth.container'] === opts.container);
+    for (const c of chosen) {
       try {
         const { entries } = await engine.containerLogs(c.name, { tail: opts.lines, timestamps: Boolean(opts.timestamps) });
         const lines = entries.map((e) => (opts.timestamps ? `${e.timestamp ?? ''} ${e.line}`.trim() : e.line));
-        parts.push(plan.containers.length > 1 ? lines.map((l) => `[${c.name}] ${l}`).join('\n') : lines.join('\n'));
+        // Several containers' lines are told apart by a prefix; one container's need none.
+        parts.push(chosen.length > 1 ? lines.map((l) => `[${c.name}] ${l}`).join('\n') : lines.join('\n'));
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err;
       }
