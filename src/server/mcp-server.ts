@@ -117,10 +117,16 @@ type RunResult = { value: Record<string, unknown> } | { error: CallToolResult };
 type Handler = (args: unknown, ctx: never) => Promise<CallToolResult>;
 /** One tool on the wire, operation or meta: its texts, schemas and non-default hints. */
 /**
- * A title that only restates the tool's name ("Start application" for start_application) is not
+ * A title that only restates the tool's name ("Start application" for start_application, "Get a
+ * database" for get_database) is not
  * sent: clients show the name where there is no title, and every tools/list pays for each byte.
  */
-export const restatesName = (t: { name: string; title: string }) => t.title.toLowerCase() === t.name.replaceAll('_', ' ');
+export const restatesName = (t: { name: string; title: string }) =>
+  t.title
+    .toLowerCase()
+    .split(' ')
+    .filter((w) => !['a', 'an', 'the'].includes(w))
+    .join(' ') === t.name.replaceAll('_', ' ');
 
 type Listed = Pick<ToolDefinition, 'name' | 'title' | 'description' | 'inputSchema' | 'outputSchema'> & { annotations: Record<string, boolean | undefined> };
 

@@ -290,12 +290,12 @@ function familyText(name: string): ToolText | undefined {
     }[m[1] as 'list']!;
   }
   m = /^get_(application|database|service)_logs$/.exec(name);
-  if (m) return { title: `Get ${m[1]} logs`, description: `The last lines (default 100) of ${COLLECTION_WORDS[m[1]!]}'s container logs (read:sensitive); long logs keep their tail unless full is "true".` };
+  if (m) return { title: `Get ${m[1]} logs`, description: `The last lines (default 100) of ${COLLECTION_WORDS[m[1]!]}'s container logs (read:sensitive)${m[1] === 'service' ? '; sub_service_name: one container' : ''}; show_timestamps: true adds times; long logs keep their tail unless full: "true".` };
   m = /^(start|stop|restart)_(application|database|service)$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[2]!]!;
     const effect = { start: 'Start', stop: 'Stop', restart: 'Restart' }[m[1] as 'start'];
-    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what}; waits for the engine, answers its status.` };
+    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what}${m[1] === 'restart' && m[2] === 'service' ? ' (latest: true pulls its images first)' : ''}; waits for the engine, answers its status.` };
   }
   m = /^migrate_(application|database|service)$/.exec(name);
   if (m) {

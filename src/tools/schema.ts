@@ -42,6 +42,11 @@ export function compactJsonSchema(node: unknown, kind: 'input' | 'output'): unkn
     out[k] = compactJsonSchema(v, kind);
   }
   const any = out.anyOf;
+  // A flag that REST also takes as "true"/"false" (a query string): an agent sends a boolean.
+  if (kind === 'input' && Array.isArray(any) && any.length === 2 && isPlainType(any[0]) && any[0].type === 'boolean' && JSON.stringify(any[1]) === '{"type":"string","enum":["true","false"]}') {
+    const { anyOf: _, ...rest } = out;
+    return { type: 'boolean', ...rest };
+  }
   if (Array.isArray(any) && any.length >= 2) {
     const { anyOf: _, ...rest } = out;
     if (any.every(isPlainType)) return { type: any.map((s) => s.type), ...rest };

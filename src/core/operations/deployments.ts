@@ -226,7 +226,7 @@ export function lifecycleOperations(collection: Collection) {
       permission: 'deploy',
       toolset: TOOLSET_OF[collection],
       // Coolify's restart of a service may pull its images first (latest=true) and recreate the containers.
-      input: z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.optional() } : {}) }),
+      input: z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.meta({ 'berth.brief': true }).optional() } : {}) }),
       output: z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string() }),
       annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
       http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}` },

@@ -403,7 +403,8 @@ export function storageOperations(collection: Collection) {
 /** Coolify's log query: how many lines from the end, and whether each starts with its engine timestamp. */
 export const logInput = {
   lines: z.coerce.number().int().min(1).max(10_000).default(100),
-  show_timestamps: flag.optional(),
+  // Named in the tools' descriptions, left out of their schemas (berth.brief): every tools/list pays for it.
+  show_timestamps: flag.meta({ 'berth.brief': true }).optional(),
 };
 
 /** Container logs of a resource: sensitive, so the operation itself needs read:sensitive. */
@@ -419,7 +420,7 @@ export function logOperation(collection: Collection) {
       ...logInput,
       full: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
       // Coolify requires it on service logs; berth without it gives every container's, each line prefixed.
-      ...(collection === 'services' ? { sub_service_name: z.string().min(1).max(255).optional() } : {}),
+      ...(collection === 'services' ? { sub_service_name: z.string().min(1).max(255).meta({ 'berth.brief': true }).optional() } : {}),
     }),
     output: z.object({ logs: sensitive(z.string()), truncated: z.boolean() }),
     annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: true },
