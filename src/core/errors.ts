@@ -17,6 +17,8 @@ export const errorCatalogue = {
     message: 'Invalid token.',
     headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
   },
+  /** A request the resource's state refuses as Coolify does with 400 (deleting a project or environment that still has resources). */
+  bad_request: { status: 400, message: 'Bad request.' },
   api_disabled: { status: 403, message: 'API is disabled.' },
   mcp_disabled: { status: 403, message: 'MCP server is disabled.' },
   ip_not_allowed: { status: 403, message: 'You are not allowed to access the API.' },
@@ -57,7 +59,7 @@ export interface ErrorDetails {
   resetAt?: number;
   /** The bucket state behind a rate-limit answer, for its headers. */
   rate?: { limit: number; remaining: number };
-  /** Overrides the catalogue's message where the kind allows a specific one (conflict). */
+  /** Overrides the catalogue's message where the kind allows a specific one (conflict, bad_request). */
   message?: string;
   /**
    * The door is an OAuth protected resource (/mcp): its metadata URL (RFC 9728) goes into the

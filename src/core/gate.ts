@@ -92,7 +92,7 @@ export class Core {
   async run(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions = {}): Promise<unknown> {
     this.authorize(op, caller);
     const parsed = op.input.safeParse(rawInput ?? {});
-    if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues));
+    if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues, op.unsupported));
     // The signal is read through, not copied: a door may make it only when an operation reads it
     // (an AbortController per MCP call cost more than some operations).
     const ctx: OperationContext = {

@@ -87,10 +87,11 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
     /** Further paths for the same operation (Coolify 4.3 renamed /teams/current to /team). */
     aliases?: string[];
     /**
-     * Body fields read under another input name, where Coolify's body reuses a path parameter's
-     * name (PATCH /services/{uuid}/storages names the storage by body `uuid`): { uuid: 'storage_uuid' }.
+     * Body fields whose REST name is taken by a path parameter, by REST name → input name (Coolify
+     * names a storage `uuid` in the body of /applications/{uuid}/storages): the REST door and
+     * remote mode translate, MCP tools use the input name.
      */
-    bodyAliases?: Record<string, string>;
+    bodyNames?: Readonly<Record<string, string>>;
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */
@@ -102,6 +103,11 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
   };
   /** A limit of its own per source address, instead of the general per-user bucket. */
   rateLimit?: LimitSpec;
+  /**
+   * Coolify fields of this operation that berth knows but cannot apply yet, each with what to do
+   * instead: sent, they are refused by name (422) rather than as unknown fields or dropped.
+   */
+  unsupported?: Readonly<Record<string, string>>;
   run(ctx: OperationContext, input: z.infer<I>): Promise<z.infer<O>>;
 }
 

@@ -103,7 +103,8 @@ export interface Runtime {
    */
   placementRefusal(resourceId: number, destinationId: number): Promise<string | null>;
   /** Recent logs of a resource's containers. */
-  logs(resourceId: number, opts: { lines: number; container?: string }): Promise<string>;
+  /** The last lines of a resource's containers (one compose container with `container`), each with its engine timestamp when `timestamps`. */
+  logs(resourceId: number, opts: { lines: number; container?: string; timestamps?: boolean }): Promise<string>;
   /** Starts, stops or restarts one container of a service (its compose service name); what happened. */
   serviceContainer(resourceId: number, container: string, action: 'start' | 'stop' | 'restart'): Promise<string>;
   /** Frees space on a server's engine (unused images, build cache; volumes and networks on request); the log lines. */

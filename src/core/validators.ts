@@ -9,7 +9,11 @@ import { PROTOTYPE_KEYS } from './input-guard.js';
  */
 
 /** A path parameter naming a resource by uuid. */
-export const uuidParam = z.string().regex(/^[A-Za-z0-9]{1,64}$/, 'Must be a uuid (letters and digits).');
+/** A boolean from JSON or a query string ("true"/"false"), as Coolify's query flags. */
+export const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
+
+export const UUID_PATTERN = /^[A-Za-z0-9]{1,64}$/;
+export const uuidParam = z.string().regex(UUID_PATTERN, 'Must be a uuid (letters and digits).');
 
 export const name = z
   .string()

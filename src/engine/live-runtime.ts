@@ -153,6 +153,15 @@ export class LiveRuntime implements Runtime {
           await this.start(engine, plan, ctx);
           return 'finished';
         case 'restart': {
+          if (d.force === 1) {
+            // Coolify's restart?latest=true: pull every image before anything stops (a failed
+            // pull leaves it running as it was), then recreate the containers from them.
+            for (const image of new Set(plan.containers.map((c) => c.spec.image))) {
+              await engine.pullImage(image, { signal: ctx.signal });
+              await ctx.log(`pulled ${image}`);
+            }
+            break;
+          }
           await want('running');
           await this.stopAll(engine, plan, ctx);
           // One that kept restarting is removed by ensureStopped, and deployed again below.
@@ -568,9 +577,19 @@ export class LiveRuntime implements Runtime {
       // removeContainer answers false (no error) when there was none to remove.
       if (await engine.removeContainer(c.name, { force: true, signal: ctx.signal })) await ctx.log(`removed the previous ${c.name}`);
       await engine.createContainer(c.name, c.spec, { signal: ctx.signal });
+      await this.writeFiles(engine, c.name, c, ctx);
     }
     await this.startInOrder(engine, plan, ctx);
     for (const c of plan.containers) await ctx.log(`started ${c.name} from ${c.spec.image}`);
+  }
+
+  /** A container's file storages, written into it once created (archives work on a stopped container). */
+  private async writeFiles(engine: EngineClient, container: string, c: Plan['containers'][number], ctx: RuntimeJobContext): Promise<void> {
+    if (!c.files?.length) return;
+    // Loaded here, as the engine modules are: node-tar stays out of a start that never deploys.
+    const { fileStoragesTar } = await import('./file-tar.js');
+    await engine.putArchive(container, '/', fileStoragesTar(c.files), { signal: ctx.signal });
+    await ctx.log(`wrote ${c.files.length} file storage(s) into ${container}: ${c.files.map((f) => f.path).join(', ')}`);
   }
 
   /**
@@ -593,6 +612,7 @@ export class LiveRuntime implements Runtime {
     const next = `${c.name}-next`;
     await engine.removeContainer(next, { force: true, signal: ctx.signal });
     await engine.createContainer(next, c.spec, { signal: ctx.signal });
+    await this.writeFiles(engine, next, c, ctx);
     await ctx.log(`rolling update: starting ${next} beside the running ${c.name}`);
     try {
       await engine.startContainer(next, { signal: ctx.signal });
@@ -782,16 +802,18 @@ export class LiveRuntime implements Runtime {
     for (const v of vols) await to.removeVolume(v.Name, { force: true }).catch((err) => this.logger.warn({ err, volume: v.Name }, 'could not discard a staging volume'));
   }
 
-  async logs(resourceId: number, opts: { lines: number; container?: string }): Promise<string> {
+  async logs(resourceId: number, opts: { lines: number; container?: string; timestamps?: boolean }): Promise<string> {
     if (!this.isLive(await this.serverOfResource(resourceId))) return '';
     const plan = await planResource(this.db, resourceId);
     const engine = await this.engineForServerId(plan.serverId);
     const parts: string[] = [];
-    for (const c of plan.containers.filter((k) => opts.container === undefined || k.spec.labels?.['berth.container'] === opts.container)) {
+    const chosen = plan.containers.filter((k) => opts.container === undefined || k.spec.labels?.['berth.container'] === opts.container);
+    for (const c of chosen) {
       try {
-        const { entries } = await engine.containerLogs(c.name, { tail: opts.lines, timestamps: true });
-        const lines = entries.map((e) => `${e.timestamp ?? ''} ${e.line}`.trim());
-        parts.push(plan.containers.length > 1 ? lines.map((l) => `[${c.name}] ${l}`).join('\n') : lines.join('\n'));
+        const { entries } = await engine.containerLogs(c.name, { tail: opts.lines, timestamps: Boolean(opts.timestamps) });
+        const lines = entries.map((e) => (opts.timestamps ? `${e.timestamp ?? ''} ${e.line}`.trim() : e.line));
+        // Several containers' lines are told apart by a prefix; one container's need none.
+        parts.push(chosen.length > 1 ? lines.map((l) => `[${c.name}] ${l}`).join('\n') : lines.join('\n'));
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err;
       }

@@ -28,6 +28,8 @@ export interface PlannedContainer {
   spec: ContainerSpec;
   /** Compose's depends_on: planned containers (by their name) to wait for, and for what. Containers come after what they depend on. */
   dependsOn?: { name: string; condition: DependencyCondition }[];
+  /** File storages: written into the container after it is created, before it starts. */
+  files?: { path: string; content: string; isDirectory: boolean }[];
 }
 
 export interface Plan {
@@ -99,6 +101,8 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     .executeTakeFirstOrThrow();
   const envRows = await db.selectFrom('environment_variables').select(['key', 'value']).where('resource_id', '=', r.id).where('is_preview', '=', 0).execute();
   const storages = await db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute();
+  const fileRows = await db.selectFrom('file_storages').select(['mount_path', 'content', 'is_directory']).where('resource_id', '=', r.id).orderBy('id').execute();
+  const files = fileRows.length ? { files: fileRows.map((f) => ({ path: f.mount_path, content: f.content ?? '', isDirectory: f.is_directory === 1 })) } : {};
   // {{team.KEY}} and friends: the shared variables of this resource's own team, project,
   // environment and the server it is planned on.
   const { env: userEnv, notes } = await resolveSharedReferences(db, r, dest.server_id, Object.fromEntries(envRows.map((e) => [e.key, e.value ?? ''])));
@@ -116,6 +120,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     containers = [
       {
         name: r.uuid,
+        ...files,
         spec: {
           ...base,
           image: `${c.docker_registry_image_name}:${c.docker_registry_image_tag}`,
@@ -178,6 +183,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     containers = [
       {
         name: r.uuid,
+        ...files,
         spec: {
           ...base,
           image: c.image,

@@ -41,7 +41,8 @@ function operationObject(op: Operation): JsonSchema {
     ...inPath.map((n) => ({ name: n, in: 'path', required: true, schema: schemaOf(shape[n]!, 'input') })),
     ...(inQuery ? rest.map((n) => ({ name: n, in: 'query', required: !shape[n]!.safeParse(undefined).success, schema: schemaOf(shape[n]!, 'input') })) : []),
   ];
-  const body = !inQuery && rest.length ? z.strictObject(Object.fromEntries(rest.map((k) => [k, shape[k]!]))) : undefined;
+  const restName = new Map(Object.entries(op.http.bodyNames ?? {}).map(([r, i]) => [i, r]));
+  const body = !inQuery && rest.length ? z.strictObject(Object.fromEntries(rest.map((k) => [restName.get(k) ?? k, shape[k]!]))) : undefined;
   let success: JsonSchema;
   let headers: JsonSchema | undefined;
   if (op.http.text) success = { 'text/plain': { schema: { type: 'string' } } };

@@ -116,6 +116,18 @@ const ok = (value: Record<string, unknown>): CallToolResult => ({ content: [{ ty
 type RunResult = { value: Record<string, unknown> } | { error: CallToolResult };
 type Handler = (args: unknown, ctx: never) => Promise<CallToolResult>;
 /** One tool on the wire, operation or meta: its texts, schemas and non-default hints. */
+/**
+ * A title that only restates the tool's name ("Start application" for start_application, "Get a
+ * database" for get_database) is not
+ * sent: clients show the name where there is no title, and every tools/list pays for each byte.
+ */
+export const restatesName = (t: { name: string; title: string }) =>
+  t.title
+    .toLowerCase()
+    .split(' ')
+    .filter((w) => !['a', 'an', 'the'].includes(w))
+    .join(' ') === t.name.replaceAll('_', ' ');
+
 type Listed = Pick<ToolDefinition, 'name' | 'title' | 'description' | 'inputSchema' | 'outputSchema'> & { annotations: Record<string, boolean | undefined> };
 
 /**
@@ -301,7 +313,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
     server.registerTool(
       t.name,
       {
-        title: t.title,
+        ...(restatesName(t) ? {} : { title: t.title }),
         description: t.description,
         inputSchema: t.inputSchema,
         outputSchema: t.outputSchema,

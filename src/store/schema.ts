@@ -199,6 +199,16 @@ export interface StoragesTable extends Timestamps {
   engine_volume: string | null;
 }
 
+/** A file (with its content) or a directory written into a resource's container at mount_path. */
+export interface FileStoragesTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  resource_id: number;
+  mount_path: string;
+  content: string | null;
+  is_directory: number;
+}
+
 export interface DeploymentsTable extends Timestamps {
   id: Generated<number>;
   uuid: string;
@@ -435,6 +445,7 @@ export interface Database {
   resources: ResourcesTable;
   environment_variables: EnvironmentVariablesTable;
   storages: StoragesTable;
+  file_storages: FileStoragesTable;
   deployments: DeploymentsTable;
   migrations_jobs: MigrationJobsTable;
   notification_settings: NotificationSettingsTable;

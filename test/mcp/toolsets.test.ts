@@ -20,7 +20,10 @@ const META = ['list_toolsets', 'enable_toolsets', 'describe_operation', 'call_op
 const KB = 1024;
 /** The default set as agents are promised it (declared by `default: true` on each operation). */
 const DEFAULT_TOOLS = [
+  'list_teams',
   'get_current_team',
+  'enable_api',
+  'disable_api',
   'list_resources',
   'list_destinations',
   'get_application',
@@ -66,6 +69,22 @@ async function using<T>(c: AnyClient, f: (c: AnyClient) => Promise<T>): Promise<
 }
 
 describe('the default list', () => {
+  it('holds the mission’s operations; enable_api and disable_api only for a root token of the root team', async () => {
+    for (const n of ['list_teams', 'get_current_team', 'enable_api', 'disable_api', 'migrate_application', 'migrate_service']) expect(DEFAULT_TOOLS).toContain(n);
+    const names = async (token: string) => using(await defaultStdio(token), async (c) => (await c.listTools()).tools.map((t) => t.name));
+    const root = await names(s.rootToken);
+    for (const n of ['list_teams', 'get_current_team', 'enable_api', 'disable_api', 'migrate_application', 'migrate_service']) expect(root).toContain(n);
+    // read/write/deploy of the root team, and a root token of another team: no API switch.
+    const plain = await names((await s.token({ permissions: ['read', 'write', 'deploy'] })).token);
+    const otherTeamRoot = (await s.team('Not the root team')).rootToken;
+    for (const list of [plain, await names(otherTeamRoot)]) {
+      expect(list).toEqual(expect.arrayContaining(['list_teams', 'get_current_team', 'migrate_application', 'migrate_service']));
+      expect(list).not.toContain('enable_api');
+      expect(list).not.toContain('disable_api');
+    }
+  });
+
+
   it('is the core an agent uses most, plus the four ways to reach the rest, within the size budget', async () => {
     const tools = await using(await defaultStdio(), async (c) => (await c.listTools()).tools);
     expect(tools.map((t) => t.name)).toEqual([...DEFAULTS, ...META]);

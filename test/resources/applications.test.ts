@@ -324,9 +324,54 @@ describe('application storages', () => {
     for (const name of ['../x', 'a;b', '$(id)', '/abs', 'a b', '-x']) {
       expectValidation(await c.api('POST', `/applications/${c.w.appUuid}/storages`, c.write, { ...base, name, mount_path: '/ok' }), ['name']);
     }
-    expectValidation(await c.api('POST', `/applications/${c.w.appUuid}/storages`, c.write, { type: 'file', name: 'x', mount_path: '/ok' }), ['type']);
-    expectValidation(await c.api('POST', `/applications/${c.w.appUuid}/storages`, c.write, { ...base, mount_path: '/ok', host_path: '/etc' }), ['host_path']);
+    const wrong = await c.api('POST', `/applications/${c.w.appUuid}/storages`, c.write, { type: 'file', name: 'x', mount_path: '/ok' });
+    expect(wrong.json.errors).toEqual({ name: ["Field 'name' is not valid for type 'file'."] });
+    expectValidation(await c.api('POST', `/applications/${c.w.appUuid}/storages`, c.write, { ...base, mount_path: '/ok', content: 'x' }), ['content']);
+    expectValidation(await c.api('POST', `/applications/${c.w.appUuid}/storages`, c.write, { type: 'tmpfs', mount_path: '/ok' }), ['type']);
+    // Coolify fields berth cannot apply are refused by name, saying so (not as unknown fields).
+    const host = await c.api('POST', `/applications/${c.w.appUuid}/storages`, c.write, { ...base, mount_path: '/ok', host_path: '/etc' });
+    expect(host.status).toBe(422);
+    expect(host.json.errors.host_path[0]).toMatch(/^berth does not support this Coolify field yet: .*host paths/);
+    const fsPath = await c.api('POST', `/applications/${c.w.appUuid}/storages`, c.write, { type: 'file', is_directory: true, fs_path: '/data/x', mount_path: '/ok', bogus: 1 });
+    expect(fsPath.json.errors.fs_path[0]).toMatch(/^berth does not support this Coolify field yet/);
+    expect(fsPath.json.errors.bogus).toEqual(['This field is not allowed.']);
     expect(await dump(c.s)).toEqual(before);
+  });
+
+  it('file storages: a file with its content or a directory; listed with contents for read:sensitive only; updated by uuid or id; deleted', async () => {
+    const { uuid: app } = (await c.api('POST', '/applications/dockerimage', c.write, image())).json;
+    const file = await c.api('POST', `/applications/${app}/storages`, c.write, { type: 'file', mount_path: '/etc/app/config.ini', content: 'token=s3cr3t-f1le\n' });
+    expect(file.status).toBe(201);
+    expect(file.json).toMatchObject({ uuid: expect.any(String), id: expect.any(Number), mount_path: '/etc/app/config.ini', is_directory: false });
+    const dir = await c.api('POST', `/applications/${app}/storages`, c.write, { type: 'file', mount_path: '/var/cache/app', is_directory: true });
+    expect(dir.json).toMatchObject({ mount_path: '/var/cache/app', is_directory: true });
+    expectValidation(await c.api('POST', `/applications/${app}/storages`, c.write, { type: 'file', mount_path: '/var/cache/app' }), ['mount_path']);
+    expectValidation(await c.api('POST', `/applications/${app}/storages`, c.write, { type: 'persistent', name: 'v', mount_path: '/etc/app/config.ini' }), ['mount_path']);
+    expectValidation(await c.api('POST', `/applications/${app}/storages`, c.write, { type: 'file', mount_path: '/d', is_directory: true, content: 'x' }), ['content']);
+
+    const read = await c.api('GET', `/applications/${app}/storages`, c.read);
+    expect(read.text).not.toContain('s3cr3t-f1le');
+    expect(read.json.file_storages.map((f: { mount_path: string }) => f.mount_path)).toEqual(['/etc/app/config.ini', '/var/cache/app']);
+    const sensitive = await c.api('GET', `/applications/${app}/storages`, c.sensitive);
+    expect(sensitive.json.file_storages[0].content).toBe('token=s3cr3t-f1le\n');
+
+    // Coolify names the storage by body uuid (preferred) or id; berth's storage_uuid still works.
+    const byUuid = await c.api('PATCH', `/applications/${app}/storages`, c.write, { uuid: file.json.uuid, type: 'file', content: 'token=rotated\n' });
+    expect(byUuid.status).toBe(200);
+    const byId = await c.api('PATCH', `/applications/${app}/storages`, c.write, { id: file.json.id, type: 'file', mount_path: '/etc/app/app.ini' });
+    expect(byId.status).toBe(200);
+    const now = (await c.api('GET', `/applications/${app}/storages`, c.sensitive)).json.file_storages[0];
+    expect(now).toMatchObject({ uuid: file.json.uuid, mount_path: '/etc/app/app.ini', content: 'token=rotated\n' });
+    expectValidation(await c.api('PATCH', `/applications/${app}/storages`, c.write, { type: 'file', content: 'x' }), ['storage_uuid']);
+    expectValidation(await c.api('PATCH', `/applications/${app}/storages`, c.write, { uuid: file.json.uuid, storage_uuid: file.json.uuid, content: 'x' }), ['uuid']);
+    expect((await c.api('PATCH', `/applications/${app}/storages`, c.write, { uuid: file.json.uuid, type: 'persistent', mount_path: '/x' })).status).toBe(404);
+    const other = await c.s.team('File storages elsewhere');
+    const foreign = await c.api('PATCH', `/applications/${app}/storages`, other.rootToken, { id: file.json.id, content: 'theirs' });
+    expect(foreign.text).toBe(NOT_FOUND);
+
+    expect((await c.api('DELETE', `/applications/${app}/storages/${file.json.uuid}`, c.write)).json).toEqual({ message: 'Storage deleted.' });
+    expect((await c.api('GET', `/applications/${app}/storages`, c.read)).json.file_storages.map((f: { uuid: string }) => f.uuid)).toEqual([dir.json.uuid]);
+    expect((await c.api('DELETE', `/applications/${app}/storages/${file.json.uuid}`, c.write)).text).toBe(NOT_FOUND);
   });
 });
 

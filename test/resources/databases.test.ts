@@ -183,7 +183,7 @@ describe('databases: common rules', () => {
       ['postgresql', { ...base, name: 'main;id' }, ['name']],
       ['postgresql', { ...base, postgres_password: "pa'ss word" }, ['postgres_password']],
       ['postgresql', { ...base, postgres_password: '$(id)xxxxxx' }, ['postgres_password']],
-      ['postgresql', { ...base, postgres_password: 'short' }, ['postgres_password']],
+      ['postgresql', { ...base, postgres_password: '' }, ['postgres_password']],
       ['postgresql', { ...base, postgres_user: 'u;id' }, ['postgres_user']],
       ['postgresql', { ...base, postgres_db: '../x' }, ['postgres_db']],
       ['postgresql', { ...base, image: 'postgres:16;id' }, ['image']],
@@ -196,7 +196,7 @@ describe('databases: common rules', () => {
       ['mariadb', { ...base, mariadb_password: 'with"quote' }, ['mariadb_password']],
       ['keydb', { ...base, keydb_password: 'has space 123' }, ['keydb_password']],
       ['clickhouse', { ...base, clickhouse_admin_user: 'x-y', redis_password: 'not-for-clickhouse' }, ['clickhouse_admin_user', 'redis_password']],
-      ['dragonfly', { ...base, dragonfly_password: 'short' }, ['dragonfly_password']],
+      ['dragonfly', { ...base, dragonfly_password: 'has space' }, ['dragonfly_password']],
     ];
     for (const [kind, body, fields] of cases) expectValidation(await c.api('POST', `/databases/${kind}`, c.write, body), fields);
     const nope = await c.api('POST', '/databases/cassandra', c.write, base);
@@ -237,5 +237,13 @@ describe('databases: common rules', () => {
   it('an application uuid is not a database', async () => {
     expect((await c.api('GET', `/databases/${c.w.appUuid}`, c.read)).text).toBe(NOT_FOUND);
     expect((await c.api('PATCH', `/databases/${c.w.appUuid}`, c.write, { name: 'x' })).text).toBe(NOT_FOUND);
+  });
+});
+
+describe('redis_password', () => {
+  it('has no minimum length, as in Coolify', async () => {
+    const r = await c.api('POST', '/databases/redis', c.write, { ...placeOf(c.w), redis_password: 'k' });
+    expect(r.status, r.text).toBe(201);
+    expect((await c.api('GET', `/databases/${r.json.uuid}`, c.sensitive)).json.redis_password).toBe('k');
   });
 });

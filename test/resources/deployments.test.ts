@@ -121,8 +121,9 @@ describe('deployments', () => {
     // Cancelling the parked one answers Coolify's message and ends it.
     const cancel = await c.api('POST', `/deployments/${parked}/cancel`, c.deploy);
     expect(cancel.status).toBe(200);
-    expect(cancel.json).toEqual({ message: 'Deployment cancelled successfully.', deployment_uuid: parked, status: 'cancelled' });
-    expect((await c.api('GET', `/deployments/${parked}`, c.read)).json.status).toBe('cancelled');
+    // Coolify's name for the state: cancelled-by-user.
+    expect(cancel.json).toEqual({ message: 'Deployment cancelled successfully.', deployment_uuid: parked, status: 'cancelled-by-user' });
+    expect((await c.api('GET', `/deployments/${parked}`, c.read)).json.status).toBe('cancelled-by-user');
     expect((await c.api('GET', '/deployments', c.read)).json).toEqual([]);
   });
 
@@ -138,21 +139,36 @@ describe('deployments', () => {
     expect(again.json.message).toBe('Deployment cannot be cancelled. Current status: cancelled');
   });
 
-  it('GET /deployments/applications/{uuid} lists an app’s deployments newest first, paged', async () => {
+  it('GET /deployments/applications/{uuid} answers Coolify’s {count, deployments}, newest first, paged by skip and take', async () => {
     const { uuid: app } = (await c.api('POST', '/applications/dockerimage', c.write, { ...placeOf(c.w), docker_registry_image_name: 'nginx' })).json;
     const made: string[] = [];
     for (const action of ['start', 'stop', 'restart', 'start']) {
       made.push((await c.api('POST', `/applications/${app}/${action}`, c.deploy)).json.deployment_uuid);
       await finished(c, made[made.length - 1]!);
     }
+    const uuids = (r: { json: { deployments: { deployment_uuid: string }[] } }) => r.json.deployments.map((d) => d.deployment_uuid);
     const all = await c.api('GET', `/deployments/applications/${app}`, c.read);
     expect(all.status).toBe(200);
-    expect(all.json.map((d: { deployment_uuid: string }) => d.deployment_uuid)).toEqual([...made].reverse());
-    expect(all.json.map((d: { kind: string }) => d.kind)).toEqual(['start', 'restart', 'stop', 'start']);
-    expect(all.headers['x-total-count']).toBe('4');
-    const page2 = await c.api('GET', `/deployments/applications/${app}?page=2&per_page=3`, c.read);
-    expect(page2.json.map((d: { deployment_uuid: string }) => d.deployment_uuid)).toEqual([made[0]]);
-    expect(page2.headers).toMatchObject({ 'x-total-count': '4', 'x-page': '2', 'x-per-page': '3' });
+    expect(all.json.count).toBe(4);
+    expect(uuids(all)).toEqual([...made].reverse());
+    expect(all.json.deployments.map((d: { kind: string }) => d.kind)).toEqual(['start', 'restart', 'stop', 'start']);
+    // skip/take: any offset, not only whole pages; count stays the total.
+    const middle = await c.api('GET', `/deployments/applications/${app}?skip=1&take=2`, c.read);
+    expect(middle.json).toMatchObject({ count: 4 });
+    expect(uuids(middle)).toEqual([made[2], made[1]]);
+    const past = await c.api('GET', `/deployments/applications/${app}?skip=9`, c.read);
+    expect(past.json).toEqual({ count: 4, deployments: [] });
+    // Coolify's default take is 10: eleven deployments answer ten, and count 11.
+    for (let n = 0; n < 7; n++) {
+      made.push((await c.api('POST', `/applications/${app}/restart`, c.deploy)).json.deployment_uuid);
+      await finished(c, made[made.length - 1]!);
+    }
+    const first = await c.api('GET', `/deployments/applications/${app}`, c.read);
+    expect(first.json.count).toBe(11);
+    expect(uuids(first)).toEqual([...made].reverse().slice(0, 10));
+    expectValidation(await c.api('GET', `/deployments/applications/${app}?take=0`, c.read), ['take']);
+    expectValidation(await c.api('GET', `/deployments/applications/${app}?skip=-1`, c.read), ['skip']);
+    expectValidation(await c.api('GET', `/deployments/applications/${app}?page=2`, c.read), ['page']);
     expect((await c.api('GET', `/deployments/applications/${c.w.databaseUuid}`, c.read)).text).toBe(NOT_FOUND);
   });
 
@@ -163,7 +179,8 @@ describe('deployments', () => {
       const r = await c.api('GET', path, c.read);
       expect(r.status).toBe(200);
       expect(r.text).not.toContain(secret);
-      const one = Array.isArray(r.json) ? r.json.find((d: { deployment_uuid: string }) => d.deployment_uuid === parked) : r.json;
+      const list = Array.isArray(r.json) ? r.json : r.json.deployments;
+      const one = list ? list.find((d: { deployment_uuid: string }) => d.deployment_uuid === parked) : r.json;
       expect(one).toBeDefined();
       expect(one).not.toHaveProperty('logs');
       for (const t of [c.sensitive, c.root]) expect((await c.api('GET', path, t)).text).toContain(secret);

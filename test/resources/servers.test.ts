@@ -353,7 +353,7 @@ describe('projects and environments', () => {
 
     const before = await dump(c.s);
     const refused = await c.api('DELETE', `/projects/${uuid}`, c.write);
-    expect(refused.status).toBe(409);
+    expect(refused.status).toBe(400);
     expect(refused.json).toEqual({ message: 'Project has resources, so it cannot be deleted.' });
     expect(await dump(c.s)).toEqual(before);
 

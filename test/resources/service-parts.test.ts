@@ -86,3 +86,63 @@ describe('classification by image', () => {
     }
   });
 });
+
+describe("Coolify's service fields", () => {
+  it('a service application takes url (its URLs); another resource’s domain is a 409 unless force_domain_override', async () => {
+    const made = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml('') });
+    const uuid = made.json.uuid as string;
+    const web = (await c.api('GET', `/services/${uuid}/applications`, c.read)).json[0].uuid as string;
+    const set = await c.api('PATCH', `/services/${uuid}/applications/${web}`, c.write, { url: 'https://shop.example.com, http://shop.example.com:8080' });
+    expect(set.status, set.text).toBe(200);
+    expect(set.json.fqdn).toBe('https://shop.example.com,http://shop.example.com:8080');
+    expect((await c.api('GET', `/services/${uuid}/applications/${web}`, c.read)).json.fqdn).toBe('https://shop.example.com,http://shop.example.com:8080');
+    // Setting the same URLs again on itself is no conflict.
+    expect((await c.api('PATCH', `/services/${uuid}/applications/${web}`, c.write, { url: 'https://shop.example.com' })).status).toBe(200);
+
+    const app = await c.api('POST', '/applications/dockerimage', c.write, { ...placeOf(c.w), docker_registry_image_name: 'nginx', domains: 'https://taken.example.com' });
+    expect(app.status).toBe(201);
+    const clash = await c.api('PATCH', `/services/${uuid}/applications/${web}`, c.write, { url: 'https://TAKEN.example.com' });
+    expect(clash.status).toBe(409);
+    expect(clash.json.message).toContain('taken.example.com is used by application');
+    expect(clash.json.message).toContain('force_domain_override=true');
+    expect((await c.api('GET', `/services/${uuid}/applications/${web}`, c.read)).json.fqdn).toBe('https://shop.example.com');
+    const forced = await c.api('PATCH', `/services/${uuid}/applications/${web}?force_domain_override=true`, c.write, { url: 'https://taken.example.com' });
+    expect(forced.status).toBe(200);
+    expect(forced.json.fqdn).toBe('https://taken.example.com');
+    // Another team's domain is not this team's conflict (and is never named).
+    const other = await c.s.team('Domains elsewhere');
+    const theirs = await c.api('PATCH', `/services/${uuid}/applications/${web}`, other.rootToken, { url: 'https://x.example.com' });
+    expect(theirs.status).toBe(404);
+    expect((await c.api('PATCH', `/services/${uuid}/applications/${web}`, c.write, { url: 'ftp://x' })).status).toBe(422);
+    expect((await c.api('PATCH', `/services/${uuid}/applications/${web}`, c.write, { url: null })).json.fqdn).toBeNull();
+    const db = (await c.api('GET', `/services/${uuid}/databases`, c.read)).json[0].uuid as string;
+    expect((await c.api('PATCH', `/services/${uuid}/databases/${db}`, c.write, { url: 'https://db.example.com' })).json.errors).toEqual({ url: ['This field is not allowed.'] });
+  });
+
+  it('one-click templates, urls and an own network are refused by name, saying berth does not support them yet', async () => {
+    const oneClick = await c.api('POST', '/services', c.write, { ...placeOf(c.w), type: 'gitea-with-mysql' });
+    expect(oneClick.status).toBe(422);
+    expect(oneClick.json.errors.type).toEqual(['berth does not support this Coolify field yet: one-click service templates are not available; send the compose file as docker_compose_raw.']);
+    const urls = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml(''), urls: [{ name: 'web', url: 'https://a.example.com' }] });
+    expect(urls.json.errors.urls[0]).toMatch(/^berth does not support this Coolify field yet: .*PATCH \/services\/\{uuid\}\/applications/);
+    const made = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml('') });
+    const uuid = made.json.uuid as string;
+    expect((await c.api('PATCH', `/services/${uuid}`, c.write, { connect_to_docker_network: true })).status).toBe(200);
+    expect((await c.api('GET', `/services/${uuid}`, c.read)).json.connect_to_docker_network).toBe(true);
+    const own = await c.api('PATCH', `/services/${uuid}`, c.write, { connect_to_docker_network: false });
+    expect(own.status).toBe(422);
+    expect(own.json.errors.connect_to_docker_network[0]).toMatch(/^berth does not support false here yet/);
+  });
+
+  it('service logs take sub_service_name (a container that is not there is a 404) and show_timestamps; restart takes latest', async () => {
+    const made = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml('') });
+    const uuid = made.json.uuid as string;
+    expect((await c.api('GET', `/services/${uuid}/logs?sub_service_name=web&show_timestamps=true`, c.sensitive)).json).toEqual({ logs: '', truncated: false });
+    expect((await c.api('GET', `/services/${uuid}/logs?sub_service_name=nope`, c.sensitive)).status).toBe(404);
+    expect((await c.api('GET', `/services/${uuid}/logs?show_timestamps=maybe`, c.sensitive)).status).toBe(422);
+    const r = await c.api('POST', `/services/${uuid}/restart?latest=true`, c.deploy);
+    expect(r.status, r.text).toBe(200);
+    expect((await c.api('GET', `/deployments/${r.json.deployment_uuid}`, c.read)).json).toMatchObject({ kind: 'restart', force_rebuild: true });
+    expect((await c.api('POST', `/applications/${c.w.appUuid}/restart?latest=true`, c.deploy)).json.errors).toEqual({ latest: ['This field is not allowed.'] });
+  });
+});

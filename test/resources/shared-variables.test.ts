@@ -182,7 +182,7 @@ describe('environments by name or uuid', () => {
     expect((await c.api('PATCH', `/projects/${p}/environments/qa`, other.rootToken, { description: 'x' })).text).toBe(NOT_FOUND);
 
     const busy = await c.api('DELETE', `/projects/${p}/environments/production`, c.write);
-    expect(busy.status).toBe(409);
+    expect(busy.status).toBe(400);
     expect(busy.json).toEqual({ message: 'Environment has resources, so it cannot be deleted.' });
     expect((await c.api('GET', `/projects/${p}/production`, c.read)).status).toBe(200);
 

@@ -27,6 +27,16 @@ describe.each([
     expect((await list(uuid)).find((s) => s.uuid === storage)).toMatchObject({ mount_path: '/srv/moved', volume_name: before.volume_name });
   });
 
+  it('names the storage as Coolify clients do: body uuid, or id', async () => {
+    const { uuid, storage } = ids();
+    const one = (await list(uuid)).find((s) => s.uuid === storage)! as { id?: number; volume_name: string };
+    expect((await c.api('PATCH', `/${collection}/${uuid}/storages`, c.write, { uuid: storage, type: 'persistent', mount_path: '/srv/by-uuid' })).json).toMatchObject({ uuid: storage, mount_path: '/srv/by-uuid' });
+    expect(one.id).toEqual(expect.any(Number));
+    expect((await c.api('PATCH', `/${collection}/${uuid}/storages`, c.write, { id: one.id, type: 'persistent', mount_path: '/srv/by-id' })).json).toMatchObject({ uuid: storage, mount_path: '/srv/by-id', volume_name: one.volume_name });
+    const renamed = await c.api('PATCH', `/${collection}/${uuid}/storages`, c.write, { uuid: storage, type: 'persistent', name: 'renamed' });
+    expect(renamed.json.errors.name[0]).toMatch(/^berth does not support this Coolify field yet/);
+  });
+
   it('refuses a taken or unsafe path and a foreign storage, changing nothing', async () => {
     const { uuid, storage } = ids();
     const other = await c.api('POST', `/${collection}/${uuid}/storages`, c.write, { type: 'persistent', name: 'second', mount_path: '/srv/second' });

@@ -26,7 +26,8 @@ const password = () => {
   return s;
 };
 
-const secret = z.string().min(8).max(256).regex(/^[A-Za-z0-9!#%*+,.:=?@^_~-]+$/, 'Use letters, digits and !#%*+,.:=?@^_~- (no quotes, spaces or $).');
+// Coolify's database password rule: any length from 1 (issue 27); the characters stay shell- and URL-safe.
+const secret = z.string().min(1).max(256).regex(/^[A-Za-z0-9!#%*+,.:=?@^_~-]+$/, 'Use letters, digits and !#%*+,.:=?@^_~- (no quotes, spaces or $).');
 const ident = z.string().min(1).max(63).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'Use letters, digits and _.');
 
 /** Type-specific fields, by their Coolify names. Passwords are sensitive. */

@@ -1,7 +1,7 @@
 import type { DeploymentKind } from '../model/deployment.js';
 import { z } from 'zod';
 import type { Db } from '../../store/db.js';
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { DeploymentsTable } from '../../store/schema.js';
 import { BerthError, notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
@@ -10,13 +10,18 @@ import { defineOperation, type OperationContext } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
-import { uuidParam } from '../validators.js';
+import { flag, uuidParam } from '../validators.js';
 import { brief } from '../runtime-fields.js';
 import { ENGINE, READ, stamps } from './common.js';
 import { displayStatus, TOOLSET_OF, serverOf, type ResourceRow } from './resource-common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 type DeploymentRow = Selectable<DeploymentsTable>;
+
+/** A cancelled deployment's status as Coolify names it (the store keeps `cancelled`). */
+export const CANCELLED = 'cancelled-by-user' as const;
+/** A deployment status as the API shows it. */
+export const shownStatus = <S extends string>(s: S) => (s === 'cancelled' ? CANCELLED : (s as Exclude<S, 'cancelled'>));
 
 /** Log text longer than this is cut (with a marker) unless the caller asks for it in full. */
 const LOG_PREVIEW_CHARS = 10_000;
@@ -25,7 +30,7 @@ export const deploymentSchema = z.object({
   id: z.number().int(),
   deployment_uuid: z.string(),
   kind: z.enum(['deploy', 'start', 'stop', 'restart']),
-  status: z.enum(['queued', 'in_progress', 'finished', 'failed', 'cancelled']),
+  status: z.enum(['queued', 'in_progress', 'finished', 'failed', CANCELLED]),
   force_rebuild: z.boolean(),
   /** A rollback: runs a kept image (rollback_application) instead of building or pulling. */
   rollback: brief(z.boolean()),
@@ -58,7 +63,7 @@ async function views(db: Db, rows: DeploymentRow[], full = false): Promise<z.inf
         id: d.id,
         deployment_uuid: d.uuid,
         kind: d.kind as DeploymentKind,
-        status: d.status,
+        status: shownStatus(d.status),
         force_rebuild: d.force === 1,
         rollback: d.rollback_tag != null,
         resource_uuid: r.uuid,
@@ -162,7 +167,7 @@ export const deploymentOperations = [
     permission: 'deploy',
     toolset: 'deployments',
     input: z.strictObject({ uuid: uuidParam }),
-    output: z.object({ message: z.string(), deployment_uuid: z.string(), status: z.literal('cancelled') }),
+    output: z.object({ message: z.string(), deployment_uuid: z.string(), status: z.literal(CANCELLED) }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     http: { method: 'POST', path: '/api/v1/deployments/{uuid}/cancel' },
     async run({ db, caller, jobs }, { uuid }) {
@@ -170,22 +175,27 @@ export const deploymentOperations = [
       if (!(await jobs.cancel(d.id))) {
         throw new BerthError('conflict', { message: `Deployment cannot be cancelled. Current status: ${d.status}` });
       }
-      return { message: 'Deployment cancelled successfully.', deployment_uuid: uuid, status: 'cancelled' as const };
+      return { message: 'Deployment cancelled successfully.', deployment_uuid: uuid, status: CANCELLED };
     },
   }),
   defineOperation({
     name: 'list_application_deployments',
-    summary: 'List an application’s deployments, newest first.',
+    summary: 'List an application’s deployments, newest first: `take` of them (default 10) after `skip`, and their total `count`.',
     permission: 'read',
     toolset: 'deployments',
-    input: z.strictObject({ uuid: uuidParam, ...pageInput }),
-    output: listOf(deploymentSchema),
+    // Coolify's paging for this one list: skip/take, answered as {count, deployments}.
+    input: z.strictObject({ uuid: uuidParam, skip: z.coerce.number().int().min(0).default(0), take: z.coerce.number().int().min(1).max(100).default(10) }),
+    output: z.object({ count: z.number().int(), deployments: z.array(deploymentSchema) }),
     annotations: READ,
-    http: { method: 'GET', path: '/api/v1/deployments/applications/{uuid}', list: true },
-    async run({ db, caller }, { uuid, ...p }) {
+    http: { method: 'GET', path: '/api/v1/deployments/applications/{uuid}' },
+    async run({ db, caller }, { uuid, skip, take }) {
       const r = await ownedResource(db, uuid, caller.teamId, ['application']);
       const base = db.selectFrom('deployments').where('resource_id', '=', r.id);
-      return paged(base, p, (q) => q.selectAll().orderBy('id', 'desc'), (rows) => views(db, rows));
+      // paged() counts on the page's own rows; an offset need not be a multiple of the page size.
+      const counted = base.select(sql<number>`count(*) over ()`.as('berth_total'));
+      const rows = await counted.selectAll().orderBy('id', 'desc').limit(take).offset(skip).execute();
+      const count = rows.length ? Number(rows[0]!.berth_total) : Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+      return { count, deployments: await views(db, rows) };
     },
   }),
 ];
@@ -213,7 +223,7 @@ export async function waitForDeployment(db: Db, id: number, done: Promise<void>)
     if (started?.status === 'in_progress') ended = await within(ACTION_WAIT_MS);
   }
   const dep = await db.selectFrom('deployments').select('status').where('id', '=', id).executeTakeFirst();
-  return { ended, status: dep?.status ?? 'cancelled' };
+  return { ended, status: shownStatus(dep?.status ?? 'cancelled') };
 }
 
 /** start/stop/restart for one collection: each queues a deployment of that kind. */
@@ -226,13 +236,15 @@ export function lifecycleOperations(collection: Collection) {
       summary: `${action[0]!.toUpperCase()}${action.slice(1)} a ${singular} on its server.`,
       permission: 'deploy',
       toolset: TOOLSET_OF[collection],
-      input: z.strictObject({ uuid: uuidParam }),
+      // Coolify's restart of a service may pull its images first (latest=true) and recreate the containers.
+      input: z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.meta({ 'berth.brief': true }).optional() } : {}) }),
       output: z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string() }),
       annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
       http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}` },
-      async run(ctx, { uuid }) {
+      async run(ctx, i) {
+        const { uuid } = i;
         const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, KINDS_OF[collection]);
-        const d = await queueDeployment(ctx, r, action, false);
+        const d = await queueDeployment(ctx, r, action, Boolean((i as { latest?: boolean }).latest));
         const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
         // The answer comes once the engine is in the asked state (or the action failed), and says
         // what the engine was seen doing afterwards; a long queue answers before, saying so.

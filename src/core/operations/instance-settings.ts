@@ -50,6 +50,7 @@ const mcpToggle = (on: boolean) =>
 export const settingsOperations = [
   defineOperation({
     name: 'enable_api',
+    default: true,
     summary: 'Turn API access on for the whole instance (root token of the root team).',
     permission: 'root',
     toolset: 'settings',
@@ -65,6 +66,7 @@ export const settingsOperations = [
   }),
   defineOperation({
     name: 'disable_api',
+    default: true,
     summary: 'Turn API access off for the whole instance; every door refuses until it is enabled again.',
     permission: 'root',
     toolset: 'settings',

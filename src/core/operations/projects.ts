@@ -117,7 +117,8 @@ export const projectOperations = [
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/projects/{uuid}' },
     async run({ db, caller }, { uuid }) {
-      const hasResources = () => conflict('Project has resources, so it cannot be deleted.');
+      // 400 as Coolify answers it (the contract fixes no status for this).
+      const hasResources = () => new BerthError('bad_request', { message: 'Project has resources, so it cannot be deleted.' });
       try {
         await atomically(db, async (trx) => {
           const p = await owned(trx, 'projects', uuid, caller.teamId);
@@ -132,7 +133,7 @@ export const projectOperations = [
         });
       } catch (err) {
         // A resource created in one of its environments meanwhile still holds it (resources do
-        // not cascade): the store refuses the delete, and that is the same 409 as the check's.
+        // not cascade): the store refuses the delete, and that is the same 400 as the check's.
         if (isForeignKeyViolation(err)) throw hasResources();
         throw err;
       }

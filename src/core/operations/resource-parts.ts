@@ -2,17 +2,18 @@ import { z } from 'zod';
 import type { Db } from '../../store/db.js';
 import { atomically } from '../../store/atomic.js';
 import { nowIso } from '../../store/db.js';
-import type { EnvironmentVariablesTable } from '../../store/schema.js';
+import type { Selectable } from 'kysely';
+import type { EnvironmentVariablesTable, FileStoragesTable, StoragesTable } from '../../store/schema.js';
 import { BerthError, notFound, validationError } from '../errors.js';
 import { newUuid } from '../ids.js';
 import { ownedResource } from '../lookup.js';
 import { volumeName } from '../model/volumes.js';
 import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
-import { engineName, envKey, envValue, mountPath, uuidParam } from '../validators.js';
+import { engineName, envKey, envValue, flag, mountPath, uuidParam } from '../validators.js';
 import { bit, bool, CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { truncateLog } from './deployments.js';
-import { TOOLSET_OF } from './resource-common.js';
+import { config, TOOLSET_OF } from './resource-common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 type EnvRow = Omit<EnvironmentVariablesTable, 'id'> & { id: number };
@@ -201,6 +202,8 @@ export function envOperations(collection: Collection) {
 
 export const storageSchema = z.object({
   uuid: z.string(),
+  /** The store's id: Coolify clients may name a storage by it on update. */
+  id: z.number().int(),
   name: z.string(),
   mount_path: z.string(),
   /** berth: the compose service that mounts it (services only). */
@@ -211,13 +214,57 @@ export const storageSchema = z.object({
   updated_at: z.string(),
 });
 
+/** A file (content) or directory written into the container at mount_path on each deploy. */
+export const fileStorageSchema = z.object({
+  uuid: z.string(),
+  id: z.number().int(),
+  mount_path: z.string(),
+  /** The file's text; sensitive (configuration files hold secrets). */
+  content: sensitive(z.string().nullable()),
+  is_directory: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
 
-async function storages(db: Db, resource: { id: number; uuid: string }) {
-  const rows = await db.selectFrom('storages').selectAll().where('resource_id', '=', resource.id).orderBy('id').execute();
-  return rows.map((s) => ({ uuid: s.uuid, name: s.name, mount_path: s.mount_path, container: s.container, volume_name: s.engine_volume ?? volumeName(resource.uuid, s.name), created_at: s.created_at, updated_at: s.updated_at }));
+/** One storage of either kind, as create and update answer it (an MCP output is one object). */
+const anyStorageSchema = z.object({
+  ...fileStorageSchema.shape,
+  content: fileStorageSchema.shape.content.optional(),
+  is_directory: z.boolean().optional(),
+  name: z.string().optional(),
+  container: z.string().nullable().optional(),
+  volume_name: z.string().optional(),
+});
+
+
+type StorageRow = Selectable<StoragesTable>;
+type FileRow = Selectable<FileStoragesTable>;
+const storageView = (resourceUuid: string, s: StorageRow) => ({ uuid: s.uuid, id: s.id, name: s.name, mount_path: s.mount_path, container: s.container, volume_name: s.engine_volume ?? volumeName(resourceUuid, s.name), created_at: s.created_at, updated_at: s.updated_at });
+const fileView = (f: FileRow) => ({ uuid: f.uuid, id: f.id, mount_path: f.mount_path, content: f.content, is_directory: f.is_directory === 1, created_at: f.created_at, updated_at: f.updated_at });
+
+/** Coolify's host-path fields: berth mounts no host path through a storage. */
+const HOST_PATHS = 'berth does not mount host paths as storages (a directory file storage is created empty in the container instead)';
+const STORAGE_UNSUPPORTED = { host_path: HOST_PATHS, fs_path: HOST_PATHS, is_host_file: HOST_PATHS, is_preview_suffix_enabled: 'berth has no preview deployments' };
+
+const wrongType = (fields: string[], i: Record<string, unknown>, type: string) => {
+  const bad = fields.filter((f) => i[f] !== undefined);
+  if (bad.length) throw validationError(Object.fromEntries(bad.map((f) => [f, [`Field '${f}' is not valid for type '${type}'.`]])));
+};
+
+/** A mount path already used by another storage of the resource (either kind), as a 422. */
+async function mountTaken(db: Db, resourceId: number, mount_path: string, except: { table: 'storages' | 'file_storages'; id: number } | null) {
+  const [vols, files] = await Promise.all([
+    db.selectFrom('storages').select(['id', 'mount_path']).where('resource_id', '=', resourceId).execute(),
+    db.selectFrom('file_storages').select(['id', 'mount_path']).where('resource_id', '=', resourceId).execute(),
+  ]);
+  const clash = (rows: { id: number; mount_path: string }[], table: 'storages' | 'file_storages') => rows.some((x) => x.mount_path === mount_path && !(except?.table === table && except.id === x.id));
+  if (clash(vols, 'storages') || clash(files, 'file_storages')) throw validationError({ mount_path: ['Another storage is mounted there.'] });
 }
 
-/** Persistent storages (named volumes) of one collection. Services derive theirs from compose. */
+/**
+ * Storages of one collection: persistent volumes and file storages (a file with its content, or
+ * a directory, written into the container). Services derive their volumes from compose.
+ */
 export function storageOperations(collection: Collection) {
   const singular = SINGULAR[collection];
   const kinds = KINDS_OF[collection];
@@ -226,16 +273,20 @@ export function storageOperations(collection: Collection) {
   const ops = [
     defineOperation({
       name: `list_${singular}_storages`,
-      summary: `List the persistent volumes of a ${singular}.`,
+      summary: `List the persistent volumes and file storages of a ${singular} (file contents need read:sensitive).`,
       permission: 'read',
       toolset,
       input: z.strictObject({ uuid: uuidParam }),
-      output: z.object({ persistent_storages: z.array(storageSchema), file_storages: z.array(z.never()) }),
+      output: z.object({ persistent_storages: z.array(storageSchema), file_storages: z.array(fileStorageSchema) }),
       annotations: READ,
       http: { method: 'GET', path: base },
       async run({ db, caller }, { uuid }) {
         const r = await ownedResource(db, uuid, caller.teamId, kinds);
-        return { persistent_storages: await storages(db, r), file_storages: [] };
+        const [vols, files] = await Promise.all([
+          db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).orderBy('id').execute(),
+          db.selectFrom('file_storages').selectAll().where('resource_id', '=', r.id).orderBy('id').execute(),
+        ]);
+        return { persistent_storages: vols.map((s) => storageView(r.uuid, s)), file_storages: files.map(fileView) };
       },
     }),
   ];
@@ -244,50 +295,94 @@ export function storageOperations(collection: Collection) {
     ...ops,
     defineOperation({
       name: `create_${singular}_storage`,
-      summary: `Add a persistent volume to a ${singular}, mounted at mount_path; redeploy to apply.`,
+      summary: `Add a persistent volume (type "persistent", name) or a file storage (type "file": content, or is_directory) to a ${singular} at mount_path; redeploy to apply.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({ uuid: uuidParam, type: z.literal('persistent', { error: 'Only persistent storages are supported.' }), name: engineName, mount_path: mountPath }),
-      output: storageSchema,
+      input: z.strictObject({
+        uuid: uuidParam,
+        type: z.enum(['persistent', 'file']),
+        name: engineName.optional(),
+        mount_path: mountPath,
+        content: z.string().max(1_048_576).nullable().optional(),
+        is_directory: z.boolean().optional(),
+      }),
+      output: anyStorageSchema,
       annotations: CREATE,
       http: { method: 'POST', path: base, status: 201 },
-      async run({ db, caller }, { uuid, name, mount_path }) {
+      unsupported: STORAGE_UNSUPPORTED,
+      async run({ db, caller }, i) {
+        if (i.type === 'persistent') {
+          wrongType(['content', 'is_directory'], i, 'persistent');
+          if (!i.name) throw validationError({ name: ['The name field is required for persistent storages.'] });
+        } else {
+          wrongType(['name'], i, 'file');
+          if (i.is_directory && i.content != null) throw validationError({ content: ['A directory has no content.'] });
+        }
         // Checks and insert in one transaction: two racing mounts at one path cannot both land.
         return atomically(db, async (trx) => {
-          const r = await ownedResource(trx, uuid, caller.teamId, kinds);
-          const taken = await trx.selectFrom('storages').select(['name', 'mount_path']).where('resource_id', '=', r.id).execute();
-          if (taken.some((s) => s.name === name)) throw validationError({ name: ['A storage with this name already exists.'] });
-          if (taken.some((s) => s.mount_path === mount_path)) throw validationError({ mount_path: ['Another storage is mounted there.'] });
-          const s = await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name, mount_path, container: null, engine_volume: null, ...stamps() }).returningAll().executeTakeFirstOrThrow();
-          return { uuid: s.uuid, name, mount_path, container: null, volume_name: volumeName(r.uuid, name), created_at: s.created_at, updated_at: s.updated_at };
+          const r = await ownedResource(trx, i.uuid, caller.teamId, kinds);
+          await mountTaken(trx, r.id, i.mount_path, null);
+          if (i.type === 'file') {
+            const f = await trx
+              .insertInto('file_storages')
+              .values({ uuid: newUuid(), resource_id: r.id, mount_path: i.mount_path, content: i.is_directory ? null : (i.content ?? ''), is_directory: bit(i.is_directory), ...stamps() })
+              .returningAll()
+              .executeTakeFirstOrThrow();
+            return fileView(f);
+          }
+          const taken = await trx.selectFrom('storages').select('id').where('resource_id', '=', r.id).where('name', '=', i.name!).executeTakeFirst();
+          if (taken) throw validationError({ name: ['A storage with this name already exists.'] });
+          const s = await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name: i.name!, mount_path: i.mount_path, container: null, engine_volume: null, ...stamps() }).returningAll().executeTakeFirstOrThrow();
+          return storageView(r.uuid, s);
         });
       },
     }),
     defineOperation({
       name: `update_${singular}_storage`,
-      summary: `Move a persistent volume of a ${singular} to another mount_path (storage_uuid in the body); redeploy to apply. The name stays: it names the engine volume that holds the data.`,
+      summary: `Change a storage of a ${singular}, named by storage_uuid (REST body: uuid) or id: a volume's mount_path (its name stays: it names the engine volume), a file's mount_path or content. Redeploy to apply.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam, type: z.literal('persistent', { error: 'Only persistent storages are supported.' }).optional(), mount_path: mountPath }),
-      output: storageSchema,
+      input: z.strictObject({
+        uuid: uuidParam,
+        storage_uuid: uuidParam.optional(),
+        id: z.number().int().min(1).optional(),
+        type: z.enum(['persistent', 'file']).optional(),
+        mount_path: mountPath.optional(),
+        content: z.string().max(1_048_576).nullable().optional(),
+      }),
+      output: anyStorageSchema,
       annotations: UPDATE,
-      http: { method: 'PATCH', path: base },
-      async run({ db, caller }, { uuid, storage_uuid, mount_path }) {
+      http: { method: 'PATCH', path: base, bodyNames: { uuid: 'storage_uuid' } },
+      unsupported: { ...STORAGE_UNSUPPORTED, name: "a volume's name names its engine volume and stays; create another storage instead" },
+      async run({ db, caller }, i) {
+        if (i.storage_uuid === undefined && i.id === undefined) throw validationError({ storage_uuid: ['Either uuid or id is required.'] });
+        if (i.type === 'persistent') wrongType(['content'], i, 'persistent');
         return atomically(db, async (trx) => {
-          const r = await ownedResource(trx, uuid, caller.teamId, kinds);
-          const all = await trx.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute();
-          const s = all.find((x) => x.uuid === storage_uuid);
-          if (!s) throw notFound();
-          if (all.some((x) => x.id !== s.id && x.mount_path === mount_path)) throw validationError({ mount_path: ['Another storage is mounted there.'] });
+          const r = await ownedResource(trx, i.uuid, caller.teamId, kinds);
+          const match = <T extends { uuid: string; id: number }>(rows: T[]) => rows.find((x) => (i.storage_uuid !== undefined ? x.uuid === i.storage_uuid : x.id === i.id));
+          const s = i.type === 'file' ? undefined : match(await trx.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute());
+          const f = s || i.type === 'persistent' ? undefined : match(await trx.selectFrom('file_storages').selectAll().where('resource_id', '=', r.id).execute());
+          if (!s && !f) throw notFound();
           const updated_at = nowIso();
-          await trx.updateTable('storages').set({ mount_path, updated_at }).where('id', '=', s.id).execute();
-          return { uuid: s.uuid, name: s.name, mount_path, container: s.container, volume_name: s.engine_volume ?? volumeName(r.uuid, s.name), created_at: s.created_at, updated_at };
+          if (s) {
+            wrongType(['content'], i, 'persistent');
+            if (i.mount_path === undefined) return storageView(r.uuid, s);
+            await mountTaken(trx, r.id, i.mount_path, { table: 'storages', id: s.id });
+            await trx.updateTable('storages').set({ mount_path: i.mount_path, updated_at }).where('id', '=', s.id).execute();
+            return storageView(r.uuid, { ...s, mount_path: i.mount_path, updated_at });
+          }
+          const file = f!;
+          if (file.is_directory === 1 && i.content != null) throw validationError({ content: ['A directory has no content.'] });
+          if (i.mount_path !== undefined) await mountTaken(trx, r.id, i.mount_path, { table: 'file_storages', id: file.id });
+          const next = { ...file, mount_path: i.mount_path ?? file.mount_path, content: i.content === undefined || file.is_directory === 1 ? file.content : (i.content ?? ''), updated_at };
+          await trx.updateTable('file_storages').set({ mount_path: next.mount_path, content: next.content, updated_at }).where('id', '=', file.id).execute();
+          return fileView(next);
         });
       },
     }),
     defineOperation({
       name: `delete_${singular}_storage`,
-      summary: `Remove a persistent volume from a ${singular}'s records (the engine volume is kept).`,
+      summary: `Remove a storage from a ${singular}: a volume from the records (the engine volume is kept), or a file storage; redeploy to apply.`,
       permission: 'write',
       toolset,
       input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
@@ -297,12 +392,20 @@ export function storageOperations(collection: Collection) {
       async run({ db, caller }, { uuid, storage_uuid }) {
         const r = await ownedResource(db, uuid, caller.teamId, kinds);
         const d = await db.deleteFrom('storages').where('resource_id', '=', r.id).where('uuid', '=', storage_uuid).executeTakeFirst();
-        if (d.numDeletedRows === 0n) throw notFound();
+        const f = d.numDeletedRows === 0n ? await db.deleteFrom('file_storages').where('resource_id', '=', r.id).where('uuid', '=', storage_uuid).executeTakeFirst() : d;
+        if (f.numDeletedRows === 0n) throw notFound();
         return { message: 'Storage deleted.' };
       },
     }),
   ];
 }
+
+/** Coolify's log query: how many lines from the end, and whether each starts with its engine timestamp. */
+export const logInput = {
+  lines: z.coerce.number().int().min(1).max(10_000).default(100),
+  // Named in the tools' descriptions, left out of their schemas (berth.brief): every tools/list pays for it.
+  show_timestamps: flag.meta({ 'berth.brief': true }).optional(),
+};
 
 /** Container logs of a resource: sensitive, so the operation itself needs read:sensitive. */
 export function logOperation(collection: Collection) {
@@ -310,20 +413,26 @@ export function logOperation(collection: Collection) {
   return defineOperation({
     name: `get_${singular}_logs`,
     default: true,
-    summary: `Recent container logs of a ${singular} (read:sensitive).`,
+    summary: `Recent container logs of a ${singular} (read:sensitive)${collection === 'services' ? '; sub_service_name picks one compose container' : ''}.`,
     permission: 'read:sensitive',
     toolset: TOOLSET_OF[collection],
     input: z.strictObject({
       uuid: uuidParam,
-      lines: z.coerce.number().int().min(1).max(10_000).default(100),
+      ...logInput,
       full: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+      // Coolify requires it on service logs; berth without it gives every container's, each line prefixed.
+      ...(collection === 'services' ? { sub_service_name: z.string().min(1).max(255).meta({ 'berth.brief': true }).optional() } : {}),
     }),
     output: z.object({ logs: sensitive(z.string()), truncated: z.boolean() }),
     annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: true },
     http: { method: 'GET', path: `/api/v1/${collection}/{uuid}/logs` },
-    async run({ db, caller, runtime }, { uuid, lines, full }) {
+    async run({ db, caller, runtime }, i) {
+      const { uuid, lines, full, show_timestamps } = i;
+      const sub = (i as { sub_service_name?: string }).sub_service_name;
       const r = await ownedResource(db, uuid, caller.teamId, KINDS_OF[collection]);
-      const t = truncateLog(await runtime.logs(r.id, { lines }), Boolean(full));
+      // As Coolify: a name that is none of the service's containers is a 404.
+      if (sub !== undefined && !config<{ containers: { name: string }[] }>(r).containers.some((k) => k.name === sub)) throw notFound();
+      const t = truncateLog(await runtime.logs(r.id, { lines, timestamps: Boolean(show_timestamps), ...(sub !== undefined ? { container: sub } : {}) }), Boolean(full));
       return { logs: t.text, truncated: t.truncated };
     },
   });

@@ -7,11 +7,13 @@ import { ownedResource } from '../lookup.js';
 import { sensitive } from '../redact.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput, pageOf } from '../pagination.js';
-import { uuidParam } from '../validators.js';
+import { domains, flag, uuidParam } from '../validators.js';
+import { normalizeDomains } from './applications.js';
 import { READ, UPDATE } from './common.js';
 import { aggregate, type ContainerObservation } from '../observed-status.js';
 import { config, displayStatus } from './resource-common.js';
 import type { ServiceConfig } from '../model/service.js';
+import { logInput } from './resource-parts.js';
 
 // Coolify splits a service's containers into applications and databases by image name.
 const DATABASE_IMAGES = ['postgres', 'postgis', 'mysql', 'mariadb', 'mongo', 'redis', 'keydb', 'dragonfly', 'clickhouse', 'memcached', 'couchdb', 'neo4j', 'influxdb', 'surrealdb', 'valkey', 'postgresql', 'timescaledb'];
@@ -32,7 +34,16 @@ export function partUuid(serviceUuid: string, name: string): string {
   return s;
 }
 
-const partSchema = z.object({ uuid: z.string(), name: z.string(), human_name: z.string().nullable(), description: z.string().nullable(), image: z.string(), status: z.string() });
+const partSchema = z.object({
+  uuid: z.string(),
+  name: z.string(),
+  human_name: z.string().nullable(),
+  description: z.string().nullable(),
+  image: z.string(),
+  status: z.string(),
+  /** Applications only: Coolify's comma-separated URLs (`url` on update); a record, as an application's domains. */
+  fqdn: z.string().nullable().optional(),
+});
 
 type Kind = 'application' | 'database';
 
@@ -66,7 +77,15 @@ function partViews(r: ServiceRow, kind: Kind) {
   const c = config<ServiceConfig>(r);
   return c.containers
     .filter((k) => isDatabaseImage(k.image) === (kind === 'database'))
-    .map((k) => ({ uuid: partUuid(r.uuid, k.name), name: k.name, human_name: c.parts?.[k.name]?.human_name ?? null, description: c.parts?.[k.name]?.description ?? null, image: k.image, status: partStatus(r, k.name) }));
+    .map((k) => ({
+      uuid: partUuid(r.uuid, k.name),
+      name: k.name,
+      human_name: c.parts?.[k.name]?.human_name ?? null,
+      description: c.parts?.[k.name]?.description ?? null,
+      image: k.image,
+      status: partStatus(r, k.name),
+      ...(kind === 'application' ? { fqdn: c.parts?.[k.name]?.fqdn ?? null } : {}),
+    }));
 }
 
 /** One part of a team's service, by uuid; a part of another service (or kind) is a 404 like a missing one. */
@@ -136,7 +155,7 @@ function partOperations(kind: Kind) {
     }),
     defineOperation({
       name: `update_service_${kind}`,
-      summary: `Name or describe one ${kind} of a service (human_name, description).`,
+      summary: `Name or describe one ${kind} of a service (human_name, description)${kind === 'application' ? '; url sets its URLs (force_domain_override=true to share one with another resource)' : ''}.`,
       permission: 'write',
       toolset: 'services',
       input: z.strictObject({
@@ -144,21 +163,30 @@ function partOperations(kind: Kind) {
         human_name: z.string().max(255).nullable().optional(),
         description: z.string().max(1000).nullable().optional(),
         ...coolifyPartSwitches,
+        ...(kind === 'application' ? { url: domains.nullable().optional(), force_domain_override: flag.optional() } : {}),
       }),
       output: partSchema,
       annotations: UPDATE,
       http: { method: 'PATCH', path: base },
-      async run({ db: store, caller }, i) {
-        if (i.human_name === undefined && i.description === undefined) throw validationError({ human_name: ['At least one field must be provided.'] });
+      async run({ db: store, caller }, input) {
+        const i = input as typeof input & { url?: string | null; force_domain_override?: boolean };
+        if (i.human_name === undefined && i.description === undefined && i.url === undefined) throw validationError({ human_name: ['At least one field must be provided.'] });
         // One transaction: two parts renamed at once both keep their names.
         return atomically(store, async (db) => {
           const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
           const c = config<ServiceConfig>(r);
           const was = c.parts?.[part.name] ?? { human_name: null, description: null };
-          const now = { human_name: i.human_name === undefined ? was.human_name : i.human_name, description: i.description === undefined ? was.description : i.description };
+          const now: NonNullable<ServiceConfig['parts']>[string] = { ...was, human_name: i.human_name === undefined ? was.human_name : i.human_name, description: i.description === undefined ? was.description : i.description };
+          if (i.url !== undefined) {
+            now.fqdn = normalizeDomains(i.url);
+            const taken = now.fqdn ? await domainsInUse(db, caller.teamId, now.fqdn, { serviceId: r.id, part: part.name }) : [];
+            if (taken.length && !i.force_domain_override) {
+              throw new BerthError('conflict', { message: `Domain conflicts detected: ${taken.join('; ')}. Use force_domain_override=true to proceed.` });
+            }
+          }
           c.parts = { ...c.parts, [part.name]: now };
           await db.updateTable('resources').set({ config: JSON.stringify(c), updated_at: nowIso() }).where('id', '=', r.id).execute();
-          return { ...part, ...now };
+          return { ...part, human_name: now.human_name, description: now.description, ...(kind === 'application' ? { fqdn: now.fqdn ?? null } : {}) };
         });
       },
     }),
@@ -167,13 +195,13 @@ function partOperations(kind: Kind) {
       summary: `Recent logs of one ${kind} container of a service (read:sensitive).`,
       permission: 'read:sensitive',
       toolset: 'services',
-      input: z.strictObject({ ...ids, lines: z.coerce.number().int().min(1).max(10_000).default(100) }),
+      input: z.strictObject({ ...ids, ...logInput }),
       output: z.object({ logs: sensitive(z.string()) }),
       annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: true },
       http: { method: 'GET', path: `${base}/logs` },
       async run({ db, caller, runtime }, i) {
         const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
-        return { logs: await runtime.logs(r.id, { lines: i.lines, container: part.name }) };
+        return { logs: await runtime.logs(r.id, { lines: i.lines, container: part.name, timestamps: Boolean(i.show_timestamps) }) };
       },
     }),
     ...actions,
@@ -181,3 +209,29 @@ function partOperations(kind: Kind) {
 }
 
 export const servicePartOperations = [partsOf('application'), partsOf('database'), ...partOperations('application'), ...partOperations('database')];
+
+/** A URL's host (and port when given), lower case: what two resources must not both answer to. */
+const hostOf = (url: string) => {
+  try {
+    return new URL(url.trim()).host.toLowerCase();
+  } catch {
+    return url.trim().toLowerCase();
+  }
+};
+
+/**
+ * The team's other resources already answering to one of these URLs' hosts (applications' domains,
+ * service applications' urls), as Coolify's check describes them; one part is left out (itself).
+ */
+async function domainsInUse(db: Db, teamId: number, fqdn: string, self: { serviceId: number; part: string }): Promise<string[]> {
+  const wanted = new Set(fqdn.split(',').map(hostOf));
+  const rows = await db.selectFrom('resources').select(['id', 'uuid', 'name', 'kind', 'config']).where('team_id', '=', teamId).where('kind', 'in', ['application', 'service']).execute();
+  const out: string[] = [];
+  for (const row of rows) {
+    const c = JSON.parse(row.config) as { fqdn?: string | null; parts?: ServiceConfig['parts'] };
+    const owners: [string | null | undefined, string][] =
+      row.kind === 'application' ? [[c.fqdn, `application '${row.name}'`]] : Object.entries(c.parts ?? {}).filter(([name]) => !(row.id === self.serviceId && name === self.part)).map(([name, p]) => [p.fqdn, `service '${row.name}' (${name})`]);
+    for (const [urls, who] of owners) for (const u of urls?.split(',') ?? []) if (u && wanted.has(hostOf(u))) out.push(`${hostOf(u)} is used by ${who}`);
+  }
+  return out;
+}

@@ -68,6 +68,7 @@ function mountIndex(items: unknown[], name: string, path: string): number {
 
 const view = (serviceUuid: string, s: Storage) => ({
   uuid: s.uuid,
+  id: s.id,
   name: s.name,
   mount_path: s.mount_path,
   container: s.container,
@@ -147,7 +148,7 @@ export const serviceStorageOperations = [
     }),
     output: storageSchema,
     annotations: UPDATE,
-    http: { method: 'PATCH', path: '/api/v1/services/{uuid}/storages', bodyAliases: { uuid: 'storage_uuid' } },
+    http: { method: 'PATCH', path: '/api/v1/services/{uuid}/storages', bodyNames: { uuid: 'storage_uuid' } },
     async run({ db, caller }, i) {
       refuseUnsupported(i);
       return atomically(db, async (trx) => {

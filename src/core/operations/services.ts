@@ -32,6 +32,8 @@ export const serviceSchema = z.object({
   docker_compose_raw: sensitive(z.string()),
   containers: z.array(z.object({ name: z.string(), image: z.string(), volumes: z.array(z.string()) })),
   volumes: z.array(z.string()),
+  /** Always true: berth runs every container of a service on its destination's network. */
+  connect_to_docker_network: z.literal(true),
 });
 
 async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchema>> {
@@ -42,6 +44,7 @@ async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchem
     docker_compose_raw: c.docker_compose_raw,
     containers: c.containers.map((k) => ({ name: k.name, image: k.image, volumes: k.mounts.map((m) => m.volume) })),
     volumes: c.volumes,
+    connect_to_docker_network: true,
   };
 }
 
@@ -90,6 +93,10 @@ export const serviceOperations = [
     output: z.object({ uuid: z.string(), domains: z.array(z.string()), deployment_uuid: z.string().optional() }),
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/services', status: 201 },
+    unsupported: {
+      type: 'one-click service templates are not available; send the compose file as docker_compose_raw',
+      urls: "set each application's url with PATCH /services/{uuid}/applications/{app_uuid}",
+    },
     async run(ctx, i) {
       const { db, caller } = ctx;
       const compose = parseCompose(i.docker_compose_raw);
@@ -129,10 +136,20 @@ export const serviceOperations = [
     summary: 'Change a service or replace its compose file; redeploy to apply.',
     permission: 'write',
     toolset: 'services',
-    input: z.strictObject({ uuid: uuidParam, name: name.optional(), description: description.optional(), docker_compose_raw: composeInput.optional(), is_container_label_escape_enabled: labelEscape, tags: tags.optional() }),
+    input: z.strictObject({
+      uuid: uuidParam,
+      name: name.optional(),
+      description: description.optional(),
+      docker_compose_raw: composeInput.optional(),
+      // Coolify's switch; berth's service containers are always on the destination's network.
+      connect_to_docker_network: z.literal(true, { error: "berth does not support false here yet: a service's containers always join its destination's network." }).optional(),
+      is_container_label_escape_enabled: labelEscape,
+      tags: tags.optional(),
+    }),
     output: z.object({ uuid: z.string(), domains: z.array(z.string()) }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/services/{uuid}' },
+    unsupported: { urls: "set each application's url with PATCH /services/{uuid}/applications/{app_uuid}" },
     async run({ db, caller }, { uuid, ...i }) {
       const compose = i.docker_compose_raw === undefined ? undefined : parseCompose(i.docker_compose_raw);
       // Read, merge and write in one transaction: concurrent PATCHes of different fields both land.

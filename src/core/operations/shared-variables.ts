@@ -326,7 +326,8 @@ export const environmentOperations = [
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}' },
     async run({ db, caller }, i) {
-      const hasResources = () => conflict('Environment has resources, so it cannot be deleted.');
+      // 400 as Coolify answers it (the contract fixes no status for this).
+      const hasResources = () => new BerthError('bad_request', { message: 'Environment has resources, so it cannot be deleted.' });
       try {
         await atomically(db, async (trx) => {
           const p = await owned(trx, 'projects', i.uuid, caller.teamId);
@@ -338,7 +339,7 @@ export const environmentOperations = [
           await trx.deleteFrom('environments').where('id', '=', e.id).execute();
         });
       } catch (err) {
-        // A resource created in it meanwhile holds it (resources do not cascade): same 409.
+        // A resource created in it meanwhile holds it (resources do not cascade): same 400.
         if (isForeignKeyViolation(err)) throw hasResources();
         throw err;
       }

@@ -60,6 +60,7 @@ const readOnly = { readOnly: true, destructive: false, idempotent: true, openWor
 export const teamOperations = [
   defineOperation({
     name: 'list_teams',
+    default: true,
     summary: 'List the teams visible to this token (its own team).',
     permission: 'read',
     toolset: 'teams',

@@ -39,10 +39,9 @@ export function upstreamRequest(op: Operation, args: Record<string, unknown>, ba
   }
   // An operation without body fields gets no body at all (Coolify refuses an empty JSON body).
   const hasBodyFields = Object.keys(op.input.shape).some((k) => !names.includes(k));
-  // A field the REST door reads under a Coolify name (bodyAliases) goes upstream under that name.
-  const wireName = Object.fromEntries(Object.entries(op.http.bodyAliases ?? {}).map(([wire, input]) => [input, wire]));
-  const body = Object.fromEntries(rest.map(([k, v]) => [wireName[k] ?? k, v]));
-  return { method: op.http.method, path: `${basePath}${path}`, ...(hasBodyFields ? { body } : {}) };
+  // Fields the REST body names otherwise (Operation.http.bodyNames) go by that name.
+  const restName = new Map(Object.entries(op.http.bodyNames ?? {}).map(([r, i]) => [i, r]));
+  return { method: op.http.method, path: `${basePath}${path}`, ...(hasBodyFields ? { body: Object.fromEntries(rest.map(([k, v]) => [restName.get(k) ?? k, v])) } : {}) };
 }
 
 const header = (h: PacedResponse['headers'], name: string) => {
@@ -176,7 +175,7 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
     const op = tool.op;
     const args = (rawArgs ?? {}) as Record<string, unknown>;
     const parsed = op.input.safeParse(args);
-    if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues));
+    if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues, op.unsupported));
     const req = upstreamRequest(op, args, upstream.basePath);
     const waits = waitReporter(options.progress, logger, tool.name);
     let res: PacedResponse;

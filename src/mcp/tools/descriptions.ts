@@ -11,7 +11,7 @@ const explicit: Record<string, ToolText> = {
   list_teams: {
     title: 'List teams',
     description:
-      'List the teams this token can see. A token is bound to exactly one team, so this returns that team only; use get_current_team for its details.',
+      'The teams this token sees: a token is bound to one team, so only that one.',
   },
   get_current_team: {
     title: 'Get current team',
@@ -33,12 +33,12 @@ const explicit: Record<string, ToolText> = {
   enable_api: {
     title: 'Enable the API',
     description:
-      "Turn API access on for the whole instance. Needs a root token of the instance's root team. Works while the API is disabled (it is the way back).",
+      "Turn API access on, instance-wide; works while it is off. Root token of the root team.",
   },
   disable_api: {
     title: 'Disable the API',
     description:
-      "Turn API access off for the whole instance: every API, MCP and stdio call is refused with 'API is disabled.' until enable_api (or POST /api/v1/enable) is called. Needs a root token of the root team. Use with care.",
+      "Turn API access off, instance-wide: every API, MCP and stdio call is refused until enable_api. Root token of the root team.",
   },
   enable_mcp: {
     title: 'Enable the MCP server',
@@ -196,7 +196,7 @@ const explicit: Record<string, ToolText> = {
       'Deploy the resources named by uuid (comma-separated) or tag. Follow the returned deployment uuids with get_deployment.',
   },
   list_deployments: { title: 'List running deployments', description: "List the team's deployments that are queued or in progress." },
-  get_deployment: { title: 'Get a deployment', description: 'Get a deployment: status (queued, in_progress, finished, failed, cancelled) and, with read:sensitive, its logs (pass full: "true" for all of it).' },
+  get_deployment: { title: 'Get a deployment', description: 'A deployment\'s status and, with read:sensitive, its logs (full: "true" for all).' },
   cancel_deployment: { title: 'Cancel a deployment', description: 'Cancel a queued or running deployment. Finished ones cannot be cancelled.' },
   list_application_deployments: { title: 'List deployments of an application', description: "An application's deployment history, newest first." },
   list_migrations: { title: 'List migrations', description: "The team's migrations, newest first, with their volume transfer status." },
@@ -339,19 +339,19 @@ function familyText(name: string): ToolText | undefined {
     }[m[1] as 'list']!;
   }
   m = /^get_(application|database|service)_logs$/.exec(name);
-  if (m) return { title: `Get ${m[1]} logs`, description: `The last lines (default 100) of ${COLLECTION_WORDS[m[1]!]}'s container logs; read:sensitive. Long logs keep their tail unless full is "true".` };
+  if (m) return { title: `Get ${m[1]} logs`, description: `The last lines (default 100) of ${COLLECTION_WORDS[m[1]!]}'s container logs (read:sensitive)${m[1] === 'service' ? '; sub_service_name: one container' : ''}; show_timestamps: true adds times; long logs keep their tail unless full: "true".` };
   m = /^(start|stop|restart)_(application|database|service)$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[2]!]!;
     const effect = { start: 'Start', stop: 'Stop', restart: 'Restart' }[m[1] as 'start'];
-    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what}; waits for the engine, answers its status.` };
+    return { title: `${effect} ${what.replace(/^an? /, '')}`, description: `${effect} ${what}${m[1] === 'restart' && m[2] === 'service' ? ' (latest: true pulls its images first)' : ''}; waits for the engine, answers its status.` };
   }
   m = /^migrate_(application|database|service)$/.exec(name);
   if (m) {
     const what = COLLECTION_WORDS[m[1]!]!;
     return {
       title: `Migrate ${what.replace(/^an? /, '')}`,
-      description: `Move ${what} with its volume data to another destination (list_destinations), copied while it runs, stopped for the last pass only. start_on_destination: true starts it there; wait: true waits (else get_migration).`,
+      description: `Move ${what} with its volume data to a destination (list_destinations); stopped only for the last pass. start_on_destination starts it there; wait waits (else get_migration).`,
     };
   }
   m = /^create_(postgresql|mysql|mariadb|redis|mongodb|clickhouse|dragonfly|keydb)_database$/.exec(name);

@@ -1,5 +1,6 @@
 import type { StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { UUID_PATTERN } from '../../core/validators.js';
 
 type Target = Parameters<StandardSchemaWithJSON['~standard']['jsonSchema']['input']>[0];
 type Json = Record<string, unknown>;
@@ -16,7 +17,7 @@ const isScalar = (s: unknown): s is Json & { type: string } =>
  * The same types in fewer bytes: every tools/list pays for each byte, in every conversation.
  * Drops what says nothing to a client: the dialect (2020-12 is MCP's default), zod's safe-integer
  * bounds, the sensitive-field marker (its description stays), `additionalProperties: false` (the
- * core refuses unknown input fields with a 422 naming them);
+ * core refuses unknown input fields with a 422 naming them), an input uuid's pattern (likewise);
  * and writes `anyOf` of bare types as one `type` list.
  */
 export function compactJsonSchema(node: unknown, kind: 'input' | 'output'): unknown {
@@ -30,6 +31,8 @@ export function compactJsonSchema(node: unknown, kind: 'input' | 'output'): unkn
     if ((k === 'minimum' && v === -SAFE) || (k === 'maximum' && v === SAFE)) continue;
     // On inputs the core refuses unknown fields itself, with a 422 that names them.
     if (k === 'additionalProperties' && v === false) continue;
+    // A uuid an agent sends comes from berth's own answers; the core checks its shape (422 naming it).
+    if (kind === 'input' && k === 'pattern' && v === UUID_PATTERN.source) continue;
     // `{}` allows anything, which is what an absent additionalProperties says.
     if (k === 'additionalProperties' && typeof v === 'object' && v !== null && !Object.keys(v).length) continue;
     if (k === 'description' && typeof v === 'string' && v.endsWith('(sensitive: needs read:sensitive or root)')) {
@@ -39,6 +42,11 @@ export function compactJsonSchema(node: unknown, kind: 'input' | 'output'): unkn
     out[k] = compactJsonSchema(v, kind);
   }
   const any = out.anyOf;
+  // A flag that REST also takes as "true"/"false" (a query string): an agent sends a boolean.
+  if (kind === 'input' && Array.isArray(any) && any.length === 2 && isPlainType(any[0]) && any[0].type === 'boolean' && JSON.stringify(any[1]) === '{"type":"string","enum":["true","false"]}') {
+    const { anyOf: _, ...rest } = out;
+    return { type: 'boolean', ...rest };
+  }
   if (Array.isArray(any) && any.length >= 2) {
     const { anyOf: _, ...rest } = out;
     if (any.every(isPlainType)) return { type: any.map((s) => s.type), ...rest };
