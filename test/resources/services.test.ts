@@ -57,8 +57,10 @@ describe('services: CRUD', () => {
       ['app-data', '/srv/data', 'app'],
       ['app-cache', '/srv/cache', 'app'],
     ]);
-    // Services derive storages from compose; there is no storage create.
-    expect((await c.api('POST', `/services/${r.json.uuid}/storages`, c.write, { type: 'persistent', name: 'x', mount_path: '/x' })).status).toBe(405);
+    // A service's storage belongs to one of its containers (test/e2e/service-storages.test.ts): Coolify's resource_uuid says which.
+    const noPart = await c.api('POST', `/services/${r.json.uuid}/storages`, c.write, { type: 'persistent', name: 'x', mount_path: '/x' });
+    expect(noPart.status).toBe(422);
+    expect(Object.keys(noPart.json.errors)).toEqual(['resource_uuid']);
   });
 
   it('plain YAML is accepted too; default name service-<uuid prefix>', async () => {
