@@ -4,7 +4,7 @@ import { command, fail, print, requireInstance, withStore, type DataOpts } from 
 import { registerMcpConfig } from './cli/mcp-config-command.js';
 import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
-import { BerthError } from './core/errors.js';
+import { BerthError } from './errors.js';
 import { allowListOr422 } from './core/operations/instance-settings.js';
 import { issueLoginLink, linkUrl } from './auth/login-links.js';
 import { defaultPublicUrl } from './config/config.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { validationError } from '../core/errors.js';
+import { validationError } from '../errors.js';
 import { nowIso, type Db } from '../store/db.js';
 import { randomSecret, secretHash } from './secrets.js';
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { loadConfig } from '../config/config.js';
-import { BerthError } from '../core/errors.js';
+import { BerthError } from '../errors.js';
 import { openStore, type Db } from '../store/db.js';
 import { noInstanceMessage, probeInstance } from '../store/instance.js';
 

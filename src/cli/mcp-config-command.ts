@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import * as admin from '../core/admin.js';
-import { BerthError } from '../core/errors.js';
+import { BerthError } from '../errors.js';
 import { openStore } from '../store/db.js';
 import { command, fail, requireInstance, storeOf, type DataOpts } from './command-helpers.js';
 import {

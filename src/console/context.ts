@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { RelyingParty } from '../auth/passkeys.js';
-import { BerthError } from '../core/errors.js';
+import { BerthError } from '../errors.js';
 import type { RateLimits, LimitSpec } from '../limits/rate-limits.js';
 import { rateLimited } from '../limits/rate-limits.js';
 import type { Mailer } from '../mail/mailer.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import { BerthError, toWire, unexpected } from '../core/errors.js';
+import { BerthError, toWire, unexpected } from '../errors.js';
 import { ASSETS } from './assets.js';
 import type { ConsoleDeps } from './context.js';
 import { html } from './html.js';

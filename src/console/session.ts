@@ -1,7 +1,7 @@
 import { parse as parseCookies, serialize } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomSecret, sameSecret, secretHash } from '../auth/secrets.js';
-import { BerthError } from '../core/errors.js';
+import { BerthError } from '../errors.js';
 import { nowIso, type Db } from '../store/db.js';
 
 /** A signed-in person, as every console page (and the OAuth consent page) sees them. */

@@ -6,7 +6,7 @@ import { atomically } from '../store/atomic.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { TeamRow, UserRow } from '../store/schema.js';
 import { readSettings, writeSettings } from '../store/settings.js';
-import { BerthError, validationError } from './errors.js';
+import { BerthError, validationError } from '../errors.js';
 import { issuesToErrors } from './validation.js';
 
 /**

@@ -6,7 +6,7 @@ import type { Db } from '../store/db.js';
 import { param, prepared } from '../store/prepared.js';
 import { decodeSettings, SETTING_KEYS, type InstanceSettings } from '../store/settings.js';
 import type { Caller, RequestAccess } from './caller.js';
-import { BerthError } from './errors.js';
+import { BerthError } from '../errors.js';
 
 /** last_used_at is written at most this often per token, so reads do not turn into writes. */
 const LAST_USED_GRANULARITY_MS = 60_000;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { validationError } from './errors.js';
+import { validationError } from '../errors.js';
 import { labelProblem } from './run-options.js';
 
 /**

@@ -9,7 +9,7 @@ import type { Runtime } from './runtime.js';
 import { rateLimited, type LimitSpec, type RateLimits } from '../limits/rate-limits.js';
 import { authenticate, type Authenticated } from './authenticate.js';
 import type { Caller, RequestAccess } from './caller.js';
-import { BerthError, validationError } from './errors.js';
+import { BerthError, validationError } from '../errors.js';
 import type { CallOptions, Operation, OperationContext } from './operation.js';
 import { hasSensitive, redact } from './redact.js';
 import { issuesToErrors } from './validation.js';

@@ -1,6 +1,6 @@
 import type { Db } from '../store/db.js';
 import type { Database, ResourceKind } from '../store/schema.js';
-import { notFound } from './errors.js';
+import { notFound } from '../errors.js';
 
 type Owned = 'private_keys' | 'servers' | 'destinations' | 'projects' | 'resources' | 'deployments' | 'migrations_jobs' | 's3_storages' | 'cloud_init_scripts' | 'tags' | 'cloud_tokens' | 'github_apps';
 

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
-import type { ContainerSpec } from '../engine/types.js';
-import { validationError } from './errors.js';
+import type { ContainerSpec } from './model/container-spec.js';
+import { validationError } from '../errors.js';
 import { HOST_ACCESS_HINT, hostReaching, type HostReach, type HostSettings } from './host-access.js';
 import { sizeBytes } from './runtime-fields.js';
 import { splitWords } from './shell-words.js';

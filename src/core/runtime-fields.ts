@@ -1,7 +1,7 @@
 import { quote } from 'shell-quote';
 import { z } from 'zod';
-import type { ContainerSpec } from '../engine/types.js';
-import { validationError } from './errors.js';
+import type { ContainerSpec } from './model/container-spec.js';
+import { validationError } from '../errors.js';
 
 /**
  * Coolify's runtime fields of applications (health_check_*) and of applications and databases

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ValidationErrors } from './errors.js';
+import type { ValidationErrors } from '../errors.js';
 
 /** What a known Coolify field that berth cannot apply yet is refused with (Operation.unsupported). */
 export const unsupportedMessage = (hint: string) => `berth does not support this Coolify field yet: ${hint}.`;

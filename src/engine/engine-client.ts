@@ -31,7 +31,7 @@ import type {
   VersionInfo,
   VolumeInfo,
   WaitResult,
-} from './types.js';
+} from '../core/model/container-spec.js';
 
 /** Newest Docker API version this client is written against; newer engines are spoken to in it. */
 export const MAX_API_VERSION = '1.47';

@@ -6,7 +6,7 @@ import { NotFoundError } from './engine-errors.js';
 import { OutageLog } from '../logging/outage.js';
 import { aggregate, MISSING, observeContainer, UNREACHABLE_STATUS, type ContainerObservation } from '../core/observed-status.js';
 import { containerNames, LABEL_MANAGED, LABEL_RESOURCE } from './plan.js';
-import type { ContainerInspect } from './types.js';
+import type { ContainerInspect } from '../core/model/container-spec.js';
 
 export interface WatcherOptions {
   /** This instance's name on the leases it holds. */

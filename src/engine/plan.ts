@@ -11,7 +11,7 @@ import { labelsOf } from '../core/custom-labels.js';
 import { parseRunOptions } from '../core/run-options.js';
 import { healthcheckSpec, limitsSpec } from '../core/runtime-fields.js';
 import { resolveSharedReferences } from './shared-references.js';
-import type { ContainerSpec, PortBinding } from './types.js';
+import type { ContainerSpec, PortBinding } from '../core/model/container-spec.js';
 
 /** Labels berth puts on everything it creates, so it can find (and only touch) its own. */
 export const LABEL_RESOURCE = 'berth.resource';

@@ -1,7 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { BerthError, toWire, unexpected, validationError, type WireError } from '../core/errors.js';
+import { BerthError, toWire, unexpected, validationError, type WireError } from '../errors.js';
 import type { Core } from '../core/gate.js';
 import { HEALTH_LIMIT, rateHeaders, rateLimited } from '../limits/rate-limits.js';
 import type { Operation } from '../core/operation.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { errorCatalogue } from '../core/errors.js';
+import { errorCatalogue } from '../errors.js';
 import { pathParams, type Operation } from '../core/operation.js';
 import { BERTH_VERSION, COOLIFY_API_VERSION } from '../core/operations/platform.js';
 import { PUBLIC_ROUTES } from './public-routes.js';

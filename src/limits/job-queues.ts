@@ -1,6 +1,6 @@
 import Bottleneck from 'bottleneck';
 import type { Redis } from 'ioredis';
-import { BerthError } from '../core/errors.js';
+import { BerthError } from '../errors.js';
 import { assertRedisUp, redisClient } from './redis.js';
 
 export interface JobQueueConfig {

@@ -1,4 +1,4 @@
-import { BerthError } from '../core/errors.js';
+import { BerthError } from '../errors.js';
 import { MemoryBuckets, RedisBuckets, type Buckets, type RateDecision } from './buckets.js';
 import { redisClient } from './redis.js';
 

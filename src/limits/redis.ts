@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Redis as RedisClient } from 'ioredis';
-import { BerthError } from '../core/errors.js';
+import { BerthError } from '../errors.js';
 
 /** ioredis is loaded only when Redis is configured: it is a large import for a start-up path (stdio). */
 export function redisClient(url: string): RedisClient {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { unexpected } from '../core/errors.js';
+import { unexpected } from '../errors.js';
 
 /**
  * How a worker that ticks reports its store (or Redis) being away: one warning when the outage

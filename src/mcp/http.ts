@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import type { Caller } from '../core/caller.js';
-import { BerthError, validationError } from '../core/errors.js';
+import { BerthError, validationError } from '../errors.js';
 import type { Core } from '../core/gate.js';
 import { accessOf } from '../http-common/access.js';
 import { BadBody } from '../http-common/body.js';

@@ -1,7 +1,7 @@
 import { McpServer, ProtocolError, ProtocolErrorCode, type CallToolResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
-import { agentHint, BerthError, fromWire, toWire, unexpected, validationError, type HintContext } from '../core/errors.js';
+import { agentHint, BerthError, fromWire, toWire, unexpected, validationError, type HintContext } from '../errors.js';
 import type { Core } from '../core/gate.js';
 import { inputProblem } from '../core/input-guard.js';
 import type { CallOptions, ProgressReporter } from '../core/operation.js';

@@ -1,6 +1,6 @@
 import type { Config } from '../config/config.js';
 import type { RequestAccess } from '../core/caller.js';
-import { BerthError } from '../core/errors.js';
+import { BerthError } from '../errors.js';
 import { assembleCore } from '../assemble.js';
 import { createLogger } from '../logging/logger.js';
 import { openStore } from '../store/db.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, PostgresDriver, sql, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type Migration, type MigrationProvider, type PostgresDialectConfig, type SqliteDialectConfig } from 'kysely';
 import type { Database } from './schema.js';
-import { BerthError } from '../core/errors.js';
+import { BerthError } from '../errors.js';
 import { setMigrationDialect } from './portable.js';
 import * as m001 from './migrations/001-identity.js';
 import * as m002 from './migrations/002-platform.js';

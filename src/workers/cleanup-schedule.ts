@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Schedule } from './scheduler.js';
 import { cleanupSettingsOf } from '../core/model/cleanup.js';
 import { lastDue } from '../core/frequency.js';
-import { newUuid } from '../core/ids.js';
+import { newUuid } from '../ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import { runCleanup } from './docker-cleanup-runner.js';

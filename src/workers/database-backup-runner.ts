@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { lastDue } from '../core/frequency.js';
 import type { Runtime } from '../core/runtime.js';
-import { newUuid } from '../core/ids.js';
+import { newUuid } from '../ids.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { Schedule } from './scheduler.js';
 

@@ -7,7 +7,7 @@ import type { JobQueues } from '../limits/job-queues.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { Database } from '../store/schema.js';
 import type { DeploymentKind } from '../core/model/deployment.js';
-import { newUuid } from '../core/ids.js';
+import { newUuid } from '../ids.js';
 import { BackupRunner } from './database-backup-runner.js';
 import { TaskRunner } from './scheduled-tasks.js';
 import { NOT_OBSERVED } from '../core/observed-status.js';

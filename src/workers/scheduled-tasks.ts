@@ -1,7 +1,7 @@
 import type { Schedule } from './scheduler.js';
 import type { Logger } from 'pino';
 import { lastDue } from '../core/frequency.js';
-import { newUuid } from '../core/ids.js';
+import { newUuid } from '../ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { atomically } from '../store/atomic.js';
 import { nowIso, type Db } from '../store/db.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { lastDue } from '../core/frequency.js';
-import { newUuid } from '../core/ids.js';
+import { newUuid } from '../ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { VolumeBackupSettings } from '../core/model/volume-backup.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newUuid } from '../../src/core/ids.js';
+import { newUuid } from '../../src/ids.js';
 import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
 import * as admin from '../../src/core/admin.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BerthError, toWire } from '../../src/core/errors.js';
+import { BerthError, toWire } from '../../src/errors.js';
 import { JobQueues } from '../../src/limits/job-queues.js';
 
 const gate = () => {

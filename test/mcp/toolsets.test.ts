@@ -8,7 +8,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentHint, BerthError, fromWire } from '../../src/core/errors.js';
+import { agentHint, BerthError, fromWire } from '../../src/errors.js';
 import { operations } from '../../src/core/operations/index.js';
 import { AGENT_LOG_CHARS, agentOutputValue } from '../../src/mcp/tools/agent-view.js';
 import { CLI, errorBody, httpClient, stdioClient, type AnyClient } from '../helpers/mcp.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newUuid } from '../../src/core/ids.js';
+import { newUuid } from '../../src/ids.js';
 import { dump, expectValidation, finished, NOT_FOUND, placeOf, settle, setup, type Ctx } from './support.js';
 
 let c: Ctx;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { BerthError } from '../../core/errors.js';
+import { BerthError } from '../../errors.js';
 import { field, formOf, personOrRedirect, type ConsoleDeps } from '../context.js';
 import { html } from '../html.js';
 import { sendPage } from '../layout.js';

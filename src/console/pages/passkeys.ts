@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { deletePasskey, finishRegistration, listPasskeys, registrationOptions } from '../../auth/passkeys.js';
-import { BerthError } from '../../core/errors.js';
+import { BerthError } from '../../errors.js';
 import { ASSET_PATHS } from '../assets.js';
 import { field, formOf, personOr401, personOrRedirect, relyingParty, safeNext, type ConsoleDeps } from '../context.js';
 import { html } from '../html.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ROLES, type Role } from '../../auth/permissions.js';
 import * as admin from '../../core/admin.js';
-import { BerthError } from '../../core/errors.js';
+import { BerthError } from '../../errors.js';
 import { field, formOf, personOrRedirect, type ConsoleDeps } from '../context.js';
 import { html } from '../html.js';
 import { sendPage } from '../layout.js';

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { EXPIRATIONS, type Expiration } from '../../auth/token.js';
 import { PERMISSIONS, ROLE_MAY_HOLD, type Role } from '../../auth/permissions.js';
 import * as admin from '../../core/admin.js';
-import { BerthError, type ValidationErrors } from '../../core/errors.js';
+import { BerthError, type ValidationErrors } from '../../errors.js';
 import type { Db } from '../../store/db.js';
 import { field, fields, formOf, personOrRedirect, type ConsoleDeps } from '../context.js';
 import { html, type Html } from '../html.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { notFound, validationError } from '../errors.js';
-import { newUuid } from '../ids.js';
+import { notFound, validationError } from '../../errors.js';
+import { newUuid } from '../../ids.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { TargetGuard } from '../outbound-guard.js';
 import { parseSshRepository } from '../ssh-repository.js';

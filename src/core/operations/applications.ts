@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { atomically } from '../../store/atomic.js';
 import { nowIso } from '../../store/db.js';
-import { validationError } from '../errors.js';
-import { newUuid } from '../ids.js';
+import { validationError } from '../../errors.js';
+import { newUuid } from '../../ids.js';
 import { ownedResource } from '../lookup.js';
 import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';

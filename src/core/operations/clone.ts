@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { validationError } from '../errors.js';
-import { newUuid } from '../ids.js';
+import { validationError } from '../../errors.js';
+import { newUuid } from '../../ids.js';
 import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { name, uuidParam } from '../validators.js';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { nowIso } from '../../store/db.js';
-import { validationError } from '../errors.js';
+import { validationError } from '../../errors.js';
 import { cronPattern, FREQUENCY_HELP } from '../frequency.js';
-import { newUuid } from '../ids.js';
+import { newUuid } from '../../ids.js';
 import { owned } from '../lookup.js';
 import { cleanupSettingsOf, cleanupSettingsSchema } from '../model/cleanup.js';
 import { defineOperation } from '../operation.js';

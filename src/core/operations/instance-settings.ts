@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AllowListError, normalizeAllowList } from '../../auth/allowlist.js';
 import { readSettings, writeSettings, type InstanceSettings } from '../../store/settings.js';
-import { validationError } from '../errors.js';
+import { validationError } from '../../errors.js';
 import { defineOperation } from '../operation.js';
 
 const messageSchema = z.object({ message: z.string() });

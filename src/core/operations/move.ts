@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { nowIso } from '../../store/db.js';
-import { BerthError } from '../errors.js';
+import { BerthError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';

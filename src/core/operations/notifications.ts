@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CHANNEL_SPECS, CHANNELS, EVENTS, eventField, teamChannels, type Channel, type ChannelSettings, type FieldKind } from '../model/notification-channels.js';
 import { TargetGuard } from '../outbound-guard.js';
 import { nowIso } from '../../store/db.js';
-import { validationError, type ValidationErrors } from '../errors.js';
+import { validationError, type ValidationErrors } from '../../errors.js';
 import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
 import { READ, UPDATE } from './common.js';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { atomically } from '../../store/atomic.js';
 import { nowIso } from '../../store/db.js';
-import { BerthError, isForeignKeyViolation } from '../errors.js';
-import { newUuid } from '../ids.js';
+import { BerthError, isForeignKeyViolation } from '../../errors.js';
+import { newUuid } from '../../ids.js';
 import { owned, ownedEnvironment } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Db } from '../../store/db.js';
 import type { Selectable } from 'kysely';
 import type { ResourceKind, ResourcesTable } from '../../store/schema.js';
-import { notFound, validationError } from '../errors.js';
+import { notFound, validationError } from '../../errors.js';
 import { owned, ownedEnvironment } from '../lookup.js';
 import { uuidParam } from '../validators.js';
 import { brief } from '../runtime-fields.js';

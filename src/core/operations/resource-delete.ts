@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BerthError } from '../errors.js';
+import { BerthError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';

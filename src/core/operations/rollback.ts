@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { validationError } from '../errors.js';
+import { validationError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';

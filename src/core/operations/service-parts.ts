@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { atomically } from '../../store/atomic.js';
 import { nowIso, type Db } from '../../store/db.js';
-import { BerthError, notFound, validationError } from '../errors.js';
+import { BerthError, notFound, validationError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { sensitive } from '../redact.js';
 import { defineOperation } from '../operation.js';

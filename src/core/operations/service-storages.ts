@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { atomically } from '../../store/atomic.js';
 import { nowIso, type Db } from '../../store/db.js';
 import { parseCompose, requireHostAccess } from '../compose.js';
-import { notFound, validationError } from '../errors.js';
+import { notFound, validationError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { engineName, mountPath, uuidParam } from '../validators.js';

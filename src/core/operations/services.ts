@@ -3,7 +3,7 @@ import { atomically } from '../../store/atomic.js';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
 import { composeInput, parseCompose, requireHostAccess, type ComposeContainer } from '../compose.js';
-import { newUuid } from '../ids.js';
+import { newUuid } from '../../ids.js';
 import { ownedResource } from '../lookup.js';
 import type { ServiceConfig } from '../model/service.js';
 import { deleteOperation } from './resource-delete.js';

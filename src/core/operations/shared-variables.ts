@@ -4,7 +4,7 @@ import { nowIso } from '../../store/db.js';
 import { atomically } from '../../store/atomic.js';
 import type { SharedEnvironmentVariablesTable, SharedScope } from '../../store/schema-shared-variables.js';
 import type { Caller } from '../caller.js';
-import { BerthError, isForeignKeyViolation, notFound, validationError } from '../errors.js';
+import { BerthError, isForeignKeyViolation, notFound, validationError } from '../../errors.js';
 import { owned } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';

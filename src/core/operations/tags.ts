@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { atomically } from '../../store/atomic.js';
 import { nowIso, type Db } from '../../store/db.js';
-import { BerthError, notFound, validationError } from '../errors.js';
-import { newUuid } from '../ids.js';
+import { BerthError, notFound, validationError } from '../../errors.js';
+import { newUuid } from '../../ids.js';
 import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';

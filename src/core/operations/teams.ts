@@ -3,7 +3,7 @@ import { perStore } from '../../store/cached.js';
 import type { Db } from '../../store/db.js';
 import { param, prepared } from '../../store/prepared.js';
 import type { TeamRow } from '../../store/schema.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../../errors.js';
 import { defineOperation } from '../operation.js';
 
 export const teamSchema = z.object({

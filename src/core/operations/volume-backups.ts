@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { VOLUME_BACKUP_DEFAULTS, type VolumeBackupSettings } from '../model/volume-backup.js';
 import { nowIso, type Db } from '../../store/db.js';
-import { notFound, validationError } from '../errors.js';
+import { notFound, validationError } from '../../errors.js';
 import { cronPattern, FREQUENCY_HELP } from '../frequency.js';
-import { newUuid } from '../ids.js';
+import { newUuid } from '../../ids.js';
 import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { validationError } from '../../core/errors.js';
+import { validationError } from '../../errors.js';
 import { pathParams, type CallOptions, type Operation, type ProgressReporter } from '../../core/operation.js';
 import { pageOf } from '../../core/pagination.js';
 import { issuesToErrors } from '../../core/validation.js';

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { newUuid } from '../../core/ids.js';
+import { newUuid } from '../../ids.js';
 import { autoId } from '../portable.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { HostSettings } from '../core/host-access.js';
+import type { HostSettings } from '../host-access.js';
 
 /**
  * The subset of the Docker Engine API's shapes that berth reads and writes. Engines send more
