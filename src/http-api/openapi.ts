@@ -3,7 +3,7 @@ import { errorCatalogue } from '../errors.js';
 import { pathParams, type Operation } from '../core/operation.js';
 import { BERTH_VERSION, COOLIFY_API_VERSION } from '../core/operations/platform.js';
 import { PUBLIC_ROUTES } from './public-routes.js';
-import { toolText } from '../mcp/tools/descriptions.js';
+import { toolText } from '../core/operations/descriptions.js';
 
 type JsonSchema = Record<string, unknown>;
 
