@@ -241,9 +241,7 @@ function compare(runs, baseline) {
       }
     }
   }
-  const stale = entries
-    .filter((e) => !failed.has(e.key))
-    .map((e) => ({ entry: e.key, why: seen.has(e.key) ? 'no longer fails: remove it from the baseline' : 'the suite emits no such check' }));
+  const stale = entries.filter((e) => !failed.has(e.key)).map((e) => ({ entry: e.key, why: seen.has(e.key) ? 'no longer fails: remove it from the baseline' : 'the suite emits no such check' }));
   return { unexpected, expected, stale, warnings };
 }
 
@@ -367,14 +365,19 @@ async function main() {
     const counts = { SUCCESS: 0, FAILURE: 0, WARNING: 0, SKIPPED: 0, INFO: 0 };
     for (const s of r.scenarios) for (const c of s.checks) counts[c.status] = (counts[c.status] ?? 0) + 1;
     const failing = r.scenarios.filter((s) => s.checks.some((c) => c.status === 'FAILURE')).length;
-    log(`${r.name}: ${r.scenarios.length} scenarios (${failing} with failing checks), checks: ${counts.SUCCESS} passed, ${counts.FAILURE} failed, ${counts.WARNING} warnings, ${counts.SKIPPED} skipped — ${r.ms} ms`);
+    log(
+      `${r.name}: ${r.scenarios.length} scenarios (${failing} with failing checks), checks: ${counts.SUCCESS} passed, ${counts.FAILURE} failed, ${counts.WARNING} warnings, ${counts.SKIPPED} skipped — ${r.ms} ms`,
+    );
   }
   const c = report.comparison;
   log(`baseline: ${c.expected.length} failing checks are listed as not applicable; ${c.unexpected.length} unexpected; ${c.stale.length} stale entries`);
   for (const u of c.unexpected) log(`  UNEXPECTED ${u.run} ${u.scenario}:${u.check} — ${u.message ?? ''}`);
   for (const s of c.stale) log(`  STALE ${s.entry}: ${s.why}`);
   for (const w of c.warnings) log(`  warning ${w.run} ${w.scenario}:${w.check}${w.message ? ` — ${w.message}` : ''}`);
-  for (const i of report.inspector) log(`inspector: ${i.ok ? 'ok  ' : 'FAIL'} ${i.label}${i.ms ? ` (${i.ms} ms)` : ''}${i.strict ? ` [strict: ${i.strict.errors} errors, ${i.strict.warnings} warnings]` : ''}${i.ok ? '' : ` — ${i.problems.join('; ')}`}`);
+  for (const i of report.inspector)
+    log(
+      `inspector: ${i.ok ? 'ok  ' : 'FAIL'} ${i.label}${i.ms ? ` (${i.ms} ms)` : ''}${i.strict ? ` [strict: ${i.strict.errors} errors, ${i.strict.warnings} warnings]` : ''}${i.ok ? '' : ` — ${i.problems.join('; ')}`}`,
+    );
   log(`${report.ok ? 'PASS' : 'FAIL'} in ${(report.ms / 1000).toFixed(1)} s${tools.installed ? ` (tools installed in ${(tools.ms / 1000).toFixed(1)} s)` : ''}`);
 
   const json = JSON.stringify(report, null, 2);

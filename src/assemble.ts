@@ -23,7 +23,20 @@ export interface Assembled {
 }
 
 /** The core with its limits, queues, runtime, job runner and scheduler: the same for `serve` and `berth mcp`. */
-export function assembleCore(db: Db, config: Config, logger: Logger, runtime: Runtime = new LiveRuntime(db, logger, config.helperImage, config.migrationChecksums, { readyTimeoutMs: config.sshTimeoutMs, idleMs: config.sshIdleMs }, new TargetGuard(config.outboundAllowedTargets), { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs })): Assembled {
+export function assembleCore(
+  db: Db,
+  config: Config,
+  logger: Logger,
+  runtime: Runtime = new LiveRuntime(
+    db,
+    logger,
+    config.helperImage,
+    config.migrationChecksums,
+    { readyTimeoutMs: config.sshTimeoutMs, idleMs: config.sshIdleMs },
+    new TargetGuard(config.outboundAllowedTargets),
+    { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs },
+  ),
+): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
   const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
   const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs });

@@ -25,10 +25,13 @@ command(program, 'init', 'create the root team, its owner and a root token')
   .option('--team <name>', 'name of the root team', 'Root Team')
   .option('--api-disabled', 'start with the API turned off')
   .action(
-    withStore<DataOpts & { email?: string; team: string; apiDisabled?: boolean }>(async (db, o) => {
-      const r = await admin.initInstance(db, { email: o.email, team: o.team, apiEnabled: !o.apiDisabled });
-      print(o, r, `Created team "${r.team.name}" (id ${r.team.id}) owned by ${r.user.email}.\nRoot token (shown once, store it now):\n${r.token}`);
-    }, { init: true }),
+    withStore<DataOpts & { email?: string; team: string; apiDisabled?: boolean }>(
+      async (db, o) => {
+        const r = await admin.initInstance(db, { email: o.email, team: o.team, apiEnabled: !o.apiDisabled });
+        print(o, r, `Created team "${r.team.name}" (id ${r.team.id}) owned by ${r.user.email}.\nRoot token (shown once, store it now):\n${r.token}`);
+      },
+      { init: true },
+    ),
   );
 
 command(program, 'serve', 'run the HTTP API (and the workers)', false)
@@ -117,7 +120,7 @@ command(team, 'add-member', 'add a user to a team, or change their role')
       print(o, r, `${r.user.email} is now ${r.role} of "${r.team.name}".`);
     }),
   );
-command(team, 'remove-member', "remove a user from a team (their tokens for it stop working)")
+command(team, 'remove-member', 'remove a user from a team (their tokens for it stop working)')
   .requiredOption('--team <team>', 'team id or name')
   .requiredOption('--email <email>', "member's e-mail")
   .action(
@@ -136,7 +139,10 @@ command(token, 'create', 'create a token (its value is printed once)')
   .requiredOption('--expires <period>', '7d, 30d, 60d, 90d, 1y or never')
   .action(
     withStore<DataOpts & { email: string; team: string; name: string; permissions: string; expires: string }>(async (db, o) => {
-      const permissions = o.permissions.split(',').map((p) => p.trim()).filter(Boolean);
+      const permissions = o.permissions
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean);
       const t = await admin.createToken(db, { email: o.email, team: o.team, name: o.name, permissions: permissions as never, expires: o.expires as never });
       print(o, t, `Token ${t.id} created (expires ${t.expires_at ?? 'never'}). Shown once, store it now:\n${t.token}`);
     }),
@@ -146,7 +152,10 @@ command(token, 'list', "list a team's tokens (never their values)")
   .action(
     withStore<DataOpts & { team: string }>(async (db, o) => {
       const rows = await admin.listTokens(db, o.team);
-      const lines = rows.map((r) => `${r.id}\t${r.name}\t${r.email}\t${r.permissions.join(',')}\texpires ${r.expires_at ?? 'never'}\tlast used ${r.last_used_at ?? 'never'}${r.oauth_client_id ? `\tOAuth client ${r.oauth_client_id}` : ''}`);
+      const lines = rows.map(
+        (r) =>
+          `${r.id}\t${r.name}\t${r.email}\t${r.permissions.join(',')}\texpires ${r.expires_at ?? 'never'}\tlast used ${r.last_used_at ?? 'never'}${r.oauth_client_id ? `\tOAuth client ${r.oauth_client_id}` : ''}`,
+      );
       print(o, rows, lines.join('\n') || 'No tokens.');
     }),
   );
@@ -181,7 +190,11 @@ command(settings, 'set', 'change a setting: api-enabled true|false, mcp-enabled 
         throw new BerthError('validation', { errors: { key: [`Unknown setting "${key}"; use api-enabled, mcp-enabled or allowed-ips.`] } });
       }
       const s = await readSettings(db);
-      print(o, { api_enabled: s.apiEnabled, mcp_enabled: s.mcpEnabled, allowed_ips: s.allowedIps }, `api-enabled: ${s.apiEnabled}\nmcp-enabled: ${s.mcpEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}`);
+      print(
+        o,
+        { api_enabled: s.apiEnabled, mcp_enabled: s.mcpEnabled, allowed_ips: s.allowedIps },
+        `api-enabled: ${s.apiEnabled}\nmcp-enabled: ${s.mcpEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}`,
+      );
     })(o),
   );
 

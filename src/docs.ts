@@ -5,14 +5,10 @@ import { PUBLIC_ROUTES } from './http-api/public-routes.js';
 /** Reference tables (docs/api.md, docs/mcp.md) derived from the declarations, so the docs cannot drift from the code. */
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
-const permissionOf = (op: Operation) =>
-  op.permission === 'authenticated' ? 'any token' : op.access?.rootTeamOnly ? `${op.permission} (root team)` : op.permission;
+const permissionOf = (op: Operation) => (op.permission === 'authenticated' ? 'any token' : op.access?.rootTeamOnly ? `${op.permission} (root team)` : op.permission);
 
 export function renderToolTable(tools: readonly ToolDefinition[]): string {
-  const rows = tools.map(
-    (t) =>
-      `| \`${t.name}\` | ${t.op.default ? 'default' : t.op.toolset} | ${permissionOf(t.op)} | ${t.hints.readOnlyHint ? 'yes' : 'no'} | ${cell(t.description)} |`,
-  );
+  const rows = tools.map((t) => `| \`${t.name}\` | ${t.op.default ? 'default' : t.op.toolset} | ${permissionOf(t.op)} | ${t.hints.readOnlyHint ? 'yes' : 'no'} | ${cell(t.description)} |`);
   return ['| tool | listed in | permission | read-only | description |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 

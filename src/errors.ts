@@ -144,7 +144,24 @@ export function fromWire(status: number, body: Record<string, unknown>): BerthEr
 }
 
 /** Connection-level failures of the store (PostgreSQL, a locked SQLite file) or of Redis: not the request's fault. */
-const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'SQLITE_BUSY', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
+const STORE_DOWN_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'SQLITE_BUSY',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '53300',
+]);
 
 /**
  * An unexpected error as the door should answer it: 503 when the store cannot be reached (the
@@ -154,7 +171,12 @@ export function unexpected(err: unknown): BerthError {
   if (err instanceof BerthError) return err;
   const e = err as { code?: unknown; message?: unknown } | null;
   const message = typeof e?.message === 'string' ? e.message : '';
-  if ((typeof e?.code === 'string' && STORE_DOWN_CODES.has(e.code)) || /^Connection terminated|timeout exceeded when trying to connect|Cannot reach the PostgreSQL store|^Connection is closed|max retries per request|not queryable|Stream isn't writeable|enableOfflineQueue/.test(message)) {
+  if (
+    (typeof e?.code === 'string' && STORE_DOWN_CODES.has(e.code)) ||
+    /^Connection terminated|timeout exceeded when trying to connect|Cannot reach the PostgreSQL store|^Connection is closed|max retries per request|not queryable|Stream isn't writeable|enableOfflineQueue/.test(
+      message,
+    )
+  ) {
     return new BerthError('store_unavailable');
   }
   return fromConstraint(err) ?? new BerthError('internal');

@@ -16,7 +16,10 @@ export default async function setup(): Promise<(() => void) | undefined> {
   execFileSync('bash', [SCRIPT, 'install'], { stdio: 'inherit' });
   const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-pg-')), 'cluster');
   const port = await freePort();
-  const url = execFileSync('bash', [SCRIPT, 'up', dir, String(port)], { encoding: 'utf8' }).trim().split('\n').pop()!;
+  const url = execFileSync('bash', [SCRIPT, 'up', dir, String(port)], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .pop()!;
   process.env.BERTH_TEST_PG_URL = url;
   return () => {
     execFileSync('bash', [SCRIPT, 'down', dir], { stdio: 'inherit' });

@@ -43,9 +43,7 @@ const mcpRequest = (token, era) => ({
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
     authorization: `Bearer ${token}`,
-    ...(era === 'modern'
-      ? { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'get_current_team' }
-      : { 'mcp-protocol-version': '2025-11-25' }),
+    ...(era === 'modern' ? { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'get_current_team' } : { 'mcp-protocol-version': '2025-11-25' }),
   },
   payload: call(era === 'modern'),
 });
@@ -68,7 +66,10 @@ const okMcp = (r) => r.statusCode === 200 && r.payload.includes('"structuredCont
 async function berthTargets(distDir, dataDir, name, overrides = {}) {
   const { loadConfig } = await import(pathToFileURL(path.join(distDir, 'config', 'config.js')).href);
   const { startServer } = await import(pathToFileURL(path.join(distDir, 'serve.js')).href);
-  const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent', API_RATE_LIMIT: '1000000000', REDIS_URL: '', MCP_ALLOWED_ORIGINS: '', MCP_ALLOWED_HOSTS: '' }, { dataDir, host: '127.0.0.1', port: 0, ...overrides });
+  const config = loadConfig(
+    { ...process.env, LOG_LEVEL: 'silent', API_RATE_LIMIT: '1000000000', REDIS_URL: '', MCP_ALLOWED_ORIGINS: '', MCP_ALLOWED_HOSTS: '' },
+    { dataDir, host: '127.0.0.1', port: 0, ...overrides },
+  );
   const server = await startServer(config, () => {});
   return { name, server, distDir };
 }

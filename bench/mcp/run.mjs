@@ -71,8 +71,6 @@ function quantile(xs, q) {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-
-
 function runOnce(args, env) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -180,14 +178,26 @@ process.once('SIGTERM', () => { s.closeAllConnections(); s.close(() => process.e
 
 async function httpBench(token, berthDataDir) {
   const profArgs = (name) => (PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', path.join(PROFILE_DIR, name)] : []);
-  const berth = await startServer({ label: 'berth', args: [...profArgs('berth'), CLI, 'serve', '--port', '0', '--data', berthDataDir], env: berthEnv(), ready: /^berth: listening on (\S+)$/m, cwd: ROOT });
+  const berth = await startServer({
+    label: 'berth',
+    args: [...profArgs('berth'), CLI, 'serve', '--port', '0', '--data', berthDataDir],
+    env: berthEnv(),
+    ready: /^berth: listening on (\S+)$/m,
+    cwd: ROOT,
+  });
   const bare = await startServer({ label: 'bare', args: [...profArgs('bare'), BARE, 'http'], env: process.env, ready: /^listening on (\S+)$/m, cwd: ROOT });
   const floor = await startServer({ label: 'floor', args: ['-e', FLOOR_HTTP], env: process.env, ready: /^listening on (\S+)$/m, cwd: ROOT });
   // The candidate gets its own copy of the store: two processes on one SQLite file would contend.
   const candidateData = `${berthDataDir}-candidate`;
   if (CANDIDATE) fs.cpSync(berthDataDir, candidateData, { recursive: true });
   const candidate = CANDIDATE
-    ? await startServer({ label: 'candidate', args: [...profArgs('candidate'), CANDIDATE, 'serve', '--port', '0', '--data', candidateData], env: berthEnv(), ready: /^berth: listening on (\S+)$/m, cwd: ROOT })
+    ? await startServer({
+        label: 'candidate',
+        args: [...profArgs('candidate'), CANDIDATE, 'serve', '--port', '0', '--data', candidateData],
+        env: berthEnv(),
+        ready: /^berth: listening on (\S+)$/m,
+        cwd: ROOT,
+      })
     : null;
   const mcpTargets = [
     { name: 'berth', kind: 'mcp', url: `${berth.url}/mcp`, pid: berth.pid },
@@ -215,7 +225,9 @@ async function httpBench(token, berthDataDir) {
         for (const t of targets) {
           const r = await load(t, token, era, DURATION_MS);
           rounds[t.name].push(r);
-          log(`${era} ${t.name} round ${i + 1}: ${r.rps.toFixed(0)} calls/s, p50 ${r.p50.toFixed(2)} ms, ${r.cpuUsPerCall.toFixed(0)} µs CPU/call, errors ${r.errors}${r.firstError ? ` (${r.firstError})` : ''}`);
+          log(
+            `${era} ${t.name} round ${i + 1}: ${r.rps.toFixed(0)} calls/s, p50 ${r.p50.toFixed(2)} ms, ${r.cpuUsPerCall.toFixed(0)} µs CPU/call, errors ${r.errors}${r.firstError ? ` (${r.firstError})` : ''}`,
+          );
         }
       }
       for (const [name, rs] of Object.entries(rounds)) {
@@ -327,9 +339,7 @@ async function stdioBench(token, dataDir) {
     { name: 'berth mcp', era: 'legacy', args: [CLI, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) },
     { name: 'berth mcp', era: 'modern', args: [CLI, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) },
     ...['legacy', 'modern'].map((era) => ({ name: 'berth mcp, unbundled dist/cli.js', era, args: [UNBUNDLED_CLI, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) })),
-    ...(CANDIDATE
-      ? ['legacy', 'modern'].map((era) => ({ name: 'berth candidate mcp', era, args: [CANDIDATE, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) }))
-      : []),
+    ...(CANDIDATE ? ['legacy', 'modern'].map((era) => ({ name: 'berth candidate mcp', era, args: [CANDIDATE, 'mcp', '--data', dataDir], env: berthEnv({ BERTH_TOKEN: token }) })) : []),
     { name: 'bare SDK v1 (one tool)', era: 'legacy', args: [BARE_V1], env: process.env },
     { name: 'bare SDK (serveStdio)', era: 'legacy', args: [BARE, 'stdio'], env: process.env },
     { name: 'bare SDK (serveStdio)', era: 'modern', args: [BARE, 'stdio'], env: process.env },
@@ -403,7 +413,10 @@ async function main() {
       // Issue 28: an MCP call within 2x the same operation over REST (CPU per call, same run).
       const rest = report.http.modern?.['berth REST GET /api/v1/teams/current'];
       if (rest) out.push(`    ${pad('ratio berth MCP / berth REST', 38)}${lpad('', 9 + 7 + 18)}${lpad(f2(r.berth.cpuUsPerCall / rest.cpuUsPerCall), 13)}`);
-      if (r.candidateRatios) out.push(`    ${pad('ratio berth candidate / bare SDK', 38)}${lpad(f2(r.candidateRatios.rps), 9)}${lpad(f2(r.candidateRatios.best), 7)}${lpad('', 18)}${lpad(f2(r.candidateRatios.cpuPerCall), 13)}`);
+      if (r.candidateRatios)
+        out.push(
+          `    ${pad('ratio berth candidate / bare SDK', 38)}${lpad(f2(r.candidateRatios.rps), 9)}${lpad(f2(r.candidateRatios.best), 7)}${lpad('', 18)}${lpad(f2(r.candidateRatios.cpuPerCall), 13)}`,
+        );
     }
   }
   if (report.stdio) {
@@ -411,12 +424,15 @@ async function main() {
     out.push(`stdio: spawn → initialize → tools/list → first tool result (median of ${SPAWNS} spawns, min–max), then ${RTT_COUNT} sequential round trips`);
     out.push(`  ${pad('', 46)}${lpad('first ms', 10)}${lpad('min–max', 13)}${lpad('exit ms', 9)}${lpad('RTT p50', 10)}${lpad('RTT p99', 10)}${lpad('tools', 7)}${lpad('list KB', 9)}`);
     for (const s of report.stdio) {
-      out.push(`  ${pad(`${s.name}, ${s.era}`, 46)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f0(s.spawnToExitMs.median), 9)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}${lpad(s.list.tools, 7)}${lpad((s.list.bytes / 1024).toFixed(1), 9)}`);
+      out.push(
+        `  ${pad(`${s.name}, ${s.era}`, 46)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f0(s.spawnToExitMs.median), 9)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}${lpad(s.list.tools, 7)}${lpad((s.list.bytes / 1024).toFixed(1), 9)}`,
+      );
     }
     // Issue 28: cold start against a bare SDK v1 server with one tool (the 2025 era: v1 speaks no other).
     const v1 = report.stdio.find((s) => s.name.startsWith('bare SDK v1'));
     const bl = report.stdio.find((s) => s.name === 'berth mcp' && s.era === 'legacy');
-    if (v1 && bl) out.push(`  ratio berth / bare SDK v1, legacy: spawn→first ${f2(bl.spawnToFirstMs.median / v1.spawnToFirstMs.median)}, spawn→exit ${f2(bl.spawnToExitMs.median / v1.spawnToExitMs.median)}`);
+    if (v1 && bl)
+      out.push(`  ratio berth / bare SDK v1, legacy: spawn→first ${f2(bl.spawnToFirstMs.median / v1.spawnToFirstMs.median)}, spawn→exit ${f2(bl.spawnToExitMs.median / v1.spawnToExitMs.median)}`);
     const get = (name, era) => report.stdio.find((s) => s.name.startsWith(name) && !s.name.startsWith('bare SDK v1') && s.era === era);
     for (const era of ['legacy', 'modern']) {
       const b = get('berth', era);
@@ -434,7 +450,12 @@ async function main() {
     for (const name of ['berth', 'candidate', 'bare']) {
       const dir = path.join(PROFILE_DIR, name);
       if (!fs.existsSync(dir)) continue;
-      const file = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(dir, f)).sort().at(-1);
+      const file = fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith('.cpuprofile'))
+        .map((f) => path.join(dir, f))
+        .sort()
+        .at(-1);
       if (file) console.log(`\nCPU profile of ${name} (${file}):\n${summarize(file)}`);
     }
   }

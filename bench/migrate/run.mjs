@@ -24,7 +24,7 @@
 //   first and its growth is printed apart.
 // Goals (issue: live migration): downtime ≤ 2 s at 1 GiB and ≤ 0.5 s at 128 MiB with a writer
 // running; bulk copy ≥ 1.0× the by-hand tar relay; RSS growth < 64 MiB.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -64,7 +64,9 @@ const opt = (name, def) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 ? argv[i + 1] : def;
 };
-const SIZES = opt('sizes', process.env.BENCH_MIGRATE_SIZES || '128,1024,4096').split(',').map(Number);
+const SIZES = opt('sizes', process.env.BENCH_MIGRATE_SIZES || '128,1024,4096')
+  .split(',')
+  .map(Number);
 // Migrations per size (back and forth; the median is printed), and whether to time the relays.
 const REPEAT = Number(opt('repeat', process.env.BENCH_MIGRATE_REPEAT || '3'));
 const RELAYS = (process.env.BENCH_MIGRATE_RELAYS ?? '1') !== '0';
@@ -92,7 +94,11 @@ const podman = (engine, args) => execFileSync('bash', [ENGINES, 'podman', engine
 const rss = (pid) => Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
 
 async function api(url, token, method, p, body) {
-  const r = await fetch(`${url}/api/v1${p}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const r = await fetch(`${url}/api/v1${p}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   const text = await r.text();
   if (r.status >= 300) throw new Error(`${method} ${p} → ${r.status} ${text}`);
   return text ? JSON.parse(text) : undefined;
@@ -107,7 +113,15 @@ function tarRelay(volume) {
   podman('b', ['volume', 'create', dst]);
   execFileSync('sync');
   const t0 = performance.now();
-  execFileSync('sh', ['-c', `bash "$1" podman a "$2" run --rm --network none -v "$3:/v:ro" ${IMAGE} tar -C /v -cf - . | bash "$1" podman b "$2" run --rm -i --network none -v "$4:/v" ${IMAGE} tar -C /v -xf -`, 'relay', ENGINES, engDir, volume, dst]);
+  execFileSync('sh', [
+    '-c',
+    `bash "$1" podman a "$2" run --rm --network none -v "$3:/v:ro" ${IMAGE} tar -C /v -cf - . | bash "$1" podman b "$2" run --rm -i --network none -v "$4:/v" ${IMAGE} tar -C /v -xf -`,
+    'relay',
+    ENGINES,
+    engDir,
+    volume,
+    dst,
+  ]);
   const ms = performance.now() - t0;
   podman('b', ['volume', 'rm', '-f', dst]);
   return ms;
@@ -122,7 +136,15 @@ function relay(volume) {
   const dstId = helper('b', dst);
   execFileSync('sync');
   const t0 = performance.now();
-  execFileSync('sh', ['-c', `curl -sfS --unix-socket "$1" "http://d/v1.41/containers/$2/archive?path=/v/." | curl -sfS --unix-socket "$3" -T - -X PUT -H 'content-type: application/x-tar' "http://d/v1.41/containers/$4/archive?path=/v"`, 'relay', `${engDir}/a/engine.sock`, src, `${engDir}/b/engine.sock`, dstId]);
+  execFileSync('sh', [
+    '-c',
+    `curl -sfS --unix-socket "$1" "http://d/v1.41/containers/$2/archive?path=/v/." | curl -sfS --unix-socket "$3" -T - -X PUT -H 'content-type: application/x-tar' "http://d/v1.41/containers/$4/archive?path=/v"`,
+    'relay',
+    `${engDir}/a/engine.sock`,
+    src,
+    `${engDir}/b/engine.sock`,
+    dstId,
+  ]);
   const ms = performance.now() - t0;
   podman('a', ['rm', '-f', src]);
   podman('b', ['rm', '-f', dstId]);
@@ -141,7 +163,9 @@ function uptimeToWall(up) {
  * the target) to the migration's finished_at. /proc/uptime has 10 ms steps.
  */
 function pauseOf(engine, volume, finishedAt) {
-  const last = podman(engine, ['run', '--rm', '--network', 'none', '-v', `${volume}:/data:ro`, IMAGE, 'tail', '-n', '1', '/data/logs/app.log']).trim().split(' ');
+  const last = podman(engine, ['run', '--rm', '--network', 'none', '-v', `${volume}:/data:ro`, IMAGE, 'tail', '-n', '1', '/data/logs/app.log'])
+    .trim()
+    .split(' ');
   return Math.round(Date.parse(finishedAt) - uptimeToWall(Number(last[2])));
 }
 
@@ -164,7 +188,11 @@ try {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bmig-data-'));
     dataDirs.push(dataDir);
     const { token } = JSON.parse(execFileSync(process.execPath, [cli, 'init', '--json', '--data', dataDir], { encoding: 'utf8' }));
-    const s = await startServer({ label: 'berth serve', args: [cli, 'serve', '--port', '0', '--data', dataDir], env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', BERTH_HELPER_IMAGE: IMAGE, API_RATE_LIMIT: '0' } });
+    const s = await startServer({
+      label: 'berth serve',
+      args: [cli, 'serve', '--port', '0', '--data', dataDir],
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', BERTH_HELPER_IMAGE: IMAGE, API_RATE_LIMIT: '0' },
+    });
     serves.push(s.proc);
     s.proc.once('exit', (code, sig) => log(`berth serve (${label}) exited (${code ?? sig}); its last output:\n${s.output().slice(-4000)}`));
     const reg = async (name, sock) => {
@@ -185,91 +213,130 @@ try {
 
   const rows = [];
   // A 1 MiB warm-up first: the first migration of a process also loads and compiles code.
-  for (const size of [1, ...SIZES]) for (const { label, s, token, A, B, project, serve, dataDir } of builds) {
-    const { uuid } = await api(s.url, token, 'POST', '/applications/dockerimage', {
-      project_uuid: project, server_uuid: A.uuid, destination_uuid: A.dest, environment_name: 'production', name: `writer-${size}-${label.split(' ')[0]}`, docker_registry_image_name: 'localhost/berth-bench-writer', docker_registry_image_tag: WRITER_TAG,
-    });
-    await api(s.url, token, 'POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
-    const volume = `${uuid}-data`;
-    podman('a', ['volume', 'create', volume]);
-    log(`${size} MiB (${label}): filling`);
-    podman('a', ['run', '--rm', '--network', 'none', '-v', `${volume}:/data`, IMAGE, 'sh', '-c', FILL, 'fill', String(size)]);
-    const bytes = Number(podman('a', ['run', '--rm', '--network', 'none', '-v', `${volume}:/data:ro`, IMAGE, 'sh', '-c', "find /data -type f -exec stat -c %s {} + | awk '{ s += $1 } END { printf \"%.0f\", s }'"]));
-    const deploy = async () => {
-      const d = await api(s.url, token, 'POST', `/deploy?uuid=${uuid}`);
-      for (;;) {
-        const g = await api(s.url, token, 'GET', `/deployments/${d.deployments[0].deployment_uuid}`);
-        if (g.status === 'finished') break;
-        if (g.status === 'failed') throw new Error(`deploy failed: ${g.logs}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      await new Promise((r) => setTimeout(r, 1000)); // the writer is writing
-    };
-    await deploy();
-    // The relay runs under the same load as berth's copy: the writer running on the volume.
-    let tarMs = NaN;
-    let relayMs = NaN;
-    if (RELAYS) {
-      log(`${size} MiB: by-hand relays`);
-      tarMs = tarRelay(volume);
-      relayMs = relay(volume);
-    }
-    const volumes = [['a', volume]];
-    const runs = [];
-    // Repeats go back and forth (a → b, redeployed on b, b → a, …): each is a live migration.
-    for (let rep = 0; rep < (size === 1 ? 1 : REPEAT); rep++) {
-      const [here, there] = rep % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
-      if (rep > 0) await deploy();
-      log(`${size} MiB (${label}): live migration ${here} → ${there}`);
-      execFileSync('sync');
-      const rssBefore = rss(serve.pid);
-      let peak = rssBefore;
-      const sampler = setInterval(() => (peak = Math.max(peak, rss(serve.pid))), 50);
-      const t0 = performance.now();
-      const m = await api(s.url, token, 'POST', `/applications/${uuid}/migrate`, { destination_uuid: (there === 'b' ? B : A).dest });
-      // The bulk copy is timed from its first bytes to the start of round 2 (polled every 20 ms), as
-      // the relay is timed without making its helpers.
-      let bulk;
-      let firstBytes;
-      let final;
-      for (;;) {
-        const g = await api(s.url, token, 'GET', `/migrations/${m.migration_uuid}`);
-        if (firstBytes === undefined && g.progress.bytes > 0) firstBytes = performance.now();
-        if (!bulk && (g.progress.round ?? 0) >= 2) bulk = { ms: performance.now() - (firstBytes ?? t0), bytes: g.progress.bytes };
-        if (g.status !== 'pending' && g.status !== 'copying') {
-          final = g;
-          break;
+  for (const size of [1, ...SIZES])
+    for (const { label, s, token, A, B, project, serve, dataDir } of builds) {
+      const { uuid } = await api(s.url, token, 'POST', '/applications/dockerimage', {
+        project_uuid: project,
+        server_uuid: A.uuid,
+        destination_uuid: A.dest,
+        environment_name: 'production',
+        name: `writer-${size}-${label.split(' ')[0]}`,
+        docker_registry_image_name: 'localhost/berth-bench-writer',
+        docker_registry_image_tag: WRITER_TAG,
+      });
+      await api(s.url, token, 'POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
+      const volume = `${uuid}-data`;
+      podman('a', ['volume', 'create', volume]);
+      log(`${size} MiB (${label}): filling`);
+      podman('a', ['run', '--rm', '--network', 'none', '-v', `${volume}:/data`, IMAGE, 'sh', '-c', FILL, 'fill', String(size)]);
+      const bytes = Number(
+        podman('a', ['run', '--rm', '--network', 'none', '-v', `${volume}:/data:ro`, IMAGE, 'sh', '-c', 'find /data -type f -exec stat -c %s {} + | awk \'{ s += $1 } END { printf "%.0f", s }\'']),
+      );
+      const deploy = async () => {
+        const d = await api(s.url, token, 'POST', `/deploy?uuid=${uuid}`);
+        for (;;) {
+          const g = await api(s.url, token, 'GET', `/deployments/${d.deployments[0].deployment_uuid}`);
+          if (g.status === 'finished') break;
+          if (g.status === 'failed') throw new Error(`deploy failed: ${g.logs}`);
+          await new Promise((r) => setTimeout(r, 100));
         }
-        await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setTimeout(r, 1000)); // the writer is writing
+      };
+      await deploy();
+      // The relay runs under the same load as berth's copy: the writer running on the volume.
+      let tarMs = NaN;
+      let relayMs = NaN;
+      if (RELAYS) {
+        log(`${size} MiB: by-hand relays`);
+        tarMs = tarRelay(volume);
+        relayMs = relay(volume);
       }
-      const total = performance.now() - t0;
-      clearInterval(sampler);
-      if (final.status !== 'finished') throw new Error(`migration ${final.status}: ${final.error}`);
-      const moved = (await api(s.url, token, 'GET', `/applications/${uuid}/storages`)).persistent_storages[0].volume_name;
-      volumes.push([there, moved]);
-      runs.push({ total, bulk, downtime: final.downtime_ms, pause: pauseOf(there, moved, final.finished_at), parts: pausePartsOf(dataDir, m.migration_uuid), rounds: final.progress.round, rssGrowth: (peak - rssBefore) / 1024 });
+      const volumes = [['a', volume]];
+      const runs = [];
+      // Repeats go back and forth (a → b, redeployed on b, b → a, …): each is a live migration.
+      for (let rep = 0; rep < (size === 1 ? 1 : REPEAT); rep++) {
+        const [here, there] = rep % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
+        if (rep > 0) await deploy();
+        log(`${size} MiB (${label}): live migration ${here} → ${there}`);
+        execFileSync('sync');
+        const rssBefore = rss(serve.pid);
+        let peak = rssBefore;
+        const sampler = setInterval(() => (peak = Math.max(peak, rss(serve.pid))), 50);
+        const t0 = performance.now();
+        const m = await api(s.url, token, 'POST', `/applications/${uuid}/migrate`, { destination_uuid: (there === 'b' ? B : A).dest });
+        // The bulk copy is timed from its first bytes to the start of round 2 (polled every 20 ms), as
+        // the relay is timed without making its helpers.
+        let bulk;
+        let firstBytes;
+        let final;
+        for (;;) {
+          const g = await api(s.url, token, 'GET', `/migrations/${m.migration_uuid}`);
+          if (firstBytes === undefined && g.progress.bytes > 0) firstBytes = performance.now();
+          if (!bulk && (g.progress.round ?? 0) >= 2) bulk = { ms: performance.now() - (firstBytes ?? t0), bytes: g.progress.bytes };
+          if (g.status !== 'pending' && g.status !== 'copying') {
+            final = g;
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const total = performance.now() - t0;
+        clearInterval(sampler);
+        if (final.status !== 'finished') throw new Error(`migration ${final.status}: ${final.error}`);
+        const moved = (await api(s.url, token, 'GET', `/applications/${uuid}/storages`)).persistent_storages[0].volume_name;
+        volumes.push([there, moved]);
+        runs.push({
+          total,
+          bulk,
+          downtime: final.downtime_ms,
+          pause: pauseOf(there, moved, final.finished_at),
+          parts: pausePartsOf(dataDir, m.migration_uuid),
+          rounds: final.progress.round,
+          rssGrowth: (peak - rssBefore) / 1024,
+        });
+      }
+      const med = (f) => median(runs.map(f));
+      rows.push({
+        label,
+        size,
+        bytes,
+        tarMs,
+        relayMs,
+        runs: runs.length,
+        pauses: runs.map((r) => r.pause),
+        total: med((r) => r.total),
+        bulk: runs[0].bulk,
+        downtime: med((r) => r.downtime),
+        pause: med((r) => r.pause),
+        rounds: med((r) => r.rounds),
+        rssGrowth: Math.max(...runs.map((r) => r.rssGrowth)),
+        parts: runs.map((r) => r.parts).filter(Boolean),
+      });
+      for (const e of ['a', 'b']) podman(e, ['rm', '-f', uuid]);
+      for (const [e, v] of volumes) podman(e, ['volume', 'rm', '-f', v]);
     }
-    const med = (f) => median(runs.map(f));
-    rows.push({ label, size, bytes, tarMs, relayMs, runs: runs.length, pauses: runs.map((r) => r.pause), total: med((r) => r.total), bulk: runs[0].bulk, downtime: med((r) => r.downtime), pause: med((r) => r.pause), rounds: med((r) => r.rounds), rssGrowth: Math.max(...runs.map((r) => r.rssGrowth)), parts: runs.map((r) => r.parts).filter(Boolean) });
-    for (const e of ['a', 'b']) podman(e, ['rm', '-f', uuid]);
-    for (const [e, v] of volumes) podman(e, ['volume', 'rm', '-f', v]);
-  }
 
   console.log(`bench/migrate — live migration with a writer running, two podman ${podman('a', ['--version']).trim().split(' ').pop()} engines on one host`);
   console.log(`(medians of ${REPEAT} migrations per size, back and forth; the machine may be shared)`);
-  console.log('| volume | by-hand tar relay | API relay (curl) | berth bulk copy | bulk / tar relay | bulk / API relay | rounds | pause (last write → done) | downtime (stop → done) | whole migration | berth RSS growth |');
+  console.log(
+    '| volume | by-hand tar relay | API relay (curl) | berth bulk copy | bulk / tar relay | bulk / API relay | rounds | pause (last write → done) | downtime (stop → done) | whole migration | berth RSS growth |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const warm of rows.filter((r) => r.size === 1)) console.log(`(warm-up, ${warm.label}: a first migration of 1 MiB in the fresh process: RSS growth ${warm.rssGrowth.toFixed(1)} MiB, pause ${warm.pause} ms, downtime ${warm.downtime} ms)`);
+  for (const warm of rows.filter((r) => r.size === 1))
+    console.log(`(warm-up, ${warm.label}: a first migration of 1 MiB in the fresh process: RSS growth ${warm.rssGrowth.toFixed(1)} MiB, pause ${warm.pause} ms, downtime ${warm.downtime} ms)`);
   for (const r of rows.filter((x) => x.size !== 1)) {
     const tarRate = mb(r.bytes, r.tarMs);
     const relayRate = mb(r.bytes, r.relayMs);
     const bulkRate = r.bulk ? mb(r.bulk.bytes, r.bulk.ms) : NaN;
-    console.log(`| ${r.size} MiB${builds.length > 1 ? `, ${r.label}` : ''} | ${tarRate.toFixed(0)} MB/s | ${relayRate.toFixed(0)} MB/s | ${bulkRate.toFixed(0)} MB/s | ${(bulkRate / tarRate).toFixed(2)}x | ${(bulkRate / relayRate).toFixed(2)}x | ${r.rounds} | ${r.pause} ms (${r.pauses.join(', ')}) | ${r.downtime} ms | ${(r.total / 1000).toFixed(1)} s | ${r.rssGrowth.toFixed(1)} MiB |`);
+    console.log(
+      `| ${r.size} MiB${builds.length > 1 ? `, ${r.label}` : ''} | ${tarRate.toFixed(0)} MB/s | ${relayRate.toFixed(0)} MB/s | ${bulkRate.toFixed(0)} MB/s | ${(bulkRate / tarRate).toFixed(2)}x | ${(bulkRate / relayRate).toFixed(2)}x | ${r.rounds} | ${r.pause} ms (${r.pauses.join(', ')}) | ${r.downtime} ms | ${(r.total / 1000).toFixed(1)} s | ${r.rssGrowth.toFixed(1)} MiB |`,
+    );
   }
   // Where the pause went (medians): stop on the source, last pass sent, applied and verified, switch.
   for (const r of rows.filter((x) => x.size !== 1 && x.parts.length)) {
     const part = (k) => median(r.parts.map((p) => p[k]));
-    console.log(`${r.size} MiB${builds.length > 1 ? `, ${r.label}` : ''}: downtime parts (median ms) stop ${part('stop')}, last pass sent ${part('send')}, applied + verified ${part('verify')}, switch ${part('switch')}`);
+    console.log(
+      `${r.size} MiB${builds.length > 1 ? `, ${r.label}` : ''}: downtime parts (median ms) stop ${part('stop')}, last pass sent ${part('send')}, applied + verified ${part('verify')}, switch ${part('switch')}`,
+    );
   }
   if (builds.length > 1) {
     for (const size of SIZES) {

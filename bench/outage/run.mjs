@@ -66,7 +66,10 @@ async function phase(name, base, token) {
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-outage-'));
 const cluster = path.join(root, 'cluster');
-const pgUrl = execFileSync('bash', [pgScript, 'up', cluster, String(await freePort())], { encoding: 'utf8' }).trim().split('\n').pop();
+const pgUrl = execFileSync('bash', [pgScript, 'up', cluster, String(await freePort())], { encoding: 'utf8' })
+  .trim()
+  .split('\n')
+  .pop();
 const redisPort = await freePort();
 let redis = await startRedis(redisPort);
 const env = { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: pgUrl, REDIS_URL: `redis://127.0.0.1:${redisPort}`, API_RATE_LIMIT: '1000000' };
@@ -100,4 +103,5 @@ try {
 }
 console.table(rows);
 const healthy = Number(rows.find((r) => r.phase === 'healthy' && r.request.startsWith('GET /api/v1')).median_ms);
-for (const r of rows.filter((x) => x.phase.endsWith('down'))) console.log(`${r.phase}, ${r.request}: median ${r.median_ms} ms = ${(Number(r.median_ms) / healthy).toFixed(2)}× a healthy request; max ${r.max_ms} ms`);
+for (const r of rows.filter((x) => x.phase.endsWith('down')))
+  console.log(`${r.phase}, ${r.request}: median ${r.median_ms} ms = ${(Number(r.median_ms) / healthy).toFixed(2)}× a healthy request; max ${r.max_ms} ms`);

@@ -49,7 +49,14 @@ const startServe = (dataDir) =>
 
 async function mcpClient(args, token) {
   const client = new Client({ name: 'bench-remote', version: '1' }, { versionNegotiation: { mode: 'legacy' } });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', ...args], env: { PATH: process.env.PATH, BERTH_TOKEN: token, LOG_LEVEL: 'warn', API_RATE_LIMIT: '1000000000' }, stderr: 'inherit' }));
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, 'mcp', ...args],
+      env: { PATH: process.env.PATH, BERTH_TOKEN: token, LOG_LEVEL: 'warn', API_RATE_LIMIT: '1000000000' },
+      stderr: 'inherit',
+    }),
+  );
   return client;
 }
 

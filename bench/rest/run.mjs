@@ -50,7 +50,6 @@ function load(url, token, duration = seconds) {
   });
 }
 
-
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
 const init = JSON.parse(execFileSync(process.execPath, [cli, 'init', '--json', '--data', dataDir], { encoding: 'utf8' }));
 const team = JSON.parse(execFileSync(process.execPath, [cli, 'settings', 'get', '--json', '--data', dataDir], { encoding: 'utf8' }));
@@ -79,7 +78,10 @@ let pg;
 try {
   const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-pg-')), 'cluster');
   const port = 20000 + Math.floor(Math.random() * 20000);
-  const url = execFileSync('bash', [pgScript, 'up', dir, String(port)], { encoding: 'utf8' }).trim().split('\n').pop();
+  const url = execFileSync('bash', [pgScript, 'up', dir, String(port)], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .pop();
   const pgInit = JSON.parse(execFileSync(process.execPath, [cli, 'init', '--json', '--data', dataDir], { encoding: 'utf8', env: { ...process.env, DATABASE_URL: url } }));
   pg = { dir, url, token: pgInit.token };
 } catch (err) {

@@ -67,7 +67,10 @@ function freePort() {
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-soak-'));
 const pgDir = path.join(work, 'pg');
-const pgUrl = execFileSync('bash', [PG_SCRIPT, 'up', pgDir, String(await freePort())], { encoding: 'utf8' }).trim().split('\n').pop();
+const pgUrl = execFileSync('bash', [PG_SCRIPT, 'up', pgDir, String(await freePort())], { encoding: 'utf8' })
+  .trim()
+  .split('\n')
+  .pop();
 
 const redisPort = await freePort();
 const redisUrl = `redis://127.0.0.1:${redisPort}`;
@@ -76,7 +79,18 @@ const instances = [];
 async function startRedis() {
   redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   for (let i = 0; i < 100; i++) {
-    if (await new Promise((res) => net.connect(redisPort, '127.0.0.1').once('connect', function () { this.destroy(); res(true); }).once('error', () => res(false)))) return;
+    if (
+      await new Promise((res) =>
+        net
+          .connect(redisPort, '127.0.0.1')
+          .once('connect', function () {
+            this.destroy();
+            res(true);
+          })
+          .once('error', () => res(false)),
+      )
+    )
+      return;
     await sleep(50);
   }
   throw new Error('redis-server did not start');
@@ -110,7 +124,14 @@ const baseEnv = { ...process.env, DATABASE_URL: pgUrl, REDIS_URL: redisUrl, API_
 const init = JSON.parse(execFileSync(process.execPath, [CLI, 'init', '--json', '--data', dataDir], { encoding: 'utf8', env: baseEnv }));
 const ports = [await freePort(), await freePort(), await freePort()];
 async function startInstance(i) {
-  const s = await startServer({ label: `berth ${i}`, args: ['--expose-gc', '--import', PROBE, CLI, 'serve', '--port', String(ports[i]), '--data', dataDir], env: baseEnv, ready: /berth: listening on (http:\/\/\S+)/, cwd: ROOT, timeoutMs: 60_000 });
+  const s = await startServer({
+    label: `berth ${i}`,
+    args: ['--expose-gc', '--import', PROBE, CLI, 'serve', '--port', String(ports[i]), '--data', dataDir],
+    env: baseEnv,
+    ready: /berth: listening on (http:\/\/\S+)/,
+    cwd: ROOT,
+    timeoutMs: 60_000,
+  });
   instances[i] = { ...s, startedAt: Date.now(), samples: [], generation: (instances[i]?.generation ?? -1) + 1, logs: s.output };
 }
 await Promise.all([0, 1, 2].map(startInstance));
@@ -139,7 +160,15 @@ const server = await ok('POST', '/api/v1/servers', { name: 'soak-server', ip: '1
 const project = await ok('POST', '/api/v1/projects', { name: 'soak-base' });
 const apps = [];
 for (let i = 0; i < APPS; i++) {
-  const a = await ok('POST', '/api/v1/applications/dockerimage', { project_uuid: project.uuid, server_uuid: server.uuid, environment_name: 'production', docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80', name: `soak-app-${i}` });
+  const a = await ok('POST', '/api/v1/applications/dockerimage', {
+    project_uuid: project.uuid,
+    server_uuid: server.uuid,
+    environment_name: 'production',
+    docker_registry_image_name: 'nginx',
+    docker_registry_image_tag: '1.27',
+    ports_exposes: '80',
+    name: `soak-app-${i}`,
+  });
   apps.push(a.uuid);
 }
 
@@ -184,7 +213,9 @@ async function sample() {
       }
     } else row.note = 'down';
     rows.push(row);
-    log(`sample t=${t}s inst ${i}.${row.gen}: rss ${row.rss ? mb(row.rss) : '-'} MB, heap ${row.heap ? mb(row.heap) : '-'} MB, fds ${row.fds ?? '-'}, eld p99 ${row.eldP99 ?? '-'} ms, ${row.requests} req, p99 ${Number.isFinite(row.p99) ? row.p99.toFixed(1) : '-'} ms, errors ${row.errors}`);
+    log(
+      `sample t=${t}s inst ${i}.${row.gen}: rss ${row.rss ? mb(row.rss) : '-'} MB, heap ${row.heap ? mb(row.heap) : '-'} MB, fds ${row.fds ?? '-'}, eld p99 ${row.eldP99 ?? '-'} ms, ${row.requests} req, p99 ${Number.isFinite(row.p99) ? row.p99.toFixed(1) : '-'} ms, errors ${row.errors}`,
+    );
   }
 }
 
@@ -198,7 +229,7 @@ const event = (what) => {
 /** /api/ready of every live instance: status and how long it took. */
 async function ready() {
   return Promise.all(
-    instances.map(async (inst, i) => {
+    instances.map(async (_inst, i) => {
       const t = performance.now();
       try {
         const r = await fetch(`http://127.0.0.1:${ports[i]}/api/ready`, { signal: AbortSignal.timeout(10_000) });
@@ -236,8 +267,24 @@ async function outage(name, stop, start) {
   outages.push(o);
 }
 const chaos = [
-  [0.25, () => outage('instance 2 killed (SIGKILL)', async () => instances[2].proc.kill('SIGKILL'), () => restartInstance(2))],
-  [0.45, () => outage('PostgreSQL', async () => execFileSync('bash', [PG_SCRIPT, 'stop', pgDir]), async () => execFileSync('bash', [PG_SCRIPT, 'start', pgDir]))],
+  [
+    0.25,
+    () =>
+      outage(
+        'instance 2 killed (SIGKILL)',
+        async () => instances[2].proc.kill('SIGKILL'),
+        () => restartInstance(2),
+      ),
+  ],
+  [
+    0.45,
+    () =>
+      outage(
+        'PostgreSQL',
+        async () => execFileSync('bash', [PG_SCRIPT, 'stop', pgDir]),
+        async () => execFileSync('bash', [PG_SCRIPT, 'start', pgDir]),
+      ),
+  ],
   [0.65, () => outage('Redis', stopRedis, startRedis)],
 ];
 
@@ -275,17 +322,29 @@ const verified = await workload.verify();
 // ---- figures ---------------------------------------------------------------------------------------
 
 const elapsedS = (loadEnd - globalThis.t0) / 1000;
-const sum = (pred) => Object.entries(cluster.counts).filter(([k]) => pred(k)).reduce((n, [, v]) => n + v, 0);
+const sum = (pred) =>
+  Object.entries(cluster.counts)
+    .filter(([k]) => pred(k))
+    .reduce((n, [, v]) => n + v, 0);
 const total = sum((k) => !k.includes(' setup ') && !k.includes(' check '));
-console.log(`\nsoak: ${elapsedS.toFixed(0)} s, ${CLIENTS} clients, 3 instances on PostgreSQL + Redis, load average at end ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+console.log(
+  `\nsoak: ${elapsedS.toFixed(0)} s, ${CLIENTS} clients, 3 instances on PostgreSQL + Redis, load average at end ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}`,
+);
 console.log(`requests: ${total} (${(total / elapsedS).toFixed(0)}/s); by protocol, kind and outcome:`);
 for (const [k, v] of Object.entries(cluster.counts).sort()) console.log(`  ${k.padEnd(24)} ${v}`);
 
 console.log(`\nsamples (every ${SAMPLE_S} s; heap = live heap after a GC; eld = event-loop delay p99 in the window; p99 = request latency seen by the clients):`);
-console.log(`  ${'t s'.padStart(5)} inst ${'age s'.padStart(6)} ${'RSS MB'.padStart(7)} ${'heap MB'.padStart(8)} ${'fds'.padStart(4)} ${'eld p99'.padStart(8)} ${'eld max'.padStart(8)} ${'req'.padStart(6)} ${'p99 ms'.padStart(7)} ${'err'.padStart(5)}`);
+console.log(
+  `  ${'t s'.padStart(5)} inst ${'age s'.padStart(6)} ${'RSS MB'.padStart(7)} ${'heap MB'.padStart(8)} ${'fds'.padStart(4)} ${'eld p99'.padStart(8)} ${'eld max'.padStart(8)} ${'req'.padStart(6)} ${'p99 ms'.padStart(7)} ${'err'.padStart(5)}`,
+);
 for (const r of rows) {
   const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '-');
-  console.log(`  ${String(r.t).padStart(5)} ${`${r.i}.${r.gen}`.padStart(4)} ${String(r.age).padStart(6)} ${(r.rss ? mb(r.rss) : '-').padStart(7)} ${(r.heap ? mb(r.heap) : '-').padStart(8)} ${String(r.fds ?? '-').padStart(4)} ${f(r.eldP99).padStart(8)} ${f(r.eldMax).padStart(8)} ${String(r.requests).padStart(6)} ${f(r.p99).padStart(7)} ${String(r.errors).padStart(5)}${r.note ? `  (${r.note})` : ''}`);
+  console.log(
+    `  ${String(r.t).padStart(5)} ${`${r.i}.${r.gen}`.padStart(4)} ${String(r.age).padStart(6)} ${(r.rss ? mb(r.rss) : '-').padStart(7)} ${(r.heap ? mb(r.heap) : '-').padStart(8)} ${String(r.fds ?? '-').padStart(4)} ${f(r.eldP99).padStart(8)} ${f(r.eldMax).padStart(8)} ${String(r.requests).padStart(6)} ${f(r.p99).padStart(7)} ${String(r.errors).padStart(5)}${r.note ? `  (${r.note})` : ''}`,
+  );
 }
 console.log('\nevents:');
 for (const e of events) console.log(`  ${String(e.t).padStart(5)} s  ${e.what}`);
@@ -293,7 +352,9 @@ for (const e of events) console.log(`  ${String(e.t).padStart(5)} s  ${e.what}`)
 for (const [k, o] of outages.entries()) {
   const next = outages[k + 1]?.from ?? Infinity;
   const during = cluster.answers503.filter((a) => a.at >= o.from && a.at < next).map((a) => a.ms);
-  console.log(`  ${o.name}: 503 answers around it ${during.length}, p50 ${quantile(during, 0.5)?.toFixed(1)} ms, p99 ${quantile(during, 0.99)?.toFixed(1)} ms, max ${Math.max(...during, 0).toFixed(0)} ms; READY again ${o.readyAfterS.toFixed(1)} s after the restart`);
+  console.log(
+    `  ${o.name}: 503 answers around it ${during.length}, p50 ${quantile(during, 0.5)?.toFixed(1)} ms, p99 ${quantile(during, 0.99)?.toFixed(1)} ms, max ${Math.max(...during, 0).toFixed(0)} ms; READY again ${o.readyAfterS.toFixed(1)} s after the restart`,
+  );
 }
 
 // ---- bounds -----------------------------------------------------------------------------------------
@@ -356,7 +417,28 @@ for (const inst of instances) {
 }
 for (const [k, n] of [...said].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`  ${String(n).padStart(5)} × ${k}`);
 
-if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify({ durationS: elapsedS, clients: CLIENTS, counts: cluster.counts, rows, events, outages, bounds, acked: ledger.acked, checked: ledger.checked, observed: ledger.observed, anomalies: ledger.anomalies, failures }, null, 2));
+if (JSON_OUT)
+  fs.writeFileSync(
+    JSON_OUT,
+    JSON.stringify(
+      {
+        durationS: elapsedS,
+        clients: CLIENTS,
+        counts: cluster.counts,
+        rows,
+        events,
+        outages,
+        bounds,
+        acked: ledger.acked,
+        checked: ledger.checked,
+        observed: ledger.observed,
+        anomalies: ledger.anomalies,
+        failures,
+      },
+      null,
+      2,
+    ),
+  );
 
 // ---- clean up ---------------------------------------------------------------------------------------
 

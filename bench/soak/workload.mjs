@@ -216,7 +216,11 @@ export class Workload {
 
   async resolveEnvs(app, entities) {
     const r = await this.#readUntil(`/api/v1/applications/${app}/envs`, [200]);
-    const have = new Map(arrayOf(r.json).filter((x) => !x.is_preview).map((x) => [x.key, x]));
+    const have = new Map(
+      arrayOf(r.json)
+        .filter((x) => !x.is_preview)
+        .map((x) => [x.key, x]),
+    );
     for (const e of entities) {
       const x = have.get(e.key);
       const found = x ? { present: true, value: x.value, uuid: x.uuid } : { present: false, value: null, uuid: null };
@@ -282,8 +286,14 @@ export class Workload {
     const L = this.ledger;
     for (const p of L.projects.values()) if (p.pending) await this.resolveProject(p);
     for (const app of this.apps) {
-      await this.resolveTags(app, [...L.tags.values()].filter((t) => t.app === app && t.pending));
-      await this.resolveEnvs(app, [...L.envs.values()].filter((e) => e.app === app && e.pending));
+      await this.resolveTags(
+        app,
+        [...L.tags.values()].filter((t) => t.app === app && t.pending),
+      );
+      await this.resolveEnvs(
+        app,
+        [...L.envs.values()].filter((e) => e.app === app && e.pending),
+      );
     }
     const mismatch = (category, detail) => L.anomaly(`final: ${category}`, detail);
     let checked = 0;
@@ -311,7 +321,11 @@ export class Workload {
         if (t.present && !tags.has(t.name)) mismatch('acknowledged tag add lost', `${app} ${t.name}`);
         if (!t.present && tags.has(t.name)) mismatch(t.removed ? 'acknowledged tag remove undone' : 'a tag whose add was not acknowledged (and read back absent) is present', `${app} ${t.name}`);
       }
-      const envs = new Map(arrayOf((await this.#readUntil(`/api/v1/applications/${app}/envs`, [200])).json).filter((x) => !x.is_preview).map((x) => [x.key, x.value]));
+      const envs = new Map(
+        arrayOf((await this.#readUntil(`/api/v1/applications/${app}/envs`, [200])).json)
+          .filter((x) => !x.is_preview)
+          .map((x) => [x.key, x.value]),
+      );
       for (const e of L.envs.values()) {
         if (e.app !== app) continue;
         checked++;

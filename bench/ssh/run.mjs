@@ -104,15 +104,29 @@ try {
   // ---- Volume copy
   log(`filling a ${MIB} MiB volume on engine a`);
   podman('a', ['volume', 'create', 'bench-src']);
-  podman('a', ['run', '--rm', '--network', 'none', '-v', 'bench-src:/data', IMAGE, 'sh', '-c',
+  podman('a', [
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '-v',
+    'bench-src:/data',
+    IMAGE,
+    'sh',
+    '-c',
     `cd /data && i=0; while [ $i -lt ${Math.floor(MIB / 16)} ]; do dd if=/dev/urandom of=big$i.bin bs=1048576 count=8 2>/dev/null; i=$((i+1)); done; ` +
-    `mkdir m && i=0; while [ $i -lt ${MIB * 2} ]; do dd if=/dev/urandom of=m/f$i bs=131072 count=1 2>/dev/null; i=$((i+1)); done; ` +
-    `mkdir s && i=0; while [ $i -lt 2000 ]; do head -c $((i % 61 * 1000 + 1)) /dev/urandom > s/f$i; i=$((i+1)); done`]);
+      `mkdir m && i=0; while [ $i -lt ${MIB * 2} ]; do dd if=/dev/urandom of=m/f$i bs=131072 count=1 2>/dev/null; i=$((i+1)); done; ` +
+      `mkdir s && i=0; while [ $i -lt 2000 ]; do head -c $((i % 61 * 1000 + 1)) /dev/urandom > s/f$i; i=$((i+1)); done`,
+  ]);
   const copyLocal = [];
   const copySsh = [];
   const copyMixed = [];
   const sshToLocal = (e) => (e === 'a' ? overSsh('a') : local('b'));
-  const modes = [['local', local, copyLocal], ['ssh', overSsh, copySsh], ['ssh-to-local', sshToLocal, copyMixed]];
+  const modes = [
+    ['local', local, copyLocal],
+    ['ssh', overSsh, copySsh],
+    ['ssh-to-local', sshToLocal, copyMixed],
+  ];
   let bytes = 0;
   const made = [];
   for (let r = 0; r < ROUNDS; r++) {
@@ -136,7 +150,9 @@ try {
   const f = (x) => x.toFixed(0);
   console.log(`bench/ssh — same two podman engines, local unix socket vs SSH (sshd on loopback), ${ROUNDS} alternating rounds, medians`);
   console.log(`Engine API calls (${3 * CALLS} sequential GETs): local ${f(median(apiLocal))}/s, SSH ${f(median(apiSsh))}/s, SSH/local ${(median(apiSsh) / median(apiLocal)).toFixed(2)}x`);
-  console.log(`Volume copy (${(bytes / 1048576).toFixed(0)} MiB of files, verified): local ${f(median(copyLocal))} MB/s, SSH→SSH ${f(median(copySsh))} MB/s, SSH/local ${(median(copySsh) / median(copyLocal)).toFixed(2)}x (goal ≥ 0.80x); SSH→local ${f(median(copyMixed))} MB/s, ${(median(copyMixed) / median(copyLocal)).toFixed(2)}x`);
+  console.log(
+    `Volume copy (${(bytes / 1048576).toFixed(0)} MiB of files, verified): local ${f(median(copyLocal))} MB/s, SSH→SSH ${f(median(copySsh))} MB/s, SSH/local ${(median(copySsh) / median(copyLocal)).toFixed(2)}x (goal ≥ 0.80x); SSH→local ${f(median(copyMixed))} MB/s, ${(median(copyMixed) / median(copyLocal)).toFixed(2)}x`,
+  );
 } finally {
   for (const c of clients) await c.close().catch(() => undefined);
   for (const s of conns) s.close();

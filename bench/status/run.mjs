@@ -245,7 +245,16 @@ try {
     try {
       podman(e, ['image', 'exists', `${IDLE}:latest`]);
     } catch {
-      podman(e, ['import', '--quiet', '--change', `CMD ["sh","-c",${JSON.stringify(IDLE_CMD)}]`, '--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', `${engDir}/busybox-rootfs.tar`, `${IDLE}:latest`]);
+      podman(e, [
+        'import',
+        '--quiet',
+        '--change',
+        `CMD ["sh","-c",${JSON.stringify(IDLE_CMD)}]`,
+        '--change',
+        'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+        `${engDir}/busybox-rootfs.tar`,
+        `${IDLE}:latest`,
+      ]);
     }
   }
   for (const e of ['a', 'b']) relays.push(await countingRelay(`${engDir}/relay-${e}.sock`, `${engDir}/${e}/engine.sock`));
@@ -279,9 +288,17 @@ try {
   const apps = [];
   for (let i = 0; i < APPS; i++) {
     const t = targets[i % 2];
-    const { uuid } = (await api(watched.url, token, 'POST', '/applications/dockerimage', {
-      project_uuid: project, server_uuid: t.uuid, destination_uuid: t.dest, environment_name: 'production', name: `idle-${i}`, docker_registry_image_name: IDLE, docker_registry_image_tag: 'latest',
-    })).json;
+    const { uuid } = (
+      await api(watched.url, token, 'POST', '/applications/dockerimage', {
+        project_uuid: project,
+        server_uuid: t.uuid,
+        destination_uuid: t.dest,
+        environment_name: 'production',
+        name: `idle-${i}`,
+        docker_registry_image_name: IDLE,
+        docker_registry_image_tag: 'latest',
+      })
+    ).json;
     apps.push({ uuid, engine: 'ab'[i % 2] });
   }
 
@@ -289,14 +306,22 @@ try {
   const tDeploy = performance.now();
   const deployments = [];
   for (let i = 0; i < apps.length; i += 50) {
-    const batch = apps.slice(i, i + 50).map((a) => a.uuid).join(',');
+    const batch = apps
+      .slice(i, i + 50)
+      .map((a) => a.uuid)
+      .join(',');
     deployments.push(...(await api(watched.url, token, 'POST', `/deploy?uuid=${batch}`)).json.deployments.map((d) => d.deployment_uuid));
   }
-  await until('every deployment to end', async () => {
-    const { headers } = await api(watched.url, token, 'GET', '/deployments?per_page=1');
-    const left = Number(headers.get('x-total-count'));
-    return left === 0 ? true : undefined;
-  }, 15 * 60_000, 1000);
+  await until(
+    'every deployment to end',
+    async () => {
+      const { headers } = await api(watched.url, token, 'GET', '/deployments?per_page=1');
+      const left = Number(headers.get('x-total-count'));
+      return left === 0 ? true : undefined;
+    },
+    15 * 60_000,
+    1000,
+  );
   const failed = [];
   for (const d of deployments) {
     const r = (await api(watched.url, token, 'GET', `/deployments/${d}`)).json;
@@ -305,10 +330,15 @@ try {
   if (failed.length) throw new Error(`${failed.length} deployments did not finish: ${failed.slice(0, 5).join('; ')}`);
   const deployS = (performance.now() - tDeploy) / 1000;
   log(`deployed in ${deployS.toFixed(1)} s; waiting for every application to be observed running`);
-  await until('every application observed running', async () => {
-    const rows = await list(watched.url, token);
-    return rows.length === APPS && rows.every((r) => r.status.startsWith('running')) ? true : undefined;
-  }, 60_000, 500);
+  await until(
+    'every application observed running',
+    async () => {
+      const rows = await list(watched.url, token);
+      return rows.length === APPS && rows.every((r) => r.status.startsWith('running')) ? true : undefined;
+    },
+    60_000,
+    500,
+  );
   const running = [Number(podman('a', ['ps', '-q']).trim().split('\n').filter(Boolean).length), Number(podman('b', ['ps', '-q']).trim().split('\n').filter(Boolean).length)];
   log(`engines run ${running[0]} + ${running[1]} containers`);
 
@@ -367,7 +397,11 @@ try {
   }
   const tReads1 = performance.now();
   const duringReads = seenBetween(tReads0, tReads1);
-  const readLists = ROUNDS * 2 * (LISTS + 20) + Object.values(samples).flat().reduce((n, x) => n + x.lps * SECONDS, 0);
+  const readLists =
+    ROUNDS * 2 * (LISTS + 20) +
+    Object.values(samples)
+      .flat()
+      .reduce((n, x) => n + x.lps * SECONDS, 0);
 
   // Out-of-band changes, one at a time.
   log('out-of-band changes');
@@ -380,7 +414,10 @@ try {
     const t0 = performance.now();
     const done = podmanAsync(a.engine, how);
     let returned;
-    done.then((t) => (returned = t), () => undefined);
+    done.then(
+      (t) => (returned = t),
+      () => undefined,
+    );
     let seenAt;
     while (performance.now() - t0 < 15_000) {
       const r = (await api(watched.url, token, 'GET', `/applications/${a.uuid}`)).json;
@@ -391,7 +428,16 @@ try {
       await sleep(20);
     }
     const tEnd = await done;
-    changes.push({ how: how[0], engine: a.engine, fromStart: seenAt === undefined ? Infinity : seenAt - t0, fromReturn: seenAt === undefined ? Infinity : Math.max(0, seenAt - (returned ?? tEnd)), cmdMs: tEnd - t0, requests: 0, t0, tEnd: Math.max(tEnd, seenAt ?? 0) });
+    changes.push({
+      how: how[0],
+      engine: a.engine,
+      fromStart: seenAt === undefined ? Infinity : seenAt - t0,
+      fromReturn: seenAt === undefined ? Infinity : Math.max(0, seenAt - (returned ?? tEnd)),
+      cmdMs: tEnd - t0,
+      requests: 0,
+      t0,
+      tEnd: Math.max(tEnd, seenAt ?? 0),
+    });
     await sleep(300); // the watcher's trailing looks (cleanup events) belong to this change
     changes.at(-1).requests = seenBetween(t0, performance.now()).filter((x) => !isEvents(x)).length;
   }
@@ -403,7 +449,12 @@ try {
       const k = `${x.engine}: ${x.method} ${x.path.replace(/\?.*/, '').replace(/\/[a-z0-9]{24}(-[a-z0-9-]+)?(?=\/|$)/g, '/{name}')}`;
       kinds.set(k, (kinds.get(k) ?? 0) + 1);
     }
-    console.log(`\nengine requests in the whole run, by kind:\n${[...kinds].sort().map(([k, n]) => `  ${k}  ${n}`).join('\n')}`);
+    console.log(
+      `\nengine requests in the whole run, by kind:\n${[...kinds]
+        .sort()
+        .map(([k, n]) => `  ${k}  ${n}`)
+        .join('\n')}`,
+    );
   }
   // The events stream cut (the engine itself fine): the watcher reconnects, looks at everything
   // again, and a change made meanwhile shows. Meanwhile, what does an untouched neighbour say?
@@ -436,7 +487,14 @@ try {
       await sleep(20);
     }
     await done;
-    drops.push({ engine: a.engine, cut, requests: seenBetween(t0, performance.now()).filter((x) => !isEvents(x)).length, seenAt: seenAt ?? Infinity, neighbour: [...other.keys()].join(' → '), window: firstOther === undefined ? 0 : lastOther - firstOther + 20 });
+    drops.push({
+      engine: a.engine,
+      cut,
+      requests: seenBetween(t0, performance.now()).filter((x) => !isEvents(x)).length,
+      seenAt: seenAt ?? Infinity,
+      neighbour: [...other.keys()].join(' → '),
+      window: firstOther === undefined ? 0 : lastOther - firstOther + 20,
+    });
     await sleep(500);
   }
 
@@ -451,26 +509,39 @@ try {
   const m = {};
   for (const [name] of modes) {
     const xs = samples[name];
-    m[name] = { seqMs: median(xs.map((x) => x.seqMs)), seqP99: median(xs.map((x) => x.seqP99)), seqCpu: median(xs.map((x) => x.seqCpu)), lps: median(xs.map((x) => x.lps)), cannonCpu: median(xs.map((x) => x.cannonCpu)), p50: median(xs.map((x) => x.p50)) };
+    m[name] = {
+      seqMs: median(xs.map((x) => x.seqMs)),
+      seqP99: median(xs.map((x) => x.seqP99)),
+      seqCpu: median(xs.map((x) => x.seqCpu)),
+      lps: median(xs.map((x) => x.lps)),
+      cannonCpu: median(xs.map((x) => x.cannonCpu)),
+      p50: median(xs.map((x) => x.p50)),
+    };
     const r = m[name];
     console.log(`| ${name} | ${r.seqMs.toFixed(2)} (${r.seqP99.toFixed(2)}) | ${r.seqCpu.toFixed(0)} | ${r.lps.toFixed(0)} | ${r.cannonCpu.toFixed(0)} | ${r.p50} |`);
   }
   const [W, B] = modes.map(([n]) => m[n]);
-  console.log(`ratio observed / baseline: sequential time per list ${(W.seqMs / B.seqMs).toFixed(2)}x, lists/s ${(W.lps / B.lps).toFixed(2)}x, CPU per list (autocannon) ${(W.cannonCpu / B.cannonCpu).toFixed(2)}x`);
+  console.log(
+    `ratio observed / baseline: sequential time per list ${(W.seqMs / B.seqMs).toFixed(2)}x, lists/s ${(W.lps / B.lps).toFixed(2)}x, CPU per list (autocannon) ${(W.cannonCpu / B.cannonCpu).toFixed(2)}x`,
+  );
   console.log(`  (each round's lists/s: observed ${samples[modes[0][0]].map((x) => x.lps.toFixed(0)).join(' / ')}; baseline ${samples[modes[1][0]].map((x) => x.lps.toFixed(0)).join(' / ')})`);
 
   console.log(`idle, no requests (${IDLE_S} s): observed ${idleCpu[0].toFixed(1)} ms CPU per second, baseline ${idleCpu[1].toFixed(1)} ms CPU per second`);
   const nonEvents = duringReads.filter((x) => !isEvents(x));
   const streams = relays.map((r) => r.seen.filter(isEvents).length);
-  console.log(`\nengine requests during the read phase (${((tReads1 - tReads0) / 1000).toFixed(0)} s, ~${Math.round(readLists)} lists = ~${Math.round(readLists * APPS)} rows read): ${nonEvents.length}${nonEvents.length ? ` (${[...new Set(nonEvents.map((x) => `${x.engine}: ${x.method} ${x.path}`))].slice(0, 10).join(', ')})` : ''}; events streams opened then: ${duringReads.length - nonEvents.length} (in the whole run: a ${streams[0]}, b ${streams[1]})`);
+  console.log(
+    `\nengine requests during the read phase (${((tReads1 - tReads0) / 1000).toFixed(0)} s, ~${Math.round(readLists)} lists = ~${Math.round(readLists * APPS)} rows read): ${nonEvents.length}${nonEvents.length ? ` (${[...new Set(nonEvents.map((x) => `${x.engine}: ${x.method} ${x.path}`))].slice(0, 10).join(', ')})` : ''}; events streams opened then: ${duringReads.length - nonEvents.length} (in the whole run: a ${streams[0]}, b ${streams[1]})`,
+  );
 
   const stat = (xs) => `${Math.round(Math.min(...xs))} / ${Math.round(median(xs))} / ${Math.round(Math.max(...xs))}`;
   console.log(`\nout-of-band change → GET /applications/{uuid} says exited (polled every 20 ms), ms, min / median / max:`);
-  console.log('| change | n | from the podman command\'s start | after it returned | podman command itself | engine requests by berth per change |');
+  console.log("| change | n | from the podman command's start | after it returned | podman command itself | engine requests by berth per change |");
   console.log('|---|---|---|---|---|---|');
   for (const how of ['rm', 'stop']) {
     const xs = changes.filter((c) => c.how === how);
-    console.log(`| podman ${how === 'rm' ? 'rm -f' : 'stop'} | ${xs.length} | ${stat(xs.map((c) => c.fromStart))} | ${stat(xs.map((c) => c.fromReturn))} | ${stat(xs.map((c) => c.cmdMs))} | ${stat(xs.map((c) => c.requests))} |`);
+    console.log(
+      `| podman ${how === 'rm' ? 'rm -f' : 'stop'} | ${xs.length} | ${stat(xs.map((c) => c.fromStart))} | ${stat(xs.map((c) => c.fromReturn))} | ${stat(xs.map((c) => c.cmdMs))} | ${stat(xs.map((c) => c.requests))} |`,
+    );
   }
   console.log(`\nevents stream cut by the relay (engine fine), then at once podman rm -f of an application on that engine; the engine's last application (the watcher's last look) polled alongside:`);
   console.log('| engine | streams cut | rm -f shown after (ms) | last neighbour said | it was not running for (ms) | engine requests by berth |');

@@ -62,11 +62,7 @@ function networkOf(addr: Addr, prefix: number): Addr {
 }
 
 function covers(wide: Entry, narrow: Entry): boolean {
-  return (
-    wide.addr.kind() === narrow.addr.kind() &&
-    wide.prefix <= narrow.prefix &&
-    narrow.addr.match(wide.addr as never, wide.prefix)
-  );
+  return wide.addr.kind() === narrow.addr.kind() && wide.prefix <= narrow.prefix && narrow.addr.match(wide.addr as never, wide.prefix);
 }
 
 function format(e: Entry): string {
@@ -84,7 +80,10 @@ const ALLOW_ALL = '0.0.0.0';
  * naming every invalid entry, so nothing is saved half-checked.
  */
 export function normalizeAllowList(value: string): string {
-  const texts = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const texts = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (texts.includes(ALLOW_ALL)) {
     const invalid = texts.filter((t) => t !== ALLOW_ALL && !parseEntry(t));
     if (invalid.length) throw new AllowListError(invalid);
@@ -98,9 +97,7 @@ export function normalizeAllowList(value: string): string {
     else invalid.push(t);
   }
   if (invalid.length) throw new AllowListError(invalid);
-  const kept = entries.filter(
-    (e, i) => !entries.some((w, j) => j !== i && covers(w, e) && (w.prefix < e.prefix || j < i)),
-  );
+  const kept = entries.filter((e, i) => !entries.some((w, j) => j !== i && covers(w, e) && (w.prefix < e.prefix || j < i)));
   return kept.map(format).join(',');
 }
 
@@ -110,11 +107,11 @@ let cachedList: AllowList = { allowAll: true };
 /** Parses a stored (already normalized) value; memoized, since it is read on every request. */
 export function parseAllowList(value: string): AllowList {
   if (value === cachedText) return cachedList;
-  const texts = value.split(',').map((s) => s.trim()).filter(Boolean);
-  const list: AllowList =
-    texts.length === 0 || texts.includes(ALLOW_ALL)
-      ? { allowAll: true }
-      : { allowAll: false, entries: texts.map(parseEntry).filter((e): e is Entry => e !== null) };
+  const texts = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const list: AllowList = texts.length === 0 || texts.includes(ALLOW_ALL) ? { allowAll: true } : { allowAll: false, entries: texts.map(parseEntry).filter((e): e is Entry => e !== null) };
   cachedText = value;
   cachedList = list;
   return list;

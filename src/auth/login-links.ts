@@ -9,7 +9,10 @@ export const LOGIN_LINK_TTL_MS = 15 * 60_000;
 /** The path a link opens; its token goes in the query (the page asks before it signs in). */
 export const LOGIN_LINK_PATH = '/login/link';
 
-const email = z.email().max(254).transform((e) => e.toLowerCase());
+const email = z
+  .email()
+  .max(254)
+  .transform((e) => e.toLowerCase());
 
 export interface IssuedLink {
   userId: number;
@@ -43,7 +46,10 @@ export async function issueLoginLink(db: Db, address: string, now = Date.now()):
   const expiresAt = new Date(now + LOGIN_LINK_TTL_MS).toISOString();
   // Expired links of anyone are dropped on the way: the table holds only live ones.
   await db.deleteFrom('login_links').where('expires_at', '<=', new Date(now).toISOString()).execute();
-  await db.insertInto('login_links').values({ token_hash: secretHash(token), user_id: user.id, created_at: nowIso(), expires_at: expiresAt }).execute();
+  await db
+    .insertInto('login_links')
+    .values({ token_hash: secretHash(token), user_id: user.id, created_at: nowIso(), expires_at: expiresAt })
+    .execute();
   return { userId: user.id, email: user.email, token, expiresAt };
 }
 

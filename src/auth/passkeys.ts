@@ -58,12 +58,7 @@ export interface PasskeyView {
 }
 
 export async function listPasskeys(db: Db, userId: number): Promise<PasskeyView[]> {
-  return db
-    .selectFrom('passkeys')
-    .select(['credential_id as id', 'name', 'created_at', 'last_used_at'])
-    .where('user_id', '=', userId)
-    .orderBy('created_at')
-    .execute();
+  return db.selectFrom('passkeys').select(['credential_id as id', 'name', 'created_at', 'last_used_at']).where('user_id', '=', userId).orderBy('created_at').execute();
 }
 
 /** Deletes one of the person's own passkeys; false when there is no such passkey of theirs. */
@@ -93,14 +88,7 @@ export async function registrationOptions(
 }
 
 /** Verifies a new passkey and keeps it; null when the response does not verify. */
-export async function finishRegistration(
-  db: Db,
-  rp: RelyingParty,
-  userId: number,
-  handle: string | undefined,
-  response: RegistrationResponseJSON,
-  name: string,
-): Promise<PasskeyView | null> {
+export async function finishRegistration(db: Db, rp: RelyingParty, userId: number, handle: string | undefined, response: RegistrationResponseJSON, name: string): Promise<PasskeyView | null> {
   const pending = await takeChallenge(db, handle, 'register');
   if (!pending || pending.userId !== userId) return null;
   let verified;

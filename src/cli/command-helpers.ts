@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { loadConfig } from '../config/config.js';
 import { BerthError } from '../errors.js';
 import { openStore, type Db } from '../store/db.js';
@@ -27,10 +27,7 @@ export function fail(err: unknown): never {
 
 /** Every command takes --data (env BERTH_DATA); commands that print data also take --json. */
 export function command(parent: Command, name: string, description: string, json = true): Command {
-  const c = parent
-    .command(name)
-    .description(description)
-    .addOption(new Option('--data <dir>', 'data directory').env('BERTH_DATA').default('./.berth'));
+  const c = parent.command(name).description(description).addOption(new Option('--data <dir>', 'data directory').env('BERTH_DATA').default('./.berth'));
   if (json) c.option('--json', 'print JSON');
   return c;
 }
@@ -65,4 +62,3 @@ export function withStore<O extends DataOpts>(fn: (db: Db, opts: O) => Promise<v
     }
   };
 }
-

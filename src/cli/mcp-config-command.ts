@@ -5,19 +5,7 @@ import * as admin from '../core/admin.js';
 import { BerthError } from '../errors.js';
 import { openStore } from '../store/db.js';
 import { command, fail, requireInstance, storeOf, type DataOpts } from './command-helpers.js';
-import {
-  baseUrlOf,
-  clientEntry,
-  CLIENTS,
-  configDocument,
-  defaultConfigFile,
-  mergeEntry,
-  placementHint,
-  readConfigFile,
-  writeAtomically,
-  type Client,
-  type Target,
-} from './mcp-config.js';
+import { baseUrlOf, clientEntry, CLIENTS, configDocument, defaultConfigFile, mergeEntry, placementHint, readConfigFile, writeAtomically, type Client, type Target } from './mcp-config.js';
 
 interface McpConfigOpts extends DataOpts {
   client: string;
@@ -38,7 +26,7 @@ function entryPoint(): string {
 export function registerMcpConfig(program: Command): void {
   command(program, 'mcp-config', "print (or --write) an MCP client's configuration for this berth, with a token made for it", false)
     .requiredOption('--client <client>', CLIENTS.join(', '))
-    .option('--http <url>', "connect to a running berth at this URL (its /mcp) instead of starting `berth mcp`")
+    .option('--http <url>', 'connect to a running berth at this URL (its /mcp) instead of starting `berth mcp`')
     .option('--write', "merge the entry into the client's configuration file (only the berth entry is replaced)")
     .option('--config-file <file>', "the client's configuration file (default: where the client reads it)")
     .option('--email <email>', "the token's holder (default: the root team's first owner)")
@@ -74,7 +62,10 @@ async function run(o: McpConfigOpts): Promise<void> {
       email: o.email ?? holder!.email,
       team: o.team ?? holder!.team,
       name: `mcp-config ${client}`,
-      permissions: o.permissions.split(',').map((p) => p.trim()).filter(Boolean) as never,
+      permissions: o.permissions
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean) as never,
       expires: o.expires as never,
     });
   } finally {

@@ -14,9 +14,7 @@ export type Client = (typeof CLIENTS)[number];
 export const ENTRY_NAME = 'berth';
 
 /** How the client reaches berth: a `berth mcp` it starts itself, or a running berth's /mcp. */
-export type Target =
-  | { kind: 'stdio'; command: string; args: string[]; env: Record<string, string> }
-  | { kind: 'http'; url: string; headers: Record<string, string> };
+export type Target = { kind: 'stdio'; command: string; args: string[]; env: Record<string, string> } | { kind: 'http'; url: string; headers: Record<string, string> };
 
 /** VS Code keeps its servers under `servers`; every other client under `mcpServers`. */
 export function containerKey(client: Client): 'servers' | 'mcpServers' {

@@ -51,7 +51,10 @@ const envSchema = z.object({
    * Tests only: `<phase>:<ms>` holds every migration that long when it enters that phase, so a
    * crash test can kill berth inside a phase that otherwise lasts milliseconds. Unset: no hold.
    */
-  BERTH_TEST_HOLD_MIGRATION_PHASE: z.string().regex(/^(pre-copy|final-sync|verify|switch):\d{1,6}$/).optional(),
+  BERTH_TEST_HOLD_MIGRATION_PHASE: z
+    .string()
+    .regex(/^(pre-copy|final-sync|verify|switch):\d{1,6}$/)
+    .optional(),
   /**
    * How long an instance's claim on a job (a deployment or a migration) lasts unless renewed (it
    * renews every third of it): the longest a dead instance's jobs wait before another takes over.
@@ -92,8 +95,16 @@ const envSchema = z.object({
     .refine((v) => v === '' || /^https?:\/\/[^/?#]+\/?$/.test(v), 'must be http(s)://host[:port] with no path'),
   /** Lifetimes of OAuth access tokens, refresh tokens and grants (a person's approval), in seconds. */
   BERTH_OAUTH_ACCESS_TTL: z.coerce.number().int().min(1).default(3600),
-  BERTH_OAUTH_REFRESH_TTL: z.coerce.number().int().min(1).default(30 * 86400),
-  BERTH_OAUTH_GRANT_TTL: z.coerce.number().int().min(1).default(365 * 86400),
+  BERTH_OAUTH_REFRESH_TTL: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(30 * 86400),
+  BERTH_OAUTH_GRANT_TTL: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(365 * 86400),
 });
 
 export type EnvConfig = z.infer<typeof envSchema>;
@@ -138,7 +149,11 @@ export interface Config {
   oauthGrantTtlS: number;
 }
 
-const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
+const list = (v: string) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const parsed = envSchema.safeParse(env);

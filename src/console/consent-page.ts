@@ -33,9 +33,7 @@ const PERMISSION_TEXT = (p: Permission): string => WHAT[p];
  */
 export function consentPage(v: ConsentView): string {
   const mayInSome = (p: Permission) => v.teams.some((t) => ROLE_MAY_HOLD[t.role].has(p));
-  const teams = v.teams
-    .map((t, i) => `<option value="${t.id}"${i === 0 ? ' selected' : ''}>${esc(t.name)} (${t.role})</option>`)
-    .join('');
+  const teams = v.teams.map((t, i) => `<option value="${t.id}"${i === 0 ? ' selected' : ''}>${esc(t.name)} (${t.role})</option>`).join('');
   const perms = v.permissions
     .map((p) => {
       const allowed = mayInSome(p);

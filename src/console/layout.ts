@@ -73,8 +73,9 @@ ${(opts.scripts ?? []).map((s) => html`<script src="${s}" defer></script>`)}
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">
   <a class="brand" href="/">berth</a>
-  ${p
-    ? html`<nav aria-label="Console">
+  ${
+    p
+      ? html`<nav aria-label="Console">
     <ul>${NAV.map((n) => html`<li><a href="${n.href}"${n.key === opts.current ? html` aria-current="page"` : ''}>${n.label}</a></li>`)}</ul>
   </nav>
   <form class="signout" method="post" action="/logout">
@@ -82,7 +83,8 @@ ${(opts.scripts ?? []).map((s) => html`<script src="${s}" defer></script>`)}
     <span class="who">${p.email}</span>
     <button type="submit">Sign out</button>
   </form>`
-    : ''}
+      : ''
+  }
 </header>
 <main id="main" tabindex="-1">
 <h1>${opts.title}</h1>
@@ -95,5 +97,8 @@ ${body}
 
 /** Sends a page with the console's headers. */
 export function sendPage(reply: FastifyReply, opts: PageOptions, body: Html): FastifyReply {
-  return securityHeaders(reply, opts.formAction).code(opts.status ?? 200).type('text/html; charset=utf-8').send(layout(opts, body).value);
+  return securityHeaders(reply, opts.formAction)
+    .code(opts.status ?? 200)
+    .type('text/html; charset=utf-8')
+    .send(layout(opts, body).value);
 }

@@ -40,13 +40,17 @@ const sameSecret = (a: string, b: string): boolean => timingSafeEqual(hash('sha2
 /** The consent form's CSRF token: bound to this authorization request and this person. */
 const csrfFor = (key: string, uid: string, userId: number): string => createHmac('sha256', key).update(`consent|${uid}|${userId}`).digest('base64url');
 
-
 // No form-action: the form's answer redirects to the client, whose redirect URI may be a custom
 // scheme (an IDE's), and browsers apply form-action to that redirect too.
 const html = (reply: FastifyReply, status: number, body: string) =>
   reply
     .code(status)
-    .headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'" })
+    .headers({
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-frame-options': 'DENY',
+      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+    })
     .send(body);
 
 /**
@@ -155,7 +159,12 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
     const declined = requested.filter((p) => !chosen.includes(p));
     if (declined.length) grant.rejectResourceScope(oauth.resource, declined.join(' '));
     if (requested.length) grant.rejectOIDCScope(requested.join(' '));
-    if (String(details.params.scope ?? '').split(' ').includes('openid')) grant.addOIDCScope('openid');
+    if (
+      String(details.params.scope ?? '')
+        .split(' ')
+        .includes('openid')
+    )
+      grant.addOIDCScope('openid');
     const grantId = await grant.save();
     const now = new Date();
     const approved = await atomically(db, async (trx) => {

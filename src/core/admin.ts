@@ -22,7 +22,10 @@ function parse<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
 
 const conflict = (message: string) => new BerthError('conflict', { message });
 
-const email = z.email().max(254).transform((e) => e.toLowerCase());
+const email = z
+  .email()
+  .max(254)
+  .transform((e) => e.toLowerCase());
 const teamName = z.string().trim().min(1).max(100);
 const userName = z.string().trim().min(1).max(100);
 
@@ -30,9 +33,7 @@ export const tokenInput = z.strictObject({
   email,
   team: z.string().min(1),
   name: z.string().trim().min(1).max(255),
-  permissions: z
-    .array(z.enum(PERMISSIONS, { error: (i) => `Unknown permission "${String(i.input)}"; use ${PERMISSIONS.join(', ')}.` }))
-    .min(1, 'At least one permission is required.'),
+  permissions: z.array(z.enum(PERMISSIONS, { error: (i) => `Unknown permission "${String(i.input)}"; use ${PERMISSIONS.join(', ')}.` })).min(1, 'At least one permission is required.'),
   expires: z.enum(Object.keys(EXPIRATIONS) as [Expiration, ...Expiration[]]),
 });
 
@@ -44,10 +45,7 @@ export interface IssuedToken {
 
 type Tx = Db;
 
-async function insertToken(
-  trx: Tx,
-  t: { name: string; userId: number; teamId: number; permissions: Permission[]; expires: Expiration },
-): Promise<IssuedToken> {
+async function insertToken(trx: Tx, t: { name: string; userId: number; teamId: number; permissions: Permission[]; expires: Expiration }): Promise<IssuedToken> {
   const secret = mintSecret();
   const expires_at = expiresAt(t.expires);
   const row = await trx
@@ -80,11 +78,7 @@ async function insertTeam(trx: Tx, name: string, ownerId: number, description: s
     throw conflict(`A team named "${name}" already exists.`);
   }
   const now = nowIso();
-  const team = await trx
-    .insertInto('teams')
-    .values({ name, description, personal_team: 0, created_at: now, updated_at: now })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const team = await trx.insertInto('teams').values({ name, description, personal_team: 0, created_at: now, updated_at: now }).returningAll().executeTakeFirstOrThrow();
   await trx.insertInto('team_members').values({ team_id: team.id, user_id: ownerId, role: 'owner', created_at: now }).execute();
   return team;
 }
@@ -98,9 +92,7 @@ async function userByEmail(db: Tx, emailAddr: string): Promise<UserRow> {
 /** A team by numeric id or by name. */
 export async function teamByRef(db: Tx, ref: string): Promise<TeamRow> {
   const q = db.selectFrom('teams').selectAll();
-  const t = /^[1-9][0-9]*$/.test(ref)
-    ? await q.where('id', '=', Number(ref)).executeTakeFirst()
-    : await q.where('name', '=', ref).executeTakeFirst();
+  const t = /^[1-9][0-9]*$/.test(ref) ? await q.where('id', '=', Number(ref)).executeTakeFirst() : await q.where('name', '=', ref).executeTakeFirst();
   if (!t) throw validationError({ team: [`No team "${ref}".`] });
   return t;
 }
@@ -115,14 +107,12 @@ export interface InitResult {
   token: string;
 }
 
-export async function initInstance(
-  db: Db,
-  input: { email?: string; team?: string; apiEnabled?: boolean },
-): Promise<InitResult> {
-  const i = parse(
-    z.object({ email, team: teamName, apiEnabled: z.boolean() }),
-    { email: input.email ?? 'admin@localhost.localdomain', team: input.team ?? 'Root Team', apiEnabled: input.apiEnabled ?? true },
-  );
+export async function initInstance(db: Db, input: { email?: string; team?: string; apiEnabled?: boolean }): Promise<InitResult> {
+  const i = parse(z.object({ email, team: teamName, apiEnabled: z.boolean() }), {
+    email: input.email ?? 'admin@localhost.localdomain',
+    team: input.team ?? 'Root Team',
+    apiEnabled: input.apiEnabled ?? true,
+  });
   return atomically(db, async (trx) => {
     if (await isInitialized(trx)) throw conflict('This data directory already holds an initialized berth instance; nothing was changed.');
     const user = await insertUser(trx, i.email, 'Owner');
@@ -156,7 +146,11 @@ export async function createTeam(db: Db, input: { name: string; owner: string; d
  * are serialized already). Whatever reads the owners after it sees every earlier change committed.
  */
 async function lockTeam(trx: Tx, teamId: number): Promise<void> {
-  await trx.updateTable('teams').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', teamId).execute();
+  await trx
+    .updateTable('teams')
+    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', teamId)
+    .execute();
 }
 
 /**
@@ -164,21 +158,9 @@ async function lockTeam(trx: Tx, teamId: number): Promise<void> {
  * the team locked).
  */
 async function keepAnOwner(trx: Tx, teamId: number, userId: number): Promise<void> {
-  const current = await trx
-    .selectFrom('team_members')
-    .select('role')
-    .where('team_id', '=', teamId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  const current = await trx.selectFrom('team_members').select('role').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst();
   if (current?.role !== 'owner') return;
-  const other = await trx
-    .selectFrom('team_members')
-    .select('user_id')
-    .where('team_id', '=', teamId)
-    .where('role', '=', 'owner')
-    .where('user_id', '!=', userId)
-    .limit(1)
-    .executeTakeFirst();
+  const other = await trx.selectFrom('team_members').select('user_id').where('team_id', '=', teamId).where('role', '=', 'owner').where('user_id', '!=', userId).limit(1).executeTakeFirst();
   if (!other) throw conflict('A team must keep at least one owner.');
 }
 
@@ -222,12 +204,7 @@ export async function createToken(db: Db, input: z.input<typeof tokenInput>): Pr
   return atomically(db, async (trx) => {
     const user = await userByEmail(trx, i.email);
     const team = await teamByRef(trx, i.team);
-    const m = await trx
-      .selectFrom('team_members')
-      .select('role')
-      .where('team_id', '=', team.id)
-      .where('user_id', '=', user.id)
-      .executeTakeFirst();
+    const m = await trx.selectFrom('team_members').select('role').where('team_id', '=', team.id).where('user_id', '=', user.id).executeTakeFirst();
     if (!m) throw validationError({ team: [`${i.email} is not a member of ${team.name}.`] });
     if (i.permissions.includes('root') && !mayGrantRoot(m.role)) {
       throw validationError({ permissions: ['root can be granted only to a team owner or admin.'] });

@@ -17,15 +17,15 @@ const LAST_USED_GRANULARITY_MS = 60_000;
  * of its own, and those dominated the cost of an authenticated request.
  */
 const tokenById = perStore((db) =>
-  prepared(db, (q) =>
-    q
-      .selectFrom('api_tokens as t')
-      .leftJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
-      .select(['t.id', 't.user_id', 't.team_id', 't.token_hash', 't.permissions', 't.expires_at', 't.last_used_at', 'm.role'])
-      .select((eb) =>
-        Object.values(SETTING_KEYS).map((key) => eb.selectFrom('settings').select('value').where('key', '=', key).as(`setting_${key}`)),
-      )
-      .where('t.id', '=', param('id')),
+  prepared(
+    db,
+    (q) =>
+      q
+        .selectFrom('api_tokens as t')
+        .leftJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
+        .select(['t.id', 't.user_id', 't.team_id', 't.token_hash', 't.permissions', 't.expires_at', 't.last_used_at', 'm.role'])
+        .select((eb) => Object.values(SETTING_KEYS).map((key) => eb.selectFrom('settings').select('value').where('key', '=', key).as(`setting_${key}`)))
+        .where('t.id', '=', param('id')),
     { reuse: true },
   ),
 );
@@ -34,15 +34,15 @@ type TokenRow = Awaited<ReturnType<ReturnType<typeof tokenById>>>[number];
 
 /** A person's OAuth approval (an api_tokens row bound to a grant), read as tokenById reads a token. */
 const approvalByGrant = perStore((db) =>
-  prepared(db, (q) =>
-    q
-      .selectFrom('api_tokens as t')
-      .leftJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
-      .select(['t.id', 't.user_id', 't.team_id', 't.token_hash', 't.permissions', 't.expires_at', 't.last_used_at', 'm.role'])
-      .select((eb) =>
-        Object.values(SETTING_KEYS).map((key) => eb.selectFrom('settings').select('value').where('key', '=', key).as(`setting_${key}`)),
-      )
-      .where('t.oauth_grant_id', '=', param('grant')),
+  prepared(
+    db,
+    (q) =>
+      q
+        .selectFrom('api_tokens as t')
+        .leftJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
+        .select(['t.id', 't.user_id', 't.team_id', 't.token_hash', 't.permissions', 't.expires_at', 't.last_used_at', 'm.role'])
+        .select((eb) => Object.values(SETTING_KEYS).map((key) => eb.selectFrom('settings').select('value').where('key', '=', key).as(`setting_${key}`)))
+        .where('t.oauth_grant_id', '=', param('grant')),
     { reuse: true },
   ),
 );
@@ -118,7 +118,11 @@ async function noteUse(db: Db, id: number, facts: TokenFacts, now: number): Prom
     // Noted on the reused row first: on PostgreSQL this write does not invalidate it (migration
     // 020 leaves last_used_at out), and the requests that overlap this one need not write again.
     facts.lastUsedMs = now;
-    await db.updateTable('api_tokens').set({ last_used_at: new Date(now).toISOString() }).where('id', '=', id).execute();
+    await db
+      .updateTable('api_tokens')
+      .set({ last_used_at: new Date(now).toISOString() })
+      .where('id', '=', id)
+      .execute();
   }
 }
 

@@ -53,14 +53,39 @@ export interface ParsedCompose {
  * The second group reaches into the host and passes only the host-access check.
  */
 const KNOWN = new Set([
-  'image', 'environment', 'command', 'entrypoint', 'ports', 'volumes', 'restart', 'labels', 'depends_on', 'working_dir', 'user', 'expose', 'cap_drop',
-  'healthcheck', 'deploy', 'mem_limit', 'mem_reservation', 'cpus', 'stop_grace_period',
-  'privileged', 'cap_add', 'devices', 'network_mode', 'pid', 'ipc', 'uts', 'userns_mode', 'security_opt',
+  'image',
+  'environment',
+  'command',
+  'entrypoint',
+  'ports',
+  'volumes',
+  'restart',
+  'labels',
+  'depends_on',
+  'working_dir',
+  'user',
+  'expose',
+  'cap_drop',
+  'healthcheck',
+  'deploy',
+  'mem_limit',
+  'mem_reservation',
+  'cpus',
+  'stop_grace_period',
+  'privileged',
+  'cap_add',
+  'devices',
+  'network_mode',
+  'pid',
+  'ipc',
+  'uts',
+  'userns_mode',
+  'security_opt',
 ]);
 /** Accepted values of the namespace keys ("host" is the host-reaching one). */
 const MODES: Record<string, string[]> = { network_mode: ['host', 'none', 'bridge'], pid: ['host'], ipc: ['host', 'private', 'shareable'], uts: ['host'], userns_mode: ['host'] };
 const CAPABILITY = /^(CAP_)?[A-Z_]{2,32}$|^ALL$/;
-const DEVICE = /^\/dev\/[A-Za-z0-9._\/-]+(:\/dev\/[A-Za-z0-9._\/-]+)?(:[rwm]{1,3})?$/;
+const DEVICE = /^\/dev\/[A-Za-z0-9._/-]+(:\/dev\/[A-Za-z0-9._/-]+)?(:[rwm]{1,3})?$/;
 
 const MAX_COMPOSE_BYTES = 100_000;
 
@@ -74,8 +99,7 @@ export function decodeCompose(raw: string): string {
   return raw;
 }
 
-const asList = (v: unknown): string[] | null =>
-  v === undefined || v === null ? null : Array.isArray(v) ? v.map(String) : typeof v === 'string' ? [v] : null;
+const asList = (v: unknown): string[] | null => (v === undefined || v === null ? null : Array.isArray(v) ? v.map(String) : typeof v === 'string' ? [v] : null);
 
 /** Compose's durations: "1m30s", "10s", "500ms", "1h". Seconds, or null when not one. */
 export function durationSeconds(v: unknown): number | null {
@@ -184,7 +208,8 @@ export function parseCompose(raw: string): ParsedCompose {
   const volumes = new Set<string>(Object.keys(topVolumes ?? {}));
   for (const [v, def] of Object.entries(topVolumes ?? {})) {
     // berth creates plain named volumes; a driver option (a local "device" bind, say) would be ignored or worse.
-    if (def !== null && !(typeof def === 'object' && Object.keys(def as object).length === 0)) problems.push(`volumes.${v}${at(['volumes', v])}: volume options are not supported by berth (it creates plain named volumes).`);
+    if (def !== null && !(typeof def === 'object' && Object.keys(def as object).length === 0))
+      problems.push(`volumes.${v}${at(['volumes', v])}: volume options are not supported by berth (it creates plain named volumes).`);
   }
   const containers: ComposeContainer[] = [];
   const hostReach: string[] = [];
@@ -316,7 +341,7 @@ export function parseCompose(raw: string): ParsedCompose {
       ipcMode: mode('ipc'),
       utsMode: mode('uts'),
       usernsMode: mode('userns_mode'),
-      securityOpt: list('security_opt', /^[A-Za-z0-9=:._\/-]+$/, 'a security option'),
+      securityOpt: list('security_opt', /^[A-Za-z0-9=:._/-]+$/, 'a security option'),
       ...runtime,
     };
     const reach: HostReach[] = hostReaching({ ...container, binds: binds.map((b) => `${b.source}:${b.target}`) });
@@ -325,7 +350,8 @@ export function parseCompose(raw: string): ParsedCompose {
   }
   for (const v of volumes) if (!engineName.safeParse(v).success) problems.push(`volumes.${v}: not a valid volume name.`);
   for (const k of containers) {
-    for (const d of k.dependsOn ?? []) if (!containers.some((o) => o.name === d.service)) problems.push(`services.${k.name}.depends_on${at(['services', k.name, 'depends_on'])}: "${d.service}" is not a service of this file.`);
+    for (const d of k.dependsOn ?? [])
+      if (!containers.some((o) => o.name === d.service)) problems.push(`services.${k.name}.depends_on${at(['services', k.name, 'depends_on'])}: "${d.service}" is not a service of this file.`);
   }
   const ordered = dependencyOrder(containers);
   if ('cycle' in ordered) problems.push(`depends_on: the services depend on each other in a cycle (${ordered.cycle.join(' → ')}).`);
@@ -341,7 +367,8 @@ function runtimeSettings(svc: Record<string, unknown>, where: (key: string) => s
     if (!hc || typeof hc !== 'object' || Array.isArray(hc)) problems.push(`${where('healthcheck')}: must be a map (test, interval, timeout, retries, start_period, disable).`);
     else {
       const h = hc as Record<string, unknown>;
-      for (const k of Object.keys(h)) if (!['test', 'interval', 'timeout', 'retries', 'start_period', 'disable'].includes(k)) problems.push(`${where('healthcheck')}: "${k}" is not supported by berth.`);
+      for (const k of Object.keys(h))
+        if (!['test', 'interval', 'timeout', 'retries', 'start_period', 'disable'].includes(k)) problems.push(`${where('healthcheck')}: "${k}" is not supported by berth.`);
       const seconds = (k: string): number | undefined => {
         if (h[k] === undefined) return undefined;
         const s = durationSeconds(h[k]);
@@ -388,7 +415,11 @@ function runtimeSettings(svc: Record<string, unknown>, where: (key: string) => s
     const r = (d.resources ?? {}) as Record<string, unknown>;
     const lim = (r.limits ?? {}) as Record<string, unknown>;
     const res = (r.reservations ?? {}) as Record<string, unknown>;
-    const known = Object.keys(d).every((k) => k === 'resources') && Object.keys(r).every((k) => ['limits', 'reservations'].includes(k)) && Object.keys(lim).every((k) => ['memory', 'cpus'].includes(k)) && Object.keys(res).every((k) => k === 'memory');
+    const known =
+      Object.keys(d).every((k) => k === 'resources') &&
+      Object.keys(r).every((k) => ['limits', 'reservations'].includes(k)) &&
+      Object.keys(lim).every((k) => ['memory', 'cpus'].includes(k)) &&
+      Object.keys(res).every((k) => k === 'memory');
     if (!known || typeof deploy !== 'object') problems.push(`${where('deploy')}: berth honours deploy.resources.limits (memory, cpus) and deploy.resources.reservations.memory only.`);
     memory('deploy', lim.memory, (n) => (limits.memory = n));
     memory('deploy', res.memory, (n) => (limits.memoryReservation = n));

@@ -62,7 +62,7 @@ export function hostReaching(s: HostSettings): HostReach[] {
   if (HOST_MODE(s.networkMode)) out.push({ key: 'network_mode', why: "the host network namespace reaches every service listening on the host's loopback" });
   if (HOST_MODE(s.pidMode)) out.push({ key: 'pid', why: "the host PID namespace shows and signals the host's processes" });
   if (HOST_MODE(s.ipcMode)) out.push({ key: 'ipc', why: "the host IPC namespace shares the host's shared memory" });
-  if (HOST_MODE(s.utsMode)) out.push({ key: 'uts', why: "the host UTS namespace can rename the host" });
+  if (HOST_MODE(s.utsMode)) out.push({ key: 'uts', why: 'the host UTS namespace can rename the host' });
   if (HOST_MODE(s.usernsMode)) out.push({ key: 'userns_mode', why: 'the host user namespace turns off user remapping' });
   if (s.securityOpt?.length) out.push({ key: 'security_opt', why: 'security options can switch off seccomp, AppArmor or SELinux confinement' });
   (s.binds ?? []).forEach((b, index) => {

@@ -2,7 +2,19 @@ import type { Db } from '../store/db.js';
 import type { Database, ResourceKind } from '../store/schema.js';
 import { notFound } from '../errors.js';
 
-type Owned = 'private_keys' | 'servers' | 'destinations' | 'projects' | 'resources' | 'deployments' | 'migrations_jobs' | 's3_storages' | 'cloud_init_scripts' | 'tags' | 'cloud_tokens' | 'github_apps';
+type Owned =
+  | 'private_keys'
+  | 'servers'
+  | 'destinations'
+  | 'projects'
+  | 'resources'
+  | 'deployments'
+  | 'migrations_jobs'
+  | 's3_storages'
+  | 'cloud_init_scripts'
+  | 'tags'
+  | 'cloud_tokens'
+  | 'github_apps';
 
 /**
  * A row of the caller's team by uuid. Another team's row and a missing one are the same

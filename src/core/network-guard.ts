@@ -23,7 +23,16 @@ export const TEAM_REFUSAL =
   "berth does not connect to this target for your team: the berth host itself (its engine sockets, loopback, the addresses of its own interfaces and names that resolve to them) is for the instance's root team only, and cloud metadata services and link-local addresses are for no team. Reach your server by SSH or tcp:// at its own address.";
 
 /** Names of metadata services on the big clouds (GCP, AWS, Azure, Oracle, Alibaba, OpenStack). */
-const METADATA_NAMES = new Set(['metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data', 'instance-data.ec2.internal', 'metadata.azure.com', 'metadata.oraclecloud.com', 'metadata.platformequinix.com']);
+const METADATA_NAMES = new Set([
+  'metadata',
+  'metadata.google.internal',
+  'metadata.goog',
+  'instance-data',
+  'instance-data.ec2.internal',
+  'metadata.azure.com',
+  'metadata.oraclecloud.com',
+  'metadata.platformequinix.com',
+]);
 /** Metadata addresses outside link-local: AWS's IPv6 one, Alibaba's, Oracle's legacy one. */
 const METADATA_ADDRESSES = ['fd00:ec2::254', '100.100.100.200', '192.0.0.192'].map((a) => ipaddr.parse(a).toNormalizedString());
 

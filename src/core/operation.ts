@@ -19,7 +19,7 @@ export const TOOLSET_DESCRIPTIONS = {
   deployments: 'Deployments and migrations: deploy, follow, cancel, history.',
   settings: "Instance settings: API toggle and allow-list (root team's root token).",
   feedback: 'Feedback to the people who run this instance.',
-  tags: 'Tags: the team\'s tag records, tags on applications, databases and services (deploy by tag).',
+  tags: "Tags: the team's tag records, tags on applications, databases and services (deploy by tag).",
   shared_variables: 'Shared variables of the team, a project, an environment or a server, referenced from resource variables as {{team.KEY}}.',
   backups: 'Database backups: scheduled and on-demand dumps, their executions, restore.',
   notifications: 'Team notifications: e-mail, Discord, Slack, Telegram, Pushover and webhook settings, and which events each sends.',

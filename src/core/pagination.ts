@@ -45,7 +45,10 @@ export async function paged<Q extends AnyQuery, R, T>(
   view: (rows: R[]) => T[] | Promise<T[]>,
 ): Promise<{ items: T[]; total: number; page: number; per_page: number }> {
   const counted = base.select(sql<number>`count(*) over ()`.as(TOTAL)) as Q;
-  const rows = (await select(counted).limit(p.per_page).offset((p.page - 1) * p.per_page).execute()) as (R & Record<typeof TOTAL, number>)[];
+  const rows = (await select(counted)
+    .limit(p.per_page)
+    .offset((p.page - 1) * p.per_page)
+    .execute()) as (R & Record<typeof TOTAL, number>)[];
   let total: number;
   if (rows.length) total = Number(rows[0]![TOTAL]);
   else if (p.page === 1) total = 0;

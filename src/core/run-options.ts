@@ -26,7 +26,27 @@ const SIZE = /^\d+(\.\d+)?([bkmgt]i?b?)?$/i;
 /** Canonical names of the accepted options, and which take a value. */
 const ALIASES: Record<string, string> = { '-u': '--user', '-w': '--workdir', '-h': '--hostname', '-l': '--label', '-v': '--volume', '--net': '--network' };
 const FLAGS = new Set(['--init', '--privileged']);
-const VALUED = new Set(['--entrypoint', '--cap-drop', '--ulimit', '--user', '--workdir', '--hostname', '--stop-timeout', '--label', '--tmpfs', '--shm-size', '--cap-add', '--device', '--pid', '--network', '--ipc', '--uts', '--userns', '--security-opt', '--volume']);
+const VALUED = new Set([
+  '--entrypoint',
+  '--cap-drop',
+  '--ulimit',
+  '--user',
+  '--workdir',
+  '--hostname',
+  '--stop-timeout',
+  '--label',
+  '--tmpfs',
+  '--shm-size',
+  '--cap-add',
+  '--device',
+  '--pid',
+  '--network',
+  '--ipc',
+  '--uts',
+  '--userns',
+  '--security-opt',
+  '--volume',
+]);
 
 /** Options berth sets itself or takes from its own fields: the field to use instead. */
 const ELSEWHERE: Record<string, string> = {
@@ -77,7 +97,10 @@ export function parseRunOptions(raw: string): RunOptions {
       else o.privileged = on;
       continue;
     }
-    if (!VALUED.has(name)) fail(`${name} is not an option berth accepts. Accepted: --entrypoint, --cap-drop, --ulimit, --init, --user, --workdir, --hostname, --stop-timeout, --label, --tmpfs, --shm-size; with host access also --privileged, --cap-add, --device, --pid/--network/--ipc/--uts/--userns=host, --security-opt and host-path --volume.`);
+    if (!VALUED.has(name))
+      fail(
+        `${name} is not an option berth accepts. Accepted: --entrypoint, --cap-drop, --ulimit, --init, --user, --workdir, --hostname, --stop-timeout, --label, --tmpfs, --shm-size; with host access also --privileged, --cap-add, --device, --pid/--network/--ipc/--uts/--userns=host, --security-opt and host-path --volume.`,
+      );
     if (value === undefined) {
       value = words[++i];
       if (value === undefined) fail(`${name} needs a value.`);
@@ -163,14 +186,17 @@ function apply(o: RunOptions, name: string, v: string): void {
     case '--uts':
     case '--userns': {
       // Only "host" is a setting berth knows how to judge; container:<id> would join another container (maybe another team's).
-      if (v !== 'host') return bad(name === '--network' ? 'berth attaches the container to its destination network; only "host" may be asked for (with host access)' : 'only "host" may be asked for (with host access)');
+      if (v !== 'host')
+        return bad(
+          name === '--network' ? 'berth attaches the container to its destination network; only "host" may be asked for (with host access)' : 'only "host" may be asked for (with host access)',
+        );
       const key = ({ '--pid': 'pidMode', '--network': 'networkMode', '--ipc': 'ipcMode', '--uts': 'utsMode', '--userns': 'usernsMode' } as const)[name];
       o[key] = 'host';
       return;
     }
     case '--volume': {
       const [source = '', target = '', mode, ...extra] = v.split(':');
-      if (!source.startsWith('/')) return bad('named volumes are the application\'s persistent storages; here only a host path may be bound (with host access)');
+      if (!source.startsWith('/')) return bad("named volumes are the application's persistent storages; here only a host path may be bound (with host access)");
       if (posix.normalize(source) === '/' || source.split('/').includes('..')) return bad('binding the host\'s root, or a path with "..", is never allowed');
       if (!mountPath.safeParse(target).success || extra.length || (mode !== undefined && !['ro', 'rw'].includes(mode))) return bad('use /host/path:/container/path[:ro]');
       o.binds = [...(o.binds ?? []), `${source}:${target}${mode === 'ro' ? ':ro' : ''}`];

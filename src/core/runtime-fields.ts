@@ -15,15 +15,41 @@ export const brief = <T extends z.ZodType>(s: T): T => s.meta({ 'berth.brief': t
 
 const seconds = z.number().int().min(1).max(3600);
 /** Docker's size form: "0" (no limit), "512m", "1g", "1.5GB", "67108864". */
-const size = z.string().max(32).regex(/^\d+(\.\d+)?\s?([bkmgt]i?b?)?$/i, 'Use a size such as 0 (no limit), 256m, 1g or 1.5GB.');
+const size = z
+  .string()
+  .max(32)
+  .regex(/^\d+(\.\d+)?\s?([bkmgt]i?b?)?$/i, 'Use a size such as 0 (no limit), 256m, 1g or 1.5GB.');
 const noControl = /^[^\u0000-\u001f\u007f]*$/;
 
 export const healthCheckInput = {
   health_check_enabled: brief(z.boolean().optional()),
-  health_check_path: brief(z.string().max(1024).regex(/^\/[^\s\u0000-\u001f\u007f]*$/, 'Must start with / and have no spaces.').optional()),
-  health_check_port: brief(z.string().regex(/^\d{1,5}$/, 'Must be a port number.').nullable().optional()),
-  health_check_host: brief(z.string().max(253).regex(/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/, 'Must be a host name or address.').optional()),
-  health_check_method: brief(z.string().regex(/^(get|post)$/i, 'Use GET or POST.').optional()),
+  health_check_path: brief(
+    z
+      .string()
+      .max(1024)
+      .regex(/^\/[^\s\u0000-\u001f\u007f]*$/, 'Must start with / and have no spaces.')
+      .optional(),
+  ),
+  health_check_port: brief(
+    z
+      .string()
+      .regex(/^\d{1,5}$/, 'Must be a port number.')
+      .nullable()
+      .optional(),
+  ),
+  health_check_host: brief(
+    z
+      .string()
+      .max(253)
+      .regex(/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/, 'Must be a host name or address.')
+      .optional(),
+  ),
+  health_check_method: brief(
+    z
+      .string()
+      .regex(/^(get|post)$/i, 'Use GET or POST.')
+      .optional(),
+  ),
   health_check_scheme: brief(z.enum(['http', 'https']).optional()),
   health_check_return_code: brief(z.number().int().min(100).max(599).optional()),
   health_check_response_text: brief(z.string().max(1024).regex(noControl, 'Must not contain control characters.').nullable().optional()),
@@ -35,11 +61,30 @@ export const healthCheckInput = {
 
 export const limitsInput = {
   limits_memory: brief(size.optional()),
-  limits_memory_swap: brief(z.string().max(32).regex(/^-1$|^\d+(\.\d+)?\s?([bkmgt]i?b?)?$/i, 'Use a size such as 0, 512m or 1g, or -1 (unlimited swap).').optional()),
+  limits_memory_swap: brief(
+    z
+      .string()
+      .max(32)
+      .regex(/^-1$|^\d+(\.\d+)?\s?([bkmgt]i?b?)?$/i, 'Use a size such as 0, 512m or 1g, or -1 (unlimited swap).')
+      .optional(),
+  ),
   limits_memory_swappiness: brief(z.number().int().min(0).max(100).optional()),
   limits_memory_reservation: brief(size.optional()),
-  limits_cpus: brief(z.string().max(16).regex(/^\d+(\.\d+)?$/, 'Use a number of CPUs such as 0 (no limit), 0.5 or 2.').optional()),
-  limits_cpuset: brief(z.string().max(64).regex(/^(\d+(-\d+)?(,\d+(-\d+)?)*)?$/, 'Use CPU numbers and ranges such as 0-1 or 0,2.').nullable().optional()),
+  limits_cpus: brief(
+    z
+      .string()
+      .max(16)
+      .regex(/^\d+(\.\d+)?$/, 'Use a number of CPUs such as 0 (no limit), 0.5 or 2.')
+      .optional(),
+  ),
+  limits_cpuset: brief(
+    z
+      .string()
+      .max(64)
+      .regex(/^(\d+(-\d+)?(,\d+(-\d+)?)*)?$/, 'Use CPU numbers and ranges such as 0-1 or 0,2.')
+      .nullable()
+      .optional(),
+  ),
   limits_cpu_shares: brief(z.number().int().min(2).max(262144).optional()),
 };
 

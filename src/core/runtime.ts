@@ -179,7 +179,8 @@ export interface BackupOutcome {
   logs: string;
 }
 
-export const RECORD_ONLY_NOTE = 'The server has no engine berth can reach (no engine endpoint or private key, or an SSH server not validated yet): berth recorded the change but did not act on any engine. Validate the server to manage it.';
+export const RECORD_ONLY_NOTE =
+  'The server has no engine berth can reach (no engine endpoint or private key, or an SSH server not validated yet): berth recorded the change but did not act on any engine. Validate the server to manage it.';
 
 export const recordOnlyRuntime: Runtime = {
   isLive: () => false,

@@ -41,7 +41,7 @@ export const engineName = z
 export const mountPath = z
   .string()
   .max(4096)
-  .regex(/^\/[A-Za-z0-9._\/-]*$/, 'Must be an absolute path of letters, digits and . _ - /.')
+  .regex(/^\/[A-Za-z0-9._/-]*$/, 'Must be an absolute path of letters, digits and . _ - /.')
   .refine((p) => !p.split('/').includes('..'), 'Must not contain ".." segments.')
   .refine((p) => p.replace(/\/+$/, '') !== '', 'Must not be the root directory.');
 
@@ -89,7 +89,11 @@ export const envKey = z
   // Variables become object keys on their way to a container: no name that reaches a prototype.
   .refine((k) => !PROTOTYPE_KEYS.has(k), 'This name is not allowed.');
 
-export const envValue = z.string().max(65_536).regex(/^[^\u0000]*$/, 'Must not contain NUL characters.').nullable();
+export const envValue = z
+  .string()
+  .max(65_536)
+  .regex(/^[^\u0000]*$/, 'Must not contain NUL characters.')
+  .nullable();
 
 const port = (v: string) => /^[0-9]{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 65535;
 
@@ -129,9 +133,13 @@ export const domains = z
     'Must be comma-separated http(s) URLs, e.g. "https://app.example.com".',
   );
 
-export const sshUser = z.string().min(1).max(64).regex(/^[a-zA-Z0-9._-]+$/, 'Use letters, digits and . _ -.');
+export const sshUser = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[a-zA-Z0-9._-]+$/, 'Use letters, digits and . _ -.');
 
-const socketPath = (p: string) => /^\/[A-Za-z0-9._\/-]+$/.test(p) && !p.split('/').includes('..');
+const socketPath = (p: string) => /^\/[A-Za-z0-9._/-]+$/.test(p) && !p.split('/').includes('..');
 const isHost = (h: string) => ipaddr.isValid(h.replace(/^\[|\]$/g, '')) || HOSTNAME.test(h);
 
 /** Where berth reaches a server's Docker Engine API. */
@@ -150,7 +158,10 @@ export const engineEndpoint = z
 export const hostKeyFingerprint = z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'Must be a SHA256 fingerprint as ssh-keygen -lf prints it (SHA256: and 43 base64 characters).');
 
 const pem = (label: string) =>
-  z.string().max(20_000).regex(/^-----BEGIN [A-Z ]+-----[\s\S]+-----END [A-Z ]+-----\s*$/, `Must be a PEM ${label}.`);
+  z
+    .string()
+    .max(20_000)
+    .regex(/^-----BEGIN [A-Z ]+-----[\s\S]+-----END [A-Z ]+-----\s*$/, `Must be a PEM ${label}.`);
 
 export const engineTls = z.strictObject({ ca: pem('certificate'), cert: pem('certificate'), key: pem('private key') });
 
@@ -159,4 +170,12 @@ export const privateKeyPem = z
   .max(20_000)
   .regex(/^-----BEGIN ([A-Z]+ )?PRIVATE KEY-----[\s\S]+-----END ([A-Z]+ )?PRIVATE KEY-----\s*$/, 'Must be a PEM private key.');
 
-export const tags = z.array(z.string().min(2).max(64).regex(/^[A-Za-z0-9._-]+$/, 'Tags use letters, digits and . _ -.')).max(50);
+export const tags = z
+  .array(
+    z
+      .string()
+      .min(2)
+      .max(64)
+      .regex(/^[A-Za-z0-9._-]+$/, 'Tags use letters, digits and . _ -.'),
+  )
+  .max(50);

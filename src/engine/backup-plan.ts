@@ -21,7 +21,11 @@ export interface DumpPlan {
 }
 
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+const stamp = (d: Date) =>
+  d
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
 
 /** The size marker the dump script prints last; the runtime reads it and drops it from the logs. */
 export const SIZE_MARKER = 'BERTH_BACKUP_SIZE=';

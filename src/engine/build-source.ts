@@ -85,35 +85,91 @@ async function cloneSsh(s: GitSource, dir: string, guard: TargetGuard, log: (l: 
   const knownHosts = path.join(dir, 'known_hosts');
   await fs.writeFile(keyFile, secrets.privateKey.endsWith('\n') ? secrets.privateKey : `${secrets.privateKey}\n`, { mode: 0o600 });
   const pinned = s.git_host_key?.trim() || null;
-  await fs.writeFile(knownHosts, pinned ? pinned.split('\n').map((k) => `${HOST_ALIAS} ${k}\n`).join('') : '', { mode: 0o600 });
+  await fs.writeFile(
+    knownHosts,
+    pinned
+      ? pinned
+          .split('\n')
+          .map((k) => `${HOST_ALIAS} ${k}\n`)
+          .join('')
+      : '',
+    { mode: 0o600 },
+  );
   const ssh = [
-    'ssh', '-F', '/dev/null', '-p', String(repo.port),
+    'ssh',
+    '-F',
+    '/dev/null',
+    '-p',
+    String(repo.port),
     ...[
-      'BatchMode=yes', 'IdentitiesOnly=yes', 'IdentityAgent=none', 'AddKeysToAgent=no', 'ForwardAgent=no', 'ForwardX11=no',
-      'ProxyCommand=none', 'ProxyJump=none', 'ControlMaster=no', 'ControlPath=none', 'PermitLocalCommand=no',
-      'PasswordAuthentication=no', 'KbdInteractiveAuthentication=no', 'ConnectTimeout=20', 'ServerAliveInterval=15',
-      `HostKeyAlias=${HOST_ALIAS}`, 'CheckHostIP=no', 'HashKnownHosts=no', 'UpdateHostKeys=no', 'GlobalKnownHostsFile=/dev/null',
-      `UserKnownHostsFile=${knownHosts}`, `StrictHostKeyChecking=${pinned ? 'yes' : 'accept-new'}`, `IdentityFile=${keyFile}`,
+      'BatchMode=yes',
+      'IdentitiesOnly=yes',
+      'IdentityAgent=none',
+      'AddKeysToAgent=no',
+      'ForwardAgent=no',
+      'ForwardX11=no',
+      'ProxyCommand=none',
+      'ProxyJump=none',
+      'ControlMaster=no',
+      'ControlPath=none',
+      'PermitLocalCommand=no',
+      'PasswordAuthentication=no',
+      'KbdInteractiveAuthentication=no',
+      'ConnectTimeout=20',
+      'ServerAliveInterval=15',
+      `HostKeyAlias=${HOST_ALIAS}`,
+      'CheckHostIP=no',
+      'HashKnownHosts=no',
+      'UpdateHostKeys=no',
+      'GlobalKnownHostsFile=/dev/null',
+      `UserKnownHostsFile=${knownHosts}`,
+      `StrictHostKeyChecking=${pinned ? 'yes' : 'accept-new'}`,
+      `IdentityFile=${keyFile}`,
     ].flatMap((o) => ['-o', o]),
-  ].map((w, i) => (i === 0 ? w : shellWord(w))).join(' ');
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_ALLOW_PROTOCOL: 'ssh', GIT_SSH_COMMAND: ssh, GIT_SSH_VARIANT: 'ssh', GIT_ASKPASS: '/bin/false', SSH_ASKPASS: '/bin/false' };
+  ]
+    .map((w, i) => (i === 0 ? w : shellWord(w)))
+    .join(' ');
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: dir,
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_ALLOW_PROTOCOL: 'ssh',
+    GIT_SSH_COMMAND: ssh,
+    GIT_SSH_VARIANT: 'ssh',
+    GIT_ASKPASS: '/bin/false',
+    SSH_ASKPASS: '/bin/false',
+  };
   const config = ['protocol.allow=never', 'protocol.ssh.allow=always', 'core.symlinks=false', 'core.gitProxy=', 'credential.helper=', 'core.askPass=/bin/false'].flatMap((c) => ['-c', c]);
   const target = path.join(dir, 'src');
   try {
-    await run('git', [...config, 'clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', s.git_branch, '--', sshRepositoryAt(repo, address), target], { env, timeout: CLONE_TIMEOUT_MS, maxBuffer: 1024 * 1024 });
+    await run('git', [...config, 'clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', s.git_branch, '--', sshRepositoryAt(repo, address), target], {
+      env,
+      timeout: CLONE_TIMEOUT_MS,
+      maxBuffer: 1024 * 1024,
+    });
   } catch (err) {
     const stderr = String((err as { stderr?: string }).stderr ?? '').trim();
     const why = /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/.test(stderr)
       ? `the git host's key is not the one pinned for this application (${pinned ? pinned.split(' ')[0] : 'none'}); berth refuses to connect (if the host was rekeyed on purpose, create the application again with the new git_host_key)`
       : /Permission denied \(publickey/.test(stderr)
         ? `the git host refused the private key (Permission denied (publickey)): add the key's public half to the repository's deploy keys`
-        : stderr.split('\n').filter((l) => !/^Warning: Permanently added/.test(l)).slice(-2).join(' / ') || (err as Error).message;
+        : stderr
+            .split('\n')
+            .filter((l) => !/^Warning: Permanently added/.test(l))
+            .slice(-2)
+            .join(' / ') || (err as Error).message;
     throw new Error(`Cloning ${s.git_repository} (branch ${s.git_branch}) failed: ${why}`);
   } finally {
     await fs.rm(keyFile, { force: true });
   }
   if (!pinned) {
-    const seen = (await fs.readFile(knownHosts, 'utf8')).split('\n').map((l) => l.trim().split(/\s+/)).filter((w) => w[0] === HOST_ALIAS && w.length >= 3).map((w) => `${w[1]} ${w[2]}`);
+    const seen = (await fs.readFile(knownHosts, 'utf8'))
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .filter((w) => w[0] === HOST_ALIAS && w.length >= 3)
+      .map((w) => `${w[1]} ${w[2]}`);
     if (seen.length) {
       await secrets.pinHostKey(seen.join('\n'));
       await log(`pinned the git host's key (${seen[0]!.split(' ')[0]}) for the next clones`);
@@ -128,7 +184,16 @@ async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: str
   const t = guard.target(s.git_repository, ['http', 'https', 'git'], { repository: true });
   const address = await guard.resolve(t.host);
   await log(`cloning ${s.git_repository} (branch ${s.git_branch}) from ${urlHost(address)}:${t.port}`);
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_ALLOW_PROTOCOL: t.scheme, GIT_ASKPASS: '/bin/false', SSH_ASKPASS: '/bin/false' };
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: dir,
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_ALLOW_PROTOCOL: t.scheme,
+    GIT_ASKPASS: '/bin/false',
+    SSH_ASKPASS: '/bin/false',
+  };
   const config = [
     `protocol.allow=never`,
     `protocol.${t.scheme}.allow=always`,
@@ -146,7 +211,11 @@ async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: str
   try {
     await run('git', [...config, 'clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', s.git_branch, '--', url, target], { env, timeout: CLONE_TIMEOUT_MS, maxBuffer: 1024 * 1024 });
   } catch (err) {
-    const stderr = String((err as { stderr?: string }).stderr ?? '').trim().split('\n').slice(-2).join(' / ');
+    const stderr = String((err as { stderr?: string }).stderr ?? '')
+      .trim()
+      .split('\n')
+      .slice(-2)
+      .join(' / ');
     throw new Error(`Cloning ${s.git_repository} (branch ${s.git_branch}) failed: ${stderr || (err as Error).message}`);
   }
   const { stdout } = await run('git', ['-C', target, 'rev-parse', 'HEAD'], { env });

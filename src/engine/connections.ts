@@ -95,7 +95,7 @@ export class EngineConnections {
     return null;
   }
 
-  private sshConnection(server: ServerEngine, target: SshTarget, key: { forSsh2: string; fingerprint: string }, hostKey: string | null, rootTeam: boolean): SshConnection {
+  private sshConnection(_server: ServerEngine, target: SshTarget, key: { forSsh2: string; fingerprint: string }, hostKey: string | null, rootTeam: boolean): SshConnection {
     return new SshConnection({
       host: target.host,
       port: target.port,
@@ -189,9 +189,13 @@ export class EngineConnections {
         await engine.listContainers({ labels: { 'berth.managed': 'true' } });
         await engine.listVolumes();
         if (pinned && pinned !== server.host_key_fingerprint) {
-          lines.push(server.host_key_fingerprint ? `Host key ${pinned} accepted, replacing ${server.host_key_fingerprint}.` : `Host key ${pinned} pinned (trust on first use): a different key will be refused.`);
+          lines.push(
+            server.host_key_fingerprint ? `Host key ${pinned} accepted, replacing ${server.host_key_fingerprint}.` : `Host key ${pinned} pinned (trust on first use): a different key will be refused.`,
+          );
         }
-        lines.push(`Docker-compatible engine ${String(v.Version).slice(0, 40)} (API ${String(v.ApiVersion).slice(0, 10)}, ${String(v.Os ?? '?').slice(0, 20)}/${String(v.Arch ?? '?').slice(0, 20)}) at ${target.endpoint}.`);
+        lines.push(
+          `Docker-compatible engine ${String(v.Version).slice(0, 40)} (API ${String(v.ApiVersion).slice(0, 10)}, ${String(v.Os ?? '?').slice(0, 20)}/${String(v.Arch ?? '?').slice(0, 20)}) at ${target.endpoint}.`,
+        );
         return { reachable: true, usable: true, logs: lines.join('\n'), ...(pinned !== undefined ? { hostKeyFingerprint: pinned } : {}) };
       } catch (err) {
         const cause = (err as { cause?: unknown }).cause;

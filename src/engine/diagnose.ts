@@ -24,7 +24,9 @@ export function describeEngineFailure(err: unknown, target: EngineTarget): strin
       case 'EACCES':
         return `berth may not open ${where} (permission denied): run berth as a user in the docker group, or fix the socket's permissions.`;
       case 'ECONNREFUSED':
-        return target.transport === 'unix' ? `Nothing listens on ${where}: the engine is not running.` : `Connection to ${where} refused: nothing listens there (is the engine's TCP socket enabled on that port?).`;
+        return target.transport === 'unix'
+          ? `Nothing listens on ${where}: the engine is not running.`
+          : `Connection to ${where} refused: nothing listens there (is the engine's TCP socket enabled on that port?).`;
       case 'ENOTFOUND':
       case 'EAI_AGAIN':
         return `The host name ${target.transport === 'tcp' ? target.host : where} could not be resolved (${code}): check the spelling, or give the IP address.`;

@@ -119,19 +119,7 @@ interface Response {
   body: Dispatcher.ResponseData['body'];
 }
 
-const CONNECT_ERROR_CODES = new Set([
-  'ENOENT',
-  'ECONNREFUSED',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EHOSTDOWN',
-  'EACCES',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ENOTSOCK',
-  'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
+const CONNECT_ERROR_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'EACCES', 'ENOTFOUND', 'EAI_AGAIN', 'ENOTSOCK', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
 const BROKEN_CONNECTION_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE', 'UND_ERR_CLOSED']);
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
@@ -326,10 +314,7 @@ export class EngineClient {
       });
     }
     if (v.MinAPIVersion && compareApiVersions(chosen, v.MinAPIVersion) < 0) {
-      throw new EngineError(
-        `engine ${this.endpoint} requires API ${v.MinAPIVersion} or newer; this client speaks up to ${this.maxApiVersion}`,
-        { endpoint: this.endpoint },
-      );
+      throw new EngineError(`engine ${this.endpoint} requires API ${v.MinAPIVersion} or newer; this client speaks up to ${this.maxApiVersion}`, { endpoint: this.endpoint });
     }
     return chosen;
   }
@@ -350,11 +335,7 @@ export class EngineClient {
     if (code === 'BERTH_SSH' || code === 'BERTH_ADDRESS_REFUSED') {
       return new EngineUnreachableError({ ...details, code, reason: e?.message ?? String(err), permanent: (err as { permanent?: boolean }).permanent === true });
     }
-    if (
-      (code && CONNECT_ERROR_CODES.has(code)) ||
-      e?.syscall === 'connect' ||
-      (code && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code))
-    ) {
+    if ((code && CONNECT_ERROR_CODES.has(code)) || e?.syscall === 'connect' || (code && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code))) {
       return new EngineUnreachableError({ ...details, ...(code ? { code } : {}), reason: e?.message ?? String(err) });
     }
     if (code && TIMEOUT_CODES.has(code)) {
@@ -495,10 +476,7 @@ export class EngineClient {
    * `POST /images/create?fromImage=…`. The engine reports failures inside a 200 stream of JSON
    * progress lines; those become an EngineError with the engine's message. Not retried.
    */
-  async pullImage(
-    ref: string,
-    opts: CallOptions & { auth?: { username: string; password: string; serveraddress?: string }; onProgress?: (status: string) => void } = {},
-  ): Promise<void> {
+  async pullImage(ref: string, opts: CallOptions & { auth?: { username: string; password: string; serveraddress?: string }; onProgress?: (status: string) => void } = {}): Promise<void> {
     const { fromImage, tag } = splitImageRef(ref);
     const spec: RequestSpec = {
       method: 'POST',
@@ -638,10 +616,7 @@ export class EngineClient {
 
   // ---------------------------------------------------------------- networks
 
-  async createNetwork(
-    name: string,
-    opts: CallOptions & { driver?: string; labels?: Record<string, string>; internal?: boolean; attachable?: boolean } = {},
-  ): Promise<{ Id: string }> {
+  async createNetwork(name: string, opts: CallOptions & { driver?: string; labels?: Record<string, string>; internal?: boolean; attachable?: boolean } = {}): Promise<{ Id: string }> {
     return this.json<{ Id: string }>({
       method: 'POST',
       path: '/networks/create',
@@ -722,9 +697,7 @@ export class EngineClient {
     return status !== 404;
   }
 
-  async listVolumes(
-    opts: CallOptions & { labels?: Record<string, string | true> | string[]; name?: string[]; dangling?: boolean } = {},
-  ): Promise<VolumeInfo[]> {
+  async listVolumes(opts: CallOptions & { labels?: Record<string, string | true> | string[]; name?: string[]; dangling?: boolean } = {}): Promise<VolumeInfo[]> {
     const filters: Filters = { label: labelFilter(opts.labels), name: opts.name ?? [] };
     if (opts.dangling !== undefined) filters.dangling = [String(opts.dangling)];
     const res = await this.json<{ Volumes: VolumeInfo[] | null }>({
@@ -866,9 +839,7 @@ export class EngineClient {
     return this.json<ContainerInspect>({ method: 'GET', path: `/containers/${id(idOrName)}/json`, signal: opts.signal });
   }
 
-  async listContainers(
-    opts: CallOptions & { all?: boolean; labels?: Record<string, string | true> | string[]; name?: string[]; status?: string[] } = {},
-  ): Promise<ContainerSummary[]> {
+  async listContainers(opts: CallOptions & { all?: boolean; labels?: Record<string, string | true> | string[]; name?: string[]; status?: string[] } = {}): Promise<ContainerSummary[]> {
     const filters: Filters = { label: labelFilter(opts.labels), name: opts.name ?? [], status: opts.status ?? [] };
     const res = await this.json<ContainerSummary[] | null>({
       method: 'GET',
@@ -883,10 +854,7 @@ export class EngineClient {
    * `POST /containers/{id}/wait`: resolves when the container reaches the condition
    * (default not-running). No timeout (pass a signal); not retried.
    */
-  async waitContainer(
-    idOrName: string,
-    opts: CallOptions & { condition?: 'not-running' | 'next-exit' | 'removed' } = {},
-  ): Promise<WaitResult> {
+  async waitContainer(idOrName: string, opts: CallOptions & { condition?: 'not-running' | 'next-exit' | 'removed' } = {}): Promise<WaitResult> {
     return this.json<WaitResult>({
       method: 'POST',
       path: `/containers/${id(idOrName)}/wait`,
@@ -997,12 +965,7 @@ export class EngineClient {
     return { entries, truncated };
   }
 
-  private async consumeLogs(
-    body: AsyncIterable<Buffer>,
-    tty: boolean,
-    feed: (stream: 'stdout' | 'stderr', data: Buffer) => void,
-    done: () => boolean,
-  ): Promise<void> {
+  private async consumeLogs(body: AsyncIterable<Buffer>, tty: boolean, feed: (stream: 'stdout' | 'stderr', data: Buffer) => void, done: () => boolean): Promise<void> {
     if (tty) {
       for await (const chunk of body) {
         feed('stdout', chunk);
@@ -1118,22 +1081,14 @@ export class EngineClient {
    * request body. Not retried. No overall timeout; a stall longer than streamIdleMs (nothing read
    * from `tar`, or no answer after the last byte) aborts it.
    */
-  async putArchive(
-    idOrName: string,
-    path: string,
-    tar: Readable,
-    opts: CallOptions & { noOverwriteDirNonDir?: boolean } = {},
-  ): Promise<void> {
+  async putArchive(idOrName: string, path: string, tar: Readable, opts: CallOptions & { noOverwriteDirNonDir?: boolean } = {}): Promise<void> {
     const idle = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, idle.signal]) : idle.signal;
     const idleMs = this.timeouts.streamIdleMs;
     let timer: NodeJS.Timeout | undefined;
     const arm = () => {
       clearTimeout(timer);
-      timer = setTimeout(
-        () => idle.abort(new EngineTimeoutError(`engine ${this.endpoint}: archive upload to ${path} stalled for ${idleMs} ms`, { endpoint: this.endpoint })),
-        idleMs,
-      );
+      timer = setTimeout(() => idle.abort(new EngineTimeoutError(`engine ${this.endpoint}: archive upload to ${path} stalled for ${idleMs} ms`, { endpoint: this.endpoint })), idleMs);
       timer.unref?.();
     };
     arm();
@@ -1178,4 +1133,3 @@ export async function ensureImage(engine: EngineClient, ref: string, opts: CallO
   await engine.pullImage(ref, opts);
   return engine.inspectImage(ref, opts);
 }
-

@@ -42,10 +42,7 @@ export class EngineUnreachableError extends EngineError {
   /** Trying again as is cannot help (SSH login refused, host key changed, address refused). */
   readonly permanent: boolean;
   constructor(details: EngineErrorDetails & { code?: string; reason?: string; permanent?: boolean }) {
-    super(
-      `engine ${details.endpoint} is unreachable${details.code && !details.code.startsWith('BERTH_') ? ` (${details.code})` : ''}${details.reason ? `: ${details.reason}` : ''}`,
-      details,
-    );
+    super(`engine ${details.endpoint} is unreachable${details.code && !details.code.startsWith('BERTH_') ? ` (${details.code})` : ''}${details.reason ? `: ${details.reason}` : ''}`, details);
     this.code = details.code;
     this.permanent = details.permanent ?? false;
   }

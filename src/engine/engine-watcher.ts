@@ -79,7 +79,13 @@ export class EngineWatchers {
     await Promise.all([...this.watching.values()].map((w) => w.stop()));
     this.watching.clear();
     if (ids.length) {
-      await this.db.updateTable('engine_watch_leases').set({ lease_until: 0 }).where('lease_owner', '=', this.opts.instanceId).where('server_id', 'in', ids).execute().catch(() => undefined);
+      await this.db
+        .updateTable('engine_watch_leases')
+        .set({ lease_until: 0 })
+        .where('lease_owner', '=', this.opts.instanceId)
+        .where('server_id', 'in', ids)
+        .execute()
+        .catch(() => undefined);
     }
   }
 
@@ -87,7 +93,12 @@ export class EngineWatchers {
   private async tick(): Promise<void> {
     // Managed servers: reachable and validated. One whose last validate failed is not followed
     // (retrying it would only knock on its sshd); the next successful validate brings it in.
-    const servers = (await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS, 'updated_at', 'is_usable']).execute()).filter((s) => reachesEngine(s) && s.is_usable === 1);
+    const servers = (
+      await this.db
+        .selectFrom('servers')
+        .select([...SERVER_ENGINE_COLUMNS, 'updated_at', 'is_usable'])
+        .execute()
+    ).filter((s) => reachesEngine(s) && s.is_usable === 1);
     const live = new Map(servers.map((s) => [s.id, s]));
     const until = Date.now() + this.opts.leaseMs;
     for (const [id, w] of this.watching) {
@@ -119,7 +130,11 @@ export class EngineWatchers {
   }
 
   private async currentEngine(serverId: number): Promise<EngineClient> {
-    const s = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirstOrThrow();
+    const s = await this.db
+      .selectFrom('servers')
+      .select([...SERVER_ENGINE_COLUMNS])
+      .where('id', '=', serverId)
+      .executeTakeFirstOrThrow();
     if (!reachesEngine(s)) throw new Error('The server is no longer managed.');
     return this.engineFor(s);
   }
@@ -143,13 +158,23 @@ export class EngineWatchers {
 
   /** Looks at one resource's containers now and stores what the engine says; the status written. */
   async observeResource(resourceId: number, engine: EngineClient): Promise<string> {
-    const r = await this.db.selectFrom('resources as r').select([...RESOURCE_COLUMNS]).where('r.id', '=', resourceId).executeTakeFirstOrThrow();
+    const r = await this.db
+      .selectFrom('resources as r')
+      .select([...RESOURCE_COLUMNS])
+      .where('r.id', '=', resourceId)
+      .executeTakeFirstOrThrow();
     return (await observeAndStore(this.db, engine, r, new Map())).status;
   }
 }
 
 /** Inspects a resource's planned containers and writes the result; the status written. */
-async function observeAndStore(db: Db, engine: EngineClient, r: Watched, dieCodes: Map<string, number>, signal?: AbortSignal): Promise<{ status: string; containers: Record<string, ContainerObservation>; inspects: Map<string, ContainerInspect> }> {
+async function observeAndStore(
+  db: Db,
+  engine: EngineClient,
+  r: Watched,
+  dieCodes: Map<string, number>,
+  signal?: AbortSignal,
+): Promise<{ status: string; containers: Record<string, ContainerObservation>; inspects: Map<string, ContainerInspect> }> {
   const wanted = r.status === 'running' ? 'running' : 'exited';
   const containers: Record<string, ContainerObservation> = {};
   const inspects = new Map<string, ContainerInspect>();

@@ -1,7 +1,20 @@
 import { dockerCleanup } from './prune.js';
 import type { Logger } from 'pino';
 import { volumeName } from '../core/model/volumes.js';
-import { reachesEngine, recordOnlyRuntime, type ApplicationImage, type Orphans, type RemoveOptions, SERVER_ENGINE_COLUMNS, type MigrationJobContext, type MigrationProgress, type Runtime, type RuntimeJobContext, type ServerEngine, type ValidationResult } from '../core/runtime.js';
+import {
+  reachesEngine,
+  recordOnlyRuntime,
+  type ApplicationImage,
+  type Orphans,
+  type RemoveOptions,
+  SERVER_ENGINE_COLUMNS,
+  type MigrationJobContext,
+  type MigrationProgress,
+  type Runtime,
+  type RuntimeJobContext,
+  type ServerEngine,
+  type ValidationResult,
+} from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine-client.js';
 import { ConflictError, NotFoundError } from './engine-errors.js';
@@ -24,9 +37,7 @@ import { BACKUP_DIR, backupVolumeName, lastLines, sizedOutput, dumpPlan, restore
  * `berth mcp` starts for every desktop session and mostly never talks to an engine, so they load
  * on first use.
  */
-let engineModules:
-  | Promise<{ engine: typeof import('./engine-client.js'); sync: typeof import('./volume-sync.js'); connections: typeof import('./connections.js') }>
-  | undefined;
+let engineModules: Promise<{ engine: typeof import('./engine-client.js'); sync: typeof import('./volume-sync.js'); connections: typeof import('./connections.js') }> | undefined;
 const loadEngineModules = () =>
   (engineModules ??= Promise.all([import('./engine-client.js'), import('./volume-sync.js'), import('./connections.js')]).then(([engine, sync, connections]) => ({ engine, sync, connections })));
 
@@ -123,7 +134,11 @@ export class LiveRuntime implements Runtime {
   }
 
   async engineForServerId(serverId: number): Promise<EngineClient> {
-    const s = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirstOrThrow();
+    const s = await this.db
+      .selectFrom('servers')
+      .select([...SERVER_ENGINE_COLUMNS])
+      .where('id', '=', serverId)
+      .executeTakeFirstOrThrow();
     return await this.engineFor(s);
   }
 
@@ -244,7 +259,11 @@ export class LiveRuntime implements Runtime {
               const now = await db.selectFrom('resources').select('config').where('id', '=', d.resource_id).executeTakeFirstOrThrow();
               const fresh = JSON.parse(now.config) as ApplicationConfig;
               if (fresh.source && 'git_repository' in fresh.source && !fresh.source.git_host_key) fresh.source.git_host_key = keys;
-              await db.updateTable('resources').set({ config: JSON.stringify(fresh), updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
+              await db
+                .updateTable('resources')
+                .set({ config: JSON.stringify(fresh), updated_at: nowIso() })
+                .where('id', '=', d.resource_id)
+                .execute();
             });
           },
         };
@@ -270,7 +289,11 @@ export class LiveRuntime implements Runtime {
         await writing;
       }
       await ctx.log(`built ${image}:${d.uuid}`);
-      await ctx.db.updateTable('resources').set({ config: JSON.stringify({ ...c, docker_registry_image_name: image, docker_registry_image_tag: d.uuid }), updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
+      await ctx.db
+        .updateTable('resources')
+        .set({ config: JSON.stringify({ ...c, docker_registry_image_name: image, docker_registry_image_tag: d.uuid }), updated_at: nowIso() })
+        .where('id', '=', d.resource_id)
+        .execute();
     } finally {
       await context.cleanup();
     }
@@ -315,7 +338,11 @@ export class LiveRuntime implements Runtime {
     // Only the tag changes: other fields patched meanwhile stay.
     await atomically(ctx.db, async (db) => {
       const now = await db.selectFrom('resources').select('config').where('id', '=', resourceId).executeTakeFirstOrThrow();
-      await db.updateTable('resources').set({ config: JSON.stringify({ ...(JSON.parse(now.config) as ApplicationConfig), docker_registry_image_tag: tag }), updated_at: nowIso() }).where('id', '=', resourceId).execute();
+      await db
+        .updateTable('resources')
+        .set({ config: JSON.stringify({ ...(JSON.parse(now.config) as ApplicationConfig), docker_registry_image_tag: tag }), updated_at: nowIso() })
+        .where('id', '=', resourceId)
+        .execute();
     });
   }
 
@@ -410,7 +437,13 @@ export class LiveRuntime implements Runtime {
    * the log tail of one that does not.
    */
   private async startInOrder(engine: EngineClient, plan: Plan, ctx: Pick<RuntimeJobContext, 'log' | 'signal'>): Promise<void> {
-    const oneShots = new Set(plan.containers.flatMap((c) => dependsOn(c).filter((d) => d.condition === 'service_completed_successfully').map((d) => d.name)));
+    const oneShots = new Set(
+      plan.containers.flatMap((c) =>
+        dependsOn(c)
+          .filter((d) => d.condition === 'service_completed_successfully')
+          .map((d) => d.name),
+      ),
+    );
     for (const c of plan.containers) {
       for (const dep of dependsOn(c)) {
         if (dep.condition === 'service_healthy') await this.awaitReady(engine, dep.name, ctx, { requireHealthy: true });
@@ -722,7 +755,10 @@ export class LiveRuntime implements Runtime {
       let lastReport = 0;
       const flowing = (patch: Partial<MigrationProgress>) => {
         const now = Date.now();
-        if (now - lastReport < PROGRESS_EVERY_MS) return Object.assign(state, patch);
+        if (now - lastReport < PROGRESS_EVERY_MS) {
+          Object.assign(state, patch);
+          return;
+        }
         lastReport = now;
         void report(patch).catch(() => undefined);
       };
@@ -735,11 +771,14 @@ export class LiveRuntime implements Runtime {
         const moved = new Array<number>(syncs.length).fill(0);
         const results = await Promise.all(
           syncs.map((s, i) =>
-            s.round((p) => {
-              if (p.expectedBytes !== undefined) state.bytes_expected = (state.bytes_expected ?? 0) + p.expectedBytes;
-              moved[i] = p.transferredBytes;
-              flowing({ bytes: base + moved.reduce((a, b) => a + b, 0), current_volume: volumes[i]!.storage.name });
-            }, { sourceInUse }),
+            s.round(
+              (p) => {
+                if (p.expectedBytes !== undefined) state.bytes_expected = (state.bytes_expected ?? 0) + p.expectedBytes;
+                moved[i] = p.transferredBytes;
+                flowing({ bytes: base + moved.reduce((a, b) => a + b, 0), current_volume: volumes[i]!.storage.name });
+              },
+              { sourceInUse },
+            ),
           ),
         );
         await report({ phase, round: results[0]?.round ?? state.round, bytes: base + results.reduce((a, x) => a + x.transferredBytes, 0), bytes_total: results.reduce((a, x) => a + x.totalBytes, 0) });
@@ -822,7 +861,11 @@ export class LiveRuntime implements Runtime {
   }
 
   async dockerCleanup(serverId: number, opts: { allImages: boolean; volumes: boolean; networks: boolean; signal?: AbortSignal }): Promise<string[]> {
-    const server = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirstOrThrow();
+    const server = await this.db
+      .selectFrom('servers')
+      .select([...SERVER_ENGINE_COLUMNS])
+      .where('id', '=', serverId)
+      .executeTakeFirstOrThrow();
     if (!this.isLive(server)) return recordOnlyRuntime.dockerCleanup(serverId, opts);
     // What the records name, whichever team: a stopped resource's data stays, and so do volumes
     // named after a resource (a migration's staging copies on their target, before the switch).
@@ -868,7 +911,8 @@ export class LiveRuntime implements Runtime {
       if (!others) {
         try {
           const n = await engine.inspectNetwork(plan.network, { signal });
-          if (n.Labels?.[LABEL_MANAGED] === 'true' && Object.keys(n.Containers ?? {}).length === 0 && (await engine.removeNetwork(plan.network, { signal }))) out.push(`removed network ${plan.network}`);
+          if (n.Labels?.[LABEL_MANAGED] === 'true' && Object.keys(n.Containers ?? {}).length === 0 && (await engine.removeNetwork(plan.network, { signal })))
+            out.push(`removed network ${plan.network}`);
         } catch (err) {
           if (!(err instanceof NotFoundError)) throw err;
         }
@@ -882,7 +926,11 @@ export class LiveRuntime implements Runtime {
   }
 
   async removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]> {
-    const server = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirst();
+    const server = await this.db
+      .selectFrom('servers')
+      .select([...SERVER_ENGINE_COLUMNS])
+      .where('id', '=', serverId)
+      .executeTakeFirst();
     if (!server || !this.isLive(server)) return [];
     const engine = await this.engineFor(server);
     const signal = AbortSignal.timeout(120_000);
@@ -907,7 +955,11 @@ export class LiveRuntime implements Runtime {
   }
 
   async orphans(serverId: number): Promise<Orphans> {
-    const server = await this.db.selectFrom('servers').select([...SERVER_ENGINE_COLUMNS]).where('id', '=', serverId).executeTakeFirstOrThrow();
+    const server = await this.db
+      .selectFrom('servers')
+      .select([...SERVER_ENGINE_COLUMNS])
+      .where('id', '=', serverId)
+      .executeTakeFirstOrThrow();
     if (!this.isLive(server)) return { containers: [], volumes: [] };
     const engine = await this.engineFor(server);
     // Any team's records count: a volume or container a record names is never an orphan.
@@ -1025,7 +1077,13 @@ export class LiveRuntime implements Runtime {
     const c = JSON.parse(r.config) as Partial<DatabaseConfig>;
     const engine = await this.engineFor(await this.serverOfResource(resourceId));
     const script = `cd ${BACKUP_DIR} && rm -f -- ${files.map((f) => `'${f}'`).join(' ')}`;
-    const out = await this.runHelper(engine, r, c.image ?? this.helperImage, { name: `${r.uuid}-backup-prune-${Date.now()}`, env: [], script, shareNetwork: false, signal: AbortSignal.timeout(120_000) });
+    const out = await this.runHelper(engine, r, c.image ?? this.helperImage, {
+      name: `${r.uuid}-backup-prune-${Date.now()}`,
+      env: [],
+      script,
+      shareNetwork: false,
+      signal: AbortSignal.timeout(120_000),
+    });
     if (out.exitCode !== 0) throw new Error(`Removing backup files failed: ${out.logs}`);
   }
 
@@ -1035,18 +1093,33 @@ export class LiveRuntime implements Runtime {
    * a valid (small) archive.
    */
   async runVolumeBackup(storageId: number, at: Date, signal: AbortSignal): Promise<{ filename: string; size: number; logs: string }> {
-    const s = await this.db.selectFrom('storages as st').innerJoin('resources as r', 'r.id', 'st.resource_id').select(['st.name', 'st.engine_volume', 'r.id as resource_id', 'r.uuid']).where('st.id', '=', storageId).executeTakeFirstOrThrow();
+    const s = await this.db
+      .selectFrom('storages as st')
+      .innerJoin('resources as r', 'r.id', 'st.resource_id')
+      .select(['st.name', 'st.engine_volume', 'r.id as resource_id', 'r.uuid'])
+      .where('st.id', '=', storageId)
+      .executeTakeFirstOrThrow();
     const server = await this.serverOfResource(s.resource_id);
     if (!this.isLive(server)) return recordOnlyRuntime.runVolumeBackup(storageId, at, signal);
     const engine = await this.engineFor(server);
     const volume = s.engine_volume ?? volumeName(s.uuid, s.name);
     const slug = s.name.replace(/[^A-Za-z0-9_.-]/g, '-');
-    const filename = `volume-${slug}-${at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.tar.gz`;
+    const filename = `volume-${slug}-${at
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d+Z$/, 'Z')}.tar.gz`;
     const { ensureImage } = (await loadEngineModules()).engine;
     await ensureImage(engine, this.helperImage, { signal });
     const file = `${BACKUP_DIR}/${filename}`;
     const script = `tar -czf "${file}" -C /source . || { rm -f "${file}"; exit 1; }; echo "${SIZE_MARKER}$(wc -c < "${file}")"`;
-    const out = await this.runHelper(engine, s, this.helperImage, { name: `${s.uuid}-volume-backup-${Date.now().toString(36)}`, env: [], script, shareNetwork: false, signal, mounts: [{ volume, target: '/source', readOnly: true }] });
+    const out = await this.runHelper(engine, s, this.helperImage, {
+      name: `${s.uuid}-volume-backup-${Date.now().toString(36)}`,
+      env: [],
+      script,
+      shareNetwork: false,
+      signal,
+      mounts: [{ volume, target: '/source', readOnly: true }],
+    });
     const { size, logs } = sizedOutput(out.logs);
     if (out.exitCode !== 0 || size === null) throw Object.assign(new Error(`The volume backup failed (exit code ${out.exitCode}): ${lastLines(logs)}`), { logs });
     return { filename, size, logs };
@@ -1057,7 +1130,12 @@ export class LiveRuntime implements Runtime {
     if (!this.isLive(server)) return recordOnlyRuntime.execCommand(resourceId, container, command, opts);
     const plan = await planResource(this.db, resourceId);
     const c = container === null ? (plan.containers.length === 1 ? plan.containers[0] : undefined) : plan.containers.find((k) => k.spec.labels?.['berth.container'] === container);
-    if (!c) throw new Error(container === null ? `Name the container to run in: one of ${plan.containers.map((k) => k.spec.labels?.['berth.container'] ?? k.name).join(', ')}.` : `The service has no container ${container}.`);
+    if (!c)
+      throw new Error(
+        container === null
+          ? `Name the container to run in: one of ${plan.containers.map((k) => k.spec.labels?.['berth.container'] ?? k.name).join(', ')}.`
+          : `The service has no container ${container}.`,
+      );
     const what = c.spec.labels?.['berth.container'] ? 'service' : 'application';
     return execTask(await this.engineFor(server), c.name, command, { ...opts, what });
   }

@@ -19,12 +19,7 @@ export interface Resolved {
  * (they may mean something to the program). A reference to a shared variable that does not exist
  * is left as written, as Coolify does, and named in `notes`.
  */
-export async function resolveSharedReferences(
-  db: Db,
-  r: { team_id: number; environment_id: number },
-  serverId: number,
-  env: Record<string, string>,
-): Promise<Resolved> {
+export async function resolveSharedReferences(db: Db, r: { team_id: number; environment_id: number }, serverId: number, env: Record<string, string>): Promise<Resolved> {
   const refs = (v: string) => [...v.matchAll(REFERENCE)].map((m) => ({ raw: m[0], inner: m[1]!.trim() }));
   const referring = Object.entries(env).filter(([, v]) => refs(v).some((x) => SCOPES.some((s) => x.inner.startsWith(`${s}.`))));
   if (referring.length === 0) return { env, notes: [] };

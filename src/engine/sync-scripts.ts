@@ -121,8 +121,7 @@ const LIST = (out: string) => `{ find . -type f -exec stat -c 'f|%s|%a|%u:%g|%h|
   find . ! -type f ! -type d ! -type s -exec stat -c '%F|%s|%a|%u:%g|-|%N' {} + ; } | LC_ALL=C sort > ${out}`;
 const META = (out: string) => `find . -exec stat -c '%u:%g:%a:%n' {} + | LC_ALL=C sort > ${out}`;
 /** `<entries> <files> <bytes> <sha256 of the list>` (to be echoed). */
-const SUMMARY = (list: string) =>
-  `$(wc -l < ${list}) $(awk -F'|' '$1 == "f" { n++; s += $2 } END { printf "%d %.0f", n, s }' ${list}) $(sha256sum < ${list} | cut -d ' ' -f 1)`;
+const SUMMARY = (list: string) => `$(wc -l < ${list}) $(awk -F'|' '$1 == "f" { n++; s += $2 } END { printf "%d %.0f", n, s }' ${list}) $(sha256sum < ${list} | cut -d ' ' -f 1)`;
 
 /** Source, last: the verification lists into W/out (next to the snapshot); prints the summary. */
 export const sourceLists = `${STRICT}; cd ${MOUNT}; mkdir -p ${W}/out

@@ -51,7 +51,13 @@ export interface CopyVolumeResult {
 }
 
 export async function copyVolume(opts: CopyVolumeOptions): Promise<CopyVolumeResult> {
-  const sync = await VolumeSync.open({ from: opts.from, to: opts.to, helperImage: opts.helperImage, ...(opts.helperLabels ? { helperLabels: opts.helperLabels } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
+  const sync = await VolumeSync.open({
+    from: opts.from,
+    to: opts.to,
+    helperImage: opts.helperImage,
+    ...(opts.helperLabels ? { helperLabels: opts.helperLabels } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
   try {
     const interval = opts.progressIntervalMs ?? 250;
     let last = 0;

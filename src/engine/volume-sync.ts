@@ -20,10 +20,29 @@
  * The source volume is mounted read-only and only read.
  */
 import { randomUUID } from 'node:crypto';
-import { PassThrough, Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { ensureImage, type EngineClient } from './engine-client.js';
 import { NotFoundError, VerificationError } from './engine-errors.js';
-import { checksums, IDLE, isEmpty, MOUNT, OUT_DIR, sourceBatch, sourceChooseAgain, sourceChooseAll, sourceFinal, sourceLists, sourceMeasure, sourcePrepare, sourceRound, targetFinal, targetPrepare, targetPrune, targetVerify, WORK_DIR } from './sync-scripts.js';
+import {
+  checksums,
+  IDLE,
+  isEmpty,
+  MOUNT,
+  OUT_DIR,
+  sourceBatch,
+  sourceChooseAgain,
+  sourceChooseAll,
+  sourceFinal,
+  sourceLists,
+  sourceMeasure,
+  sourcePrepare,
+  sourceRound,
+  targetFinal,
+  targetPrepare,
+  targetPrune,
+  targetVerify,
+  WORK_DIR,
+} from './sync-scripts.js';
 import { transferArchive } from './archive-relay.js';
 
 export const HELPER_LABEL = 'berth.volume-copy';
@@ -185,14 +204,27 @@ export class VolumeSync {
       const empty = (await this.run(to, this.dst, isEmpty)).stdout.trim();
       if (empty !== 'empty') throw new DestinationNotEmptyError(`destination volume ${to.volume} on ${to.engine.endpoint} is not empty`);
     }
-    const [entries = 0, totalBytes = 0, changed = 0, changedBytes = 0, batches = 0, expectAll = 0, expectChanged = 0] = summaryOf(from.engine, (await this.run(from, this.src, sourceRound(round === 1, opts.sourceInUse ?? false))).stdout, 7);
+    const [entries = 0, totalBytes = 0, changed = 0, changedBytes = 0, batches = 0, expectAll = 0, expectChanged = 0] = summaryOf(
+      from.engine,
+      (await this.run(from, this.src, sourceRound(round === 1, opts.sourceInUse ?? false))).stdout,
+      7,
+    );
     onProgress?.({ round, transferredBytes: 0, expectedBytes: round === 1 ? expectAll : expectChanged });
     const progress = (transferredBytes: number, counts?: { files: number; bytes: number }) => onProgress?.({ round, transferredBytes, ...(counts ? { counts } : {}) });
     if (round === 1) {
       const rootStat = await from.engine.statPath(this.src, MOUNT, { signal });
       let moved = 0;
       try {
-        moved = await transferArchive({ from: from.engine, to: to.engine, src: this.src, dst: this.dst, rootStat, signal, count: opts.count ?? false, onChunk: (n, counts) => progress((moved = n), counts && { ...counts }) });
+        moved = await transferArchive({
+          from: from.engine,
+          to: to.engine,
+          src: this.src,
+          dst: this.dst,
+          rootStat,
+          signal,
+          count: opts.count ?? false,
+          onChunk: (n, counts) => progress((moved = n), counts && { ...counts }),
+        });
       } catch (err) {
         // A file rewritten while the engine archived it (see below): with the source in use the
         // next round sends everything again (its snapshot start goes back to the beginning of
@@ -268,7 +300,12 @@ export class VolumeSync {
       throw err;
     }
     const code = await exitCode();
-    const vanished = vanishing && stderr.trim().split('\n').every((l) => /No such file or directory/.test(l));
+    const vanished =
+      vanishing &&
+      stderr
+        .trim()
+        .split('\n')
+        .every((l) => /No such file or directory/.test(l));
     if (code !== 0 && !vanished) throw new Error(`volume helper on ${from.engine.endpoint} (volume ${from.volume}) exited with ${code}: ${stderr.trim().slice(0, 500)}`);
     return moved;
   }
@@ -331,7 +368,9 @@ export class VolumeSync {
     const { from, to } = this.o;
     const [a, b] = await Promise.all([this.run(from, this.src, checksums), this.run(to, this.dst, checksums)]);
     if (a.stdout.trim() !== b.stdout.trim()) {
-      throw new VerificationError(`file contents of ${to.volume} (${to.engine.endpoint}) differ from ${from.volume} (${from.engine.endpoint}): sha256 lists ${a.stdout.trim()} → ${b.stdout.trim()}`, ['sha256 lists differ']);
+      throw new VerificationError(`file contents of ${to.volume} (${to.engine.endpoint}) differ from ${from.volume} (${from.engine.endpoint}): sha256 lists ${a.stdout.trim()} → ${b.stdout.trim()}`, [
+        'sha256 lists differ',
+      ]);
     }
   }
 

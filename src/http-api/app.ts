@@ -176,25 +176,26 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   let openapi: string | undefined;
   app.get('/api/v1/openapi.json', async (_req, reply) => reply.type('application/json; charset=utf-8').send((openapi ??= JSON.stringify(buildOpenApi(operations)))));
 
-  for (const op of operations) for (const path of [op.http.path, ...(op.http.aliases ?? [])]) {
-    app.route({
-      method: op.http.method,
-      url: path.replace(/\{([a-z_]+)\}/g, ':$1'),
-      handler: async (req, reply) => {
-        const caller = await core.admit(accessOf(req), op);
-        // Permission before the body is even read: a refused caller never learns about its input.
-        core.authorize(op, caller);
-        const output = (await core.run(op, caller, inputOf(req, op.http.bodyNames))) as Record<string, unknown>;
-        reply.code(op.http.status ?? 200);
-        if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));
-        if (op.http.list) {
-          const { items, total, page, per_page } = output as { items: unknown[]; total: number; page: number; per_page: number };
-          return reply.headers({ 'X-Total-Count': String(total), 'X-Page': String(page), 'X-Per-Page': String(per_page) }).send(items);
-        }
-        return reply.send(output);
-      },
-    });
-  }
+  for (const op of operations)
+    for (const path of [op.http.path, ...(op.http.aliases ?? [])]) {
+      app.route({
+        method: op.http.method,
+        url: path.replace(/\{([a-z_]+)\}/g, ':$1'),
+        handler: async (req, reply) => {
+          const caller = await core.admit(accessOf(req), op);
+          // Permission before the body is even read: a refused caller never learns about its input.
+          core.authorize(op, caller);
+          const output = (await core.run(op, caller, inputOf(req, op.http.bodyNames))) as Record<string, unknown>;
+          reply.code(op.http.status ?? 200);
+          if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));
+          if (op.http.list) {
+            const { items, total, page, per_page } = output as { items: unknown[]; total: number; page: number; per_page: number };
+            return reply.headers({ 'X-Total-Count': String(total), 'X-Page': String(page), 'X-Per-Page': String(per_page) }).send(items);
+          }
+          return reply.send(output);
+        },
+      });
+    }
 
   return app;
 }

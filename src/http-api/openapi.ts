@@ -77,7 +77,14 @@ export function buildOpenApi(operations: readonly Operation[]): JsonSchema {
   }
   for (const r of PUBLIC_ROUTES) {
     const ok = r.text ? { description: r.text, content: { 'text/plain': { schema: { type: 'string' } } } } : { description: r.summary };
-    paths[r.path] = { get: { operationId: r.operationId, summary: r.summary, security: [], responses: { '200': ok, ...(r.canBeUnavailable ? { '503': { description: 'The store or Redis cannot be reached.' } } : {}) } } };
+    paths[r.path] = {
+      get: {
+        operationId: r.operationId,
+        summary: r.summary,
+        security: [],
+        responses: { '200': ok, ...(r.canBeUnavailable ? { '503': { description: 'The store or Redis cannot be reached.' } } : {}) },
+      },
+    };
   }
   return {
     openapi: '3.1.0',

@@ -73,7 +73,10 @@ type RedisWithHit = Redis & { berthHit(key: string, windowMs: number): Promise<[
 export class RedisBuckets implements Buckets {
   private readonly redis: RedisWithHit;
 
-  constructor(redis: Redis, private readonly prefix = 'berth:rl:') {
+  constructor(
+    redis: Redis,
+    private readonly prefix = 'berth:rl:',
+  ) {
     redis.defineCommand('berthHit', { numberOfKeys: 1, lua: HIT });
     this.redis = redis as RedisWithHit;
   }
@@ -87,7 +90,12 @@ export class RedisBuckets implements Buckets {
 
   async peek(key: string, limit: number, windowMs: number): Promise<RateDecision> {
     assertRedisUp(this.redis);
-    const [count, ttl] = await this.redis.multi().get(this.prefix + key).pttl(this.prefix + key).exec().then((r) => [Number(r?.[0]?.[1] ?? 0), Number(r?.[1]?.[1] ?? -2)]);
+    const [count, ttl] = await this.redis
+      .multi()
+      .get(this.prefix + key)
+      .pttl(this.prefix + key)
+      .exec()
+      .then((r) => [Number(r?.[0]?.[1] ?? 0), Number(r?.[1]?.[1] ?? -2)]);
     const resetAt = Date.now() + (ttl! > 0 ? ttl! : windowMs);
     return { allowed: count! < limit, limit, remaining: Math.max(0, limit - count!), resetAt };
   }

@@ -115,7 +115,14 @@ export function writeFastAnswer(res: ServerResponse, call: FastCall, result: Cal
     res.end(json);
   } else {
     const sse = `event: message\ndata: ${json}\n\n`;
-    res.writeHead(200, { ...extraHeaders, 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'content-type': 'text/event-stream', 'x-accel-buffering': 'no', 'content-length': Buffer.byteLength(sse) });
+    res.writeHead(200, {
+      ...extraHeaders,
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'content-type': 'text/event-stream',
+      'x-accel-buffering': 'no',
+      'content-length': Buffer.byteLength(sse),
+    });
     res.end(sse);
   }
 }

@@ -155,10 +155,7 @@ function tablesOf(catalogue: ToolCatalogue, all: readonly ToolDefinition[] = NO_
  */
 function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolDefinition) => void = () => {}) {
   const { catalogue, logger } = session;
-  const execute: ToolExecutor =
-    'execute' in session
-      ? session.execute
-      : async (tool, args, options) => session.core.run(tool.op, await session.callerFor(tool), args, options);
+  const execute: ToolExecutor = 'execute' in session ? session.execute : async (tool, args, options) => session.core.run(tool.op, await session.callerFor(tool), args, options);
   const { byName, unreachable } = tablesOf(catalogue, session.all);
 
   /** Where the ids of a failed call's kind are listed, said the way this session reaches that tool. */
@@ -209,9 +206,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
 
   const progressOf = (ctx: { mcpReq: { _meta?: { progressToken?: string | number }; notify: (n: never) => Promise<void> } }): ProgressReporter | undefined => {
     const token = ctx.mcpReq._meta?.progressToken;
-    return token === undefined
-      ? undefined
-      : (p) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } } as never);
+    return token === undefined ? undefined : (p) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } } as never);
   };
 
   const operationHandler =
@@ -221,8 +216,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
       return 'error' in r ? r.error : ok(r.value);
     };
 
-  const unknownOperation = (name: string) =>
-    errorResult(validationError({ name: [`No operation named ${name} is available to this token. list_toolsets shows the ones that are.`] }));
+  const unknownOperation = (name: string) => errorResult(validationError({ name: [`No operation named ${name} is available to this token. list_toolsets shows the ones that are.`] }));
 
   const metaHandlers: Record<string, (args: Record<string, unknown>, ctx: never) => Promise<CallToolResult>> = {
     list_toolsets: async () => {
@@ -306,8 +300,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
     capabilities: { tools: { listChanged: session.catalogue.dynamic } },
     // Enabling a toolset registers many tools at once: one tools/list_changed for all of them.
     debouncedNotificationMethods: ['notifications/tools/list_changed'],
-    instructions:
-      'berth manages servers, projects, applications, databases and services for the team this token is bound to. Tools only show what this token may do; list_toolsets reaches the rest.',
+    instructions: 'berth manages servers, projects, applications, databases and services for the team this token is bound to. Tools only show what this token may do; list_toolsets reaches the rest.',
   });
   const register = (t: Listed, handler: Handler) =>
     server.registerTool(
@@ -334,7 +327,12 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
  * McpServer handler: the tool's result, its structured content checked against the output
  * schema (a mismatch is the SDK's tool error), and a thrown error as the SDK's tool error.
  */
-export function fastToolCall(session: McpSession, name: string, args: Record<string, unknown> | undefined, options: { readonly signal: AbortSignal }): Promise<{ result: CallToolResult; raw: boolean }> | undefined {
+export function fastToolCall(
+  session: McpSession,
+  name: string,
+  args: Record<string, unknown> | undefined,
+  options: { readonly signal: AbortSignal },
+): Promise<{ result: CallToolResult; raw: boolean }> | undefined {
   // Arguments were checked by the caller (http-mcp.ts walks the params once).
   const tools = sessionTools(session);
   const entry = tools.registeredNamed(name);

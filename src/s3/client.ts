@@ -30,10 +30,7 @@ export async function checkBucket(t: S3Target, guard: TargetGuard, timeoutMs = 1
   if (why) throw new Error(`The endpoint is not allowed: ${why}`);
   const base = new URL(t.endpoint);
   const path = `${base.pathname.replace(/\/$/, '')}/${encodeURIComponent(t.bucket)}?list-type=2&max-keys=1`;
-  const signed = aws4.sign(
-    { host: base.host, path, method: 'GET', service: 's3', region: t.region, protocol: base.protocol, headers: {} },
-    { accessKeyId: t.key, secretAccessKey: t.secret },
-  );
+  const signed = aws4.sign({ host: base.host, path, method: 'GET', service: 's3', region: t.region, protocol: base.protocol, headers: {} }, { accessKeyId: t.key, secretAccessKey: t.secret });
   let res;
   try {
     res = await guard.fetch(`${base.protocol}//${base.host}${path}`, { method: 'GET', headers: signed.headers as Record<string, string>, timeoutMs });

@@ -93,8 +93,7 @@ export class SshConnection {
       const client = await this.connection();
       // sshd answers "open failed" when its connect to the socket fails for a moment (a busy
       // engine's full accept queue): nothing was sent yet, so opening again is safe.
-      const open = () =>
-        new Promise<ClientChannel>((resolve, reject) => client.openssh_forwardOutStreamLocal(path, (err, ch) => (err ? reject(err) : resolve(ch))));
+      const open = () => new Promise<ClientChannel>((resolve, reject) => client.openssh_forwardOutStreamLocal(path, (err, ch) => (err ? reject(err) : resolve(ch))));
       let channel: ClientChannel | undefined;
       for (let attempt = 0; !channel; attempt++) {
         try {
@@ -148,7 +147,10 @@ export class SshConnection {
     clearTimeout(this.idleTimer);
     const c = this.client;
     this.client = null;
-    c?.then((client) => client.end(), () => undefined);
+    c?.then(
+      (client) => client.end(),
+      () => undefined,
+    );
     for (const w of this.waiting.splice(0)) w();
   }
 
@@ -177,7 +179,10 @@ export class SshConnection {
         if (this.active > 0) return;
         const c = this.client;
         this.client = null;
-        c?.then((client) => client.end(), () => undefined);
+        c?.then(
+          (client) => client.end(),
+          () => undefined,
+        );
       }, this.opts.idleMs ?? 60_000);
       this.idleTimer.unref();
     }
@@ -252,7 +257,10 @@ export class SshConnection {
         reject(this.classify(err, mismatch));
       });
       client.once('ready', () => {
-        if (settled) return client.end();
+        if (settled) {
+          client.end();
+          return;
+        }
         settled = true;
         resolve(client);
       });
@@ -277,9 +285,18 @@ export class SshConnection {
       );
     }
     if (err.level === 'client-authentication') {
-      return new SshError('auth', `SSH login as ${o.username} on ${at} was refused for the key ${o.keyFingerprint}: add its public key to ~${o.username}/.ssh/authorized_keys on the server (GET /api/v1/security/keys/{uuid} shows it), or check the user.`, true);
+      return new SshError(
+        'auth',
+        `SSH login as ${o.username} on ${at} was refused for the key ${o.keyFingerprint}: add its public key to ~${o.username}/.ssh/authorized_keys on the server (GET /api/v1/security/keys/{uuid} shows it), or check the user.`,
+        true,
+      );
     }
-    if (err.level === 'client-timeout') return new SshError('timeout', `No SSH answer from ${at} within ${Math.round((o.readyTimeoutMs ?? 10_000) / 1000)} s: is the address right, and does a firewall let port ${o.port} through?`, false);
+    if (err.level === 'client-timeout')
+      return new SshError(
+        'timeout',
+        `No SSH answer from ${at} within ${Math.round((o.readyTimeoutMs ?? 10_000) / 1000)} s: is the address right, and does a firewall let port ${o.port} through?`,
+        false,
+      );
     switch (err.code) {
       case 'ECONNREFUSED':
         return new SshError('refused', `Connection to ${at} refused: nothing listens on port ${o.port} (is sshd running, and is the port right?).`, false);

@@ -23,8 +23,7 @@ export class KeyProblem extends Error {
   override name = 'KeyProblem';
 }
 
-const ENCRYPTED =
-  'The private key is protected by a passphrase; berth needs it without one (as Coolify does). Remove it with `ssh-keygen -p -N "" -f <keyfile>` and upload the key again.';
+const ENCRYPTED = 'The private key is protected by a passphrase; berth needs it without one (as Coolify does). Remove it with `ssh-keygen -p -N "" -f <keyfile>` and upload the key again.';
 
 type Ssh2 = typeof import('ssh2');
 let ssh2: Ssh2 | undefined;
@@ -52,7 +51,7 @@ export async function inspectPrivateKey(text: string): Promise<InspectedKey> {
     if (parsed instanceof Error) throw new KeyProblem(`Invalid private key: ${parsed.message}.`);
   }
   const key = Array.isArray(parsed) ? parsed[0] : parsed;
-  if (!key || !key.isPrivateKey()) throw new KeyProblem('Invalid private key: this is a public key; upload the private half.');
+  if (!key?.isPrivateKey()) throw new KeyProblem('Invalid private key: this is a public key; upload the private half.');
   if (key.type === 'ssh-dss') throw new KeyProblem('DSA keys are refused by current OpenSSH servers; make an ed25519 key with `ssh-keygen -t ed25519`.');
   const blob = key.getPublicSSH();
   const comment = key.comment?.trim();

@@ -2,7 +2,22 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresDialect, PostgresDriver, sql, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type Migration, type MigrationProvider, type PostgresDialectConfig, type SqliteDialectConfig } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  PostgresDriver,
+  sql,
+  SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type Driver,
+  type Migration,
+  type MigrationProvider,
+  type PostgresDialectConfig,
+  type SqliteDialectConfig,
+} from 'kysely';
 import type { Database } from './schema.js';
 import { BerthError } from '../errors.js';
 import { setMigrationDialect } from './portable.js';
@@ -62,7 +77,6 @@ const migrations: Record<string, Migration> = {
   '009-shared-variables': m009,
 
   '011-backups': m011,
-
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
@@ -243,13 +257,15 @@ class StoreVersions {
 
   /** The statement, counting each run as a write once it has run (whether it changed rows or not). */
   countingWrites(stmt: SQLite.Statement): SQLite.Statement {
-    const counted = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => {
-      try {
-        return f(...a);
-      } finally {
-        this.own++;
-      }
-    };
+    const counted =
+      <A extends unknown[], R>(f: (...a: A) => R) =>
+      (...a: A): R => {
+        try {
+          return f(...a);
+        } finally {
+          this.own++;
+        }
+      };
     const versions = this;
     // A streamed statement writes while it is iterated: count each step, and the end.
     function* iterate(...a: unknown[]) {

@@ -66,7 +66,5 @@ async function probePostgres(url: string): Promise<InstanceState> {
 
 /** The one sentence every command but init says for a store with no instance. */
 export function noInstanceMessage(dataDir: string, databaseUrl: string | null): string {
-  return databaseUrl
-    ? 'no berth instance in the PostgreSQL store (DATABASE_URL): run `berth init` or check DATABASE_URL'
-    : `no berth instance in ${dataDir}: run \`berth init\` or check --data`;
+  return databaseUrl ? 'no berth instance in the PostgreSQL store (DATABASE_URL): run `berth init` or check DATABASE_URL' : `no berth instance in ${dataDir}: run \`berth init\` or check --data`;
 }

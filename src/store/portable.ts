@@ -15,7 +15,5 @@ export const migrationDialect = (): 'sqlite' | 'postgres' => dialect;
 
 /** An auto-incrementing integer primary key named id. */
 export function autoId<T extends string>(table: CreateTableBuilder<T, never>): CreateTableBuilder<T, 'id'> {
-  return dialect === 'postgres'
-    ? table.addColumn('id', 'serial', (c) => c.primaryKey())
-    : table.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+  return dialect === 'postgres' ? table.addColumn('id', 'serial', (c) => c.primaryKey()) : table.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
 }

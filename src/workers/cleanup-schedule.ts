@@ -42,7 +42,17 @@ export class DockerCleanupSchedule implements Schedule {
       if (!due || due.toISOString() <= (s.validated_at ?? s.created_at)) continue;
       const claimed = await this.db
         .insertInto('docker_cleanup_executions')
-        .values({ uuid: newUuid(), server_id: s.id, status: 'running', message: null, cleanup_log: null, scheduled_for: due.toISOString(), finished_at: null, created_at: nowIso(), updated_at: nowIso() })
+        .values({
+          uuid: newUuid(),
+          server_id: s.id,
+          status: 'running',
+          message: null,
+          cleanup_log: null,
+          scheduled_for: due.toISOString(),
+          finished_at: null,
+          created_at: nowIso(),
+          updated_at: nowIso(),
+        })
         .onConflict((oc) => oc.columns(['server_id', 'scheduled_for']).doNothing())
         .returning('id')
         .executeTakeFirst();

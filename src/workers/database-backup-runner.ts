@@ -106,8 +106,18 @@ export class BackupRunner implements Schedule {
       return maxBytes > 0 && total > maxBytes;
     });
     if (!drop.length) return;
-    await this.runtime.removeBackupFiles(b.resource_id, drop.map((r) => r.filename).filter((f): f is string => !!f));
-    await this.db.deleteFrom('scheduled_database_backup_executions').where('id', 'in', drop.map((r) => r.id)).execute();
+    await this.runtime.removeBackupFiles(
+      b.resource_id,
+      drop.map((r) => r.filename).filter((f): f is string => !!f),
+    );
+    await this.db
+      .deleteFrom('scheduled_database_backup_executions')
+      .where(
+        'id',
+        'in',
+        drop.map((r) => r.id),
+      )
+      .execute();
   }
 
   /** Claims and starts every scheduled run that is due; fails runs whose instance died. */

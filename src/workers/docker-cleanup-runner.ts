@@ -35,7 +35,11 @@ async function cleanup(deps: { db: Db; runtime: Runtime; logger: Logger }, execu
     message = `Docker cleanup failed: ${(err as Error).message}`;
   }
   const now = nowIso();
-  await db.updateTable('docker_cleanup_executions').set({ status, message, cleanup_log: log.join('\n'), finished_at: now, updated_at: now }).where('id', '=', executionId).execute();
+  await db
+    .updateTable('docker_cleanup_executions')
+    .set({ status, message, cleanup_log: log.join('\n'), finished_at: now, updated_at: now })
+    .where('id', '=', executionId)
+    .execute();
   logger.info({ server: e.name, execution: e.uuid, status }, 'docker cleanup ended');
   await notify(db, logger, e.team_id, `docker-cleanup:${e.uuid}`, {
     event: status === 'success' ? 'docker_cleanup_success' : 'docker_cleanup_failure',

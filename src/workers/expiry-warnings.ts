@@ -50,7 +50,13 @@ export class ExpiryWarnings extends Periodic {
       // Tokens already queued are skipped rather than re-inserted: even an ignored insert into the
       // outbox commits a write (AUTOINCREMENT), which every scan would repeat for every such token.
       .where(({ not, exists, selectFrom }) =>
-        not(exists(selectFrom('outbox as o').select('o.id').where('o.dedupe_key', '=', sql<string>`'token-expiry:' || ${sql.ref('t.id')}`))),
+        not(
+          exists(
+            selectFrom('outbox as o')
+              .select('o.id')
+              .where('o.dedupe_key', '=', sql<string>`'token-expiry:' || ${sql.ref('t.id')}`),
+          ),
+        ),
       )
       .execute();
     for (const t of due) {

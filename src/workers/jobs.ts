@@ -108,17 +108,20 @@ export class JobRunner implements Jobs {
    */
   async start(): Promise<void> {
     await this.sweep();
-    this.timer = setInterval(() => {
-      this.ticking ??= this.renew()
-        .then(() => this.sweep())
-        .then(() => retryDeletions(this.db, this.runtime, this.logger))
-        .then(() => retryLeftovers(this.db, this.runtime, this.logger))
-        .then(
-          () => this.outage.ok(),
-          (err) => this.outage.failed(err),
-        )
-        .finally(() => (this.ticking = undefined));
-    }, Math.max(250, Math.floor(this.leaseMs / 3)));
+    this.timer = setInterval(
+      () => {
+        this.ticking ??= this.renew()
+          .then(() => this.sweep())
+          .then(() => retryDeletions(this.db, this.runtime, this.logger))
+          .then(() => retryLeftovers(this.db, this.runtime, this.logger))
+          .then(
+            () => this.outage.ok(),
+            (err) => this.outage.failed(err),
+          )
+          .finally(() => (this.ticking = undefined));
+      },
+      Math.max(250, Math.floor(this.leaseMs / 3)),
+    );
     this.timer.unref();
   }
 
@@ -287,10 +290,21 @@ export class JobRunner implements Jobs {
         for (const [storageId, volume] of staged) {
           await trx.updateTable('storages').set({ engine_volume: volume, updated_at: nowIso() }).where('id', '=', storageId).execute();
         }
-        await trx.updateTable('resources').set({ destination_id: m.to_destination_id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', m.resource_id).execute();
+        await trx
+          .updateTable('resources')
+          .set({ destination_id: m.to_destination_id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() })
+          .where('id', '=', m.resource_id)
+          .execute();
         const done = await trx
           .updateTable('migrations_jobs')
-          .set({ status: 'finished', progress: JSON.stringify({ ...progress, phase: 'done', ...pauseParts(stoppedAt, marks) }), downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt, leftovers, finished_at: nowIso(), updated_at: nowIso() })
+          .set({
+            status: 'finished',
+            progress: JSON.stringify({ ...progress, phase: 'done', ...pauseParts(stoppedAt, marks) }),
+            downtime_ms: stoppedAt === undefined ? null : Date.now() - stoppedAt,
+            leftovers,
+            finished_at: nowIso(),
+            updated_at: nowIso(),
+          })
           .where('id', '=', m.id)
           .where('lease_owner', '=', this.instanceId)
           .executeTakeFirst();
@@ -367,7 +381,14 @@ export class JobRunner implements Jobs {
    * Records a deployment and puts it on its server's queue. When the queue is full the record is
    * removed again and 429 "Deployment queue is full." is thrown: nothing half-queued stays.
    */
-  async queueDeployment(d: { teamId: number; resourceId: number; serverId: number; kind: DeploymentKind; force: boolean; rollbackTag?: string }): Promise<{ id: number; uuid: string; done: Promise<void> }> {
+  async queueDeployment(d: {
+    teamId: number;
+    resourceId: number;
+    serverId: number;
+    kind: DeploymentKind;
+    force: boolean;
+    rollbackTag?: string;
+  }): Promise<{ id: number; uuid: string; done: Promise<void> }> {
     const row = await this.recordDeployment(this.db, d);
     try {
       const { done } = await this.enqueue(row.id, d.serverId);
@@ -475,7 +496,11 @@ export class JobRunner implements Jobs {
    * being deleted, and the tick tries again.
    */
   async deleteResource(resourceId: number, flags: RemoveOptions): Promise<{ done: boolean; error?: string; log: string[] }> {
-    await this.db.updateTable('resources').set({ deleting: JSON.stringify(flags), updated_at: nowIso() }).where('id', '=', resourceId).execute();
+    await this.db
+      .updateTable('resources')
+      .set({ deleting: JSON.stringify(flags), updated_at: nowIso() })
+      .where('id', '=', resourceId)
+      .execute();
     const active = await this.db.selectFrom('deployments').select('id').where('resource_id', '=', resourceId).where('status', 'in', ['queued', 'in_progress']).execute();
     for (const d of active) await this.cancel(d.id);
     return finishDeletion(this.db, this.runtime, this.logger, resourceId);

@@ -19,9 +19,21 @@ export async function removeLeftovers(db: Db, runtime: Runtime, logger: Logger, 
       .where('d.server_id', '=', l.server_id)
       .executeTakeFirst();
     const named = new Set(
-      (await db.selectFrom('storages').select('engine_volume').where('engine_volume', 'in', l.volumes.length ? l.volumes : ['']).execute()).map((s) => s.engine_volume),
+      (
+        await db
+          .selectFrom('storages')
+          .select('engine_volume')
+          .where('engine_volume', 'in', l.volumes.length ? l.volumes : [''])
+          .execute()
+      ).map((s) => s.engine_volume),
     );
-    const removed = back ? [] : await runtime.removeLeftovers(l.server_id, l.resource_uuid, l.volumes.filter((v) => !named.has(v)));
+    const removed = back
+      ? []
+      : await runtime.removeLeftovers(
+          l.server_id,
+          l.resource_uuid,
+          l.volumes.filter((v) => !named.has(v)),
+        );
     await db.updateTable('migrations_jobs').set({ leftovers: null, updated_at: nowIso() }).where('id', '=', migrationId).execute();
     if (removed.length) logger.info({ migration: m.uuid, removed }, 'migration: removed what the resource left on its source');
   } catch (err) {
@@ -36,4 +48,3 @@ export async function retryLeftovers(db: Db, runtime: Runtime, logger: Logger): 
   const rows = await db.selectFrom('migrations_jobs').select('id').where('leftovers', 'is not', null).where('status', '=', 'finished').where('updated_at', '<', due).orderBy('id').limit(20).execute();
   for (const r of rows) await removeLeftovers(db, runtime, logger, r.id);
 }
-

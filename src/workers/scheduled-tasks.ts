@@ -38,7 +38,19 @@ export class TaskRunner implements Schedule {
     const now = nowIso();
     const row = await db
       .insertInto('scheduled_task_executions')
-      .values({ uuid, task_id: taskId, status: 'running', message: 'Task in progress.', logs: null, exit_code: null, scheduled_for: scheduledFor, started_at: now, finished_at: null, created_at: now, updated_at: now })
+      .values({
+        uuid,
+        task_id: taskId,
+        status: 'running',
+        message: 'Task in progress.',
+        logs: null,
+        exit_code: null,
+        scheduled_for: scheduledFor,
+        started_at: now,
+        finished_at: null,
+        created_at: now,
+        updated_at: now,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     return { id: row.id, uuid };
@@ -75,12 +87,19 @@ export class TaskRunner implements Schedule {
     try {
       const out = await this.runtime.execCommand(t.resource_id, t.container, t.command, { signal: AbortSignal.timeout(t.timeout * 1000), maxChars: TASK_OUTPUT_CHARS });
       const ok = out.exitCode === 0;
-      await finish({ status: ok ? 'success' : 'failed', message: ok ? 'Task completed (exit code 0).' : `The command failed with exit code ${out.exitCode}.`, logs: out.output, exit_code: out.exitCode });
+      await finish({
+        status: ok ? 'success' : 'failed',
+        message: ok ? 'Task completed (exit code 0).' : `The command failed with exit code ${out.exitCode}.`,
+        logs: out.output,
+        exit_code: out.exitCode,
+      });
     } catch (err) {
       const e = err as Error & { output?: string };
       const timedOut = ['TaskTimeoutError', 'TimeoutError', 'AbortError'].includes(e.name);
       const message = timedOut ? `The command did not finish within its timeout (${t.timeout} s) and was stopped.` : e.message;
-      await finish({ status: 'failed', message, logs: e.output ?? null, exit_code: null }).catch((f: Error) => this.logger.warn({ err: f.message, task: t.id }, 'could not record a scheduled task outcome'));
+      await finish({ status: 'failed', message, logs: e.output ?? null, exit_code: null }).catch((f: Error) =>
+        this.logger.warn({ err: f.message, task: t.id }, 'could not record a scheduled task outcome'),
+      );
     }
     await this.prune(t.id).catch((err: Error) => this.logger.warn({ err: err.message, task: t.id }, 'scheduled task execution pruning failed'));
   }

@@ -37,7 +37,19 @@ export class VolumeBackupRunner implements Schedule {
     const uuid = newUuid();
     const row = await this.db
       .insertInto('scheduled_volume_backup_executions')
-      .values({ uuid, backup_id: backupId, status: 'running', message: 'Backup in progress.', logs: null, size: null, filename: null, scheduled_for: scheduledFor, finished_at: null, created_at: nowIso(), updated_at: nowIso() })
+      .values({
+        uuid,
+        backup_id: backupId,
+        status: 'running',
+        message: 'Backup in progress.',
+        logs: null,
+        size: null,
+        filename: null,
+        scheduled_for: scheduledFor,
+        finished_at: null,
+        created_at: nowIso(),
+        updated_at: nowIso(),
+      })
       .onConflict((oc) => oc.columns(['backup_id', 'scheduled_for']).doNothing())
       .returning('id')
       .executeTakeFirst();
@@ -74,7 +86,10 @@ export class VolumeBackupRunner implements Schedule {
       const message = (err as Error).name === 'TimeoutError' ? `The backup did not finish within its timeout (${settings.timeout} s).` : (err as Error).message;
       await finish({ status: 'failed', message, logs: (err as Error & { logs?: string }).logs ?? message }).catch(() => undefined);
     } finally {
-      if (restart) await this.runtime.startResource(e.resource_id).catch((err: Error) => this.logger.error({ err: err.message, resource: e.resource_id }, 'could not start a resource again after its volume backup'));
+      if (restart)
+        await this.runtime
+          .startResource(e.resource_id)
+          .catch((err: Error) => this.logger.error({ err: err.message, resource: e.resource_id }, 'could not start a resource again after its volume backup'));
     }
   }
 
@@ -98,8 +113,18 @@ export class VolumeBackupRunner implements Schedule {
       return (s.retention_amount_locally > 0 && i >= s.retention_amount_locally) || (cutoff !== null && Date.parse(r.created_at) < cutoff) || (maxBytes > 0 && total > maxBytes);
     });
     if (!drop.length) return;
-    await this.runtime.removeBackupFiles(rows[0]!.resource_id, drop.map((r) => r.filename).filter((f): f is string => !!f));
-    await this.db.deleteFrom('scheduled_volume_backup_executions').where('id', 'in', drop.map((r) => r.id)).execute();
+    await this.runtime.removeBackupFiles(
+      rows[0]!.resource_id,
+      drop.map((r) => r.filename).filter((f): f is string => !!f),
+    );
+    await this.db
+      .deleteFrom('scheduled_volume_backup_executions')
+      .where(
+        'id',
+        'in',
+        drop.map((r) => r.id),
+      )
+      .execute();
   }
 
   /** Claims and runs each enabled schedule's latest due slot (once across instances). */

@@ -52,7 +52,11 @@ function refEntry(text: string): Net {
   return netOf(addr, prefix);
 }
 
-const itemsOf = (raw: string) => raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+const itemsOf = (raw: string) =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 
 /** Empty, or holding the literal 0.0.0.0, allows all; otherwise the client must be in a listed range. */
 function refAllowed(raw: string, client: string): boolean {
@@ -80,14 +84,8 @@ function canonicalText(n: Net): string {
 // repeat often enough for normalization to have something to do.
 // ---------------------------------------------------------------------------------------------
 
-const octet = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom(0, 1, 10, 127, 192, 255) },
-  { weight: 1, arbitrary: fc.integer({ min: 0, max: 255 }) },
-);
-const group = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom(0, 1, 0xffff, 0x2001, 0xdb8, 0xfe80) },
-  { weight: 1, arbitrary: fc.integer({ min: 0, max: 0xffff }) },
-);
+const octet = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(0, 1, 10, 127, 192, 255) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 255 }) });
+const group = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(0, 1, 0xffff, 0x2001, 0xdb8, 0xfe80) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 0xffff }) });
 const v4Addr = fc.oneof(
   { weight: 6, arbitrary: fc.tuple(octet, octet, octet, octet).map((o) => new ipaddr.IPv4(o)) },
   // Edge addresses, 0.0.0.0 (whose bare spelling means "allow all") above all.
@@ -351,7 +349,13 @@ describe('invalid entries', () => {
   it('are refused with an AllowListError naming every invalid entry, in order', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.oneof(entryText.map((t) => ({ t, ok: true })), invalidEntry.map((t) => ({ t, ok: false }))), { minLength: 1, maxLength: 8 }),
+        fc.array(
+          fc.oneof(
+            entryText.map((t) => ({ t, ok: true })),
+            invalidEntry.map((t) => ({ t, ok: false })),
+          ),
+          { minLength: 1, maxLength: 8 },
+        ),
         invalidEntry,
         fc.nat(),
         pad,
@@ -381,9 +385,7 @@ describe('invalid entries', () => {
   it('each listed example is invalid on its own', () => {
     for (const bad of ['10.0.0', '1.2.3.4/33', '::g', '010.1.1.1', 'abc', '1.2.3.4/', '::ffff:010.1.1.1', 'fe80::1%eth0']) {
       expect(() => normalizeAllowList(bad), bad).toThrow(AllowListError);
-      expect(() => normalizeAllowList(`10.0.0.0/8, ${bad}, ::1`), bad).toThrow(
-        expect.objectContaining({ invalid: [bad], message: `"${bad}" is not a valid IP address or CIDR range.` }),
-      );
+      expect(() => normalizeAllowList(`10.0.0.0/8, ${bad}, ::1`), bad).toThrow(expect.objectContaining({ invalid: [bad], message: `"${bad}" is not a valid IP address or CIDR range.` }));
     }
   });
 });

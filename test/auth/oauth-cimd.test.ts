@@ -30,11 +30,22 @@ beforeAll(async () => {
   dir = tempDir('berth-cimd-');
   const key = path.join(dir, 'key.pem');
   const cert = path.join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+    { stdio: 'ignore' },
+  );
   metadata = https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (req, res) => {
     hits.push(req.url ?? '');
     const id = `${base}${req.url}`;
-    const doc = { client_id: req.url === '/wrong.json' ? `${base}/other.json` : id, client_name: 'CIMD Agent', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+    const doc = {
+      client_id: req.url === '/wrong.json' ? `${base}/other.json` : id,
+      client_name: 'CIMD Agent',
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
   });
   await new Promise<void>((r) => metadata.listen(0, '127.0.0.1', r));
@@ -53,7 +64,16 @@ afterAll(async () => {
 
 function authUrl(server: string, clientId: string, redirect = REDIRECT): string {
   const u = new URL('/oauth/authorize', server);
-  for (const [k, v] of Object.entries({ response_type: 'code', client_id: clientId, redirect_uri: redirect, scope: 'read', state: 's', code_challenge: pkce().challenge, code_challenge_method: 'S256' })) u.searchParams.set(k, v);
+  for (const [k, v] of Object.entries({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirect,
+    scope: 'read',
+    state: 's',
+    code_challenge: pkce().challenge,
+    code_challenge_method: 'S256',
+  }))
+    u.searchParams.set(k, v);
   return u.toString();
 }
 

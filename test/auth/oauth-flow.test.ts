@@ -122,7 +122,11 @@ describe('OAuth 2.1 for /mcp', () => {
 
     // Revoked by the person (berth token revoke): the next request is refused.
     await admin.revokeToken(server.db, row!.id);
-    const refused = await call(server.url, 'POST', '/mcp', { token: after.access_token, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream' } });
+    const refused = await call(server.url, 'POST', '/mcp', {
+      token: after.access_token,
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      headers: { accept: 'application/json, text/event-stream' },
+    });
     expect(refused.status).toBe(401);
     // …and the refresh token went with the grant.
     const refresh = await call(server.url, 'POST', '/oauth/token', {

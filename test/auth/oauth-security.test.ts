@@ -163,7 +163,7 @@ describe('authorization requests', () => {
 });
 
 describe('the consent form', () => {
-  it('refuses a post without the CSRF token, with another person\'s, or from another browser', async () => {
+  it("refuses a post without the CSRF token, with another person's, or from another browser", async () => {
     const clientId = await register(server);
     const { browser, page } = await consentPageFor(server, owner, clientId);
     const f = consentForm(page);
@@ -287,15 +287,23 @@ describe('codes and tokens', () => {
     expect((await call(server.url, 'GET', '/api/v1/projects', { token: t.access_token })).status).toBe(401);
   });
 
-  it('answers 403 insufficient_scope naming the scope when the token lacks the tool\'s permission', async () => {
+  it("answers 403 insufficient_scope naming the scope when the token lacks the tool's permission", async () => {
     const clientId = await register(server);
     const t = await tokensFor(server, owner, clientId, ['read'], { scope: 'read' });
-    const r = await call(server.url, 'POST', '/mcp', { token: t.access_token, headers: ACCEPT, body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'create_project', arguments: { name: 'p' } } } });
+    const r = await call(server.url, 'POST', '/mcp', {
+      token: t.access_token,
+      headers: ACCEPT,
+      body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'create_project', arguments: { name: 'p' } } },
+    });
     expect(r.status).toBe(403);
     expect(r.json).toEqual({ message: 'Missing required permissions: write', missing_permissions: ['write'] });
     expect(r.headers['www-authenticate']).toBe(`Bearer error="insufficient_scope", scope="write", resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp"`);
     // What it may do still works.
-    const ok = await call(server.url, 'POST', '/mcp', { token: t.access_token, headers: ACCEPT, body: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_projects', arguments: {} } } });
+    const ok = await call(server.url, 'POST', '/mcp', {
+      token: t.access_token,
+      headers: ACCEPT,
+      body: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_projects', arguments: {} } },
+    });
     expect(ok.status).toBe(200);
   });
 
@@ -315,8 +323,8 @@ describe('codes and tokens', () => {
   });
 });
 
-describe('connected apps (the console\'s revoke)', () => {
-  it('lists a person\'s approvals; revoking one stops the client at its next request on every instance', async () => {
+describe("connected apps (the console's revoke)", () => {
+  it("lists a person's approvals; revoking one stops the client at its next request on every instance", async () => {
     const clientId = await register(server, 'Revocable Agent');
     const t = await tokensFor(server, member, clientId, ['read'], { scope: 'read' });
     // A second instance on the same store, answering for the same public URL.

@@ -49,9 +49,7 @@ describe('formatToken / parseToken', () => {
       secretArb.map((s2) => `${ids}||${s2}`),
       fc.constant(`|${secret}`), // no id
       fc.constant(`${ids}|`), // empty secret
-      fc.constantFrom(' ', '\t', '\n', '\r\n', '\u00a0').chain((ws) =>
-        fc.constantFrom(`${ws}${ids}|${secret}`, `${ids}|${secret}${ws}`, `${ids} |${secret}`, `${ids}| ${secret}`),
-      ),
+      fc.constantFrom(' ', '\t', '\n', '\r\n', '\u00a0').chain((ws) => fc.constantFrom(`${ws}${ids}|${secret}`, `${ids}|${secret}${ws}`, `${ids} |${secret}`, `${ids}| ${secret}`)),
       fc.constant(`0|${secret}`), // id 0
       fc.integer({ min: 1, max: 3 }).map((n) => `${'0'.repeat(n)}${ids}|${secret}`), // leading zeros
       fc.constant(`-${ids}|${secret}`), // negative
@@ -211,7 +209,10 @@ describe('hashSecret / secretMatches', () => {
 
 describe('bearerFrom', () => {
   // What an HTTP header value can carry: visible ASCII, space and tab.
-  const headerChar = fc.oneof(fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), fc.constant('\t'));
+  const headerChar = fc.oneof(
+    fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)),
+    fc.constant('\t'),
+  );
   const credential = fc.string({ unit: headerChar, minLength: 1, maxLength: 80 }).filter((s) => s.trim() === s && s.length > 0);
 
   it('takes the credential after "Bearer " whatever the scheme case and spacing', () => {

@@ -155,7 +155,10 @@ describe('berth init', MANY_RUNS, () => {
     const dir = freshDir();
     const first = await okJson(dir, 'init');
     const before = await snapshot(dir);
-    for (const args of [['init', '--json'], ['init', '--email', 'other@example.test', '--team', 'Other']]) {
+    for (const args of [
+      ['init', '--json'],
+      ['init', '--email', 'other@example.test', '--team', 'Other'],
+    ]) {
       const line = await refused(dir, ...args);
       expect(line).toMatch(/already/i);
     }
@@ -230,7 +233,7 @@ describe('users, teams, memberships and tokens', MANY_RUNS, () => {
     expect(byName).toMatchObject({ team: { id: red.id, name: 'Red Team' }, user: { email: 'erin@example.test' }, role: 'member' });
     const byId = await okJson(dir, 'team', 'add-member', '--team', String(red.id), '--email', 'erin@example.test', '--role', 'admin');
     expect(byId.role).toBe('admin');
-    let snap = await snapshot(dir);
+    const snap = await snapshot(dir);
     const erin = snap.users.find((u) => u.email === 'erin@example.test')!;
     expect(snap.team_members.filter((m) => m.user_id === erin.id)).toMatchObject([{ team_id: red.id, role: 'admin' }]);
 
@@ -454,9 +457,7 @@ class Served {
   }
 
   static start(dir: string): Served {
-    return new Served(
-      spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dir], { cwd, env: cleanEnv({ LOG_LEVEL: 'info', ...storeEnv(dir) }), stdio: ['ignore', 'pipe', 'pipe'] }),
-    );
+    return new Served(spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dir], { cwd, env: cleanEnv({ LOG_LEVEL: 'info', ...storeEnv(dir) }), stdio: ['ignore', 'pipe', 'pipe'] }));
   }
 
   async url(): Promise<string> {

@@ -81,7 +81,11 @@ describe('berth mcp-config (stdio)', { timeout: 120_000 }, () => {
       expect(r.stderr).not.toContain(entry.env.BERTH_TOKEN.split('|')[1]);
     }
     const made = (await tokens()).filter((t) => t.name.startsWith('mcp-config '));
-    expect(made.map((t) => t.name).sort()).toEqual(Object.keys(expected).map((c) => `mcp-config ${c}`).sort());
+    expect(made.map((t) => t.name).sort()).toEqual(
+      Object.keys(expected)
+        .map((c) => `mcp-config ${c}`)
+        .sort(),
+    );
     for (const t of made) {
       expect(t.email).toBe('admin@localhost.localdomain');
       expect(t.permissions.sort()).toEqual(['deploy', 'read', 'write']);
@@ -172,7 +176,12 @@ describe('berth mcp-config --http', { timeout: 120_000 }, () => {
   });
 
   it('prints an HTTP entry (url + Authorization) that a real SDK client uses to list the tools', async () => {
-    for (const [client, type] of [['claude-code', 'http'], ['vscode', 'http'], ['cursor', undefined], ['inspector', 'streamable-http']] as const) {
+    for (const [client, type] of [
+      ['claude-code', 'http'],
+      ['vscode', 'http'],
+      ['cursor', undefined],
+      ['inspector', 'streamable-http'],
+    ] as const) {
       const r = await mcpConfig(['--client', client, '--http', `${served.url}/`]);
       expect(r.code, r.stderr).toBe(0);
       const doc = JSON.parse(r.stdout);

@@ -32,7 +32,7 @@ afterAll(() => {
 
 /** The tables of a PostgreSQL store (none for a store nothing has touched). */
 function pgTables(url: string): string[] {
-  const out = execFileSync('psql', [url, '-qAt', '-c', "select table_name from information_schema.tables where table_schema = current_schema()"], { encoding: 'utf8' });
+  const out = execFileSync('psql', [url, '-qAt', '-c', 'select table_name from information_schema.tables where table_schema = current_schema()'], { encoding: 'utf8' });
   return out.split('\n').filter(Boolean);
 }
 
@@ -115,7 +115,7 @@ describe("serve's first start", { timeout: 60_000 }, () => {
 });
 
 describe('berth --version', () => {
-  it('--version, -V, -v and version print berth\'s version and the Coolify API version it follows', async () => {
+  it("--version, -V, -v and version print berth's version and the Coolify API version it follows", async () => {
     const pkg = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../../package.json'), 'utf8'));
     expect(pkg.version).toBe(BERTH_VERSION);
     expect(SERVER_INFO.version).toBe(BERTH_VERSION);

@@ -42,10 +42,7 @@ describe('no lost update under concurrent clients', () => {
       expect(seeded.status).toBe(201);
       const keep = seeded.json.find((t: { name: string }) => t.name === `keep-${round}`);
       const gone = seeded.json.find((t: { name: string }) => t.name === `gone-${round}`);
-      const [del, ...adds] = await Promise.all([
-        c.api('DELETE', `/tags/${gone.uuid}`, c.write),
-        ...range(3).map((i) => c.api('POST', base, c.write, { tag_name: `new-${round}-${i}` })),
-      ]);
+      const [del, ...adds] = await Promise.all([c.api('DELETE', `/tags/${gone.uuid}`, c.write), ...range(3).map((i) => c.api('POST', base, c.write, { tag_name: `new-${round}-${i}` }))]);
       expect(del!.status, del!.text).toBe(200);
       for (const a of adds) expect(a.status, a.text).toBe(201);
       const records = (await c.api('GET', '/tags', c.read)).json as Array<{ uuid: string; name: string }>;
@@ -107,7 +104,12 @@ describe('no lost update under concurrent clients', () => {
     for (const round of range(ROUNDS)) {
       const replies = await Promise.all(
         range(CLIENTS).map((i) =>
-          c.api('PATCH', `${base}/bulk`, c.write, { data: [{ key: `SHARED_${round}`, value: `v${i}` }, { key: `OWN_${round}_${i}`, value: `mine${i}` }] }),
+          c.api('PATCH', `${base}/bulk`, c.write, {
+            data: [
+              { key: `SHARED_${round}`, value: `v${i}` },
+              { key: `OWN_${round}_${i}`, value: `mine${i}` },
+            ],
+          }),
         ),
       );
       for (const r of replies) expect(r.status, r.text).toBe(201);

@@ -1,7 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { issueLoginLink, linkUrl } from '../../src/auth/login-links.js';
-import * as admin from '../../src/core/admin.js';
 import { addVirtualAuthenticator, browserMissing, launchBrowser, openPage, screenshot, type WatchedPage } from '../helpers/browser.js';
 import { pkce } from '../helpers/oauth.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
@@ -99,7 +98,11 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     expect(value).toMatch(/^\d+\|[A-Za-z0-9]{48}$/);
     const ok = await call(s.url, 'GET', '/api/v1/teams/current', { token: value });
     expect(ok.status).toBe(200);
-    const row = await s.db.selectFrom('api_tokens').selectAll().where('id', '=', Number(value.split('|')[0])).executeTakeFirstOrThrow();
+    const row = await s.db
+      .selectFrom('api_tokens')
+      .selectAll()
+      .where('id', '=', Number(value.split('|')[0]))
+      .executeTakeFirstOrThrow();
     expect(JSON.parse(row.permissions)).toEqual(['read', 'write']);
     expect(Date.parse(row.expires_at!) - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
     expect(Date.parse(row.expires_at!) - Date.now()).toBeLessThan(7.1 * 86_400_000);
@@ -146,7 +149,10 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     await w.page.waitForURL(`${base}/teams/${s.rootTeamId}/members`);
     await screenshot(w.page, 'members-owner');
     await w.page.getByLabel(`Role of ${otherEmail}`).selectOption('admin');
-    await w.page.getByRole('row', { name: new RegExp(otherEmail) }).getByRole('button', { name: 'Change' }).click();
+    await w.page
+      .getByRole('row', { name: new RegExp(otherEmail) })
+      .getByRole('button', { name: 'Change' })
+      .click();
     await w.page.waitForURL(/changed=1/);
     expect((await s.db.selectFrom('team_members').select('role').where('user_id', '=', other.id).executeTakeFirstOrThrow()).role).toBe('admin');
     await w.page.getByRole('button', { name: `Remove ${memberEmail}` }).click();
@@ -187,9 +193,7 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
       await screenshot(w.page, `phone${path.replace(/\//g, '-')}`);
     }
     await w.page.keyboard.press('Tab');
-    const focused = await w.page.evaluate<{ text: string; outline: string }>(
-      '({ text: document.activeElement.textContent, outline: getComputedStyle(document.activeElement).outlineStyle })',
-    );
+    const focused = await w.page.evaluate<{ text: string; outline: string }>('({ text: document.activeElement.textContent, outline: getComputedStyle(document.activeElement).outlineStyle })');
     expect(focused).toEqual({ text: 'Skip to content', outline: 'solid' });
   });
 
@@ -203,7 +207,17 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     const clientId = reg.json.client_id as string;
     const pk = pkce();
     const auth = new URL('/oauth/authorize', s.url);
-    for (const [k, v] of Object.entries({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, scope: 'read write', state: 'st-1', code_challenge: pk.challenge, code_challenge_method: 'S256', resource: `${s.url}/mcp` })) auth.searchParams.set(k, v);
+    for (const [k, v] of Object.entries({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+      scope: 'read write',
+      state: 'st-1',
+      code_challenge: pk.challenge,
+      code_challenge_method: 'S256',
+      resource: `${s.url}/mcp`,
+    }))
+      auth.searchParams.set(k, v);
 
     const email = `agent-user-${process.pid}@example.test`;
     await s.token({ permissions: ['read'], email, role: 'member' });

@@ -13,7 +13,10 @@ describe('berth login-link', { timeout: 60_000 }, () => {
   afterAll(async () => s?.stop());
 
   it('prints a one-time link to the public URL that signs in once', async () => {
-    const r = await runBerth(['login-link', '--email', s.ownerEmail.toUpperCase(), '--data', s.dataDir], { cwd: s.dataDir, env: { ...storeEnv(s.dataDir), BERTH_PUBLIC_URL: 'https://berth.example.test/' } });
+    const r = await runBerth(['login-link', '--email', s.ownerEmail.toUpperCase(), '--data', s.dataDir], {
+      cwd: s.dataDir,
+      env: { ...storeEnv(s.dataDir), BERTH_PUBLIC_URL: 'https://berth.example.test/' },
+    });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^https:\/\/berth\.example\.test\/login\/link\?token=[A-Za-z0-9_-]{43}\n$/);

@@ -65,7 +65,11 @@ describe('sign-in by login link', () => {
 
   it('refuses an expired link', async () => {
     const link = await issueLoginLink(s.db, s.ownerEmail);
-    await s.db.updateTable('login_links').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('token_hash', '=', secretHash(link.token)).execute();
+    await s.db
+      .updateTable('login_links')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('token_hash', '=', secretHash(link.token))
+      .execute();
     const jar = new Jar();
     const page = await browse(s.url, jar, 'GET', `/login/link?token=${link.token}`);
     expect(page.status).toBe(400);
@@ -108,7 +112,11 @@ describe('sessions', () => {
   it('an expired session is signed out', async () => {
     const session = await signInByLink(s.url, s.db, s.ownerEmail);
     const hash = secretHash(sessionCookie(session.jar)!);
-    await s.db.updateTable('console_sessions').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id_hash', '=', hash).execute();
+    await s.db
+      .updateTable('console_sessions')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('id_hash', '=', hash)
+      .execute();
     const page = await browse(s.url, session.jar, 'GET', '/passkeys');
     expect(page.status).toBe(303);
     expect(await s.db.selectFrom('console_sessions').select('id_hash').where('id_hash', '=', hash).executeTakeFirst()).toBeUndefined();

@@ -100,7 +100,15 @@ describe('container settings that reach into the host', () => {
   it('names every host-reaching setting, and nothing for a confined container', () => {
     expect(hostReaching({ networkMode: 'none', capAdd: [], devices: [], securityOpt: [], binds: [], privileged: false, pidMode: null })).toEqual([]);
     const all = hostReaching({
-      privileged: true, capAdd: ['NET_ADMIN'], devices: ['/dev/fuse'], networkMode: 'host', pidMode: 'host', ipcMode: 'host', utsMode: 'host', usernsMode: 'host', securityOpt: ['apparmor=unconfined'],
+      privileged: true,
+      capAdd: ['NET_ADMIN'],
+      devices: ['/dev/fuse'],
+      networkMode: 'host',
+      pidMode: 'host',
+      ipcMode: 'host',
+      utsMode: 'host',
+      usernsMode: 'host',
+      securityOpt: ['apparmor=unconfined'],
       binds: ['/srv/a:/a', '/var/run/docker.sock:/var/run/docker.sock'],
     });
     expect(all.map((r) => r.key)).toEqual(['privileged', 'cap_add', 'devices', 'network_mode', 'pid', 'ipc', 'uts', 'userns_mode', 'security_opt', 'volumes', 'volumes']);
@@ -116,7 +124,12 @@ describe('where a server’s engine is', () => {
 
   it('a key and no endpoint: the Docker socket over SSH at ip:port as user', () => {
     expect(engineTargetOf({ ...base, private_key_id: 1, user: 'deploy', port: 2222 })).toEqual({
-      transport: 'ssh', endpoint: 'ssh://deploy@203.0.113.5:2222/var/run/docker.sock', host: '203.0.113.5', port: 2222, user: 'deploy', socketPath: '/var/run/docker.sock',
+      transport: 'ssh',
+      endpoint: 'ssh://deploy@203.0.113.5:2222/var/run/docker.sock',
+      host: '203.0.113.5',
+      port: 2222,
+      user: 'deploy',
+      socketPath: '/var/run/docker.sock',
     });
   });
 
@@ -126,7 +139,12 @@ describe('where a server’s engine is', () => {
 
   it('ssh://, unix:// and tcp:// endpoints', () => {
     expect(engineTargetOf({ ...base, private_key_id: 1, engine_endpoint: 'ssh://ops@[2001:db8::5]:2200/run/user/1000/podman/podman.sock' })).toMatchObject({
-      transport: 'ssh', host: '2001:db8::5', port: 2200, user: 'ops', socketPath: '/run/user/1000/podman/podman.sock', endpoint: 'ssh://ops@[2001:db8::5]:2200/run/user/1000/podman/podman.sock',
+      transport: 'ssh',
+      host: '2001:db8::5',
+      port: 2200,
+      user: 'ops',
+      socketPath: '/run/user/1000/podman/podman.sock',
+      endpoint: 'ssh://ops@[2001:db8::5]:2200/run/user/1000/podman/podman.sock',
     });
     expect(engineTargetOf({ ...base, engine_endpoint: 'unix:///var/run/docker.sock' })).toEqual({ transport: 'unix', endpoint: 'unix:///var/run/docker.sock', socketPath: '/var/run/docker.sock' });
     expect(engineTargetOf({ ...base, engine_endpoint: 'tcp://10.0.0.2:2376' })).toEqual({ transport: 'tcp', endpoint: 'tcp://10.0.0.2:2376', host: '10.0.0.2', port: 2376 });

@@ -51,7 +51,13 @@ describe('the guarded client', () => {
   it('URLs parsers read differently are refused before any lookup or connection', async () => {
     const lookups: string[] = [];
     const guard = new TargetGuard('127.0.0.1', { resolve: async (h) => (lookups.push(h), ['127.0.0.1']) });
-    for (const url of [`http://public.test\\@127.0.0.1:${trap.port}/x`, `http://public.test@127.0.0.1:${trap.port}/x`, `http://public.test%40127.0.0.1:${trap.port}/x`, `http://127.1:${trap.port}/x`, `http://public.test:${trap.port}/\nx`]) {
+    for (const url of [
+      `http://public.test\\@127.0.0.1:${trap.port}/x`,
+      `http://public.test@127.0.0.1:${trap.port}/x`,
+      `http://public.test%40127.0.0.1:${trap.port}/x`,
+      `http://127.1:${trap.port}/x`,
+      `http://public.test:${trap.port}/\nx`,
+    ]) {
       await expect(post(guard, url), url).rejects.toThrow(/refused to connect/);
     }
     expect(lookups).toEqual([]);
@@ -59,7 +65,9 @@ describe('the guarded client', () => {
   });
 
   it('the berth host’s own interface addresses are refused unless the operator lists them', () => {
-    const own = Object.values(os.networkInterfaces()).flatMap((l) => l ?? []).filter((a) => classifyHost(a.address) === 'host');
+    const own = Object.values(os.networkInterfaces())
+      .flatMap((l) => l ?? [])
+      .filter((a) => classifyHost(a.address) === 'host');
     for (const a of own) {
       expect(new TargetGuard('').addressRefusal(a.address), a.address).toMatch(/berth host itself/);
       expect(new TargetGuard(a.address).addressRefusal(a.address), a.address).toBeNull();

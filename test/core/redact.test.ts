@@ -16,7 +16,10 @@ describe('redaction by schema', () => {
       uuid: 'u1',
       name: 'n',
       private_key: '-----BEGIN KEY-----',
-      env: [{ key: 'A', value: 'secret-a' }, { key: 'B', value: null }],
+      env: [
+        { key: 'A', value: 'secret-a' },
+        { key: 'B', value: null },
+      ],
       nested: { password: 'hunter2', host: 'h' },
     };
     expect(redact(z.array(server), [value])).toEqual([{ uuid: 'u1', name: 'n', env: [{ key: 'A' }, { key: 'B' }], nested: { host: 'h' } }]);

@@ -45,10 +45,26 @@ describe.skipIf(!enginesAvailable)(`builds from source ${enginesAvailable ? '' :
     writeFileSync(path.join(dir, 'repos', 'app.git', 'git-daemon-export-ok'), '');
     execFileSync('git', ['init', '-q', '-b', 'main', path.join(dir, 'work')]);
     git(path.join(dir, 'work'), 'remote', 'add', 'origin', path.join(dir, 'repos', 'app.git'));
-    commit({ 'app/Dockerfile': `FROM ${engines.image}\nCOPY hello.txt /hello.txt\nCMD ${KEEP_RUNNING}\n`, 'app/hello.txt': 'hello from git, first commit\n', 'README.md': 'not in the context\n' }, 'first');
+    commit(
+      { 'app/Dockerfile': `FROM ${engines.image}\nCOPY hello.txt /hello.txt\nCMD ${KEEP_RUNNING}\n`, 'app/hello.txt': 'hello from git, first commit\n', 'README.md': 'not in the context\n' },
+      'first',
+    );
     const port = await freePort();
     daemon = spawn('git', ['daemon', '--reuseaddr', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${path.join(dir, 'repos')}`, path.join(dir, 'repos')], { stdio: 'ignore' });
-    await until('git daemon listening', () => new Promise<true | undefined>((resolve) => net.connect(port, '127.0.0.1').once('connect', function (this: net.Socket) { this.destroy(); resolve(true); }).once('error', () => resolve(undefined))), 10_000);
+    await until(
+      'git daemon listening',
+      () =>
+        new Promise<true | undefined>((resolve) =>
+          net
+            .connect(port, '127.0.0.1')
+            .once('connect', function (this: net.Socket) {
+              this.destroy();
+              resolve(true);
+            })
+            .once('error', () => resolve(undefined)),
+        ),
+      10_000,
+    );
     repoUrl = `git://127.0.0.1:${port}/app.git`;
     s = await startTestServer({ apiRateLimit: 0, helperImage: engines.image }, { BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' });
     api = new Api(s.url, s.rootToken);
@@ -64,20 +80,38 @@ describe.skipIf(!enginesAvailable)(`builds from source ${enginesAvailable ? '' :
   const exec = (container: string, cmd: string) => engines.podman('a', ['exec', container, 'sh', '-c', cmd]).trim();
 
   it('a public repository: cloned, built from its base directory, run; a broken commit fails the deploy and the old container stays', async () => {
-    const { uuid } = await api.ok('POST', '/applications/public', { ...place(), git_repository: repoUrl, git_branch: 'main', build_pack: 'dockerfile', base_directory: '/app', dockerfile_location: '/Dockerfile' });
+    const { uuid } = await api.ok('POST', '/applications/public', {
+      ...place(),
+      git_repository: repoUrl,
+      git_branch: 'main',
+      build_pack: 'dockerfile',
+      base_directory: '/app',
+      dockerfile_location: '/Dockerfile',
+    });
     const d = await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid, 90_000);
     expect(d.logs).toMatch(/building commit [0-9a-f]{40}/);
     expect(d.logs).toContain('COPY hello.txt /hello.txt');
     expect(exec(uuid, 'cat /hello.txt')).toBe('hello from git, first commit');
     const app = await api.ok('GET', `/applications/${uuid}`);
-    expect(app).toMatchObject({ build_pack: 'dockerfile', git_repository: repoUrl, git_branch: 'main', base_directory: '/app', docker_registry_image_name: `localhost/berth-app-${uuid}`, docker_registry_image_tag: d.deployment_uuid ?? expect.any(String) });
+    expect(app).toMatchObject({
+      build_pack: 'dockerfile',
+      git_repository: repoUrl,
+      git_branch: 'main',
+      base_directory: '/app',
+      docker_registry_image_name: `localhost/berth-app-${uuid}`,
+      docker_registry_image_tag: d.deployment_uuid ?? expect.any(String),
+    });
 
     commit({ 'app/Dockerfile': `FROM ${engines.image}\nBOGUS instruction\n` }, 'broken');
     const broken = (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid;
-    const failed = await until('the broken build to fail', async () => {
-      const r = await api.ok('GET', `/deployments/${broken}`);
-      return ['queued', 'in_progress'].includes(r.status) ? undefined : r;
-    }, 90_000);
+    const failed = await until(
+      'the broken build to fail',
+      async () => {
+        const r = await api.ok('GET', `/deployments/${broken}`);
+        return ['queued', 'in_progress'].includes(r.status) ? undefined : r;
+      },
+      90_000,
+    );
     expect(failed.status).toBe('failed');
     expect(failed.logs).toMatch(/BOGUS/);
     // Nothing was replaced: the first build's container still runs the first commit.
@@ -93,10 +127,14 @@ describe.skipIf(!enginesAvailable)(`builds from source ${enginesAvailable ? '' :
 
     const missing = await api.ok('POST', '/applications/public', { ...place(), git_repository: repoUrl, git_branch: 'no-such-branch', build_pack: 'dockerfile' });
     const dep = (await api.ok('POST', `/deploy?uuid=${missing.uuid}`)).deployments[0].deployment_uuid;
-    const r = await until('the clone to fail', async () => {
-      const x = await api.ok('GET', `/deployments/${dep}`);
-      return ['queued', 'in_progress'].includes(x.status) ? undefined : x;
-    }, 60_000);
+    const r = await until(
+      'the clone to fail',
+      async () => {
+        const x = await api.ok('GET', `/deployments/${dep}`);
+        return ['queued', 'in_progress'].includes(x.status) ? undefined : x;
+      },
+      60_000,
+    );
     expect(r.status).toBe('failed');
     expect(r.logs).toMatch(/Cloning .* failed: .*no-such-branch/);
   }, 240_000);
@@ -116,12 +154,20 @@ describe.skipIf(!enginesAvailable)(`builds from source ${enginesAvailable ? '' :
       const row = await s.db.selectFrom('resources').select(['id', 'config']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
       const config = JSON.parse(row.config);
       config.source.git_repository = sneaky;
-      await s.db.updateTable('resources').set({ config: JSON.stringify(config) }).where('id', '=', row.id).execute();
+      await s.db
+        .updateTable('resources')
+        .set({ config: JSON.stringify(config) })
+        .where('id', '=', row.id)
+        .execute();
       const dep = (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid;
-      const r = await until('the deploy to fail', async () => {
-        const x = await api.ok('GET', `/deployments/${dep}`);
-        return ['queued', 'in_progress'].includes(x.status) ? undefined : x;
-      }, 60_000);
+      const r = await until(
+        'the deploy to fail',
+        async () => {
+          const x = await api.ok('GET', `/deployments/${dep}`);
+          return ['queued', 'in_progress'].includes(x.status) ? undefined : x;
+        },
+        60_000,
+      );
       expect(r.status).toBe('failed');
       expect(r.logs).toMatch(/refused to connect: Must not contain a backslash/);
       expect(requests).toEqual([]);

@@ -62,19 +62,16 @@ function recordingRelay(target: string, log: Exchange[]): Promise<{ url: string;
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const up = http.request(
-        { host: t.hostname, port: t.port, method: req.method, path: req.url, headers: { ...req.headers, host: t.host } },
-        (r) => {
-          const out: Buffer[] = [];
-          r.on('data', (c: Buffer) => out.push(c));
-          r.on('end', () => {
-            const body = Buffer.concat(out);
-            log.push({ method: req.method!, url: req.url!, status: r.statusCode!, body: body.toString('utf8').slice(0, 2000) });
-            res.writeHead(r.statusCode!, r.headers);
-            res.end(body);
-          });
-        },
-      );
+      const up = http.request({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers: { ...req.headers, host: t.host } }, (r) => {
+        const out: Buffer[] = [];
+        r.on('data', (c: Buffer) => out.push(c));
+        r.on('end', () => {
+          const body = Buffer.concat(out);
+          log.push({ method: req.method!, url: req.url!, status: r.statusCode!, body: body.toString('utf8').slice(0, 2000) });
+          res.writeHead(r.statusCode!, r.headers);
+          res.end(body);
+        });
+      });
       up.on('error', (e) => {
         log.push({ method: req.method!, url: req.url!, status: 599, body: String(e) });
         res.writeHead(502).end();
@@ -185,12 +182,6 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     return envelope ? parsed.data : parsed;
   }
 
-  /** An expectation that holds only once `branch` is merged (recorded like an awaited call). */
-  function awaitedCheck(branch: Branch, label: string, holds: boolean, detail: string): void {
-    if (holds) awaitingPassed.push(`${branch} ${label}`);
-    else awaitingFailed.set(label, `${branch}: ${detail}`);
-  }
-
   function noFailures(): void {
     const now = failures.splice(0);
     expect(now, now.join('\n\n')).toEqual([]);
@@ -264,28 +255,62 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
   it('applications', async () => {
     const base = { project_uuid: w.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production' };
     const app = await call('application', {
-      action: 'create_dockerimage', ...base, name: 'web', description: 'a long-running worker',
-      docker_registry_image_name: SLEEPER_IMAGE.split(':')[0], docker_registry_image_tag: 'latest', ports_exposes: '8080',
+      action: 'create_dockerimage',
+      ...base,
+      name: 'web',
+      description: 'a long-running worker',
+      docker_registry_image_name: SLEEPER_IMAGE.split(':')[0],
+      docker_registry_image_tag: 'latest',
+      ports_exposes: '8080',
       instant_deploy: false,
     });
     w.app = app.uuid;
-    w.app2 = (await call('application', {
-      action: 'create_dockerfile', ...base, name: 'built', dockerfile: Buffer.from(`FROM ${SLEEPER_IMAGE}\nRUN echo built > /built\n`).toString('base64'), ports_exposes: '8080', instant_deploy: false,
-    })).uuid;
-    w.app3 = (await call('application', {
-      action: 'create_public', ...base, name: 'from-git', git_repository: 'https://github.com/coollabsio/coolify-examples', git_branch: 'main',
-      build_pack: 'dockerfile', ports_exposes: '3000', instant_deploy: false,
-    })).uuid;
-    w.app4 = (await call('application', {
-      action: 'create_key', ...base, name: 'private-git', private_key_uuid: w.key, git_repository: 'git@127.0.0.1:team/app.git', git_branch: 'main',
-      build_pack: 'dockerfile', ports_exposes: '8080', instant_deploy: false,
-    })).uuid;
+    w.app2 = (
+      await call('application', {
+        action: 'create_dockerfile',
+        ...base,
+        name: 'built',
+        dockerfile: Buffer.from(`FROM ${SLEEPER_IMAGE}\nRUN echo built > /built\n`).toString('base64'),
+        ports_exposes: '8080',
+        instant_deploy: false,
+      })
+    ).uuid;
+    w.app3 = (
+      await call('application', {
+        action: 'create_public',
+        ...base,
+        name: 'from-git',
+        git_repository: 'https://github.com/coollabsio/coolify-examples',
+        git_branch: 'main',
+        build_pack: 'dockerfile',
+        ports_exposes: '3000',
+        instant_deploy: false,
+      })
+    ).uuid;
+    w.app4 = (
+      await call('application', {
+        action: 'create_key',
+        ...base,
+        name: 'private-git',
+        private_key_uuid: w.key,
+        git_repository: 'git@127.0.0.1:team/app.git',
+        git_branch: 'main',
+        build_pack: 'dockerfile',
+        ports_exposes: '8080',
+        instant_deploy: false,
+      })
+    ).uuid;
     expect(JSON.stringify(await call('list_applications'))).toContain(w.app);
     expect(await call('get_application', { uuid: w.app })).toMatchObject({ uuid: w.app, name: 'web' });
     await call('get_application', { uuid: w.app, reveal: true });
     await call('application', {
-      action: 'update', uuid: w.app, description: 'updated by the client', health_check_enabled: false, health_check_path: '/health',
-      custom_docker_run_options: '--init', limits_memory: undefined,
+      action: 'update',
+      uuid: w.app,
+      description: 'updated by the client',
+      health_check_enabled: false,
+      health_check_path: '/health',
+      custom_docker_run_options: '--init',
+      limits_memory: undefined,
     });
     await call('environments', { action: 'verify_app', project_uuid: w.project, name: 'production', application_uuid: w.app });
     await call('application', { action: 'move', uuid: w.app2, environment_uuid: w.staging });
@@ -326,7 +351,17 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
 
   it('databases', async () => {
     const base = { project_uuid: w.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production' };
-    const db = await call('database', { action: 'create', type: 'postgresql', ...base, name: 'pg', image: PG_IMAGE, postgres_user: 'app', postgres_password: 'app-password-1', postgres_db: 'app', instant_deploy: true });
+    const db = await call('database', {
+      action: 'create',
+      type: 'postgresql',
+      ...base,
+      name: 'pg',
+      image: PG_IMAGE,
+      postgres_user: 'app',
+      postgres_password: 'app-password-1',
+      postgres_db: 'app',
+      instant_deploy: true,
+    });
     w.db = db.uuid;
     w.redis = (await call('database', { action: 'create', type: 'redis', ...base, name: 'cache', redis_password: 'short', instant_deploy: false })).uuid;
     expect(JSON.stringify(await call('list_databases'))).toContain(w.db);
@@ -400,10 +435,22 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
   });
 
   it('environment variables of each kind of resource', async () => {
-    for (const [resource, uuid] of [['application', w.app], ['service', w.svc], ['database', w.db]] as const) {
+    for (const [resource, uuid] of [
+      ['application', w.app],
+      ['service', w.svc],
+      ['database', w.db],
+    ] as const) {
       await call('env_vars', { resource, action: 'create', uuid, key: 'REPLAY_KEY', value: 'one', is_runtime: true });
       await call('env_vars', { resource, action: 'update', uuid, key: 'REPLAY_KEY', value: 'two' });
-      await call('env_vars', { resource, action: 'bulk_update', uuid, data: [{ key: 'BULK_A', value: 'a' }, { key: 'BULK_B', value: 'b', is_literal: true }] });
+      await call('env_vars', {
+        resource,
+        action: 'bulk_update',
+        uuid,
+        data: [
+          { key: 'BULK_A', value: 'a' },
+          { key: 'BULK_B', value: 'b', is_literal: true },
+        ],
+      });
       const list = await call('env_vars', { resource, action: 'list', uuid });
       await call('env_vars', { resource, action: 'list', uuid, key: 'REPLAY_KEY', reveal: true });
       const env = (list as Array<{ key: string; uuid: string }>).find((e) => e.key === 'BULK_B');
@@ -417,7 +464,10 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
   });
 
   it('storages of each kind of resource, with volume backups', async () => {
-    for (const [resource, uuid] of [['application', w.app], ['database', w.db]] as const) {
+    for (const [resource, uuid] of [
+      ['application', w.app],
+      ['database', w.db],
+    ] as const) {
       const created = await call('storages', { resource, action: 'create', uuid, type: 'persistent', name: `${resource}-data`, mount_path: '/replay-data' });
       await call('storages', { resource, action: 'create', uuid, type: 'file', mount_path: '/etc/replay.conf', content: 'key=value\n' });
       const list = await call('storages', { resource, action: 'list', uuid });
@@ -445,7 +495,11 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
   });
 
   it('tags, and deploying by tag', async () => {
-    for (const [resource, uuid] of [['application', w.app], ['database', w.db], ['service', w.svc]] as const) {
+    for (const [resource, uuid] of [
+      ['application', w.app],
+      ['database', w.db],
+      ['service', w.svc],
+    ] as const) {
       const tags = await call('tags', { action: 'attach', resource, uuid, tag_names: ['replay', `${resource}-only`] });
       await call('tags', { action: 'list', resource, uuid });
       const only = (tags as Array<{ uuid: string; name: string }>).find((t) => t.name === `${resource}-only`);
@@ -458,7 +512,10 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
   });
 
   it('scheduled tasks of an application and a service', async () => {
-    for (const [resource, uuid, container] of [['application', w.app, undefined], ['service', w.svc, w.svcAppName]] as const) {
+    for (const [resource, uuid, container] of [
+      ['application', w.app, undefined],
+      ['service', w.svc, w.svcAppName],
+    ] as const) {
       const task = await call('scheduled_tasks', { resource, action: 'create', uuid, name: 'tick', command: 'echo tick', frequency: 'hourly', container, timeout: 60 });
       w[`task-${resource}`] = task.uuid;
       await call('scheduled_tasks', { resource, action: 'list', uuid });
@@ -472,8 +529,17 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
 
   it('records of GitHub apps and cloud tokens', async () => {
     const gh = await call('github_apps', {
-      action: 'create', name: 'replay-app', api_url: 'https://api.github.com', html_url: 'https://github.com', app_id: 123456, installation_id: 654321,
-      client_id: 'Iv1.replay', client_secret: 'replay-client-secret', webhook_secret: 'replay-webhook-secret', private_key_uuid: w.key, organization: 'replay-org',
+      action: 'create',
+      name: 'replay-app',
+      api_url: 'https://api.github.com',
+      html_url: 'https://github.com',
+      app_id: 123456,
+      installation_id: 654321,
+      client_id: 'Iv1.replay',
+      client_secret: 'replay-client-secret',
+      webhook_secret: 'replay-webhook-secret',
+      private_key_uuid: w.key,
+      organization: 'replay-org',
     });
     const ghId = gh?.id as number;
     await call('github_apps', { action: 'list' });
@@ -525,7 +591,7 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     const { tools } = await client.listTools();
     const missing: string[] = [];
     for (const t of tools) {
-      const actions = ((t.inputSchema as { properties?: Record<string, { enum?: string[] }> }).properties?.action?.enum) ?? [undefined];
+      const actions = (t.inputSchema as { properties?: Record<string, { enum?: string[] }> }).properties?.action?.enum ?? [undefined];
       for (const a of actions) {
         const key = a ? `${t.name}.${a}` : t.name;
         if (called.has(key) || OUT_OF_SCOPE.includes(key) || OUT_OF_SCOPE.includes(`${t.name}.*`)) continue;

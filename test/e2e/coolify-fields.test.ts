@@ -31,8 +31,13 @@ describe.skipIf(!enginesAvailable)("Coolify's fields on a real engine", () => {
   it('file storages are in the container after a deploy, follow a content change, and go with a migration', async () => {
     const [repo, tag] = SLEEPER_IMAGE.split(':');
     const { uuid } = await api.ok('POST', '/applications/dockerimage', {
-      project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'files',
-      docker_registry_image_name: repo, docker_registry_image_tag: tag,
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      name: 'files',
+      docker_registry_image_name: repo,
+      docker_registry_image_tag: tag,
     });
     const file = await api.ok('POST', `/applications/${uuid}/storages`, { type: 'file', mount_path: '/etc/berth/app.conf', content: 'mode=one\nline two\n' });
     await api.ok('POST', `/applications/${uuid}/storages`, { type: 'file', mount_path: '/srv/cache/empty', is_directory: true });
@@ -64,13 +69,23 @@ describe.skipIf(!enginesAvailable)("Coolify's fields on a real engine", () => {
       `    command: ["sh", "-c", "echo hello-from-worker; trap 'exit 0' TERM INT; while :; do sleep 1; done"]`,
       '',
     ].join('\n');
-    const { uuid } = await api.ok('POST', '/services', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', docker_compose_raw: Buffer.from(compose).toString('base64') });
+    const { uuid } = await api.ok('POST', '/services', {
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      docker_compose_raw: Buffer.from(compose).toString('base64'),
+    });
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid, 60_000);
 
-    const all = await until('both containers to log', async () => {
-      const r = (await api.ok('GET', `/services/${uuid}/logs`)).logs as string;
-      return r.includes('hello-from-web') && r.includes('hello-from-worker') ? r : undefined;
-    }, 20_000);
+    const all = await until(
+      'both containers to log',
+      async () => {
+        const r = (await api.ok('GET', `/services/${uuid}/logs`)).logs as string;
+        return r.includes('hello-from-web') && r.includes('hello-from-worker') ? r : undefined;
+      },
+      20_000,
+    );
     expect(all).not.toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d/);
     const web = (await api.ok('GET', `/services/${uuid}/logs?sub_service_name=web`)).logs as string;
     expect(web).toContain('hello-from-web');

@@ -35,7 +35,15 @@ describe.skipIf(!available)(`private repositories by deploy key, and rollback ${
     git(path.join(dir, 'work'), 'commit', '-q', '-m', message);
     git(path.join(dir, 'work'), 'push', '-q', 'origin', 'main');
   };
-  const place = () => ({ project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', ports_exposes: '80', git_branch: 'main', build_pack: 'dockerfile' });
+  const place = () => ({
+    project_uuid: p.project,
+    server_uuid: p.serverA,
+    destination_uuid: p.destA,
+    environment_name: 'production',
+    ports_exposes: '80',
+    git_branch: 'main',
+    build_pack: 'dockerfile',
+  });
   const exec = (container: string, cmd: string) => engines.podman('a', ['exec', container, 'sh', '-c', cmd]).trim();
   const deployOf = async (uuid: string) => (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid as string;
 

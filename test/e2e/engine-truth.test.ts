@@ -12,7 +12,22 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enginesAvailable, enginesUnavailableReason, useEngines } from '../helpers/engines.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { Api, containerState, deployAppWithVolume, ensureExiterImage, ensureHttpdImage, ensureSleeperImage, EXITER_IMAGE, HTTPD_IMAGE, registerEngines, sleep, SLEEPER_IMAGE, until, volumeExists, type Platform } from './support.js';
+import {
+  Api,
+  containerState,
+  deployAppWithVolume,
+  ensureExiterImage,
+  ensureHttpdImage,
+  ensureSleeperImage,
+  EXITER_IMAGE,
+  HTTPD_IMAGE,
+  registerEngines,
+  sleep,
+  SLEEPER_IMAGE,
+  until,
+  volumeExists,
+  type Platform,
+} from './support.js';
 
 describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' : `(skipped: ${enginesUnavailableReason})`}`, () => {
   const engines = useEngines();
@@ -33,14 +48,28 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
 
   const app = async (name: string, image: string, server = p.serverA, dest = p.destA) => {
     const [repo, tag] = image.split(':');
-    return (await api.ok('POST', '/applications/dockerimage', { project_uuid: p.project, server_uuid: server, destination_uuid: dest, environment_name: 'production', name, docker_registry_image_name: repo, docker_registry_image_tag: tag })).uuid as string;
+    return (
+      await api.ok('POST', '/applications/dockerimage', {
+        project_uuid: p.project,
+        server_uuid: server,
+        destination_uuid: dest,
+        environment_name: 'production',
+        name,
+        docker_registry_image_name: repo,
+        docker_registry_image_tag: tag,
+      })
+    ).uuid as string;
   };
   const deployment = async (uuid: string) => {
     const d = (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid as string;
-    return until('the deployment ends', async () => {
-      const r = await api.ok('GET', `/deployments/${d}`);
-      return ['queued', 'in_progress'].includes(r.status) ? undefined : r;
-    }, 60_000);
+    return until(
+      'the deployment ends',
+      async () => {
+        const r = await api.ok('GET', `/deployments/${d}`);
+        return ['queued', 'in_progress'].includes(r.status) ? undefined : r;
+      },
+      60_000,
+    );
   };
 
   it('a crash-looping container fails its deploy, is never reported running, and stop ends it for good', async () => {
@@ -51,10 +80,15 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     expect(d.logs).toContain('boom');
 
     // Its policy restarts it a moment after the failed deploy; the watcher sees each restart.
-    const seen = await until('a restart observed', async () => {
-      const r = await api.ok('GET', `/applications/${uuid}`);
-      return r.restart_count > 0 ? r : undefined;
-    }, 10_000, 100);
+    const seen = await until(
+      'a restart observed',
+      async () => {
+        const r = await api.ok('GET', `/applications/${uuid}`);
+        return r.restart_count > 0 ? r : undefined;
+      },
+      10_000,
+      100,
+    );
     expect(seen.status).toMatch(/^(restarting|exited)/);
     expect(seen.restart_count).toBeGreaterThan(0);
     expect(seen.last_exit_code).toBe(3);
@@ -88,10 +122,15 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     expect(containerState(engines, 'a', uuid)!.running).toBe(true);
 
     engines.podman('a', ['rm', '-f', uuid]);
-    const gone = await until('berth sees the container gone', async () => {
-      const r = await api.ok('GET', `/applications/${uuid}`);
-      return r.status === 'exited' ? r : undefined;
-    }, 5_000, 100);
+    const gone = await until(
+      'berth sees the container gone',
+      async () => {
+        const r = await api.ok('GET', `/applications/${uuid}`);
+        return r.status === 'exited' ? r : undefined;
+      },
+      5_000,
+      100,
+    );
     expect(gone.status).toBe('exited');
     // The list reads the same observation (no engine call per row).
     const list = await api.ok('GET', '/applications');
@@ -101,9 +140,21 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
   it('a health check: healthy deploys, a failing one fails the deploy and keeps the previous container serving, unhealthy shows', async () => {
     const [repo, tag] = HTTPD_IMAGE.split(':');
     const { uuid } = await api.ok('POST', '/applications/dockerimage', {
-      project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'web',
-      docker_registry_image_name: repo, docker_registry_image_tag: tag, ports_exposes: '8080',
-      health_check_enabled: true, health_check_path: '/', health_check_port: '8080', health_check_interval: 2, health_check_timeout: 2, health_check_retries: 2, health_check_start_period: 1,
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      name: 'web',
+      docker_registry_image_name: repo,
+      docker_registry_image_tag: tag,
+      ports_exposes: '8080',
+      health_check_enabled: true,
+      health_check_path: '/',
+      health_check_port: '8080',
+      health_check_interval: 2,
+      health_check_timeout: 2,
+      health_check_retries: 2,
+      health_check_start_period: 1,
     });
     const first = await deployment(uuid);
     expect(first.status, first.logs).toBe('finished');
@@ -126,10 +177,15 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
 
     // The running container stops answering its check: berth (running podman's checks) says so.
     engines.podman('a', ['exec', uuid, 'rm', '-f', '/www/index.html']);
-    const sick = await until('the status turns unhealthy', async () => {
-      const r = await api.ok('GET', `/applications/${uuid}`);
-      return r.status === 'running:unhealthy' ? r : undefined;
-    }, 30_000, 250);
+    const sick = await until(
+      'the status turns unhealthy',
+      async () => {
+        const r = await api.ok('GET', `/applications/${uuid}`);
+        return r.status === 'running:unhealthy' ? r : undefined;
+      },
+      30_000,
+      250,
+    );
     expect(sick.status).toBe('running:unhealthy');
     await api.ok('DELETE', `/applications/${uuid}`);
   }, 90_000);
@@ -151,7 +207,14 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
       '        condition: service_healthy',
       '',
     ].join('\n');
-    const { uuid } = await api.ok('POST', '/services', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'stack', docker_compose_raw: compose });
+    const { uuid } = await api.ok('POST', '/services', {
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      name: 'stack',
+      docker_compose_raw: compose,
+    });
     const d = await deployment(uuid);
     expect(d.status, d.logs).toBe('finished');
     expect(d.logs).toContain(`${uuid}-db is healthy`);

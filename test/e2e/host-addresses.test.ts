@@ -26,7 +26,9 @@ describe.skipIf(!enginesAvailable)(`an engine on the host's own interface addres
 
   beforeAll(async () => {
     // The machine's first non-loopback IPv4 address, as os.networkInterfaces() lists it (what the guard reads).
-    const own = Object.values(os.networkInterfaces()).flatMap((l) => l ?? []).find((a) => a.family === 'IPv4' && !a.internal && classifyHost(a.address) === 'host');
+    const own = Object.values(os.networkInterfaces())
+      .flatMap((l) => l ?? [])
+      .find((a) => a.family === 'IPv4' && !a.internal && classifyHost(a.address) === 'host');
     if (process.env.CI) expect(own, 'a CI machine has a non-loopback interface address').toBeDefined();
     address = own?.address ?? '127.0.0.1';
     relay = net.createServer((c) => {

@@ -33,7 +33,15 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
   const networkExists = (n: string) => engines.podman('a', ['network', 'ls', '--format', '{{.Name}}']).split('\n').includes(n);
 
   it('removes dangling images, unused volumes and networks; keeps a resource’s data, berth’s volumes and destinations', async () => {
-    const app = (await api.ok('POST', '/applications/dockerimage', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', docker_registry_image_name: 'localhost/berth-busybox' })).uuid as string;
+    const app = (
+      await api.ok('POST', '/applications/dockerimage', {
+        project_uuid: p.project,
+        server_uuid: p.serverA,
+        destination_uuid: p.destA,
+        environment_name: 'production',
+        docker_registry_image_name: 'localhost/berth-busybox',
+      })
+    ).uuid as string;
     await api.ok('POST', `/applications/${app}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
     // A stopped resource's data: no container uses it, yet it is not garbage.
     engines.podman('a', ['volume', 'create', `${app}-data`]);
@@ -43,14 +51,22 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
     const kept = (await api.ok('POST', `/servers/${p.serverA}/destinations`, { network: 'kept-net' })).uuid as string;
     engines.podman('a', ['network', 'create', 'kept-net']);
     // An untagged image: what rebuilding an image leaves behind.
-    const dangling = engines.podman('a', ['import', '--quiet', `${engines.dir}/busybox-rootfs.tar`]).trim().replace(/^sha256:/, '').slice(0, 12);
+    const dangling = engines
+      .podman('a', ['import', '--quiet', `${engines.dir}/busybox-rootfs.tar`])
+      .trim()
+      .replace(/^sha256:/, '')
+      .slice(0, 12);
     expect(images()).toContain(dangling);
 
     const run = await api.ok('POST', `/servers/${p.serverA}/docker-cleanup/run`, { delete_unused_volumes: true, delete_unused_networks: true });
-    const done = await until('the cleanup ends', async () => {
-      const [e] = await api.ok('GET', `/servers/${p.serverA}/docker-cleanup/executions`);
-      return e?.status === 'running' ? undefined : e;
-    }, 60_000);
+    const done = await until(
+      'the cleanup ends',
+      async () => {
+        const [e] = await api.ok('GET', `/servers/${p.serverA}/docker-cleanup/executions`);
+        return e?.status === 'running' ? undefined : e;
+      },
+      60_000,
+    );
     expect(done).toMatchObject({ uuid: run.execution_uuid, status: 'success', message: 'Docker cleanup finished.' });
 
     expect(images()).not.toContain(dangling);
@@ -76,16 +92,24 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
     for (let i = 0; i < 3; i++) {
       const run = await api.ok('POST', `${path}/run`);
       runs.push(run.execution_uuid);
-      await until('the backup ends', async () => {
-        const e = (await api.ok('GET', path)).executions.find((x: { uuid: string }) => x.uuid === run.execution_uuid);
-        return e && e.status !== 'running' ? e : undefined;
-      }, 60_000);
+      await until(
+        'the backup ends',
+        async () => {
+          const e = (await api.ok('GET', path)).executions.find((x: { uuid: string }) => x.uuid === run.execution_uuid);
+          return e && e.status !== 'running' ? e : undefined;
+        },
+        60_000,
+      );
     }
     // Retention runs right after the third archive is recorded.
-    const after = await until('retention applied', async () => {
-      const b = await api.ok('GET', path);
-      return b.executions.length === 2 ? b : undefined;
-    }, 30_000);
+    const after = await until(
+      'retention applied',
+      async () => {
+        const b = await api.ok('GET', path);
+        return b.executions.length === 2 ? b : undefined;
+      },
+      30_000,
+    );
     // Retention: the newest two stay, the first is gone from the records and from the volume.
     expect(after.executions.map((e: { uuid: string }) => e.uuid)).toEqual([runs[2], runs[1]]);
     expect(after.executions[0]).toMatchObject({ status: 'success', message: 'Backup completed.', filename: expect.stringMatching(/^volume-data-\d{8}T\d{6}Z\.tar\.gz$/) });

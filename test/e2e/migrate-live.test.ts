@@ -60,10 +60,15 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
     expect(r.message).toMatch(/while it runs/);
 
     // While rounds run the app is still running on a and still writing.
-    const during = await until('a copy round to run', async () => {
-      const m = await api.ok('GET', `/migrations/${r.migration_uuid}`);
-      return m.progress.phase === 'pre-copy' && m.progress.round >= 1 ? m : undefined;
-    }, 60_000, 20);
+    const during = await until(
+      'a copy round to run',
+      async () => {
+        const m = await api.ok('GET', `/migrations/${r.migration_uuid}`);
+        return m.progress.phase === 'pre-copy' && m.progress.round >= 1 ? m : undefined;
+      },
+      60_000,
+      20,
+    );
     expect(during.status).toBe('copying');
     expect(containerState(engines, 'a', app.uuid)).toMatchObject({ running: true });
 
@@ -96,10 +101,15 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
   it('cancel before the switch: the copy stops, nothing stays on b, the app keeps running on a with its volume; a second cancel is 409', async () => {
     const app = await writingApp('cancelled-writer', 256);
     const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB });
-    await until('bytes moving', async () => {
-      const m = await api.ok('GET', `/migrations/${r.migration_uuid}`);
-      return m.status === 'copying' && m.progress.bytes > 0 ? m : undefined;
-    }, 60_000, 20);
+    await until(
+      'bytes moving',
+      async () => {
+        const m = await api.ok('GET', `/migrations/${r.migration_uuid}`);
+        return m.status === 'copying' && m.progress.bytes > 0 ? m : undefined;
+      },
+      60_000,
+      20,
+    );
     const c = await api.req('POST', `/migrations/${r.migration_uuid}/cancel`);
     expect(c.status, c.text).toBe(200);
     expect(c.json).toEqual({ message: 'Migration cancelled; the resource stays where it was.' });
@@ -110,7 +120,12 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
     expect((await volumeNames(api, 'applications', app.uuid)).data).toBe(app.volume);
     expect(containerState(engines, 'a', app.uuid)).toMatchObject({ running: true });
     expect(volumesLabelled(engines, 'b', `berth.migration=${r.migration_uuid}`)).toEqual([]);
-    await until('helpers removed', async () => (containersLabelled(engines, 'a', `berth.migration=${r.migration_uuid}`).length + containersLabelled(engines, 'b', `berth.migration=${r.migration_uuid}`).length === 0 ? true : undefined), 20_000);
+    await until(
+      'helpers removed',
+      async () =>
+        containersLabelled(engines, 'a', `berth.migration=${r.migration_uuid}`).length + containersLabelled(engines, 'b', `berth.migration=${r.migration_uuid}`).length === 0 ? true : undefined,
+      20_000,
+    );
 
     const again = await api.req('POST', `/migrations/${r.migration_uuid}/cancel`);
     expect(again.status).toBe(409);

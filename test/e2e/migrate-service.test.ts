@@ -130,13 +130,21 @@ describe.skipIf(!enginesAvailable)('migrating a service (two containers, two vol
     expect(moved['work-data']).not.toBe(vols['work-data']);
     expect(volumesLabelled(engines, 'b', `berth.migration=${migrationUuid}`)).toEqual([moved['web-data'], moved['work-data']].sort());
 
-    for (const [name, truth] of [['web-data', before.web], ['work-data', before.work]] as const) {
+    for (const [name, truth] of [
+      ['web-data', before.web],
+      ['work-data', before.work],
+    ] as const) {
       const after = volumeTruth(engines, 'b', moved[name]!);
       for (const [file, sum] of truth.hashes) expect(after.hashes.get(file), `${name}: ${file}`).toBe(sum);
       expect(after.listing, name).toBe(truth.listing);
     }
     // Nothing of it left on a once the copies are verified: containers and source volumes removed.
-    await until('the source cleared', async () => ([web, worker].every((c) => containerState(engines, 'a', c) === null) && !volumeExists(engines, 'a', vols['web-data']!) && !volumeExists(engines, 'a', vols['work-data']!) ? true : undefined), 20_000);
+    await until(
+      'the source cleared',
+      async () =>
+        [web, worker].every((c) => containerState(engines, 'a', c) === null) && !volumeExists(engines, 'a', vols['web-data']!) && !volumeExists(engines, 'a', vols['work-data']!) ? true : undefined,
+      20_000,
+    );
     expect(containerState(engines, 'b', web)).toBeNull();
     expect(containerState(engines, 'b', worker)).toBeNull();
     // This migration's helpers (other test files copy volumes on the same engines meanwhile).

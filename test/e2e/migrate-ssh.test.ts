@@ -54,12 +54,18 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('migrations across SSH', ()
     const key = makeKey();
     sshd.authorize('root', key.publicLine);
     const keyUuid = (await api.ok('POST', '/security/keys', { private_key: key.text })).uuid;
-    for (const [name, engine] of [['sshA', 'a'], ['sshB', 'b']] as const) {
+    for (const [name, engine] of [
+      ['sshA', 'a'],
+      ['sshB', 'b'],
+    ] as const) {
       const srv = await registerSshServer(api, name, { port: sshd.port, keyUuid, socket: engine === 'a' ? engines.socketA : engines.socketB });
       expect(srv.validation, JSON.stringify(srv.validation)).toMatchObject({ is_usable: true });
       at[name] = { server: srv.uuid, dest: srv.dest, engine };
     }
-    for (const [name, engine] of [['localA', 'a'], ['localB', 'b']] as const) {
+    for (const [name, engine] of [
+      ['localA', 'a'],
+      ['localB', 'b'],
+    ] as const) {
       const { uuid } = await api.ok('POST', '/servers', { name, ip: '127.0.0.1', engine_endpoint: `unix://${engine === 'a' ? engines.socketA : engines.socketB}` });
       expect((await api.ok('POST', `/servers/${uuid}/validate`)).is_usable).toBe(true);
       at[name] = { server: uuid, dest: (await api.ok('POST', `/servers/${uuid}/destinations`, { network: 'none' })).uuid, engine };
@@ -73,7 +79,13 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('migrations across SSH', ()
   async function runningApp(name: string, where: Place, fill: (volume: string) => void): Promise<{ uuid: string; volume: string; before: VolumeTruth }> {
     const [repo, tag] = SLEEPER_IMAGE.split(':');
     const { uuid } = await api.ok('POST', '/applications/dockerimage', {
-      project_uuid: project, server_uuid: where.server, destination_uuid: where.dest, environment_name: 'production', name, docker_registry_image_name: repo, docker_registry_image_tag: tag,
+      project_uuid: project,
+      server_uuid: where.server,
+      destination_uuid: where.dest,
+      environment_name: 'production',
+      name,
+      docker_registry_image_name: repo,
+      docker_registry_image_tag: tag,
     });
     await api.ok('POST', `/applications/${uuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' });
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
@@ -87,41 +99,50 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('migrations across SSH', ()
     ['SSH → local', 'sshA', 'localB'],
     ['local → SSH', 'localA', 'sshB'],
     ['SSH → SSH', 'sshB', 'sshA'],
-  ] as const)('%s: every byte, mode and owner on the target, nothing left on the source, and it runs there after a redeploy', async (label, from, to) => {
-    const src = at[from];
-    const dst = at[to];
-    const app = await runningApp(`app-${from}-${to}`.toLowerCase(), src, (v) => writeVolume(engines, src.engine, v, KNOWN_FILES, ['4']));
-    const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: dst.dest });
-    expect(r, label).toMatchObject({ moves_data: true, status: 'pending' });
-    const m = await migrationEnded(api, r.migration_uuid, 90_000);
-    expect(m, JSON.stringify(m)).toMatchObject({ status: 'finished', error: null });
-    expect(m.progress).toMatchObject({ phase: 'done', volumes_total: 1, volumes_done: 1, bytes_total: app.before.bytes });
+  ] as const)(
+    '%s: every byte, mode and owner on the target, nothing left on the source, and it runs there after a redeploy',
+    async (label, from, to) => {
+      const src = at[from];
+      const dst = at[to];
+      const app = await runningApp(`app-${from}-${to}`.toLowerCase(), src, (v) => writeVolume(engines, src.engine, v, KNOWN_FILES, ['4']));
+      const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: dst.dest });
+      expect(r, label).toMatchObject({ moves_data: true, status: 'pending' });
+      const m = await migrationEnded(api, r.migration_uuid, 90_000);
+      expect(m, JSON.stringify(m)).toMatchObject({ status: 'finished', error: null });
+      expect(m.progress).toMatchObject({ phase: 'done', volumes_total: 1, volumes_done: 1, bytes_total: app.before.bytes });
 
-    expect(await api.ok('GET', `/applications/${app.uuid}`)).toMatchObject({ server_uuid: dst.server, destination_uuid: dst.dest, status: 'exited' });
-    const moved = (await volumeNames(api, 'applications', app.uuid)).data!;
-    const after = volumeTruth(engines, dst.engine, moved);
-    expect(after.listing).toBe(app.before.listing);
-    expect(after.sums).toBe(app.before.sums);
-    // The source's container and volume are removed over its own transport once the copy is verified.
-    await until('the source cleared', async () => (!volumeExists(engines, src.engine, app.volume) && containerState(engines, src.engine, app.uuid) === null ? true : undefined), 20_000);
-    expect(containersLabelled(engines, 'a', `berth.migration=${r.migration_uuid}`)).toEqual([]);
-    expect(containersLabelled(engines, 'b', `berth.migration=${r.migration_uuid}`)).toEqual([]);
+      expect(await api.ok('GET', `/applications/${app.uuid}`)).toMatchObject({ server_uuid: dst.server, destination_uuid: dst.dest, status: 'exited' });
+      const moved = (await volumeNames(api, 'applications', app.uuid)).data!;
+      const after = volumeTruth(engines, dst.engine, moved);
+      expect(after.listing).toBe(app.before.listing);
+      expect(after.sums).toBe(app.before.sums);
+      // The source's container and volume are removed over its own transport once the copy is verified.
+      await until('the source cleared', async () => (!volumeExists(engines, src.engine, app.volume) && containerState(engines, src.engine, app.uuid) === null ? true : undefined), 20_000);
+      expect(containersLabelled(engines, 'a', `berth.migration=${r.migration_uuid}`)).toEqual([]);
+      expect(containersLabelled(engines, 'b', `berth.migration=${r.migration_uuid}`)).toEqual([]);
 
-    await deployed(api, (await api.ok('POST', `/deploy?uuid=${app.uuid}`)).deployments[0].deployment_uuid);
-    expect(containerState(engines, dst.engine, app.uuid)).toMatchObject({ running: true });
-    expect(sumsInContainer(engines, dst.engine, app.uuid, '/data')).toBe(app.before.sums);
-  }, 120_000);
+      await deployed(api, (await api.ok('POST', `/deploy?uuid=${app.uuid}`)).deployments[0].deployment_uuid);
+      expect(containerState(engines, dst.engine, app.uuid)).toMatchObject({ running: true });
+      expect(sumsInContainer(engines, dst.engine, app.uuid, '/data')).toBe(app.before.sums);
+    },
+    120_000,
+  );
 
   it('the SSH connection cut mid-copy: the migration either carries on over a new connection to a verified copy, or fails cleanly with the app running on the source as before', async () => {
     const src = at.sshA;
     const app = await runningApp('cut-mid-copy', src, (v) => writeVolume(engines, src.engine, v, LARGE_MIXED, ['400']));
     const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: at.localB.dest });
     // Wait until bytes are moving, then kill every SSH connection (the listener stays up).
-    await until('bytes moving', async () => {
-      const m = await api.ok('GET', `/migrations/${r.migration_uuid}`);
-      expect(m.status).not.toBe('finished');
-      return m.progress.bytes > 4 * 1024 * 1024 ? m : undefined;
-    }, 60_000, 20);
+    await until(
+      'bytes moving',
+      async () => {
+        const m = await api.ok('GET', `/migrations/${r.migration_uuid}`);
+        expect(m.status).not.toBe('finished');
+        return m.progress.bytes > 4 * 1024 * 1024 ? m : undefined;
+      },
+      60_000,
+      20,
+    );
     expect(sshd.dropConnections()).toBeGreaterThanOrEqual(1);
 
     const m = await migrationEnded(api, r.migration_uuid, 90_000);

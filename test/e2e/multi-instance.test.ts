@@ -17,7 +17,21 @@ import { spawnServe, type ServeProcess } from '../helpers/process.js';
 import { hasRedis, startRedis } from '../helpers/redis.js';
 import { call, tempDir } from '../helpers/server.js';
 import { storeUrlFor } from '../helpers/store.js';
-import { Api, containersLabelled, containerState, deployAppWithVolume, ensureSleeperImage, KNOWN_FILES, migrationEnded, registerEngines, until, volumeNames, volumesLabelled, volumeTruth, writeVolume } from './support.js';
+import {
+  Api,
+  containersLabelled,
+  containerState,
+  deployAppWithVolume,
+  ensureSleeperImage,
+  KNOWN_FILES,
+  migrationEnded,
+  registerEngines,
+  until,
+  volumeNames,
+  volumesLabelled,
+  volumeTruth,
+  writeVolume,
+} from './support.js';
 
 const LEASE_MS = 2_000;
 
@@ -27,7 +41,14 @@ describe.runIf(hasRedis)('three berth instances on one store and one Redis', () 
   let db: Db;
   let owner: { token: string; teamId: number; email: string };
   let instances: ServeProcess[] = [];
-  const env = (extra: Record<string, string> = {}) => ({ REDIS_URL: redis.url, BERTH_JOB_LEASE_MS: String(LEASE_MS), BERTH_HELPER_IMAGE: ENGINE_IMAGE, API_RATE_LIMIT: '0', LOG_LEVEL: 'warn', ...extra });
+  const env = (extra: Record<string, string> = {}) => ({
+    REDIS_URL: redis.url,
+    BERTH_JOB_LEASE_MS: String(LEASE_MS),
+    BERTH_HELPER_IMAGE: ENGINE_IMAGE,
+    API_RATE_LIMIT: '0',
+    LOG_LEVEL: 'warn',
+    ...extra,
+  });
   const get = (i: number, path: string, token = owner.token) => call(instances[i]!.url, 'GET', path, { token });
 
   beforeAll(async () => {
@@ -109,7 +130,11 @@ describe.runIf(hasRedis)('three berth instances on one store and one Redis', () 
     for (const i of [1, 2, 0]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(403);
     await db.updateTable('api_tokens').set({ permissions: '["read"]' }).where('id', '=', t.id).execute();
     for (const i of [2, 0, 1]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(200);
-    await db.updateTable('api_tokens').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', t.id).execute();
+    await db
+      .updateTable('api_tokens')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('id', '=', t.id)
+      .execute();
     for (const i of [0, 1, 2]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(401);
     await db.updateTable('api_tokens').set({ expires_at: null }).where('id', '=', t.id).execute();
     for (const i of [0, 1, 2]) expect((await get(i, '/api/v1/teams/current', t.token)).status).toBe(200);
@@ -203,10 +228,19 @@ describe.runIf(hasRedis)('three berth instances on one store and one Redis', () 
       const b = new Api(instances[1]!.url, owner.token);
       const p = await registerEngines(b, engines);
       const { uuid } = await deployAppWithVolume(b, p, 'watched-once');
-      const leases = await until('a watcher holds each server', async () => {
-        const rows = await db.selectFrom('engine_watch_leases as l').innerJoin('servers as s', 's.id', 'l.server_id').select(['s.uuid', 'l.lease_owner', 'l.lease_until']).where('s.uuid', 'in', [p.serverA, p.serverB]).execute();
-        return rows.length === 2 && rows.every((r) => Number(r.lease_until) > Date.now()) ? rows : undefined;
-      }, 15_000);
+      const leases = await until(
+        'a watcher holds each server',
+        async () => {
+          const rows = await db
+            .selectFrom('engine_watch_leases as l')
+            .innerJoin('servers as s', 's.id', 'l.server_id')
+            .select(['s.uuid', 'l.lease_owner', 'l.lease_until'])
+            .where('s.uuid', 'in', [p.serverA, p.serverB])
+            .execute();
+          return rows.length === 2 && rows.every((r) => Number(r.lease_until) > Date.now()) ? rows : undefined;
+        },
+        15_000,
+      );
       expect(new Set(leases.map((l) => l.uuid))).toEqual(new Set([p.serverA, p.serverB]));
       engines.podman('a', ['rm', '-f', uuid]);
       for (const i of [0, 1, 2]) {

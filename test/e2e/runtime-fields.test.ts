@@ -30,10 +30,27 @@ describe.skipIf(!enginesAvailable)('runtime fields on a real engine', () => {
     const [repo, tag] = SLEEPER_IMAGE.split(':');
     const serve = `mkdir -p /www && echo berth-ok > /www/index.html && exec httpd -f -p 8080 -h /www`;
     const { uuid } = await api.ok('POST', '/applications/dockerimage', {
-      project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'runtime-fields',
-      docker_registry_image_name: repo, docker_registry_image_tag: tag, ports_exposes: '8080',
-      limits_memory: '64m', limits_memory_swap: '128m', limits_memory_reservation: '32m', limits_cpus: '0.5', limits_cpuset: '0', limits_cpu_shares: 512,
-      health_check_enabled: true, health_check_path: '/index.html', health_check_response_text: 'berth-ok', health_check_interval: 2, health_check_timeout: 3, health_check_retries: 4, health_check_start_period: 1,
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      name: 'runtime-fields',
+      docker_registry_image_name: repo,
+      docker_registry_image_tag: tag,
+      ports_exposes: '8080',
+      limits_memory: '64m',
+      limits_memory_swap: '128m',
+      limits_memory_reservation: '32m',
+      limits_cpus: '0.5',
+      limits_cpuset: '0',
+      limits_cpu_shares: 512,
+      health_check_enabled: true,
+      health_check_path: '/index.html',
+      health_check_response_text: 'berth-ok',
+      health_check_interval: 2,
+      health_check_timeout: 3,
+      health_check_retries: 4,
+      health_check_start_period: 1,
       custom_docker_run_options: `--entrypoint "sh -c '${serve}'" --hostname web-1 --cap-drop NET_RAW --stop-timeout 3 --init --ulimit nofile=512:1024 --ulimit nproc=4096`,
       custom_labels: Buffer.from('team=shop\n').toString('base64'),
     });
@@ -57,14 +74,19 @@ describe.skipIf(!enginesAvailable)('runtime fields on a real engine', () => {
     // defaults when a list is given, so nproc is given too: runc refuses podman's built-in one here.)
     expect(c.HostConfig.Ulimits).toEqual(expect.arrayContaining([{ Name: expect.stringMatching(/^(RLIMIT_NOFILE|nofile)$/), Soft: 512, Hard: 1024 }]));
     // The engine's own run of the check (the image has wget, no curl): passes once httpd is up.
-    await until('the health check to pass', async () => {
-      try {
-        engines.podman('a', ['healthcheck', 'run', uuid]);
-        return true;
-      } catch {
-        return undefined;
-      }
-    }, 20_000, 300);
+    await until(
+      'the health check to pass',
+      async () => {
+        try {
+          engines.podman('a', ['healthcheck', 'run', uuid]);
+          return true;
+        } catch {
+          return undefined;
+        }
+      },
+      20_000,
+      300,
+    );
     // The same check against text the page does not hold fails: the new container never turns
     // healthy, so the deploy fails and the previous one (with its passing check) keeps serving.
     const id = (await engines.a.inspectContainer(uuid)).Id;
@@ -91,7 +113,11 @@ describe.skipIf(!enginesAvailable)('runtime fields on a real engine', () => {
       '    healthcheck: { test: ["CMD", "true"], interval: 5s }',
     ].join('\n');
     const { uuid } = await api.ok('POST', '/services', {
-      project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'compose-runtime',
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      name: 'compose-runtime',
       docker_compose_raw: Buffer.from(yaml).toString('base64'),
     });
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid, 60_000);

@@ -115,7 +115,11 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
 
     // A disabled task does not fire on its schedule (run on demand it still does, as Coolify's).
     const off = await make({ name: 'off', command: 'echo off', frequency: 'every_minute', enabled: false });
-    await s.db.updateTable('scheduled_tasks').set({ created_at: new Date(Date.now() - 120_000).toISOString() }).where('uuid', '=', off).execute();
+    await s.db
+      .updateTable('scheduled_tasks')
+      .set({ created_at: new Date(Date.now() - 120_000).toISOString() })
+      .where('uuid', '=', off)
+      .execute();
     await new Promise((r) => setTimeout(r, LEASE_MS * 2));
     expect(await executions('applications', app, off)).toEqual([]);
     const patched = await api.ok('PATCH', `/applications/${app}/scheduled-tasks/${off}`, { enabled: true, timeout: 30 });
@@ -144,7 +148,7 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
     expect(empty.status).toBe(422);
   });
 
-  it("runs in the named container of a service; names are checked; a stopped container is a clear failed run", async () => {
+  it('runs in the named container of a service; names are checked; a stopped container is a clear failed run', async () => {
     const { uuid: svc } = await api.ok('POST', '/services', {
       project_uuid: p.project,
       server_uuid: p.serverA,
@@ -154,7 +158,8 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
       docker_compose_raw: Buffer.from(COMPOSE).toString('base64'),
     });
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${svc}`)).deployments[0].deployment_uuid);
-    const post = (body: Record<string, unknown>) => call(s.url, 'POST', `/api/v1/services/${svc}/scheduled-tasks`, { token: s.rootToken, body: { name: 'role', command: 'echo "role=$ROLE"', frequency: 'daily', ...body } });
+    const post = (body: Record<string, unknown>) =>
+      call(s.url, 'POST', `/api/v1/services/${svc}/scheduled-tasks`, { token: s.rootToken, body: { name: 'role', command: 'echo "role=$ROLE"', frequency: 'daily', ...body } });
     expect((await post({})).json.errors.container[0]).toMatch(/several containers: name one of web, worker/);
     expect((await post({ container: 'db' })).json.errors.container[0]).toMatch(/no container db/);
     const created = await post({ container: 'worker' });
@@ -215,7 +220,13 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
         await theirs.close();
       }
       // A task of one resource is not reachable through another of the same team.
-      const { uuid: second } = await api.ok('POST', '/applications/dockerimage', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', docker_registry_image_name: 'nginx' });
+      const { uuid: second } = await api.ok('POST', '/applications/dockerimage', {
+        project_uuid: p.project,
+        server_uuid: p.serverA,
+        destination_uuid: p.destA,
+        environment_name: 'production',
+        docker_registry_image_name: 'nginx',
+      });
       expect((await api.req('GET', `/applications/${second}/scheduled-tasks/${task}/executions`)).status).toBe(404);
       // Nothing ran for the other team: the task still has its one run.
       expect(await executions('applications', app, task)).toHaveLength(1);
@@ -231,19 +242,30 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
       const tasks: string[] = [];
       for (let i = 0; i < 8; i++) tasks.push((await api.ok('POST', `/applications/${app}/scheduled-tasks`, { name: `twice-${i}`, command: `echo run-${i}`, frequency: 'every_minute' })).uuid);
       // Both instances tick; the tasks become due for the current minute at once.
-      await s.db.updateTable('scheduled_tasks').set({ created_at: new Date(Date.now() - 120_000).toISOString() }).where('uuid', 'in', tasks).execute();
+      await s.db
+        .updateTable('scheduled_tasks')
+        .set({ created_at: new Date(Date.now() - 120_000).toISOString() })
+        .where('uuid', 'in', tasks)
+        .execute();
       for (const t of tasks) await until(`a run of ${t}`, async () => ((await executions('applications', app, t)).some((e: { status: string }) => e.status !== 'running') ? true : undefined), 30_000);
       await new Promise((r) => setTimeout(r, LEASE_MS * 2));
       for (const t of tasks) {
         // A minute boundary may have started another firing meanwhile: it ends before the checks.
-        const runs = await until(`the runs of ${t} ended`, async () => {
-          const all = await executions('applications', app, t);
-          return all.some((e: { status: string }) => e.status === 'running') ? undefined : all;
-        }, 30_000);
+        const runs = await until(
+          `the runs of ${t} ended`,
+          async () => {
+            const all = await executions('applications', app, t);
+            return all.some((e: { status: string }) => e.status === 'running') ? undefined : all;
+          },
+          30_000,
+        );
         const slots = runs.map((e: { scheduled_for: string }) => e.scheduled_for);
         // One run per firing (a minute boundary may have passed meanwhile: that is another firing).
         expect(new Set(slots).size, JSON.stringify(runs)).toBe(slots.length);
-        expect(runs.filter((e: { status: string }) => e.status !== 'success'), JSON.stringify(runs)).toEqual([]);
+        expect(
+          runs.filter((e: { status: string }) => e.status !== 'success'),
+          JSON.stringify(runs),
+        ).toEqual([]);
       }
     } finally {
       await second.stop();

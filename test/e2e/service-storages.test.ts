@@ -36,7 +36,14 @@ describe.skipIf(!enginesAvailable)('service storages on a real engine', () => {
   const deploy = async (uuid: string) => deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}&force=true`)).deployments[0].deployment_uuid, 60_000);
 
   it('adds a volume to one container, moves it with its data, removes it; compose volumes stay the compose file’s', async () => {
-    const { uuid } = await api.ok('POST', '/services', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'stack', docker_compose_raw: COMPOSE });
+    const { uuid } = await api.ok('POST', '/services', {
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      name: 'stack',
+      docker_compose_raw: COMPOSE,
+    });
     made.push(uuid);
     const parts = await api.ok('GET', `/services/${uuid}/applications`);
     const cache = (parts as Array<{ uuid: string; name: string }>).find((x) => x.name === 'cache')!;
@@ -76,7 +83,14 @@ describe.skipIf(!enginesAvailable)('service storages on a real engine', () => {
   }, 180_000);
 
   it('refuses what berth cannot apply by name, and hides other teams’ services', async () => {
-    const { uuid } = await api.ok('POST', '/services', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', name: 'refusals', docker_compose_raw: COMPOSE });
+    const { uuid } = await api.ok('POST', '/services', {
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      name: 'refusals',
+      docker_compose_raw: COMPOSE,
+    });
     made.push(uuid);
     const worker = ((await api.ok('GET', `/services/${uuid}/applications`)) as Array<{ uuid: string; name: string }>).find((x) => x.name === 'worker')!;
     const before = await api.ok('GET', `/services/${uuid}`);

@@ -43,8 +43,13 @@ describe.skipIf(!enginesAvailable)('shared variables resolved at deploy, on a re
 
     const [repo, tag] = SLEEPER_IMAGE.split(':');
     const { uuid } = await api.ok('POST', '/applications/dockerimage', {
-      project_uuid: project, server_uuid: server, destination_uuid: dest, environment_name: 'production', name: 'uses-shared',
-      docker_registry_image_name: repo, docker_registry_image_tag: tag,
+      project_uuid: project,
+      server_uuid: server,
+      destination_uuid: dest,
+      environment_name: 'production',
+      name: 'uses-shared',
+      docker_registry_image_name: repo,
+      docker_registry_image_tag: tag,
     });
     await api.ok('PATCH', `/applications/${uuid}/envs/bulk`, {
       data: [

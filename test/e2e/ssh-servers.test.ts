@@ -48,7 +48,13 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH', () => {
     const [repo, tag] = SLEEPER_IMAGE.split(':');
     return (
       await api.ok('POST', '/applications/dockerimage', {
-        project_uuid: project, server_uuid: serverUuid, destination_uuid: dest, environment_name: 'production', name, docker_registry_image_name: repo, docker_registry_image_tag: tag,
+        project_uuid: project,
+        server_uuid: serverUuid,
+        destination_uuid: dest,
+        environment_name: 'production',
+        name,
+        docker_registry_image_name: repo,
+        docker_registry_image_tag: tag,
       })
     ).uuid as string;
   }
@@ -76,12 +82,20 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH', () => {
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
     expect(containerState(engines, 'a', uuid)).toMatchObject({ running: true });
     engines.podman('a', ['exec', uuid, 'sh', '-c', 'echo hello-from-ssh > /proc/1/fd/1']);
-    const logs = await until('the log line', async () => {
-      const r = await api.ok('GET', `/applications/${uuid}/logs`);
-      return String(r.logs).includes('hello-from-ssh') ? r.logs : undefined;
-    }, 10_000);
+    const logs = await until(
+      'the log line',
+      async () => {
+        const r = await api.ok('GET', `/applications/${uuid}/logs`);
+        return String(r.logs).includes('hello-from-ssh') ? r.logs : undefined;
+      },
+      10_000,
+    );
     expect(logs).toContain('hello-from-ssh');
-    for (const [action, running] of [['stop', false], ['start', true], ['restart', true]] as const) {
+    for (const [action, running] of [
+      ['stop', false],
+      ['start', true],
+      ['restart', true],
+    ] as const) {
       await deployed(api, (await api.ok('POST', `/applications/${uuid}/${action}`)).deployment_uuid);
       expect(containerState(engines, 'a', uuid)?.running, action).toBe(running);
     }
@@ -89,10 +103,14 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH', () => {
     const ran = async (body: Record<string, unknown>) => {
       const t = (await api.ok('POST', `/applications/${uuid}/scheduled-tasks`, { frequency: 'daily', ...body })).uuid;
       const e = (await api.ok('POST', `/applications/${uuid}/scheduled-tasks/${t}/execute`)).execution_uuid;
-      return until('the task run', async () => {
-        const r = (await api.ok('GET', `/applications/${uuid}/scheduled-tasks/${t}/executions`)).find((x: { uuid: string }) => x.uuid === e);
-        return r && r.status !== 'running' ? r : undefined;
-      }, 30_000);
+      return until(
+        'the task run',
+        async () => {
+          const r = (await api.ok('GET', `/applications/${uuid}/scheduled-tasks/${t}/executions`)).find((x: { uuid: string }) => x.uuid === e);
+          return r && r.status !== 'running' ? r : undefined;
+        },
+        30_000,
+      );
     };
     expect(await ran({ name: 'over ssh', command: 'echo task-over-ssh' })).toMatchObject({ status: 'success', exit_code: 0, logs: 'task-over-ssh\n' });
     expect(await ran({ name: 'slow over ssh', command: 'sleep 419', timeout: 1 })).toMatchObject({ status: 'failed', exit_code: null });
@@ -131,12 +149,26 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: host key
 
   async function deployOn(srv: { uuid: string; dest: string }, name: string): Promise<{ app: string; deployment: any }> {
     const [repo, tag] = SLEEPER_IMAGE.split(':');
-    const app = (await api.ok('POST', '/applications/dockerimage', { project_uuid: project, server_uuid: srv.uuid, destination_uuid: srv.dest, environment_name: 'production', name, docker_registry_image_name: repo, docker_registry_image_tag: tag })).uuid;
+    const app = (
+      await api.ok('POST', '/applications/dockerimage', {
+        project_uuid: project,
+        server_uuid: srv.uuid,
+        destination_uuid: srv.dest,
+        environment_name: 'production',
+        name,
+        docker_registry_image_name: repo,
+        docker_registry_image_tag: tag,
+      })
+    ).uuid;
     const d = (await api.ok('POST', `/deploy?uuid=${app}`)).deployments[0].deployment_uuid;
-    const deployment = await until('deployment end', async () => {
-      const r = await api.ok('GET', `/deployments/${d}`);
-      return ['queued', 'in_progress'].includes(r.status) ? undefined : r;
-    }, 30_000);
+    const deployment = await until(
+      'deployment end',
+      async () => {
+        const r = await api.ok('GET', `/deployments/${d}`);
+        return ['queued', 'in_progress'].includes(r.status) ? undefined : r;
+      },
+      30_000,
+    );
     return { app, deployment };
   }
 
@@ -178,11 +210,23 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: host key
   it('a fingerprint given at create is the pin: a host presenting another key is refused from the first validate', async () => {
     const k = await newKey();
     const other = makeKey().fingerprint;
-    const { uuid } = await api.ok('POST', '/servers', { ip: '127.0.0.1', port: sshd.port, private_key_uuid: k.uuid, engine_endpoint: `ssh://root@127.0.0.1:${sshd.port}${engines.socketA}`, host_key_fingerprint: other });
+    const { uuid } = await api.ok('POST', '/servers', {
+      ip: '127.0.0.1',
+      port: sshd.port,
+      private_key_uuid: k.uuid,
+      engine_endpoint: `ssh://root@127.0.0.1:${sshd.port}${engines.socketA}`,
+      host_key_fingerprint: other,
+    });
     const v = await api.ok('POST', `/servers/${uuid}/validate`);
     expect(v).toMatchObject({ is_reachable: false, host_key_fingerprint: other });
     expect(v.validation_logs).toContain('changed');
-    const right = await api.ok('POST', '/servers', { ip: '127.0.0.1', port: sshd.port, private_key_uuid: k.uuid, engine_endpoint: `ssh://root@127.0.0.1:${sshd.port}${engines.socketA}`, host_key_fingerprint: sshd.hostKey() });
+    const right = await api.ok('POST', '/servers', {
+      ip: '127.0.0.1',
+      port: sshd.port,
+      private_key_uuid: k.uuid,
+      engine_endpoint: `ssh://root@127.0.0.1:${sshd.port}${engines.socketA}`,
+      host_key_fingerprint: sshd.hostKey(),
+    });
     expect(await api.ok('POST', `/servers/${right.uuid}/validate`)).toMatchObject({ is_usable: true, host_key_fingerprint: sshd.hostKey() });
   });
 
@@ -338,7 +382,10 @@ describe.skipIf(!sshdAvailable)('a team other than the root team: the berth host
     const silent = net.createServer(() => void connections.silent++).listen(0, '127.0.0.1');
     const web = http.createServer((_q, r) => (connections.web++, r.end('secret-banner-4711'))).listen(0, '127.0.0.1');
     await Promise.all([silent, web].map((x) => new Promise((r) => x.once('listening', r))));
-    closers.push(() => silent.close(), () => web.close());
+    closers.push(
+      () => silent.close(),
+      () => web.close(),
+    );
     // sshd, something silent, something that is not SSH, nothing at all.
     ports = [sshd.port, (silent.address() as net.AddressInfo).port, (web.address() as net.AddressInfo).port, await freePort()];
   }, 60_000);
@@ -348,7 +395,13 @@ describe.skipIf(!sshdAvailable)('a team other than the root team: the berth host
   });
 
   /** This machine's addresses: loopback and every address of its interfaces berth calls the host. */
-  const hostAddresses = () => ['127.0.0.1', ...Object.values(os.networkInterfaces()).flatMap((l) => l ?? []).filter((a) => classifyHost(a.address) === 'host' && a.family === 'IPv4').map((a) => a.address)];
+  const hostAddresses = () => [
+    '127.0.0.1',
+    ...Object.values(os.networkInterfaces())
+      .flatMap((l) => l ?? [])
+      .filter((a) => classifyHost(a.address) === 'host' && a.family === 'IPv4')
+      .map((a) => a.address),
+  ];
 
   it('creating an SSH server on any port of the host answers the same 422, and nothing is connected to', async () => {
     const answers = new Set<string>();

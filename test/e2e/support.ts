@@ -32,10 +32,14 @@ function importImage(engines: TestEngines, image: string, command: string): void
       // not there yet
     }
     engines.podman(e, [
-      'import', '--quiet',
-      '--change', `CMD ["sh","-c",${JSON.stringify(command)}]`,
-      '--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      rootfs, image,
+      'import',
+      '--quiet',
+      '--change',
+      `CMD ["sh","-c",${JSON.stringify(command)}]`,
+      '--change',
+      'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      rootfs,
+      image,
     ]);
   }
 }
@@ -197,7 +201,15 @@ export interface VolumeTruth {
 /** What a volume holds, as busybox sees it (read-only mount). */
 export function volumeTruth(engines: TestEngines, engine: 'a' | 'b', volume: string): VolumeTruth {
   const out = engines.podman(engine, [
-    'run', '--rm', '--network', 'none', '-v', `${volume}:/data:ro`, ENGINE_IMAGE, 'sh', '-c',
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '-v',
+    `${volume}:/data:ro`,
+    ENGINE_IMAGE,
+    'sh',
+    '-c',
     'cd /data && find . -mindepth 1 -exec stat -c "%n|%F|%s|%a|%u:%g" {} + | sort && echo --- && find . -type f -exec sha256sum {} + | sort -k 2',
   ]);
   const [listing = '', sums = ''] = out.split('---\n');
@@ -310,7 +322,11 @@ export async function deployAppWithVolume(api: Api, p: Platform, name: string, i
 }
 
 /** A server reached over SSH (the test sshd on loopback) whose engine is one of the test engines. */
-export async function registerSshServer(api: Api, name: string, o: { port: number; keyUuid: string; socket: string; user?: string; validate?: boolean }): Promise<{ uuid: string; dest: string; validation?: any }> {
+export async function registerSshServer(
+  api: Api,
+  name: string,
+  o: { port: number; keyUuid: string; socket: string; user?: string; validate?: boolean },
+): Promise<{ uuid: string; dest: string; validation?: any }> {
   const { uuid } = await api.ok('POST', '/servers', {
     name,
     ip: '127.0.0.1',

@@ -59,7 +59,11 @@ describe('clones connect to what the guard checked', () => {
     expect(commit).toBe(repos.commit);
     expect(lookups).toEqual(['rebind.test']);
     // The discovery and the fetch both reached the pinned server.
-    expect(web.requests.slice(before)).toEqual([expect.stringMatching(/^GET \/app\.git\/info\/refs\?service=git-upload-pack$/), expect.stringMatching(/^POST \/app\.git\/git-upload-pack$/), ...web.requests.slice(before + 2)]);
+    expect(web.requests.slice(before)).toEqual([
+      expect.stringMatching(/^GET \/app\.git\/info\/refs\?service=git-upload-pack$/),
+      expect.stringMatching(/^POST \/app\.git\/git-upload-pack$/),
+      ...web.requests.slice(before + 2),
+    ]);
   });
 
   it('a name with any refused address is not cloned, and nothing is connected to', async () => {
@@ -87,7 +91,13 @@ describe('clones connect to what the guard checked', () => {
   it('URLs parsers read differently never reach git: the loopback listener they point at receives nothing', async () => {
     // As stored before the door refused them: the runtime reads them with the same parser.
     const guard = new TargetGuard('127.0.0.1', { resolve: async () => ['127.0.0.1'] });
-    for (const url of [`http://public.test\\@127.0.0.1:${trap.port}/pwn`, `http://public.test@127.0.0.1:${trap.port}/pwn`, `http://public.test%40127.0.0.1:${trap.port}/pwn`, `git://public.test/x@[127.0.0.1]:${trap.port}/pwn`, `http://127.1:${trap.port}/pwn`]) {
+    for (const url of [
+      `http://public.test\\@127.0.0.1:${trap.port}/pwn`,
+      `http://public.test@127.0.0.1:${trap.port}/pwn`,
+      `http://public.test%40127.0.0.1:${trap.port}/pwn`,
+      `git://public.test/x@[127.0.0.1]:${trap.port}/pwn`,
+      `http://127.1:${trap.port}/pwn`,
+    ]) {
       await expect(cloneWith(guard, url), url).rejects.toThrow(/refused to connect/);
     }
     expect(trap.requests).toEqual([]);

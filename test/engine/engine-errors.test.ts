@@ -97,7 +97,9 @@ describe('unreachable engines', () => {
       });
     });
     const endpoint = `tcp://127.0.0.1:${port}`;
-    const err = await client(endpoint).version().catch((e: unknown) => e);
+    const err = await client(endpoint)
+      .version()
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineUnreachableError);
     expect((err as EngineUnreachableError).code).toBe('ECONNREFUSED');
     expect((err as Error).message).toContain(endpoint);
@@ -113,9 +115,7 @@ describe('unreachable engines', () => {
     const socket = path.join(tmp, 'late.sock');
     const c = client(`unix://${socket}`, { retry: { retries: 0 } });
     await expect(c.inspectVolume('v')).rejects.toBeInstanceOf(EngineUnreachableError);
-    const server = http.createServer((req, res) =>
-      req.url === '/version' ? json(res, 200, { ApiVersion: '1.41' }) : json(res, 200, { Name: 'v', url: req.url }),
-    );
+    const server = http.createServer((req, res) => (req.url === '/version' ? json(res, 200, { ApiVersion: '1.41' }) : json(res, 200, { Name: 'v', url: req.url })));
     await new Promise<void>((r) => server.listen(socket, r));
     try {
       expect(await c.inspectVolume('v')).toMatchObject({ url: '/v1.41/volumes/v' });
@@ -146,7 +146,9 @@ describe('retries', () => {
   it('gives up after the bounded number of retries, with the last error', async () => {
     const fake = await fakeEngine((_req, res) => json(res, 503, { message: 'still busy' }));
     try {
-      const err = await client(fake.endpoint).listVolumes().catch((e: unknown) => e);
+      const err = await client(fake.endpoint)
+        .listVolumes()
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(EngineError);
       expect(err).toMatchObject({ status: 503, engineMessage: 'still busy' });
       expect(calls(fake)).toHaveLength(4); // 1 + 3 retries
@@ -376,9 +378,7 @@ describe('protocol details', () => {
       res.end('{"errorDetail":{"message":"manifest unknown"},"error":"manifest unknown"}\n');
     });
     try {
-      await expect(client(fake.endpoint).pullImage('registry.example:5000/team/app')).rejects.toThrow(
-        /pulling registry\.example:5000\/team\/app on engine .*failed: manifest unknown/,
-      );
+      await expect(client(fake.endpoint).pullImage('registry.example:5000/team/app')).rejects.toThrow(/pulling registry\.example:5000\/team\/app on engine .*failed: manifest unknown/);
     } finally {
       await fake.close();
     }
@@ -437,14 +437,11 @@ describe.skipIf(!haveOpenssl)('TCP with TLS client certificates', () => {
     sh('openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext');
     sh('openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=berth');
     sh('openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1');
-    server = https.createServer(
-      { key: pem('server.key'), cert: pem('server.pem'), ca: pem('ca.pem'), requestCert: true, rejectUnauthorized: true },
-      (req, res) => {
-        if (req.url === '/_ping') return res.writeHead(200).end('OK');
-        if (req.url === '/version') return json(res, 200, { ApiVersion: '1.41', Version: 'tls-fake' });
-        json(res, 200, { Name: 'v', cn: (req.socket as import('node:tls').TLSSocket).getPeerCertificate().subject?.CN });
-      },
-    );
+    server = https.createServer({ key: pem('server.key'), cert: pem('server.pem'), ca: pem('ca.pem'), requestCert: true, rejectUnauthorized: true }, (req, res) => {
+      if (req.url === '/_ping') return res.writeHead(200).end('OK');
+      if (req.url === '/version') return json(res, 200, { ApiVersion: '1.41', Version: 'tls-fake' });
+      json(res, 200, { Name: 'v', cn: (req.socket as import('node:tls').TLSSocket).getPeerCertificate().subject?.CN });
+    });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     endpoint = `tcp://localhost:${(server.address() as net.AddressInfo).port}`;
   }, 60_000);

@@ -135,7 +135,10 @@ describe.skipIf(!enginesAvailable)('engine client against real engines', () => {
     const { Id } = await engines.a.createContainer(uniqueName('ports'), {
       image: engines.image,
       cmd: ['true'],
-      ports: [{ containerPort: 8080, hostPort: 18080 }, { containerPort: 53, protocol: 'udp' }],
+      ports: [
+        { containerPort: 8080, hostPort: 18080 },
+        { containerPort: 53, protocol: 'udp' },
+      ],
       restartPolicy: { name: 'on-failure', maximumRetryCount: 3 },
     });
     try {
@@ -206,9 +209,7 @@ describe.skipIf(!enginesAvailable)('engine client against real engines', () => {
   });
 
   it('does not retry a failing create, and reports the engine message', async () => {
-    const err = await engines.a
-      .createContainer(uniqueName('bad'), { image: 'localhost/no-such-image:1', networkMode: 'none' })
-      .catch((e: unknown) => e);
+    const err = await engines.a.createContainer(uniqueName('bad'), { image: 'localhost/no-such-image:1', networkMode: 'none' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineError);
     expect((err as EngineError).status).toBeGreaterThanOrEqual(400);
     expect((err as EngineError).engineMessage).toMatch(/no-such-image/);

@@ -40,7 +40,13 @@ chmod 750 /v
 /** Every entry (type, size, permissions) and every file's sha256, as busybox sees the volume. */
 function groundTruth(engines: TestEngines, engine: 'a' | 'b', volume: string): { listing: string; sums: string; rootMode: string } {
   const out = engines.podman(engine, [
-    'run', '--rm', '-v', `${volume}:/v:ro`, engines.image, 'sh', '-c',
+    'run',
+    '--rm',
+    '-v',
+    `${volume}:/v:ro`,
+    engines.image,
+    'sh',
+    '-c',
     'cd /v && stat -c "%a %u:%g" . && echo --- && find . -mindepth 1 -exec stat -c "%n|%F|%s|%a|%u:%g" {} + | sort && echo --- && find . -type f -exec sha256sum {} + | sort -k 2',
   ]);
   const [rootMode, listing, sums] = out.split('---\n');
@@ -85,7 +91,8 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     const result = await copyVolume({
       from: { engine: engines.a, volume: src },
       to: { engine: engines.b, volume: staging, labels: { 'berth.test': 'staging' } },
-      helperImage: engines.image, helperLabels: RUN,
+      helperImage: engines.image,
+      helperLabels: RUN,
       onProgress: (p) => progress.push(p),
       progressIntervalMs: 0,
     });
@@ -192,9 +199,9 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     const src = uniqueName('src');
     engines.podman('a', ['volume', 'create', src]);
     engines.podman('a', ['run', '--rm', '-v', `${src}:/v`, engines.image, 'sh', '-c', `printf x > /v/plain && printf y > "/v/two$(printf '\\nlines')"`]);
-    await expect(
-      copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: uniqueName('nl') }, helperImage: engines.image, helperLabels: RUN }),
-    ).rejects.toThrow(/file name contains a newline/);
+    await expect(copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: uniqueName('nl') }, helperImage: engines.image, helperLabels: RUN })).rejects.toThrow(
+      /file name contains a newline/,
+    );
     expect(await helpersLeft(engines)).toEqual([[], []]);
   });
 
@@ -206,9 +213,9 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     engines.podman('b', ['volume', 'create', taken]);
     engines.podman('b', ['run', '--rm', '-v', `${taken}:/v`, engines.image, 'sh', '-c', 'echo old > /v/old']);
 
-    await expect(
-      copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: taken }, helperImage: engines.image, helperLabels: RUN }),
-    ).rejects.toBeInstanceOf(DestinationNotEmptyError);
+    await expect(copyVolume({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: taken }, helperImage: engines.image, helperLabels: RUN })).rejects.toBeInstanceOf(
+      DestinationNotEmptyError,
+    );
     expect(engines.podman('b', ['run', '--rm', '-v', `${taken}:/v:ro`, engines.image, 'ls', '/v'])).toBe('old\n');
 
     await expect(
@@ -223,7 +230,13 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
     it('is copied with the RSS growth of this process under 64 MiB', async () => {
       engines.podman('a', ['volume', 'create', big]);
       engines.podman('a', [
-        'run', '--rm', '-v', `${big}:/v`, engines.image, 'sh', '-c',
+        'run',
+        '--rm',
+        '-v',
+        `${big}:/v`,
+        engines.image,
+        'sh',
+        '-c',
         'i=0; while [ $i -lt 10 ]; do dd if=/dev/urandom of=/v/part-$i.bin bs=1048576 count=20 2>/dev/null; i=$((i + 1)); done; mkdir /v/small; i=0; while [ $i -lt 200 ]; do head -c 3000 /dev/urandom > /v/small/$i; i=$((i + 1)); done',
       ]);
       const staging = uniqueName('bigstage');
@@ -238,7 +251,8 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
         result = await copyVolume({
           from: { engine: engines.a, volume: big },
           to: { engine: engines.b, volume: staging },
-          helperImage: engines.image, helperLabels: RUN,
+          helperImage: engines.image,
+          helperLabels: RUN,
           onProgress: () => {
             peak = Math.max(peak, process.memoryUsage().rss);
           },
@@ -264,7 +278,8 @@ describe.skipIf(!enginesAvailable)('copyVolume between two engines', () => {
       const err = await copyVolume({
         from: { engine: engines.a, volume: big },
         to: { engine: engines.b, volume: staging },
-        helperImage: engines.image, helperLabels: RUN,
+        helperImage: engines.image,
+        helperLabels: RUN,
         progressIntervalMs: 0,
         onProgress: (p) => {
           if (p.transferredBytes > 20 * 1048576) ac.abort(new Error('cancelled by test'));

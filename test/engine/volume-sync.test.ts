@@ -14,7 +14,15 @@ const RUN = { 'berth.test-run': uniqueName('vsync') };
 /** Every entry (type, size, permissions, owner, link target) and every file's sha256. */
 function truth(engines: TestEngines, engine: 'a' | 'b', volume: string): string {
   return engines.podman(engine, [
-    'run', '--rm', '--network', 'none', '-v', `${volume}:/v:ro`, engines.image, 'sh', '-c',
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '-v',
+    `${volume}:/v:ro`,
+    engines.image,
+    'sh',
+    '-c',
     'cd /v && find . -exec stat -c "%n|%F|%s|%a|%u:%g|%N" {} + | sort && echo --- && find . -type f -exec sha256sum {} + | sort -k 2',
   ]);
 }
@@ -33,17 +41,26 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
     const src = uniqueName('src');
     const dst = uniqueName('dst');
     engines.podman('a', ['volume', 'create', src]);
-    sh(engines, 'a', src, `
+    sh(
+      engines,
+      'a',
+      src,
+      `
       mkdir -p d was-dir keep/inner
       printf AAAA > same-size; printf two > f2; printf gone > to-delete; printf file > was-file
       printf x > was-dir/child; ln -s same-size link; printf owned > owned; chown 1000:1000 owned
-      printf stays > keep/inner/stays`);
+      printf stays > keep/inner/stays`,
+    );
     const sync = await opened(src, dst);
     try {
       const first = await sync.round();
       expect(first).toMatchObject({ round: 1, removed: 0 });
       // Changes right after the first snapshot (most in the same second as it).
-      sh(engines, 'a', src, `
+      sh(
+        engines,
+        'a',
+        src,
+        `
         printf BBBB > same-size
         chmod 600 f2; chown 2000:2001 owned
         rm to-delete
@@ -51,7 +68,8 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
         rm was-file; mkdir was-file; printf inner > was-file/inner
         ln -sfn f2 link
         mv f2 f2-renamed
-        mkdir -p new/deep; printf n > new/deep/file; chmod 700 new`);
+        mkdir -p new/deep; printf n > new/deep/file; chmod 700 new`,
+      );
       // Something the copy caught that the source no longer has (made, copied, deleted in between).
       sh(engines, 'b', dst, 'printf stray > stray; mkdir -p stray-dir/x');
       const second = await sync.round();
@@ -74,7 +92,17 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
     sh(engines, 'a', src, 'dd if=/dev/urandom of=base.bin bs=1048576 count=8 2>/dev/null; mkdir logs tmp');
     const writer = uniqueName('writer');
     engines.podman('a', [
-      'run', '-d', '--name', writer, '--network', 'none', '-v', `${src}:/v`, engines.image, 'sh', '-c',
+      'run',
+      '-d',
+      '--name',
+      writer,
+      '--network',
+      'none',
+      '-v',
+      `${src}:/v`,
+      engines.image,
+      'sh',
+      '-c',
       `trap 'exit 0' TERM; cd /v; i=0; while :; do i=$((i + 1)); echo "line $i" >> logs/app.log; head -c $((i % 7000 + 1)) /dev/urandom > state.bin; : > "tmp/t$i"; rm -f "tmp/t$((i - 3))"; [ $((i % 50)) -eq 0 ] && dd if=/dev/urandom of=base.bin bs=4096 count=1 seek=$((i % 2000)) conv=notrunc 2>/dev/null; sleep 0.01; done`,
     ]);
     const sync = await opened(src, dst);
@@ -94,30 +122,44 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
     const src = uniqueName('fin');
     const dst = uniqueName('fin-dst');
     engines.podman('a', ['volume', 'create', src]);
-    sh(engines, 'a', src, `
+    sh(
+      engines,
+      'a',
+      src,
+      `
       mkdir -p tree/a/b keep gone-dir/sub moved-dir/inner
       i=0; while [ $i -lt 200 ]; do printf "$i" > "keep/f $i"; i=$((i + 1)); done
       printf x > tree/a/b/leaf; printf y > gone-dir/sub/z; printf m > moved-dir/inner/file
       printf same > same; printf mode > mode; printf own > own; printf t > type-change; printf l > linked
-      ln -s same link`);
+      ln -s same link`,
+    );
     const sync = await opened(src, dst);
     try {
       await sync.round();
       await sync.round();
       expect(await sync.prepareFinal()).toBe(0);
       // After the prepared round: the source changes in every way, then stops (the final pass).
-      sh(engines, 'a', src, `
+      sh(
+        engines,
+        'a',
+        src,
+        `
         printf SAME > same; chmod 600 mode; chown 3000:3001 own
         rm -r gone-dir; mv moved-dir tree/a/moved-here
         rm type-change; mkdir type-change; printf in > type-change/in
         ln -sfn mode link; ln linked hard-link; rm "keep/f 7"
-        mkdir -p fresh/deep; printf n > fresh/deep/n`);
+        mkdir -p fresh/deep; printf n > fresh/deep/n`,
+      );
       const last = await sync.finalPass();
       // Only the change is sent: not the 200 files that did not move.
       expect(last.sentEntries).toBeLessThan(30);
       expect(last.removed).toBeGreaterThan(0);
       expect(truth(engines, 'b', dst)).toBe(truth(engines, 'a', src));
-      const counted = engines.podman('a', ['run', '--rm', '--network', 'none', '-v', `${src}:/v:ro`, engines.image, 'sh', '-c', 'cd /v && find . | wc -l && find . -type f | wc -l']).trim().split(/\s+/).map(Number);
+      const counted = engines
+        .podman('a', ['run', '--rm', '--network', 'none', '-v', `${src}:/v:ro`, engines.image, 'sh', '-c', 'cd /v && find . | wc -l && find . -type f | wc -l'])
+        .trim()
+        .split(/\s+/)
+        .map(Number);
       expect([last.entries, last.files]).toEqual(counted);
     } finally {
       await sync.close();

@@ -36,7 +36,15 @@ export function makeRepos(): GitRepos {
 
 async function listening(port: number): Promise<void> {
   for (let i = 0; i < 100; i++) {
-    const ok = await new Promise<boolean>((resolve) => net.connect(port, '127.0.0.1').once('connect', function (this: net.Socket) { this.destroy(); resolve(true); }).once('error', () => resolve(false)));
+    const ok = await new Promise<boolean>((resolve) =>
+      net
+        .connect(port, '127.0.0.1')
+        .once('connect', function (this: net.Socket) {
+          this.destroy();
+          resolve(true);
+        })
+        .once('error', () => resolve(false)),
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -73,7 +73,14 @@ volumes:
 export const S3_SAMPLE = { endpoint: 'https://s3.invalid', bucket: 'berth-backups', region: 'us-east-1', key: 'AKIDSAMPLE', secret: 'sample-secret' };
 
 /** A GitHub app record's fields (the key is the world's); its secrets are what redaction must hide. */
-export const GITHUB_APP_SAMPLE = { html_url: 'https://github.com', app_id: 101, installation_id: 202, client_id: 'Iv1.sample', client_secret: 'github-client-secret-value', webhook_secret: 'github-webhook-secret-value' };
+export const GITHUB_APP_SAMPLE = {
+  html_url: 'https://github.com',
+  app_id: 101,
+  installation_id: 202,
+  client_id: 'Iv1.sample',
+  client_secret: 'github-client-secret-value',
+  webhook_secret: 'github-webhook-secret-value',
+};
 export const CLOUD_TOKEN_SAMPLE = { provider: 'hetzner', token: 'cloud-token-secret-value' };
 
 async function ok(s: TestServer, token: string, method: string, path: string, body?: unknown) {
@@ -92,7 +99,9 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   const projectUuid = (await ok(s, token, 'POST', '/api/v1/projects', { name: `${tag} project` })).uuid;
   const environmentUuid = (await ok(s, token, 'GET', `/api/v1/projects/${projectUuid}/environments`))[0].uuid;
   const place = { project_uuid: projectUuid, server_uuid: serverUuid, environment_name: 'production' };
-  const appUuid = (await ok(s, token, 'POST', '/api/v1/applications/dockerimage', { ...place, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80', tags: ['web'] })).uuid;
+  const appUuid = (
+    await ok(s, token, 'POST', '/api/v1/applications/dockerimage', { ...place, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80', tags: ['web'] })
+  ).uuid;
   const appEnvUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/envs`, { key: 'API_KEY', value: 'app-secret-value' })).uuid;
   const appStorageUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' })).uuid;
   const databaseUuid = (await ok(s, token, 'POST', '/api/v1/databases/postgresql', { ...place, postgres_password: 'db-secret-password' })).uuid;
@@ -116,7 +125,11 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   const backupUuid = backup.uuid as string;
   const backupExecutionUuid = backup.execution_uuid as string;
   const serviceStorageUuid = (await ok(s, token, 'GET', `/api/v1/services/${serviceUuid}/storages`)).persistent_storages[0].uuid;
-  for (const [collection, uuid, storage] of [['applications', appUuid, appStorageUuid], ['databases', databaseUuid, databaseStorageUuid], ['services', serviceUuid, serviceStorageUuid]]) {
+  for (const [collection, uuid, storage] of [
+    ['applications', appUuid, appStorageUuid],
+    ['databases', databaseUuid, databaseStorageUuid],
+    ['services', serviceUuid, serviceStorageUuid],
+  ]) {
     await ok(s, token, 'PUT', `/api/v1/${collection}/${uuid}/storages/${storage}/backups`, { frequency: 'weekly' });
   }
   const stagingUuid = (await ok(s, token, 'POST', `/api/v1/projects/${projectUuid}/environments`, { name: 'elsewhere' })).uuid;
@@ -126,12 +139,40 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   const appTaskUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/scheduled-tasks`, { name: 'nightly', command: 'echo nightly', frequency: 'daily' })).uuid;
   const serviceTaskUuid = (await ok(s, token, 'POST', `/api/v1/services/${serviceUuid}/scheduled-tasks`, { name: 'flush', command: 'echo flush', frequency: '0 3 * * *', container: 'web' })).uuid;
   return {
-    appTaskUuid, serviceTaskUuid,
-    backupUuid, backupExecutionUuid, serviceStorageUuid, tagUuid, stagingUuid,
-    githubAppId: String(githubApp.id), githubAppUuid: githubApp.uuid, cloudTokenUuid,
-    token, keyUuid, serverUuid, server2Uuid, destinationUuid, destination2Uuid, projectUuid, environmentUuid, appUuid, appEnvUuid, appStorageUuid,
-    databaseUuid, databaseEnvUuid, databaseStorageUuid, serviceUuid, serviceEnvUuid, deploymentUuid, migrationUuid, s3StorageUuid, cloudInitScriptUuid,
-    teamEnvId, projectEnvId, environmentEnvId, serverEnvId,
+    appTaskUuid,
+    serviceTaskUuid,
+    backupUuid,
+    backupExecutionUuid,
+    serviceStorageUuid,
+    tagUuid,
+    stagingUuid,
+    githubAppId: String(githubApp.id),
+    githubAppUuid: githubApp.uuid,
+    cloudTokenUuid,
+    token,
+    keyUuid,
+    serverUuid,
+    server2Uuid,
+    destinationUuid,
+    destination2Uuid,
+    projectUuid,
+    environmentUuid,
+    appUuid,
+    appEnvUuid,
+    appStorageUuid,
+    databaseUuid,
+    databaseEnvUuid,
+    databaseStorageUuid,
+    serviceUuid,
+    serviceEnvUuid,
+    deploymentUuid,
+    migrationUuid,
+    s3StorageUuid,
+    cloudInitScriptUuid,
+    teamEnvId,
+    projectEnvId,
+    environmentEnvId,
+    serverEnvId,
   };
 }
 
@@ -240,13 +281,21 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (/^create_\w+_database$/.test(name)) return place;
   if (/^create_(application|database|service)_env$/.test(name)) return { key: `KEY_${i}`, value: 'value' };
   if ((m = /^update_(application|database|service)_env$/.exec(name))) return { key: partsOf(x)[m[1] as Singular].envKey, value: `changed-${i}` };
-  if ((m = /^update_(application|database|service)_envs_bulk$/.exec(name))) return { data: [{ key: partsOf(x)[m[1] as Singular].envKey, value: `bulk-${i}` }, { key: `BULK_${i}`, value: 'new' }] };
+  if ((m = /^update_(application|database|service)_envs_bulk$/.exec(name)))
+    return {
+      data: [
+        { key: partsOf(x)[m[1] as Singular].envKey, value: `bulk-${i}` },
+        { key: `BULK_${i}`, value: 'new' },
+      ],
+    };
   if ((m = /^update_(application|database)_storage$/.exec(name))) return { storage_uuid: m[1] === 'application' ? x.appStorageUuid : x.databaseStorageUuid, mount_path: `/moved-${i}` };
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
   if (name === 'create_dockerfile_application') return { ...place, ports_exposes: '80', dockerfile: Buffer.from('FROM busybox\nCMD ["sleep", "3600"]\n').toString('base64') };
   if (name === 'create_public_application') return { ...place, ports_exposes: '80', git_repository: 'https://git.example.test/team/app.git', git_branch: 'main', build_pack: 'dockerfile' };
-  if (name === 'create_private_deploy_key_application') return { ...place, ports_exposes: '80', private_key_uuid: x.keyUuid, git_repository: 'git@git.example.test:team/app.git', git_branch: 'main', build_pack: 'dockerfile' };
-  if (name === 'create_private_github_app_application') return { ...place, ports_exposes: '80', github_app_uuid: x.githubAppUuid, git_repository: 'team/app', git_branch: 'main', build_pack: 'dockerfile' };
+  if (name === 'create_private_deploy_key_application')
+    return { ...place, ports_exposes: '80', private_key_uuid: x.keyUuid, git_repository: 'git@git.example.test:team/app.git', git_branch: 'main', build_pack: 'dockerfile' };
+  if (name === 'create_private_github_app_application')
+    return { ...place, ports_exposes: '80', github_app_uuid: x.githubAppUuid, git_repository: 'team/app', git_branch: 'main', build_pack: 'dockerfile' };
   if (name === 'create_github_app') return { ...GITHUB_APP_SAMPLE, name: `gh ${i}`, private_key_uuid: x.keyUuid };
   if (name === 'update_github_app') return { name: `gh changed ${i}` };
   if (name === 'create_cloud_token') return { ...CLOUD_TOKEN_SAMPLE, name: `cloud ${i}` };

@@ -254,8 +254,7 @@ describe('allow-list behind a trusted proxy (TRUST_PROXY=127.0.0.5)', () => {
   });
   afterAll(() => p.stop());
 
-  const via = (from: string, xff?: string) =>
-    call(p.url, 'GET', '/api/v1/teams/current', { token: preader, from, headers: xff === undefined ? {} : { 'x-forwarded-for': xff } });
+  const via = (from: string, xff?: string) => call(p.url, 'GET', '/api/v1/teams/current', { token: preader, from, headers: xff === undefined ? {} : { 'x-forwarded-for': xff } });
 
   it('believes X-Forwarded-For only from the trusted proxy, and only its own hop', async () => {
     const set = await setList(p, '127.0.0.1, 127.0.0.5, 10.9.9.9');
@@ -299,7 +298,12 @@ describe('allow-list on a dual-stack listener (host "::")', () => {
 
   it('the premise: an IPv4 client of a "::" socket is seen as ::ffff:a.b.c.d', async () => {
     const srv = net.createServer();
-    const seen = new Promise<string | undefined>((resolve) => srv.once('connection', (c) => { resolve(c.remoteAddress); c.destroy(); }));
+    const seen = new Promise<string | undefined>((resolve) =>
+      srv.once('connection', (c) => {
+        resolve(c.remoteAddress);
+        c.destroy();
+      }),
+    );
     await new Promise<void>((resolve) => srv.listen(0, '::', resolve));
     const port = (srv.address() as net.AddressInfo).port;
     const sock = net.connect({ host: '127.0.0.1', port, localAddress: '127.0.0.2' });

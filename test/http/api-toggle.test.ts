@@ -51,7 +51,7 @@ describe('API toggle', () => {
     }
   });
 
-  it("a root token of another team may not flip the instance-wide toggle", async () => {
+  it('a root token of another team may not flip the instance-wide toggle', async () => {
     const other = await s.team('Other Team');
     const r = await call(s.url, 'POST', '/api/v1/disable', { token: other.rootToken });
     expect(r.status).toBe(403);

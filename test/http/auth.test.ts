@@ -30,17 +30,7 @@ describe('authentication', () => {
 
   it('malformed, unknown-id and wrong-secret tokens get one identical 401 body', async () => {
     const [id, secret] = s.rootToken.split('|') as [string, string];
-    const bad = [
-      'garbage',
-      `${id}`,
-      `${id}|`,
-      `|${secret}`,
-      `${id}|${secret}x`,
-      `${id}|${secret.slice(0, -1)}`,
-      `999999|${secret}`,
-      `0${id}|${secret}`,
-      `${id}||${secret}`,
-    ];
+    const bad = ['garbage', `${id}`, `${id}|`, `|${secret}`, `${id}|${secret}x`, `${id}|${secret.slice(0, -1)}`, `999999|${secret}`, `0${id}|${secret}`, `${id}||${secret}`];
     for (const token of bad) {
       const r = await current(token);
       expect(r.status, token).toBe(401);
@@ -51,7 +41,11 @@ describe('authentication', () => {
   it('an expired token is refused with the same body', async () => {
     const t = await s.token({ permissions: ['read'], expires: '7d' });
     expect((await current(t.token)).status).toBe(200);
-    await s.db.updateTable('api_tokens').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', t.id).execute();
+    await s.db
+      .updateTable('api_tokens')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('id', '=', t.id)
+      .execute();
     const r = await current(t.token);
     expect(r.status).toBe(401);
     expect(r.text).toBe(INVALID);

@@ -62,8 +62,6 @@ async function startWebhook() {
   };
 }
 
-
-
 /**
  * Each request comes from its own loopback address (Linux routes all of 127.0.0.0/8 to lo), so
  * the per-address feedback rate limit never decides an outcome here.
@@ -71,7 +69,7 @@ async function startWebhook() {
 let addr = 0;
 const nextAddr = () => {
   addr++;
-  return `127.0.${20 + (addr >> 8)}.${(addr & 255) || 1}`;
+  return `127.0.${20 + (addr >> 8)}.${addr & 255 || 1}`;
 };
 async function post(base: string, body: unknown, token?: string): Promise<Reply & { from: string }> {
   const from = nextAddr();
@@ -93,7 +91,15 @@ afterAll(async () => {
 });
 
 const feedbackRow = (id: number) => s.db.selectFrom('feedback').selectAll().where('id', '=', id).executeTakeFirst();
-const feedbackCount = async () => Number((await s.db.selectFrom('feedback').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const feedbackCount = async () =>
+  Number(
+    (
+      await s.db
+        .selectFrom('feedback')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 const hookFor = (content: string) => hook.hooks.find((h) => h.body.includes(content));
 
 describe('POST /api/feedback', () => {

@@ -55,7 +55,15 @@ describe('prototype keys are a 422 naming the field, in every body', () => {
 
   it('env bulk: a variable named __proto__, constructor or prototype is refused, and none of the batch is written', async () => {
     for (const key of ['__proto__', 'constructor', 'prototype']) {
-      const r = await call(s.url, 'PATCH', `/api/v1/applications/${w.appUuid}/envs/bulk`, { token: s.rootToken, body: { data: [{ key: 'FINE_ONE', value: 'x' }, { key, value: 'x' }] } });
+      const r = await call(s.url, 'PATCH', `/api/v1/applications/${w.appUuid}/envs/bulk`, {
+        token: s.rootToken,
+        body: {
+          data: [
+            { key: 'FINE_ONE', value: 'x' },
+            { key, value: 'x' },
+          ],
+        },
+      });
       expect(r.status, key).toBe(422);
       expect(r.json.errors).toEqual({ 'data.1.key': ['This name is not allowed.'] });
     }
@@ -143,7 +151,11 @@ describe('credentials in URLs never reach a log line', () => {
       await call(served.url, 'GET', `/api/v1/version?api_token=${encodeURIComponent(s.rootToken)}&password=${secret}&key=${secret}`, { token: s.rootToken });
       await call(served.url, 'GET', `/api/v1/nowhere?token=${secret}`);
       await call(served.url, 'POST', `/mcp?api_token=${secret}`, { token: s.rootToken, body: '[]', headers: modern() });
-      const lines = () => served.output().split('\n').filter((l) => l.includes('"msg":"request"'));
+      const lines = () =>
+        served
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('"msg":"request"'));
       for (let i = 0; i < 100 && lines().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
       const out = served.output();
       expect(lines().some((l) => l.includes('api_token=[redacted]'))).toBe(true);

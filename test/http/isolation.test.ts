@@ -3,7 +3,7 @@ import { newUuid } from '../../src/ids.js';
 import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
-import { buildWorld, fillPath, partsOf, sampleBody as bodyFor, worldParams, type Params, type Singular, type World } from '../helpers/world.js';
+import { buildWorld, fillPath, sampleBody as bodyFor, worldParams, type Params, type World } from '../helpers/world.js';
 
 /**
  * Team isolation over real HTTP, driven by the operation table: team B's root token, aimed at
@@ -198,7 +198,6 @@ const REFERENCE: Record<string, (x: World, op: string) => string> = {
   storage_uuid: (x, op) => (op.includes('database') ? x.databaseStorageUuid : x.appStorageUuid),
   s3_storage_uuid: (x) => x.s3StorageUuid,
   github_app_uuid: (x) => x.githubAppUuid,
-
 };
 
 function referenceFields(op: Operation): string[] {
@@ -255,7 +254,13 @@ describe("references inside bodies resolve only inside the caller's team", () =>
 describe("team B's reads never show team A's objects", () => {
   it(`no GET of B's (${reads.length} operations) contains a uuid of A's`, async () => {
     // Shared-variable ids are small integers (Coolify's {env_id}), not uuids: the 404 checks above cover them.
-    const secrets = [...Object.entries(a).filter(([k]) => k !== 'token' && !k.endsWith('EnvId') && k !== 'githubAppId').map(([, v]) => v as string), onlyA, s.ownerEmail];
+    const secrets = [
+      ...Object.entries(a)
+        .filter(([k]) => k !== 'token' && !k.endsWith('EnvId') && k !== 'githubAppId')
+        .map(([, v]) => v as string),
+      onlyA,
+      s.ownerEmail,
+    ];
     for (const op of reads) {
       const r = await send(op, poolB.token(), worldParams(op.http.path, b, teamB), undefined);
       if (op.access?.rootTeamOnly) {
@@ -270,7 +275,17 @@ describe("team B's reads never show team A's objects", () => {
   it("the team lists hold B's own team only", async () => {
     const r = await call(s.url, 'GET', '/api/v1/teams', { token: poolB.token() });
     expect(r.json.map((t: { id: number }) => t.id)).toEqual([teamB]);
-    const lists = ['/api/v1/applications', '/api/v1/databases', '/api/v1/services', '/api/v1/resources', '/api/v1/servers', '/api/v1/projects', '/api/v1/security/keys', '/api/v1/destinations', '/api/v1/migrations'];
+    const lists = [
+      '/api/v1/applications',
+      '/api/v1/databases',
+      '/api/v1/services',
+      '/api/v1/resources',
+      '/api/v1/servers',
+      '/api/v1/projects',
+      '/api/v1/security/keys',
+      '/api/v1/destinations',
+      '/api/v1/migrations',
+    ];
     for (const path of lists) {
       const mine = await call(s.url, 'GET', path, { token: poolB.token() });
       const theirs = await call(s.url, 'GET', path, { token: poolA.token() });

@@ -82,22 +82,52 @@ async function queuedDeployment(resourceUuid: string): Promise<string> {
   const now = nowIso();
   await s.db
     .insertInto('deployments')
-    .values({ uuid, team_id: r.team_id, resource_id: r.id, server_id: d.server_id, kind: 'deploy', status: 'queued', force: 0, logs: '', started_at: null, finished_at: null, created_at: now, updated_at: now })
+    .values({
+      uuid,
+      team_id: r.team_id,
+      resource_id: r.id,
+      server_id: d.server_id,
+      kind: 'deploy',
+      status: 'queued',
+      force: 0,
+      logs: '',
+      started_at: null,
+      finished_at: null,
+      created_at: now,
+      updated_at: now,
+    })
     .execute();
   return uuid;
 }
 
 /** A migration parked as waiting in the store (never queued in this process), of a fresh resource. */
 async function pendingMigration(x: World): Promise<string> {
-  const resource = await s.db.selectFrom('resources').select(['id', 'team_id', 'destination_id', 'status']).where('uuid', '=', await freshResource('application', x)).executeTakeFirstOrThrow();
+  const resource = await s.db
+    .selectFrom('resources')
+    .select(['id', 'team_id', 'destination_id', 'status'])
+    .where('uuid', '=', await freshResource('application', x))
+    .executeTakeFirstOrThrow();
   const target = await s.db.selectFrom('destinations').select('id').where('uuid', '=', x.destination2Uuid).executeTakeFirstOrThrow();
   const uuid = newUuid();
   const now = nowIso();
   await s.db
     .insertInto('migrations_jobs')
     .values({
-      uuid, team_id: resource.team_id, resource_id: resource.id, from_destination_id: resource.destination_id, to_destination_id: target.id, migrate_volumes: 1, moves_data: 1,
-      status: 'pending', progress: '{}', error: null, finished_at: null, previous_status: resource.status, downtime_ms: null, created_at: now, updated_at: now,
+      uuid,
+      team_id: resource.team_id,
+      resource_id: resource.id,
+      from_destination_id: resource.destination_id,
+      to_destination_id: target.id,
+      migrate_volumes: 1,
+      moves_data: 1,
+      status: 'pending',
+      progress: '{}',
+      error: null,
+      finished_at: null,
+      previous_status: resource.status,
+      downtime_ms: null,
+      created_at: now,
+      updated_at: now,
     })
     .execute();
   await s.db.updateTable('resources').set({ status: 'migrating' }).where('id', '=', resource.id).execute();
@@ -111,7 +141,21 @@ async function backupExecution(x: World, status: 'success' | 'failed'): Promise<
   const now = nowIso();
   await s.db
     .insertInto('scheduled_database_backup_executions')
-    .values({ uuid, backup_id: b.id, status, message: status, logs: null, size: 10, filename: `pg-dump-postgres-${uuid}.dmp`, database_name: 'postgres', scheduled_for: null, local_storage_deleted: 0, finished_at: now, created_at: now, updated_at: now })
+    .values({
+      uuid,
+      backup_id: b.id,
+      status,
+      message: status,
+      logs: null,
+      size: 10,
+      filename: `pg-dump-postgres-${uuid}.dmp`,
+      database_name: 'postgres',
+      scheduled_for: null,
+      local_storage_deleted: 0,
+      finished_at: now,
+      created_at: now,
+      updated_at: now,
+    })
     .execute();
   return uuid;
 }

@@ -53,7 +53,10 @@ describe('teams', () => {
   });
 
   it("Coolify 4.3's /team and /team/members answer like /teams/current and its members", async () => {
-    for (const [alias, path] of [['/api/v1/team', '/api/v1/teams/current'], ['/api/v1/team/members', '/api/v1/teams/current/members']]) {
+    for (const [alias, path] of [
+      ['/api/v1/team', '/api/v1/teams/current'],
+      ['/api/v1/team/members', '/api/v1/teams/current/members'],
+    ]) {
       const a = await call(s.url, 'GET', alias!, { token: s.rootToken });
       const b = await call(s.url, 'GET', path!, { token: s.rootToken });
       expect(a.status).toBe(200);
@@ -74,8 +77,7 @@ describe('teams', () => {
  * remove-member). Refused with 409 "A team must keep at least one owner." (the CLI's conflict).
  */
 describe('a team keeps at least one owner', () => {
-  const roles = (db: Db, teamId: number) =>
-    db.selectFrom('team_members').select(['user_id', 'role']).where('team_id', '=', teamId).orderBy('user_id').execute();
+  const roles = (db: Db, teamId: number) => db.selectFrom('team_members').select(['user_id', 'role']).where('team_id', '=', teamId).orderBy('user_id').execute();
   const owners = async (db: Db, teamId: number) => (await roles(db, teamId)).filter((m) => m.role === 'owner').length;
   const conflict = { kind: 'conflict', message: 'A team must keep at least one owner.' };
 

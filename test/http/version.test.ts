@@ -15,7 +15,7 @@ beforeAll(async () => {
 afterAll(() => s.stop());
 
 describe('version and health', () => {
-  it("GET /api/v1/health answers OK without a token, like /api/health", async () => {
+  it('GET /api/v1/health answers OK without a token, like /api/health', async () => {
     for (const path of ['/api/v1/health', '/api/health']) {
       const r = await call(s.url, 'GET', path);
       expect({ path, status: r.status, text: r.text, type: r.headers['content-type'] }).toEqual({ path, status: 200, text: 'OK', type: 'text/plain; charset=utf-8' });

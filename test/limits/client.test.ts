@@ -39,7 +39,7 @@ describe('paced client retry rules (against a scripted HTTP peer)', () => {
   let server: http.Server;
   let base: string;
   const seen: Array<{ id: string; method: string; start: number; end: number }> = [];
-  let inflight = new Map<string, number>();
+  const inflight = new Map<string, number>();
   let overlapped = false;
   let failuresLeft = new Map<string, number>();
 

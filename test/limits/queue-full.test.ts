@@ -10,7 +10,7 @@ import { call, startTestServer, tempDir, type TestServer } from '../helpers/serv
  */
 let s: TestServer;
 let hung: net.Server;
-let sockets: net.Socket[] = [];
+const sockets: net.Socket[] = [];
 let appUuid: string;
 let serverUuid: string;
 let projectUuid: string;

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { request } from 'undici';
 import * as admin from '../../src/core/admin.js';
 import { JobQueues } from '../../src/limits/job-queues.js';

@@ -50,7 +50,10 @@ describe('MCP conformance suite and Inspector CLI', () => {
       // Both passes ran, and the core of the protocol is not excused by the baseline.
       expect(report.runs.map((r) => r.name)).toEqual(['spec-2025-11-25', 'requirements-2026-07-28']);
       const passed = (run: string, scenario: string) =>
-        report.runs.find((r) => r.name === run)?.scenarios.find((s) => s.scenario === scenario)?.checks.every((c) => c.status !== 'FAILURE');
+        report.runs
+          .find((r) => r.name === run)
+          ?.scenarios.find((s) => s.scenario === scenario)
+          ?.checks.every((c) => c.status !== 'FAILURE');
       expect(passed('spec-2025-11-25', 'server-initialize')).toBe(true);
       expect(passed('spec-2025-11-25', 'tools-list')).toBe(true);
       expect(passed('requirements-2026-07-28', 'tools-list')).toBe(true);

@@ -61,7 +61,11 @@ describe.each(CLIENT_KINDS)('MCP over streamable HTTP with the %s client', (kind
 });
 
 describe('tool visibility', () => {
-  const namesWhere = (pred: (o: (typeof operations)[number]) => boolean) => operations.filter(pred).map((o) => o.name).sort();
+  const namesWhere = (pred: (o: (typeof operations)[number]) => boolean) =>
+    operations
+      .filter(pred)
+      .map((o) => o.name)
+      .sort();
 
   it('a read token sees only read tools (and feedback), never write, deploy, secret or root tools', async () => {
     const t = await s.token({ permissions: ['read'] });
@@ -235,7 +239,10 @@ describe('HTTP transport rules', () => {
     const from = '127.0.0.77';
     const answers: number[] = [];
     for (let i = 0; i < 12; i++) {
-      const body = i % 2 ? toolCall(i, 'send_feedback', { content: `feedback number ${i} over mcp` }) : toolCall(i, 'call_operation', { name: 'send_feedback', arguments: { content: `feedback number ${i} via call_operation` } });
+      const body =
+        i % 2
+          ? toolCall(i, 'send_feedback', { content: `feedback number ${i} over mcp` })
+          : toolCall(i, 'call_operation', { name: 'send_feedback', arguments: { content: `feedback number ${i} via call_operation` } });
       const r = await call(s.url, 'POST', '/mcp', { token: t.token, body, headers: modern, from });
       answers.push(r.status);
     }

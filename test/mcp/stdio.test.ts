@@ -56,13 +56,17 @@ describe('berth mcp (stdio)', () => {
   it('deep tool arguments answer JSON-RPC invalid params (-32602); prototype keys the contract 422 (issue 22)', async () => {
     // Sent as text: the test's own JSON.stringify would overflow on it.
     const deep = '{"a":'.repeat(5_000) + '1' + '}'.repeat(5_000);
-    const { out } = await rawStdio({ BERTH_TOKEN: s.rootToken }, [
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
-      { jsonrpc: '2.0', method: 'notifications/initialized' },
-      `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_current_team","arguments":{"deep":${deep}}}}`,
-      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_current_team","arguments":{"__proto__":{"x":1}}}}',
-      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'get_current_team', arguments: {} } },
-    ], 4);
+    const { out } = await rawStdio(
+      { BERTH_TOKEN: s.rootToken },
+      [
+        { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_current_team","arguments":{"deep":${deep}}}}`,
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_current_team","arguments":{"__proto__":{"x":1}}}}',
+        { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'get_current_team', arguments: {} } },
+      ],
+      4,
+    );
     const byId = new Map(out.map((l) => JSON.parse(l)).map((m) => [m.id, m]));
     expect(byId.get(2)).toMatchObject({ error: { code: -32602, message: expect.stringContaining('nested more than') } });
     const proto = byId.get(3).result;

@@ -10,8 +10,7 @@ import { restatesName } from '../../src/mcp/server.js';
 
 /** MCP's meaning of an absent hint. */
 const MCP_HINT_DEFAULTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
-const hint = (t: Record<string, unknown>, k: keyof typeof MCP_HINT_DEFAULTS): boolean =>
-  ((t.annotations as Record<string, boolean> | undefined)?.[k] ?? MCP_HINT_DEFAULTS[k]);
+const hint = (t: Record<string, unknown>, k: keyof typeof MCP_HINT_DEFAULTS): boolean => (t.annotations as Record<string, boolean> | undefined)?.[k] ?? MCP_HINT_DEFAULTS[k];
 
 const SNAP_DIR = path.resolve(import.meta.dirname, '../__toolsnaps__');
 const UPDATE = process.env.UPDATE_TOOLSNAPS === '1';

@@ -51,7 +51,16 @@ beforeAll(async () => {
   for (let i = 0; i < 30; i++) {
     const r = await call(s.url, 'POST', '/api/v1/applications/dockerimage', {
       token,
-      body: { project_uuid: projectUuid, server_uuid: serverUuid, environment_name: 'production', name: `app-${i}`, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80', description: 'x'.repeat(200) },
+      body: {
+        project_uuid: projectUuid,
+        server_uuid: serverUuid,
+        environment_name: 'production',
+        name: `app-${i}`,
+        docker_registry_image_name: 'nginx',
+        docker_registry_image_tag: '1.27',
+        ports_exposes: '80',
+        description: 'x'.repeat(200),
+      },
     });
     expect(r.status).toBe(201);
   }
@@ -83,7 +92,6 @@ describe('the default list', () => {
       expect(list).not.toContain('disable_api');
     }
   });
-
 
   it('is the core an agent uses most, plus the four ways to reach the rest, within the size budget', async () => {
     const tools = await using(await defaultStdio(), async (c) => (await c.listTools()).tools);
@@ -122,7 +130,11 @@ describe('the default list', () => {
 
   it('an unknown toolset word is refused at start with the accepted ones', async () => {
     const { spawnSync } = await import('node:child_process');
-    const r = spawnSync(process.execPath, [CLI, 'mcp', '--data', s.dataDir, '--toolsets', 'default,nope'], { env: { BERTH_TOKEN: s.rootToken, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir) }, encoding: 'utf8', input: '' });
+    const r = spawnSync(process.execPath, [CLI, 'mcp', '--data', s.dataDir, '--toolsets', 'default,nope'], {
+      env: { BERTH_TOKEN: s.rootToken, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir) },
+      encoding: 'utf8',
+      input: '',
+    });
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/unknown toolset nope.*default, all, teams/);
     expect(r.stdout).toBe('');
@@ -136,7 +148,9 @@ describe('reaching the rest over stdio', () => {
     c.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       changes++;
     });
-    await c.connect(new V1StdioTransport({ command: process.execPath, args: [CLI, 'mcp', '--data', s.dataDir], env: { BERTH_TOKEN: s.rootToken, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir) }, stderr: 'pipe' }));
+    await c.connect(
+      new V1StdioTransport({ command: process.execPath, args: [CLI, 'mcp', '--data', s.dataDir], env: { BERTH_TOKEN: s.rootToken, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir) }, stderr: 'pipe' }),
+    );
     try {
       expect(c.getServerCapabilities()?.tools?.listChanged).toBe(true);
       const before = (await c.listTools()).tools.map((t) => t.name);
@@ -268,7 +282,9 @@ describe('answers sized for an agent', () => {
       expect(sizeOf(listed.content)).toBeLessThanOrEqual(8 * KB);
       expect((listed.structuredContent as { items: unknown[] }).items).toHaveLength(30);
 
-      const full = (await c.callTool('call_operation', { name: 'list_applications', arguments: { detail: 'full', per_page: 2 } })).structuredContent as { result: { items: Array<Record<string, unknown>> } };
+      const full = (await c.callTool('call_operation', { name: 'list_applications', arguments: { detail: 'full', per_page: 2 } })).structuredContent as {
+        result: { items: Array<Record<string, unknown>> };
+      };
       expect(full.result.items).toHaveLength(2);
       expect(full.result.items[0]).toMatchObject({ description: 'x'.repeat(200), docker_registry_image_name: 'nginx' });
     });

@@ -11,16 +11,21 @@ const image = (extra: Record<string, unknown> = {}) => ({ ...placeOf(c.w), docke
 
 describe('applications: CRUD', () => {
   it('POST /applications/dockerimage → 201 {uuid, domains}; GET shows Coolify’s fields', async () => {
-    const r = await c.api('POST', '/applications/dockerimage', c.write, image({
-      name: 'shop-web',
-      description: 'storefront',
-      docker_registry_image_name: 'ghcr.io/acme/shop',
-      docker_registry_image_tag: '2.1.0',
-      ports_exposes: '80,443',
-      ports_mappings: '8080:80',
-      domains: 'https://shop.example.com, https://www.shop.example.com',
-      tags: ['shop'],
-    }));
+    const r = await c.api(
+      'POST',
+      '/applications/dockerimage',
+      c.write,
+      image({
+        name: 'shop-web',
+        description: 'storefront',
+        docker_registry_image_name: 'ghcr.io/acme/shop',
+        docker_registry_image_tag: '2.1.0',
+        ports_exposes: '80,443',
+        ports_mappings: '8080:80',
+        domains: 'https://shop.example.com, https://www.shop.example.com',
+        tags: ['shop'],
+      }),
+    );
     expect(r.status).toBe(201);
     expect(r.json).toEqual({ uuid: expect.stringMatching(/^[a-z0-9]{24}$/), domains: 'https://shop.example.com,https://www.shop.example.com' });
     const got = await c.api('GET', `/applications/${r.json.uuid}`, c.read);

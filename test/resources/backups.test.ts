@@ -41,7 +41,12 @@ async function settled(db: string, backup: string, token = c.root) {
 describe('backup configurations', () => {
   it('create → 201 {uuid, message}; list shows Coolify’s fields; PATCH changes them; DELETE removes it', async () => {
     const db = c.w.databaseUuid;
-    const r = await c.api('POST', path(db), c.write, { frequency: 'daily', database_backup_retention_amount_locally: 5, database_backup_retention_days_locally: 7, database_backup_retention_max_storage_locally: 1.5 });
+    const r = await c.api('POST', path(db), c.write, {
+      frequency: 'daily',
+      database_backup_retention_amount_locally: 5,
+      database_backup_retention_days_locally: 7,
+      database_backup_retention_max_storage_locally: 1.5,
+    });
     expect(r.status, r.text).toBe(201);
     expect(r.json).toEqual({ uuid: expect.stringMatching(/^[a-z0-9]{24}$/), message: 'Backup configuration created successfully.' });
     const list = await c.api('GET', path(db), c.read);
@@ -212,15 +217,37 @@ describe('executions', () => {
       const at = new Date(Date.now() - ageDays * day).toISOString();
       await c.s.db
         .insertInto('scheduled_database_backup_executions')
-        .values({ uuid: `${name}${'x'.repeat(24 - name.length)}`, backup_id: id, status, message: null, logs: null, size, filename: `${name}.dmp`, database_name: 'postgres', scheduled_for: null, local_storage_deleted: 0, finished_at: at, created_at: at, updated_at: at })
+        .values({
+          uuid: `${name}${'x'.repeat(24 - name.length)}`,
+          backup_id: id,
+          status,
+          message: null,
+          logs: null,
+          size,
+          filename: `${name}.dmp`,
+          database_name: 'postgres',
+          scheduled_for: null,
+          local_storage_deleted: 0,
+          finished_at: at,
+          created_at: at,
+          updated_at: at,
+        })
         .execute();
     };
-    for (const [n, age, size] of [['a', 0, 100], ['b', 1.5, 100], ['c', 2, 100], ['d', 3, 100], ['e', 4, 100]] as const) await add(n, age, size);
+    for (const [n, age, size] of [
+      ['a', 0, 100],
+      ['b', 1.5, 100],
+      ['c', 2, 100],
+      ['d', 3, 100],
+      ['e', 4, 100],
+    ] as const)
+      await add(n, age, size);
     await add('f', 5, 0, 'failed');
     const removed: string[][] = [];
     const runtime = { ...recordOnlyRuntime, removeBackupFiles: async (_: number, files: string[]) => void removed.push(files) };
     const runner = new BackupRunner(c.s.db, runtime, { warn: () => undefined } as never);
-    const left = async () => (await c.s.db.selectFrom('scheduled_database_backup_executions').select('filename').where('backup_id', '=', id).orderBy('created_at', 'desc').execute()).map((r) => r.filename);
+    const left = async () =>
+      (await c.s.db.selectFrom('scheduled_database_backup_executions').select('filename').where('backup_id', '=', id).orderBy('created_at', 'desc').execute()).map((r) => r.filename);
 
     await runner.retain(id);
     expect(removed).toEqual([['d.dmp', 'e.dmp']]);

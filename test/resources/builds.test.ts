@@ -20,7 +20,11 @@ describe('builds from source', () => {
     const inline = await c.api('POST', '/applications/dockerfile', c.readWrite, { ...place(), dockerfile: Buffer.from('FROM busybox\nCMD ["true"]\n').toString('base64') });
     expect(inline.status).toBe(201);
     expect((await c.api('GET', `/applications/${inline.json.uuid}`, c.read)).json).toMatchObject({
-      build_pack: 'dockerfile', dockerfile: 'FROM busybox\nCMD ["true"]\n', git_repository: null, docker_registry_image_name: `localhost/berth-app-${inline.json.uuid}`, docker_registry_image_tag: 'unbuilt',
+      build_pack: 'dockerfile',
+      dockerfile: 'FROM busybox\nCMD ["true"]\n',
+      git_repository: null,
+      docker_registry_image_name: `localhost/berth-app-${inline.json.uuid}`,
+      docker_registry_image_tag: 'unbuilt',
     });
     const git = await c.api('POST', '/applications/public', c.readWrite, { ...place(), ...repo, base_directory: '/web', dockerfile_location: '/docker/Dockerfile' });
     expect(git.status).toBe(201);

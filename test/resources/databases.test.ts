@@ -141,7 +141,13 @@ describe.each(KINDS)('%s', (kind) => {
   it('PATCH → 200 {"message":"Database updated."}; another type’s fields are 422', async () => {
     const uuid = created[kind]!;
     const pw = t.passwords[0]!;
-    const p = await c.api('PATCH', `/databases/${uuid}`, c.write, { name: `${kind}-renamed`, [pw]: 'rotated-secret-99', image: `${t.image.split(':')[0]}:latest`, public_port: 15432, is_public: true });
+    const p = await c.api('PATCH', `/databases/${uuid}`, c.write, {
+      name: `${kind}-renamed`,
+      [pw]: 'rotated-secret-99',
+      image: `${t.image.split(':')[0]}:latest`,
+      public_port: 15432,
+      is_public: true,
+    });
     expect(p.status, p.text).toBe(200);
     expect(p.json).toEqual({ message: 'Database updated.' });
     const got = (await c.api('GET', `/databases/${uuid}`, c.root)).json;
@@ -154,7 +160,11 @@ describe.each(KINDS)('%s', (kind) => {
 
   it('start → running, stop → exited, restart (deploy permission)', async () => {
     const uuid = created[kind]!;
-    for (const [action, status] of [['start', 'running'], ['stop', 'exited'], ['restart', 'running']] as const) {
+    for (const [action, status] of [
+      ['start', 'running'],
+      ['stop', 'exited'],
+      ['restart', 'running'],
+    ] as const) {
       const r = await c.api('POST', `/databases/${uuid}/${action}`, c.deploy);
       expect(r.status).toBe(200);
       expect(r.json.message).toMatch(/^Database (started|stopped|restarted)\./);

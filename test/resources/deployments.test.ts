@@ -16,7 +16,20 @@ async function parkedDeployment(resourceUuid: string, logs = ''): Promise<string
   const now = new Date().toISOString();
   await c.s.db
     .insertInto('deployments')
-    .values({ uuid, team_id: r.team_id, resource_id: r.id, server_id: d.server_id, kind: 'deploy', status: 'queued', force: 0, logs, started_at: null, finished_at: null, created_at: now, updated_at: now })
+    .values({
+      uuid,
+      team_id: r.team_id,
+      resource_id: r.id,
+      server_id: d.server_id,
+      kind: 'deploy',
+      status: 'queued',
+      force: 0,
+      logs,
+      started_at: null,
+      finished_at: null,
+      created_at: now,
+      updated_at: now,
+    })
     .execute();
   return uuid;
 }
@@ -71,7 +84,9 @@ describe('POST /deploy', () => {
     const other = await c.s.team('Deployers Elsewhere');
     const server = (await c.api('POST', '/servers', other.rootToken, { ip: '10.50.0.1' })).json.uuid;
     const project = (await c.api('POST', '/projects', other.rootToken, { name: 'other' })).json.uuid;
-    const foreign = (await c.api('POST', '/applications/dockerimage', other.rootToken, { project_uuid: project, server_uuid: server, environment_name: 'production', docker_registry_image_name: 'nginx' })).json.uuid;
+    const foreign = (
+      await c.api('POST', '/applications/dockerimage', other.rootToken, { project_uuid: project, server_uuid: server, environment_name: 'production', docker_registry_image_name: 'nginx' })
+    ).json.uuid;
     const before = await dump(c.s);
     for (const uuid of ['doesnotexist000000000000', foreign, `${foreign},doesnotexist000000000000`]) {
       const r = await c.api('POST', `/deploy?uuid=${uuid}`, c.deploy);

@@ -40,10 +40,20 @@ describe.each([
   it('changes nothing when one item is bad, and names it', async () => {
     const uuid = uuidOf();
     const before = await keysOf(collection, uuid);
-    const bad = await c.api('PATCH', `/${collection}/${uuid}/envs/bulk`, c.write, { data: [{ key: 'ALL_OR_NONE', value: 'x' }, { key: 'not a key!', value: 'y' }] });
+    const bad = await c.api('PATCH', `/${collection}/${uuid}/envs/bulk`, c.write, {
+      data: [
+        { key: 'ALL_OR_NONE', value: 'x' },
+        { key: 'not a key!', value: 'y' },
+      ],
+    });
     expect(bad.status).toBe(422);
     expect(Object.keys(bad.json.errors)).toEqual(['data.1.key']);
-    const twice = await c.api('PATCH', `/${collection}/${uuid}/envs/bulk`, c.write, { data: [{ key: 'TWICE', value: '1' }, { key: 'TWICE', value: '2' }] });
+    const twice = await c.api('PATCH', `/${collection}/${uuid}/envs/bulk`, c.write, {
+      data: [
+        { key: 'TWICE', value: '1' },
+        { key: 'TWICE', value: '2' },
+      ],
+    });
     expect(twice.status).toBe(422);
     expect(twice.json.errors).toEqual({ 'data.1.key': ['TWICE is also data.0; give each key once.'] });
     expect((await c.api('PATCH', `/${collection}/${uuid}/envs/bulk`, c.write, { data: [] })).status).toBe(422);

@@ -40,7 +40,17 @@ describe('GitHub apps', () => {
     const key = await newKey('gh-app-key');
     const r = await c.api('POST', '/github-apps', c.readWrite, app(key));
     expect(r.status, r.text).toBe(201);
-    expect(r.json).toMatchObject({ id: expect.any(Number), uuid: expect.any(String), name: 'gh', custom_user: 'git', custom_port: 22, app_id: 1234, installation_id: 5678, client_id: 'Iv1.abc', is_system_wide: false });
+    expect(r.json).toMatchObject({
+      id: expect.any(Number),
+      uuid: expect.any(String),
+      name: 'gh',
+      custom_user: 'git',
+      custom_port: 22,
+      app_id: 1234,
+      installation_id: 5678,
+      client_id: 'Iv1.abc',
+      is_system_wide: false,
+    });
     expect(r.json).not.toHaveProperty('client_secret');
     expect(r.json).not.toHaveProperty('webhook_secret');
     const id = r.json.id as number;
@@ -92,11 +102,22 @@ describe('GitHub apps', () => {
       expect(r.status, path).toBe(501);
       expect(r.json.message).toMatch(/GitHub's network/);
     }
-    const create = await c.api('POST', '/applications/private-github-app', c.write, { ...placeOf(c.w), github_app_uuid: uuid, git_repository: 'octo/hello', git_branch: 'main', build_pack: 'dockerfile', ports_exposes: '80' });
+    const create = await c.api('POST', '/applications/private-github-app', c.write, {
+      ...placeOf(c.w),
+      github_app_uuid: uuid,
+      git_repository: 'octo/hello',
+      git_branch: 'main',
+      build_pack: 'dockerfile',
+      ports_exposes: '80',
+    });
     expect(create.status, create.text).toBe(501);
     expect(create.json.message).toMatch(/GitHub's network.*deploy key/);
     const other = await c.s.team('gh-neighbour-2');
-    for (const [m, p, body] of [['GET', `/github-apps/${id}/repositories`], ['PATCH', `/github-apps/${id}`, { name: 'mine' }], ['DELETE', `/github-apps/${id}`]] as const) {
+    for (const [m, p, body] of [
+      ['GET', `/github-apps/${id}/repositories`],
+      ['PATCH', `/github-apps/${id}`, { name: 'mine' }],
+      ['DELETE', `/github-apps/${id}`],
+    ] as const) {
       const r = await c.api(m, p, other.rootToken, body);
       expect(r.status, p).toBe(404);
       expect(r.text).toBe(NOT_FOUND);
@@ -123,7 +144,11 @@ describe('cloud tokens', () => {
     expect(v.status).toBe(501);
     expect(v.json.message).toMatch(/hetzner's API/);
     const other = await c.s.team('cloud-neighbour');
-    for (const [m, p] of [['GET', `/cloud-tokens/${uuid}`], ['POST', `/cloud-tokens/${uuid}/validate`], ['DELETE', `/cloud-tokens/${uuid}`]] as const) {
+    for (const [m, p] of [
+      ['GET', `/cloud-tokens/${uuid}`],
+      ['POST', `/cloud-tokens/${uuid}/validate`],
+      ['DELETE', `/cloud-tokens/${uuid}`],
+    ] as const) {
       expect((await c.api(m, p, other.rootToken)).text).toBe(NOT_FOUND);
     }
     expect((await c.api('POST', '/cloud-tokens', c.write, { provider: 'aws', token: 't', name: 'n' })).status).toBe(422);

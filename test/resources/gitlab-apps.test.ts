@@ -25,7 +25,16 @@ describe('GitLab apps', () => {
   it('records an app with Coolify’s defaults and keeps its secrets from read-only tokens', async () => {
     const r = await api('POST', '/gitlab-apps', s.rootToken, { name: 'gl', html_url: 'https://gitlab.example.com/', client_id: 'app-id', client_secret: 'app-secret' });
     expect(r.status, r.text).toBe(201);
-    expect(r.json).toMatchObject({ name: 'gl', html_url: 'https://gitlab.example.com', api_url: 'https://gitlab.example.com/api/v4', custom_user: 'git', custom_port: 22, client_id: 'app-id', client_secret: 'app-secret', is_system_wide: false });
+    expect(r.json).toMatchObject({
+      name: 'gl',
+      html_url: 'https://gitlab.example.com',
+      api_url: 'https://gitlab.example.com/api/v4',
+      custom_user: 'git',
+      custom_port: 22,
+      client_id: 'app-id',
+      client_secret: 'app-secret',
+      is_system_wide: false,
+    });
     expect(r.json.webhook_token).toMatch(/^[A-Za-z0-9_-]{32}$/);
     expect(typeof r.json.id).toBe('number');
 
@@ -50,7 +59,10 @@ describe('GitLab apps', () => {
     const { json: app } = await api('POST', '/gitlab-apps', s.rootToken, { name: 'moving', html_url: 'https://git.one.test', webhook_token: 'given-token', custom_port: 2222 });
     const u = await api('PATCH', `/gitlab-apps/${app.id}`, s.rootToken, { html_url: 'https://git.two.test', group_name: 'platform' });
     expect(u.status, u.text).toBe(200);
-    expect(u.json).toMatchObject({ message: 'GitLab app updated successfully', data: { name: 'moving', html_url: 'https://git.two.test', api_url: 'https://git.two.test/api/v4', webhook_token: 'given-token', custom_port: 2222, group_name: 'platform' } });
+    expect(u.json).toMatchObject({
+      message: 'GitLab app updated successfully',
+      data: { name: 'moving', html_url: 'https://git.two.test', api_url: 'https://git.two.test/api/v4', webhook_token: 'given-token', custom_port: 2222, group_name: 'platform' },
+    });
     const own = await api('PATCH', `/gitlab-apps/${app.id}`, s.rootToken, { api_url: 'https://api.git.two.test/v4/' });
     expect(own.json.data.api_url).toBe('https://api.git.two.test/v4');
     const d = await api('DELETE', `/gitlab-apps/${app.id}`, s.rootToken);

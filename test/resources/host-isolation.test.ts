@@ -29,7 +29,16 @@ describe('engine endpoints and SSH hosts', () => {
   it('a tenant may not use the berth host’s engine: unix sockets and loopback engine ports are 422, nothing stored', async () => {
     const before = await dump(c.s);
     for (const token of [tenant.write, tenant.rootToken]) {
-      for (const engine_endpoint of ['unix:///var/run/docker.sock', 'unix:///run/podman/podman.sock', 'tcp://127.0.0.1:2375', 'tcp://localhost:2375', 'tcp://[::1]:2375', 'tcp://0.0.0.0:2375', 'tcp://127.1:2375', 'tcp://[::ffff:127.0.0.1]:2375']) {
+      for (const engine_endpoint of [
+        'unix:///var/run/docker.sock',
+        'unix:///run/podman/podman.sock',
+        'tcp://127.0.0.1:2375',
+        'tcp://localhost:2375',
+        'tcp://[::1]:2375',
+        'tcp://0.0.0.0:2375',
+        'tcp://127.1:2375',
+        'tcp://[::ffff:127.0.0.1]:2375',
+      ]) {
         const r = await c.api('POST', '/servers', token, { ip: '203.0.113.7', engine_endpoint });
         expectValidation(r, ['engine_endpoint']);
         expect(r.json.errors.engine_endpoint[0], engine_endpoint).toMatch(/root team/);
@@ -45,19 +54,28 @@ describe('engine endpoints and SSH hosts', () => {
     const rootSsh = await c.api('POST', '/servers', c.write, { ip: '127.0.0.1', private_key_uuid: c.w.keyUuid });
     expect(rootSsh.status, rootSsh.text).toBe(201);
     const before = await dump(c.s);
-    for (const body of [{ ip: '127.0.0.1', private_key_uuid: tenant.w.keyUuid }, { ip: 'localhost', port: 2222, private_key_uuid: tenant.w.keyUuid }, { ip: '::1', private_key_uuid: tenant.w.keyUuid }]) {
+    for (const body of [
+      { ip: '127.0.0.1', private_key_uuid: tenant.w.keyUuid },
+      { ip: 'localhost', port: 2222, private_key_uuid: tenant.w.keyUuid },
+      { ip: '::1', private_key_uuid: tenant.w.keyUuid },
+    ]) {
       const r = await c.api('POST', '/servers', tenant.write, body);
       expectValidation(r, ['ip']);
       expect(r.json.errors.ip).toEqual([TEAM_REFUSAL]);
     }
-    expectValidation(await c.api('POST', '/servers', tenant.write, { ip: '10.0.0.9', private_key_uuid: tenant.w.keyUuid, engine_endpoint: 'ssh://root@127.0.0.1:22/var/run/docker.sock' }), ['engine_endpoint']);
+    expectValidation(await c.api('POST', '/servers', tenant.write, { ip: '10.0.0.9', private_key_uuid: tenant.w.keyUuid, engine_endpoint: 'ssh://root@127.0.0.1:22/var/run/docker.sock' }), [
+      'engine_endpoint',
+    ]);
     expectValidation(await c.api('PATCH', `/servers/${tenant.w.serverUuid}`, tenant.write, { ip: '127.0.0.1' }), ['ip']);
     expect(await dump(c.s)).toEqual(before);
   });
 
   it('every address of the berth host’s own interfaces is the host: a tenant gets the one answer for any port, engine or SSH; the root team may', async () => {
     // The machine's own non-loopback addresses (read like the guard reads them); loopback when it has none.
-    const own = Object.values(os.networkInterfaces()).flatMap((l) => l ?? []).filter((a) => classifyHost(a.address) === 'host').map((a) => a.address);
+    const own = Object.values(os.networkInterfaces())
+      .flatMap((l) => l ?? [])
+      .filter((a) => classifyHost(a.address) === 'host')
+      .map((a) => a.address);
     if (process.env.CI) expect(own.length, 'this machine has no non-loopback interface address').toBeGreaterThan(0);
     const addresses = own.length ? own : ['127.0.0.1'];
     const before = await dump(c.s);
@@ -118,9 +136,19 @@ describe('engine endpoints and SSH hosts', () => {
     expectValidation(await c.api('POST', '/servers', tenant.write, { ip: '10.0.0.9', engine_endpoint: 'ssh://deploy@10.0.0.9:2222/run/docker.sock' }), ['private_key_uuid']);
     const made = await c.api('POST', '/servers', tenant.write, { ip: '10.0.0.1', private_key_uuid: tenant.w.keyUuid, engine_endpoint: 'ssh://deploy@10.0.0.9:2222/run/docker.sock' });
     expect(made.status, made.text).toBe(201);
-    expect((await c.api('GET', `/servers/${made.json.uuid}`, tenant.write)).json).toMatchObject({ ip: '10.0.0.9', port: 2222, user: 'deploy', engine_endpoint: 'ssh://deploy@10.0.0.9:2222/run/docker.sock', transport: 'ssh' });
+    expect((await c.api('GET', `/servers/${made.json.uuid}`, tenant.write)).json).toMatchObject({
+      ip: '10.0.0.9',
+      port: 2222,
+      user: 'deploy',
+      engine_endpoint: 'ssh://deploy@10.0.0.9:2222/run/docker.sock',
+      transport: 'ssh',
+    });
     // A new address rewrites the stored ssh:// endpoint (and drops any pinned host key).
-    await c.s.db.updateTable('servers').set({ host_key_fingerprint: 'SHA256:' + 'A'.repeat(43) }).where('uuid', '=', made.json.uuid).execute();
+    await c.s.db
+      .updateTable('servers')
+      .set({ host_key_fingerprint: 'SHA256:' + 'A'.repeat(43) })
+      .where('uuid', '=', made.json.uuid)
+      .execute();
     expect((await c.api('PATCH', `/servers/${made.json.uuid}`, tenant.write, { ip: '10.0.0.10' })).status).toBe(201);
     expect((await c.api('GET', `/servers/${made.json.uuid}`, tenant.write)).json).toMatchObject({ engine_endpoint: 'ssh://deploy@10.0.0.10:2222/run/docker.sock', host_key_fingerprint: null });
   });
@@ -161,7 +189,11 @@ describe('container settings that reach into the host', () => {
 
   it.each(reaching)('%s: 422 naming the key and its line for a tenant’s write and root tokens and the root team alike, nothing stored', async (_label, lines, message) => {
     const before = await dump(c.s);
-    for (const [token, w] of [[tenant.write, tenant.w], [tenant.rootToken, tenant.w], [c.root, c.w]] as const) {
+    for (const [token, w] of [
+      [tenant.write, tenant.w],
+      [tenant.rootToken, tenant.w],
+      [c.root, c.w],
+    ] as const) {
       const r = await c.api('POST', '/services', token, { project_uuid: w.projectUuid, server_uuid: w.serverUuid, environment_name: 'production', docker_compose_raw: compose(lines) });
       expectValidation(r, ['docker_compose_raw']);
       expect(r.json.errors.docker_compose_raw.join('\n')).toContain(message);
@@ -189,7 +221,10 @@ describe('container settings that reach into the host', () => {
     expect((await c.api('POST', `/servers/${server}/destinations`, c.root, { network: 'host' })).status).toBe(201);
     const dests = (await c.api('GET', `/servers/${server}/destinations`, c.root)).json;
     const svc = await c.api('POST', '/services', c.write, {
-      project_uuid: c.w.projectUuid, server_uuid: server, destination_uuid: dests[0].uuid, environment_name: 'production',
+      project_uuid: c.w.projectUuid,
+      server_uuid: server,
+      destination_uuid: dests[0].uuid,
+      environment_name: 'production',
       docker_compose_raw: compose('    privileged: true\n    volumes:\n      - /var/run/docker.sock:/var/run/docker.sock\n'),
     });
     expect(svc.status, svc.text).toBe(201);

@@ -129,7 +129,9 @@ describe('notification settings', () => {
       expect(Object.keys(r.json.errors)).toContain(field);
     }
     expect((await api('PATCH', '/notifications/email', w.token, { resend_enabled: true })).json.errors).toHaveProperty('resend_enabled');
-    expect((await api('PATCH', '/notifications/email', w.token, { smtp_enabled: true, smtp_recipients: 'not-an-address', smtp_host: 'mail.example.test' })).json.errors).toHaveProperty('smtp_recipients');
+    expect((await api('PATCH', '/notifications/email', w.token, { smtp_enabled: true, smtp_recipients: 'not-an-address', smtp_host: 'mail.example.test' })).json.errors).toHaveProperty(
+      'smtp_recipients',
+    );
     for (const smtp_host of ['mail.example.test\\@127.0.0.1', 'mail.example.test 127.0.0.1', 'mail@127.0.0.1', 'mäil.example.test']) {
       expect((await api('PATCH', '/notifications/email', w.token, { smtp_host })).json.errors, smtp_host).toHaveProperty('smtp_host');
     }
@@ -142,10 +144,24 @@ describe('delivery', () => {
     const on = async (channel: string, body: Record<string, unknown>) => expect((await api('PATCH', `/notifications/${channel}`, w.token, body)).status).toBe(200);
     await on('discord', { discord_enabled: true, discord_webhook_url: `${hookUrl}/discord`, deployment_success_discord_notifications: true });
     await on('slack', { slack_enabled: true, slack_webhook_url: `${hookUrl}/slack` });
-    await on('telegram', { telegram_enabled: true, telegram_token: '123:tg-secret', telegram_chat_id: '-100', telegram_notifications_deployment_success_thread_id: '7', deployment_success_telegram_notifications: true });
+    await on('telegram', {
+      telegram_enabled: true,
+      telegram_token: '123:tg-secret',
+      telegram_chat_id: '-100',
+      telegram_notifications_deployment_success_thread_id: '7',
+      deployment_success_telegram_notifications: true,
+    });
     await on('pushover', { pushover_enabled: true, pushover_user_key: 'user-key', pushover_api_token: 'app-token', deployment_success_pushover_notifications: true });
     await on('webhook', { webhook_enabled: true, webhook_url: `${hookUrl}/webhook`, deployment_success_webhook_notifications: true });
-    await on('email', { smtp_enabled: true, smtp_host: '127.0.0.1', smtp_port: smtpPort, smtp_encryption: 'none', smtp_recipients: 'ops@example.test', smtp_from_address: 'berth@example.test', deployment_success_email_notifications: true });
+    await on('email', {
+      smtp_enabled: true,
+      smtp_host: '127.0.0.1',
+      smtp_port: smtpPort,
+      smtp_encryption: 'none',
+      smtp_recipients: 'ops@example.test',
+      smtp_from_address: 'berth@example.test',
+      deployment_success_email_notifications: true,
+    });
     // Slack is on, but not for this event (success is off by default): it stays quiet.
 
     const d = await api('POST', `/deploy?uuid=${w.appUuid}`, w.token);
@@ -192,5 +208,4 @@ describe('delivery', () => {
     expect(hits.map((h) => h.path)).toContain('/redirect');
     expect(trapped).toEqual([]);
   });
-
 });

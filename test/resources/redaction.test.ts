@@ -29,7 +29,9 @@ const SENSITIVE_KEYS = ['private_key', 'value', 'postgres_password', 'internal_d
 
 // A GitHub app's repositories and branches need GitHub's network: they answer 501 and show nothing.
 const NEEDS_PROVIDER = ['list_github_app_repositories', 'list_github_app_branches'];
-const gets = operations.filter((o) => o.http.method === 'GET' && o.http.path.startsWith('/api/v1/') && (o.permission === 'read' || o.permission === 'read:sensitive') && !NEEDS_PROVIDER.includes(o.name));
+const gets = operations.filter(
+  (o) => o.http.method === 'GET' && o.http.path.startsWith('/api/v1/') && (o.permission === 'read' || o.permission === 'read:sensitive') && !NEEDS_PROVIDER.includes(o.name),
+);
 
 beforeAll(async () => {
   c = await setup();
@@ -38,14 +40,31 @@ beforeAll(async () => {
   expect(tls.status).toBe(201);
   const once = await c.api('POST', `/applications/${c.w.appUuid}/envs`, c.root, { key: 'ONCE', value: NEVER_SHOWN, is_shown_once: true });
   expect(once.status).toBe(201);
-  await c.s.db.updateTable('deployments').set({ logs: `building\nTOKEN=${SECRETS.deployment_log}\n` }).where('uuid', '=', c.w.deploymentUuid).execute();
+  await c.s.db
+    .updateTable('deployments')
+    .set({ logs: `building\nTOKEN=${SECRETS.deployment_log}\n` })
+    .where('uuid', '=', c.w.deploymentUuid)
+    .execute();
   // A queued deployment, so GET /deployments has an item to redact.
   const app = await c.s.db.selectFrom('resources').select(['id', 'team_id']).where('uuid', '=', c.w.appUuid).executeTakeFirstOrThrow();
   const server = await c.s.db.selectFrom('servers').select('id').where('uuid', '=', c.w.serverUuid).executeTakeFirstOrThrow();
   const now = new Date().toISOString();
   await c.s.db
     .insertInto('deployments')
-    .values({ uuid: 'parkedredactiondeploy0001', team_id: app.team_id, resource_id: app.id, server_id: server.id, kind: 'deploy', status: 'queued', force: 0, logs: `TOKEN=${SECRETS.deployment_log}`, started_at: null, finished_at: null, created_at: now, updated_at: now })
+    .values({
+      uuid: 'parkedredactiondeploy0001',
+      team_id: app.team_id,
+      resource_id: app.id,
+      server_id: server.id,
+      kind: 'deploy',
+      status: 'queued',
+      force: 0,
+      logs: `TOKEN=${SECRETS.deployment_log}`,
+      started_at: null,
+      finished_at: null,
+      created_at: now,
+      updated_at: now,
+    })
     .execute();
 });
 afterAll(() => c.stop());
@@ -74,7 +93,10 @@ describe('redaction over every GET route', () => {
       expect(r.text).not.toContain('PRIVATE KEY');
       const keys = keysDeep(r.json);
       for (const k of SENSITIVE_KEYS) expect(keys.has(k), `${k} in ${r.path}`).toBe(false);
-      expect([...keys].filter((k) => /password/.test(k)), r.path).toEqual([]);
+      expect(
+        [...keys].filter((k) => /password/.test(k)),
+        r.path,
+      ).toEqual([]);
     }
   });
 

@@ -26,11 +26,27 @@ describe('applications: health check and limits', () => {
     expect(r.status, r.text).toBe(201);
     const got = (await c.api('GET', `/applications/${r.json.uuid}`, c.read)).json;
     expect(got).toMatchObject({
-      health_check_enabled: false, health_check_path: '/', health_check_port: null, health_check_host: 'localhost', health_check_method: 'GET',
-      health_check_scheme: 'http', health_check_return_code: 200, health_check_response_text: null, health_check_interval: 5,
-      health_check_timeout: 5, health_check_retries: 10, health_check_start_period: 5,
-      limits_memory: '0', limits_memory_swap: '0', limits_memory_swappiness: 60, limits_memory_reservation: '0', limits_cpus: '0',
-      limits_cpuset: null, limits_cpu_shares: 1024, custom_labels: null, custom_docker_run_options: null,
+      health_check_enabled: false,
+      health_check_path: '/',
+      health_check_port: null,
+      health_check_host: 'localhost',
+      health_check_method: 'GET',
+      health_check_scheme: 'http',
+      health_check_return_code: 200,
+      health_check_response_text: null,
+      health_check_interval: 5,
+      health_check_timeout: 5,
+      health_check_retries: 10,
+      health_check_start_period: 5,
+      limits_memory: '0',
+      limits_memory_swap: '0',
+      limits_memory_swappiness: 60,
+      limits_memory_reservation: '0',
+      limits_cpus: '0',
+      limits_cpuset: null,
+      limits_cpu_shares: 1024,
+      custom_labels: null,
+      custom_docker_run_options: null,
     });
     const spec = (await planOf(r.json.uuid)).containers[0]!.spec;
     expect(spec.healthcheck).toBeUndefined();
@@ -39,19 +55,41 @@ describe('applications: health check and limits', () => {
 
   it('set at create and by PATCH, shown by GET, planned as the engine’s healthcheck and HostConfig limits', async () => {
     const r = await app({
-      health_check_enabled: true, health_check_path: '/healthz', health_check_return_code: 204, health_check_response_text: 'ok', health_check_interval: 7,
-      limits_memory: '256m', limits_cpus: '1.5',
+      health_check_enabled: true,
+      health_check_path: '/healthz',
+      health_check_return_code: 204,
+      health_check_response_text: 'ok',
+      health_check_interval: 7,
+      limits_memory: '256m',
+      limits_cpus: '1.5',
     });
     expect(r.status, r.text).toBe(201);
     const p = await c.api('PATCH', `/applications/${r.json.uuid}`, c.write, {
-      health_check_method: 'Post', health_check_retries: 2, limits_memory_swap: '1g', limits_memory_reservation: '128m', limits_cpuset: '0-1', limits_cpu_shares: 512, limits_memory_swappiness: 10,
+      health_check_method: 'Post',
+      health_check_retries: 2,
+      limits_memory_swap: '1g',
+      limits_memory_reservation: '128m',
+      limits_cpuset: '0-1',
+      limits_cpu_shares: 512,
+      limits_memory_swappiness: 10,
     });
     expect(p.status, p.text).toBe(200);
     const got = (await c.api('GET', `/applications/${r.json.uuid}`, c.read)).json;
     expect(got).toMatchObject({
-      health_check_enabled: true, health_check_path: '/healthz', health_check_method: 'POST', health_check_return_code: 204, health_check_response_text: 'ok',
-      health_check_interval: 7, health_check_retries: 2, limits_memory: '256m', limits_memory_swap: '1g', limits_memory_reservation: '128m', limits_cpus: '1.5',
-      limits_cpuset: '0-1', limits_cpu_shares: 512, limits_memory_swappiness: 10,
+      health_check_enabled: true,
+      health_check_path: '/healthz',
+      health_check_method: 'POST',
+      health_check_return_code: 204,
+      health_check_response_text: 'ok',
+      health_check_interval: 7,
+      health_check_retries: 2,
+      limits_memory: '256m',
+      limits_memory_swap: '1g',
+      limits_memory_reservation: '128m',
+      limits_cpus: '1.5',
+      limits_cpuset: '0-1',
+      limits_cpu_shares: 512,
+      limits_memory_swappiness: 10,
     });
     const spec = (await planOf(r.json.uuid)).containers[0]!.spec;
     expect(spec.limits).toEqual({ memory: 256 * 2 ** 20, memorySwap: 2 ** 30, memoryReservation: 128 * 2 ** 20, nanoCpus: 1.5e9, cpusetCpus: '0-1', cpuShares: 512, memorySwappiness: 10 });
@@ -65,7 +103,14 @@ describe('applications: health check and limits', () => {
     expect(script).toContain('[ "$s" = 204 ] || exit 1');
     expect(script).toContain('*ok*');
     // "0" is no limit again.
-    await c.api('PATCH', `/applications/${r.json.uuid}`, c.write, { limits_memory: '0', limits_memory_swap: '0', limits_memory_reservation: '0', limits_cpus: '0', limits_cpuset: null, health_check_enabled: false });
+    await c.api('PATCH', `/applications/${r.json.uuid}`, c.write, {
+      limits_memory: '0',
+      limits_memory_swap: '0',
+      limits_memory_reservation: '0',
+      limits_cpus: '0',
+      limits_cpuset: null,
+      health_check_enabled: false,
+    });
     const after = (await planOf(r.json.uuid)).containers[0]!.spec;
     expect(after.limits).toEqual({ cpuShares: 512, memorySwappiness: 10 });
     expect(after.healthcheck).toBeUndefined();
@@ -107,8 +152,17 @@ describe('applications: custom_docker_run_options', () => {
     expect((await c.api('GET', `/applications/${r.json.uuid}`, c.read)).json.custom_docker_run_options).toBe(opts);
     const spec = (await planOf(r.json.uuid)).containers[0]!.spec;
     expect(spec).toMatchObject({
-      entrypoint: ['sh', '-c', 'sleep 36000'], cmd: [], init: true, ulimits: [{ name: 'nofile', soft: 512, hard: 1024 }], capDrop: ['ALL'],
-      user: '1000:1000', workingDir: '/srv', hostname: 'web-1', stopTimeoutS: 20, tmpfs: { '/run/cache': 'size=16m' }, shmSize: 64 * 2 ** 20,
+      entrypoint: ['sh', '-c', 'sleep 36000'],
+      cmd: [],
+      init: true,
+      ulimits: [{ name: 'nofile', soft: 512, hard: 1024 }],
+      capDrop: ['ALL'],
+      user: '1000:1000',
+      workingDir: '/srv',
+      hostname: 'web-1',
+      stopTimeoutS: 20,
+      tmpfs: { '/run/cache': 'size=16m' },
+      shmSize: 64 * 2 ** 20,
     });
     expect(spec.labels).toMatchObject({ team: 'shop', 'berth.resource': r.json.uuid, 'berth.managed': 'true' });
   });
@@ -147,7 +201,10 @@ describe('applications: custom_docker_run_options', () => {
     const { uuid: server } = (await c.api('POST', '/servers', c.root, { ip: '10.9.1.1', name: 'trusted-run' })).json;
     expect((await c.api('PATCH', `/servers/${server}`, c.root, { host_access: true })).status).toBe(201);
     const r = await c.api('POST', '/applications/dockerimage', c.write, {
-      ...placeOf(c.w), server_uuid: server, docker_registry_image_name: 'nginx', custom_docker_run_options: '--cap-add NET_ADMIN --device /dev/fuse',
+      ...placeOf(c.w),
+      server_uuid: server,
+      docker_registry_image_name: 'nginx',
+      custom_docker_run_options: '--cap-add NET_ADMIN --device /dev/fuse',
     });
     expect(r.status, r.text).toBe(201);
     expect((await planOf(r.json.uuid)).containers[0]!.spec).toMatchObject({ capAdd: ['NET_ADMIN'], devices: ['/dev/fuse'] });

@@ -32,8 +32,14 @@ function verify(req: http.IncomingMessage): 'ok' | 'InvalidAccessKeyId' | 'Signa
   const secret = KEYS[key!];
   if (!secret) return 'InvalidAccessKeyId';
   const url = new URL(req.url!, 'http://x');
-  const query = [...url.searchParams].map(([k, v]) => `${enc(k)}=${enc(v)}`).sort().join('&');
-  const headers = signed!.split(';').map((h) => `${h}:${String(req.headers[h]).trim()}\n`).join('');
+  const query = [...url.searchParams]
+    .map(([k, v]) => `${enc(k)}=${enc(v)}`)
+    .sort()
+    .join('&');
+  const headers = signed!
+    .split(';')
+    .map((h) => `${h}:${String(req.headers[h]).trim()}\n`)
+    .join('');
   const payload = String(req.headers['x-amz-content-sha256'] ?? sha256(''));
   const canonical = ['GET', url.pathname, query, headers, signed, payload].join('\n');
   const scope = `${day}/${region}/s3/aws4_request`;
@@ -51,7 +57,10 @@ beforeAll(async () => {
     if (check !== 'ok') return res.writeHead(403, { 'content-type': 'application/xml' }).end(xmlError(check));
     const bucket = decodeURIComponent(new URL(req.url!, 'http://x').pathname.split('/')[1] ?? '');
     if (!BUCKETS.has(bucket)) return res.writeHead(404, { 'content-type': 'application/xml' }).end(xmlError('NoSuchBucket'));
-    res.writeHead(200, { 'content-type': 'application/xml' }).end(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>${bucket}</Name><KeyCount>0</KeyCount><MaxKeys>1</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>`);
+    res
+      .writeHead(200, { 'content-type': 'application/xml' })
+      .end(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>${bucket}</Name><KeyCount>0</KeyCount><MaxKeys>1</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>`);
+    return undefined;
   });
   await new Promise<void>((r) => s3.listen(0, '127.0.0.1', r));
   endpoint = `http://127.0.0.1:${(s3.address() as AddressInfo).port}`;
@@ -138,7 +147,12 @@ describe('s3 storages', () => {
   it("another team's storage is the same 404 as a missing one, for every operation; a read token cannot write", async () => {
     const { uuid } = (await api('POST', '/s3-storages', s.rootToken, good())).json;
     const other = await s.team('s3-neighbour');
-    for (const [m, p] of [['GET', `/s3-storages/${uuid}`], ['PATCH', `/s3-storages/${uuid}`], ['DELETE', `/s3-storages/${uuid}`], ['POST', `/s3-storages/${uuid}/validate`]] as const) {
+    for (const [m, p] of [
+      ['GET', `/s3-storages/${uuid}`],
+      ['PATCH', `/s3-storages/${uuid}`],
+      ['DELETE', `/s3-storages/${uuid}`],
+      ['POST', `/s3-storages/${uuid}/validate`],
+    ] as const) {
       const r = await api(m, p, other.rootToken, m === 'PATCH' ? { name: 'stolen' } : undefined);
       expect(r.status, `${m} ${p}`).toBe(404);
       expect(r.text).toBe(NOT_FOUND);

@@ -68,10 +68,7 @@ describe('private keys', () => {
     expectValidation(await c.api('POST', '/security/keys', c.write, { private_key: TEST_KEY }), ['private_key']);
     expectValidation(await c.api('PATCH', `/security/keys/${uuid}`, c.write, { private_key: TEST_KEY }), ['private_key']);
     expectValidation(await c.api('POST', '/security/keys', c.write, { private_key: 'ssh-ed25519 AAAA not a private key' }), ['private_key']);
-    expectValidation(
-      await c.api('POST', '/security/keys', c.write, { private_key: '-----BEGIN PRIVATE KEY-----\nnot base64 at all\n-----END PRIVATE KEY-----\n' }),
-      ['private_key'],
-    );
+    expectValidation(await c.api('POST', '/security/keys', c.write, { private_key: '-----BEGIN PRIVATE KEY-----\nnot base64 at all\n-----END PRIVATE KEY-----\n' }), ['private_key']);
     expect(await dump(c.s)).toEqual(before);
 
     const del = await c.api('DELETE', `/security/keys/${uuid}`, c.write);
@@ -92,8 +89,12 @@ describe('servers', () => {
   it('docker cleanup settings: Coolify defaults, PATCH by cron or word, a bad schedule or value is 422 and changes nothing', async () => {
     const path = `/servers/${c.w.serverUuid}/docker-cleanup`;
     expect((await c.api('GET', path, c.read)).json).toEqual({
-      docker_cleanup_frequency: '0 0 * * *', docker_cleanup_threshold: 80, force_docker_cleanup: false,
-      delete_unused_volumes: false, delete_unused_networks: false, disable_application_image_retention: false,
+      docker_cleanup_frequency: '0 0 * * *',
+      docker_cleanup_threshold: 80,
+      force_docker_cleanup: false,
+      delete_unused_volumes: false,
+      delete_unused_networks: false,
+      disable_application_image_retention: false,
     });
     const p = await c.api('PATCH', path, c.write, { docker_cleanup_frequency: 'hourly', delete_unused_networks: true });
     expect(p.status).toBe(200);
@@ -104,7 +105,12 @@ describe('servers', () => {
     expect((await c.api('GET', path, c.read)).json).toMatchObject({ docker_cleanup_frequency: 'hourly', docker_cleanup_threshold: 80 });
     expect((await c.api('PATCH', path, c.read, { delete_unused_volumes: true })).status).toBe(403);
     const other = await c.s.team('cleanup-neighbour');
-    for (const [m, p2] of [['GET', path], ['PATCH', path], ['POST', `${path}/run`], ['GET', `${path}/executions`]] as const) {
+    for (const [m, p2] of [
+      ['GET', path],
+      ['PATCH', path],
+      ['POST', `${path}/run`],
+      ['GET', `${path}/executions`],
+    ] as const) {
       const r = await c.api(m, p2, other.rootToken, m === 'GET' ? undefined : {});
       expect(r.status, `${m} ${p2}`).toBe(404);
       expect(r.text).toBe(NOT_FOUND);

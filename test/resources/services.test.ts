@@ -121,7 +121,10 @@ describe('services: CRUD', () => {
   });
 
   it('start → running, stop → exited (deploy permission)', async () => {
-    for (const [action, status] of [['start', 'running'], ['stop', 'exited']] as const) {
+    for (const [action, status] of [
+      ['start', 'running'],
+      ['stop', 'exited'],
+    ] as const) {
       const r = await c.api('POST', `/services/${c.w.serviceUuid}/${action}`, c.deploy);
       expect(r.status).toBe(200);
       expect(r.json.message).toMatch(/^Service (started|stopped)\./);

@@ -95,7 +95,11 @@ describe.each(Object.entries(SCOPES))('%s shared variables', (label, base) => {
 
   it('403 for a read token on writes, before anything is read or written', async () => {
     const before = await sharedRows();
-    for (const [method, path] of [['POST', base()], ['PATCH', `${base()}/1`], ['DELETE', `${base()}/1`]] as const) {
+    for (const [method, path] of [
+      ['POST', base()],
+      ['PATCH', `${base()}/1`],
+      ['DELETE', `${base()}/1`],
+    ] as const) {
       const r = await c.api(method, path, c.read, { key: 'NOPE', value: 'x' });
       expect(r.status, `${method} ${path}`).toBe(403);
       expect(r.json.missing_permissions).toEqual(['write']);
@@ -117,7 +121,12 @@ describe('isolation between teams', () => {
     const before = await dump(c.s);
     const rowsBefore = await sharedRows();
     for (const [real, missing] of pairs) {
-      for (const [method, suffix, body] of [['GET', '', undefined], ['POST', '', { key: 'INTRUDER', value: 'x' }], ['PATCH', '/1', { value: 'x' }], ['DELETE', '/1', undefined]] as const) {
+      for (const [method, suffix, body] of [
+        ['GET', '', undefined],
+        ['POST', '', { key: 'INTRUDER', value: 'x' }],
+        ['PATCH', '/1', { value: 'x' }],
+        ['DELETE', '/1', undefined],
+      ] as const) {
         const a = await c.api(method, real + suffix, other.rootToken, body);
         const b = await c.api(method, missing + suffix, other.rootToken, body);
         expect(a.status, `${method} ${real}${suffix}: ${a.text}`).toBe(404);
@@ -134,7 +143,10 @@ describe('isolation between teams', () => {
     expect(mine.status).toBe(200);
     expect(mine.json).toEqual([]);
     // The world's team variable, by its id, from the other team: 404, and it stays.
-    for (const [method, body] of [['PATCH', { value: 'stolen' }], ['DELETE', undefined]] as const) {
+    for (const [method, body] of [
+      ['PATCH', { value: 'stolen' }],
+      ['DELETE', undefined],
+    ] as const) {
       const r = await c.api(method, `/team/envs/${c.w.teamEnvId}`, other.rootToken, body);
       expect(r.text).toBe(NOT_FOUND);
     }

@@ -16,7 +16,8 @@ describe.each([
   ['applications', () => ({ uuid: c.w.appUuid, storage: c.w.appStorageUuid })],
   ['databases', () => ({ uuid: c.w.databaseUuid, storage: c.w.databaseStorageUuid })],
 ] as const)('%s storages PATCH', (collection, ids) => {
-  const list = async (uuid: string) => (await c.api('GET', `/${collection}/${uuid}/storages`, c.read)).json.persistent_storages as Array<{ uuid: string; name: string; mount_path: string; volume_name: string }>;
+  const list = async (uuid: string) =>
+    (await c.api('GET', `/${collection}/${uuid}/storages`, c.read)).json.persistent_storages as Array<{ uuid: string; name: string; mount_path: string; volume_name: string }>;
 
   it('moves the mount path and keeps the name and the engine volume', async () => {
     const { uuid, storage } = ids();
@@ -30,9 +31,16 @@ describe.each([
   it('names the storage as Coolify clients do: body uuid, or id', async () => {
     const { uuid, storage } = ids();
     const one = (await list(uuid)).find((s) => s.uuid === storage)! as { id?: number; volume_name: string };
-    expect((await c.api('PATCH', `/${collection}/${uuid}/storages`, c.write, { uuid: storage, type: 'persistent', mount_path: '/srv/by-uuid' })).json).toMatchObject({ uuid: storage, mount_path: '/srv/by-uuid' });
+    expect((await c.api('PATCH', `/${collection}/${uuid}/storages`, c.write, { uuid: storage, type: 'persistent', mount_path: '/srv/by-uuid' })).json).toMatchObject({
+      uuid: storage,
+      mount_path: '/srv/by-uuid',
+    });
     expect(one.id).toEqual(expect.any(Number));
-    expect((await c.api('PATCH', `/${collection}/${uuid}/storages`, c.write, { id: one.id, type: 'persistent', mount_path: '/srv/by-id' })).json).toMatchObject({ uuid: storage, mount_path: '/srv/by-id', volume_name: one.volume_name });
+    expect((await c.api('PATCH', `/${collection}/${uuid}/storages`, c.write, { id: one.id, type: 'persistent', mount_path: '/srv/by-id' })).json).toMatchObject({
+      uuid: storage,
+      mount_path: '/srv/by-id',
+      volume_name: one.volume_name,
+    });
     const renamed = await c.api('PATCH', `/${collection}/${uuid}/storages`, c.write, { uuid: storage, type: 'persistent', name: 'renamed' });
     expect(renamed.json.errors.name[0]).toMatch(/^berth does not support this Coolify field yet/);
   });

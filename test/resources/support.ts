@@ -69,7 +69,12 @@ const TABLES = ['private_keys', 'servers', 'destinations', 'projects', 'environm
 /** Every row of every platform table: equal dumps before and after mean nothing was written. */
 export async function dump(s: TestServer): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
-  for (const t of TABLES) out[t] = await s.db.selectFrom(t as 'servers').selectAll().orderBy('id').execute();
+  for (const t of TABLES)
+    out[t] = await s.db
+      .selectFrom(t as 'servers')
+      .selectAll()
+      .orderBy('id')
+      .execute();
   return out;
 }
 

@@ -56,7 +56,11 @@ describe('tags', () => {
     await c.api('POST', `/services/${c.w.serviceUuid}/tags`, c.write, { tag_name: 'doomed' });
     const other = await c.s.team('tags-neighbour');
     expect((await c.api('GET', '/tags', other.rootToken)).json).toEqual([]);
-    for (const [m, p] of [['PATCH', `/tags/${t.uuid}`], ['DELETE', `/tags/${t.uuid}`], ['GET', `/applications/${c.w.appUuid}/tags`]] as const) {
+    for (const [m, p] of [
+      ['PATCH', `/tags/${t.uuid}`],
+      ['DELETE', `/tags/${t.uuid}`],
+      ['GET', `/applications/${c.w.appUuid}/tags`],
+    ] as const) {
       const r = await c.api(m, p, other.rootToken, m === 'PATCH' ? { name: 'mine' } : undefined);
       expect(r.text, `${m} ${p}`).toBe(NOT_FOUND);
     }
@@ -91,10 +95,18 @@ describe('clone', () => {
     expect(r.status).toBe(201);
     expect(r.json).toEqual({ uuid: expect.any(String), message: 'Application cloned.' });
     const [src, copy] = await Promise.all([c.api('GET', `/applications/${c.w.appUuid}`, c.read), c.api('GET', `/applications/${r.json.uuid}`, c.read)]);
-    expect(copy.json).toMatchObject({ name: 'web copy', status: 'exited', server_uuid: c.w.server2Uuid, environment_uuid: src.json.environment_uuid, docker_registry_image_name: src.json.docker_registry_image_name, tags: src.json.tags });
+    expect(copy.json).toMatchObject({
+      name: 'web copy',
+      status: 'exited',
+      server_uuid: c.w.server2Uuid,
+      environment_uuid: src.json.environment_uuid,
+      docker_registry_image_name: src.json.docker_registry_image_name,
+      tags: src.json.tags,
+    });
     const keys = async (uuid: string) => (await c.api('GET', `/applications/${uuid}/envs`, c.sensitive)).json.map((e: { key: string; value: string }) => `${e.key}=${e.value}`).sort();
     expect(await keys(r.json.uuid)).toEqual(await keys(c.w.appUuid));
-    const volumes = async (uuid: string) => (await c.api('GET', `/applications/${uuid}/storages`, c.read)).json.persistent_storages.map((s: { name: string; volume_name: string }) => [s.name, s.volume_name]);
+    const volumes = async (uuid: string) =>
+      (await c.api('GET', `/applications/${uuid}/storages`, c.read)).json.persistent_storages.map((s: { name: string; volume_name: string }) => [s.name, s.volume_name]);
     const [a, b] = [await volumes(c.w.appUuid), await volumes(r.json.uuid)];
     expect(b.map((x: string[]) => x[0])).toEqual(a.map((x: string[]) => x[0]));
     for (const [, v] of b) expect(a.map((x: string[]) => x[1])).not.toContain(v);

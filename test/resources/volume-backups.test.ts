@@ -18,7 +18,17 @@ describe('storage backups', () => {
   it('PUT changes the schedule (the world made one) and answers it; GET shows it with its runs', async () => {
     const r = await c.api('PUT', path(), c.write, { frequency: 'hourly', retention_amount_locally: 5, stop_during_backup: true });
     expect(r.status).toBe(200);
-    expect(r.json).toMatchObject({ message: 'Storage backup schedule updated.', storage_uuid: c.w.appStorageUuid, storage_type: 'persistent', frequency: 'hourly', enabled: true, retention_amount_locally: 5, stop_during_backup: true, save_s3: false, timeout: 3600 });
+    expect(r.json).toMatchObject({
+      message: 'Storage backup schedule updated.',
+      storage_uuid: c.w.appStorageUuid,
+      storage_type: 'persistent',
+      frequency: 'hourly',
+      enabled: true,
+      retention_amount_locally: 5,
+      stop_during_backup: true,
+      save_s3: false,
+      timeout: 3600,
+    });
     const g = await c.api('GET', path(), c.read);
     expect(g.json).toMatchObject({ uuid: r.json.uuid, frequency: 'hourly', executions: [] });
   });
@@ -55,7 +65,12 @@ describe('storage backups', () => {
 
   it("another team's resource, or a storage of another resource, is the same 404 as a missing one; a read token cannot write", async () => {
     const neighbour = await c.s.team('volume-backup-neighbour');
-    for (const [m, p, body] of [['GET', path()], ['PUT', path(), { frequency: 'daily' }], ['DELETE', path()], ['POST', `${path()}/run`]] as const) {
+    for (const [m, p, body] of [
+      ['GET', path()],
+      ['PUT', path(), { frequency: 'daily' }],
+      ['DELETE', path()],
+      ['POST', `${path()}/run`],
+    ] as const) {
       const r = await c.api(m, p, neighbour.rootToken, body);
       expect(r.status, `${m} ${p}`).toBe(404);
       expect(r.text).toBe(NOT_FOUND);

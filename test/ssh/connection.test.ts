@@ -61,7 +61,9 @@ describe('SSH connections: resolution and the address guard', () => {
 
   it('a name with any refused address is refused whole; otherwise the first address is used', async () => {
     const l = await listener();
-    const refused = await failure(new SshConnection({ ...KEY, host: 'mixed.example', port: l.port, resolve: async () => ['127.0.0.1', '169.254.169.254'], refuseAddress: (a) => hostRefusal(a, true) }));
+    const refused = await failure(
+      new SshConnection({ ...KEY, host: 'mixed.example', port: l.port, resolve: async () => ['127.0.0.1', '169.254.169.254'], refuseAddress: (a) => hostRefusal(a, true) }),
+    );
     expect(refused.kind).toBe('address-refused');
     expect(l.connections()).toBe(0);
     const err = await failure(new SshConnection({ ...KEY, host: 'mixed.example', port: l.port, resolve: async () => ['127.0.0.1', '10.255.255.1'], refuseAddress: (a) => hostRefusal(a, true) }));

@@ -50,16 +50,22 @@ describe.skipIf(!hasKeygen)('private keys people have', () => {
   });
 
   it.each([
-    ['OpenSSH with a passphrase', () => {
-      const file = path.join(dir, 'enc');
-      execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', 'secret-pass', '-f', file]);
-      return readFileSync(file, 'utf8');
-    }],
-    ['PKCS#1 RSA with a passphrase', () => {
-      const file = path.join(dir, 'encpem');
-      execFileSync('ssh-keygen', ['-q', '-t', 'rsa', '-b', '2048', '-m', 'PEM', '-N', 'secret-pass', '-f', file]);
-      return readFileSync(file, 'utf8');
-    }],
+    [
+      'OpenSSH with a passphrase',
+      () => {
+        const file = path.join(dir, 'enc');
+        execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', 'secret-pass', '-f', file]);
+        return readFileSync(file, 'utf8');
+      },
+    ],
+    [
+      'PKCS#1 RSA with a passphrase',
+      () => {
+        const file = path.join(dir, 'encpem');
+        execFileSync('ssh-keygen', ['-q', '-t', 'rsa', '-b', '2048', '-m', 'PEM', '-N', 'secret-pass', '-f', file]);
+        return readFileSync(file, 'utf8');
+      },
+    ],
     ['encrypted PKCS#8', () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'secret-pass' }).toString()],
   ])('%s: refused with a message that says to remove the passphrase', async (_label, make) => {
     await expect(inspectPrivateKey(make())).rejects.toThrow(/passphrase.*ssh-keygen -p/s);

@@ -29,7 +29,10 @@ describe('PostgreSQL away and back', () => {
   beforeAll(async () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-pg-outage-'));
     cluster = path.join(root, 'cluster');
-    url = execFileSync('bash', [SCRIPT, 'up', cluster, String(await freePort())], { encoding: 'utf8' }).trim().split('\n').pop()!;
+    url = execFileSync('bash', [SCRIPT, 'up', cluster, String(await freePort())], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .pop()!;
     const lines: string[] = [];
     server = await startServer(loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: path.join(root, 'data'), databaseUrl: url, host: '127.0.0.1', port: 0 }), (l) => lines.push(l));
     token = lines.find((l) => l.includes('|'))!.trim();
@@ -56,10 +59,14 @@ describe('PostgreSQL away and back', () => {
     expect((await call(server.url, 'GET', '/api/health')).status).toBe(200);
 
     pg('start');
-    const back = await until('berth to reach the store again', async () => {
-      const r = await call(server.url, 'GET', '/api/v1/teams/current', { token });
-      return r.status === 200 ? r : undefined;
-    }, 20_000);
+    const back = await until(
+      'berth to reach the store again',
+      async () => {
+        const r = await call(server.url, 'GET', '/api/v1/teams/current', { token });
+        return r.status === 200 ? r : undefined;
+      },
+      20_000,
+    );
     expect(back.json).toMatchObject({ name: 'Root Team' });
     expect((await call(server.url, 'GET', '/api/ready')).text).toBe('READY');
     const projects = await call(server.url, 'GET', '/api/v1/projects', { token });
@@ -94,11 +101,15 @@ describe('PostgreSQL away and back', () => {
       expect((await call(second.url, 'GET', '/api/ready')).text).toBe('READY');
       frozen = true;
       // Every answer comes (the query it asked is still waiting); once the last good probe is old, it says not ready.
-      const down = await until('readiness to say not ready', async () => {
-        const r = await call(second.url, 'GET', '/api/ready');
-        expect([200, 503]).toContain(r.status);
-        return r.status === 503 ? r : undefined;
-      }, 20_000);
+      const down = await until(
+        'readiness to say not ready',
+        async () => {
+          const r = await call(second.url, 'GET', '/api/ready');
+          expect([200, 503]).toContain(r.status);
+          return r.status === 503 ? r : undefined;
+        },
+        20_000,
+      );
       expect(down.json).toEqual({ message: 'The store is unavailable; try again shortly.' });
       expect(down.headers['retry-after']).toBe('5');
       expect(held.length).toBeGreaterThan(0); // the probe really was sent, and held

@@ -45,7 +45,7 @@ describe('reused rows', () => {
   const team = (name: string) => ({ name, description: null, personal_team: 0, created_at: nowIso(), updated_at: nowIso() });
 
   it('are read again after a write of this connection, even one that changed nothing', async () => {
-    const { id } = (await db.insertInto('teams').values(team('before')).returning('id').executeTakeFirstOrThrow());
+    const { id } = await db.insertInto('teams').values(team('before')).returning('id').executeTakeFirstOrThrow();
     const byId = prepared(db, (q) => q.selectFrom('teams').selectAll().where('id', '=', param('id')), { reuse: true });
     const first = await byId({ id });
     await db.updateTable('teams').set({ name: 'after' }).where('id', '=', id).execute();
@@ -59,7 +59,7 @@ describe('reused rows', () => {
   });
 
   it('are never taken from, or kept for, the inside of a transaction', async () => {
-    const { id } = (await db.insertInto('teams').values(team('outside')).returning('id').executeTakeFirstOrThrow());
+    const { id } = await db.insertInto('teams').values(team('outside')).returning('id').executeTakeFirstOrThrow();
     const byId = prepared(db, (q) => q.selectFrom('teams').selectAll().where('id', '=', param('id')), { reuse: true });
     await byId({ id });
     let during!: Promise<readonly { name: string }[]>;

@@ -21,7 +21,7 @@ describe('reused rows on SQLite', () => {
   const team = (name: string) => ({ name, description: null, personal_team: 0, created_at: nowIso(), updated_at: nowIso() });
 
   it('are the same frozen rows while the store is unchanged', async () => {
-    const { id } = (await db.insertInto('teams').values(team('steady')).returning('id').executeTakeFirstOrThrow());
+    const { id } = await db.insertInto('teams').values(team('steady')).returning('id').executeTakeFirstOrThrow();
     const byId = prepared(db, (q) => q.selectFrom('teams').selectAll().where('id', '=', param('id')), { reuse: true });
     const first = await byId({ id });
     expect(await byId({ id })).toBe(first);
@@ -30,7 +30,7 @@ describe('reused rows on SQLite', () => {
   });
 
   it("are read again after another connection's commit", async () => {
-    const { id } = (await db.insertInto('teams').values(team('mine')).returning('id').executeTakeFirstOrThrow());
+    const { id } = await db.insertInto('teams').values(team('mine')).returning('id').executeTakeFirstOrThrow();
     const byId = prepared(db, (q) => q.selectFrom('teams').selectAll().where('id', '=', param('id')), { reuse: true });
     expect((await byId({ id }))[0]!.name).toBe('mine');
     const other = new SQLite(path.join(dir, DATABASE_FILE));
@@ -41,5 +41,4 @@ describe('reused rows on SQLite', () => {
     }
     expect((await byId({ id }))[0]!.name).toBe('theirs');
   });
-
 });

@@ -84,7 +84,10 @@ async function startSmtp(): Promise<TestSmtp> {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
-        const msg = parseMessage(Buffer.concat(chunks).toString('binary'), session.envelope.rcptTo.map((a) => a.address));
+        const msg = parseMessage(
+          Buffer.concat(chunks).toString('binary'),
+          session.envelope.rcptTo.map((a) => a.address),
+        );
         if (state.rejecting) {
           state.rejected.push(msg);
           const err = Object.assign(new Error('Mailbox temporarily unavailable, try again later'), { responseCode: 451 });
@@ -106,7 +109,6 @@ async function startSmtp(): Promise<TestSmtp> {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   }) as TestSmtp;
 }
-
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -151,11 +153,14 @@ async function makeToken(s: TestServer, opts: { email?: string; never?: boolean 
 
 /** Moves a token's expiry to `ms` from now through the store (no API creates a token that close to expiry). */
 async function expireIn(s: TestServer, t: MadeToken, ms: number): Promise<void> {
-  await s.db.updateTable('api_tokens').set({ expires_at: new Date(Date.now() + ms).toISOString() }).where('id', '=', t.id).execute();
+  await s.db
+    .updateTable('api_tokens')
+    .set({ expires_at: new Date(Date.now() + ms).toISOString() })
+    .where('id', '=', t.id)
+    .execute();
 }
 
-const outboxRow = (s: TestServer, t: MadeToken) =>
-  s.db.selectFrom('outbox').selectAll().where('dedupe_key', '=', `token-expiry:${t.id}`).executeTakeFirst();
+const outboxRow = (s: TestServer, t: MadeToken) => s.db.selectFrom('outbox').selectAll().where('dedupe_key', '=', `token-expiry:${t.id}`).executeTakeFirst();
 
 async function untilSent(s: TestServer, t: MadeToken) {
   return until(`the outbox row of token ${t.id} marked sent`, async () => {
@@ -239,7 +244,13 @@ describe('token expiry warnings over SMTP', () => {
     const version = async () =>
       TEST_STORE === 'sqlite'
         ? (await sql<{ data_version: number }>`pragma data_version`.execute(s.db)).rows[0]!.data_version
-        : (await sql<{ v: string }>`select string_agg(x, ',' order by x) as v from (select xmin::text as x from outbox union all select xmin::text from api_tokens union all select xmin::text from settings) t`.execute(s.db)).rows[0]!.v;
+        : (
+            await sql<{
+              v: string;
+            }>`select string_agg(x, ',' order by x) as v from (select xmin::text as x from outbox union all select xmin::text from api_tokens union all select xmin::text from settings) t`.execute(
+              s.db,
+            )
+          ).rows[0]!.v;
     const before = await version();
     // No observable event marks an idle scan, so this one waits for a few of them.
     await new Promise((r) => setTimeout(r, 4 * SCAN_MS));

@@ -35,7 +35,20 @@ async function deployment(status: 'queued' | 'in_progress', lease: { owner: stri
   const ids = await s.db.selectFrom('deployments').select(['team_id', 'resource_id', 'server_id']).where('uuid', '=', w.deploymentUuid).executeTakeFirstOrThrow();
   const r = await s.db
     .insertInto('deployments')
-    .values({ ...ids, uuid: `lease${Math.random().toString(36).slice(2, 12)}`, kind: 'deploy', status, force: 0, logs: '', started_at: null, finished_at: null, lease_owner: lease.owner, lease_until: lease.until, created_at: updatedAt, updated_at: updatedAt })
+    .values({
+      ...ids,
+      uuid: `lease${Math.random().toString(36).slice(2, 12)}`,
+      kind: 'deploy',
+      status,
+      force: 0,
+      logs: '',
+      started_at: null,
+      finished_at: null,
+      lease_owner: lease.owner,
+      lease_until: lease.until,
+      created_at: updatedAt,
+      updated_at: updatedAt,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return r.id;

@@ -45,7 +45,10 @@ it('berth mcp on stdio runs due database and volume backups by itself, once each
   p.stdout.on('data', (d) => (stdout += d));
   const exited = new Promise<number | null>((resolve) => p.on('close', resolve));
   let runs = await scheduledRuns();
-  for (const until = Date.now() + 20_000; Date.now() < until && (runs.database.some((r) => r.status === 'running') || !runs.database.length || !runs.volume.length || runs.volume.some((r) => r.status === 'running')); ) {
+  for (
+    const until = Date.now() + 20_000;
+    Date.now() < until && (runs.database.some((r) => r.status === 'running') || !runs.database.length || !runs.volume.length || runs.volume.some((r) => r.status === 'running'));
+  ) {
     await new Promise((r) => setTimeout(r, 100));
     runs = await scheduledRuns();
   }

@@ -52,12 +52,22 @@ async function task(body: Record<string, unknown>): Promise<string> {
   const r = await call(s.url, 'POST', `/api/v1/applications/${app}/scheduled-tasks`, { token: s.rootToken, body: { command: 'echo hi', frequency: 'every_minute', ...body } });
   expect(r.status, r.text).toBe(201);
   // Made two minutes ago: the current minute's firing is due.
-  await s.db.updateTable('scheduled_tasks').set({ created_at: new Date(Date.now() - 120_000).toISOString() }).where('uuid', '=', r.json.uuid).execute();
+  await s.db
+    .updateTable('scheduled_tasks')
+    .set({ created_at: new Date(Date.now() - 120_000).toISOString() })
+    .where('uuid', '=', r.json.uuid)
+    .execute();
   return r.json.uuid;
 }
 
 const runsOf = async (uuid: string) =>
-  s.db.selectFrom('scheduled_task_executions as e').innerJoin('scheduled_tasks as t', 't.id', 'e.task_id').select(['e.status', 'e.message', 'e.scheduled_for']).where('t.uuid', '=', uuid).orderBy('e.id').execute();
+  s.db
+    .selectFrom('scheduled_task_executions as e')
+    .innerJoin('scheduled_tasks as t', 't.id', 'e.task_id')
+    .select(['e.status', 'e.message', 'e.scheduled_for'])
+    .where('t.uuid', '=', uuid)
+    .orderBy('e.id')
+    .execute();
 
 describe('scheduled task claims', () => {
   it('two instances ticking at once run each firing exactly once', async () => {
@@ -70,7 +80,10 @@ describe('scheduled task claims', () => {
     const minute = new Date(now.getTime() - 30_000).toISOString();
     for (const t of tasks) {
       const runs = await runsOf(t);
-      expect(runs.map((r) => r.scheduled_for), t).toEqual([minute]);
+      expect(
+        runs.map((r) => r.scheduled_for),
+        t,
+      ).toEqual([minute]);
       // The world's server has no engine: the run is failed, and says why.
       expect(runs[0]).toMatchObject({ status: 'failed' });
       expect(runs[0]!.message).toMatch(/^Nothing was run\. The server has no engine berth can reach/);
@@ -83,7 +96,7 @@ describe('scheduled task claims', () => {
     for (const t of tasks) expect((await runsOf(t)).map((r) => r.scheduled_for)).toEqual([minute, new Date(next.getTime() - 30_000).toISOString()]);
   });
 
-  it("a clone gets copies of the tasks without their runs; deleting an application deletes its tasks", async () => {
+  it('a clone gets copies of the tasks without their runs; deleting an application deletes its tasks', async () => {
     await task({ name: 'copied', frequency: '15 3 * * *', timeout: 42 });
     const dest = (await call(s.url, 'GET', '/api/v1/destinations', { token: s.rootToken })).json[0].uuid;
     const clone = await call(s.url, 'POST', `/api/v1/applications/${app}/clone`, { token: s.rootToken, body: { destination_uuid: dest } });
@@ -106,7 +119,22 @@ describe('scheduled task claims', () => {
     const id = (await s.db.selectFrom('scheduled_tasks').select('id').where('uuid', '=', t).executeTakeFirstOrThrow()).id;
     const at = (ms: number) => new Date(Date.now() - ms).toISOString();
     const insert = (uuid: string, started: string) =>
-      s.db.insertInto('scheduled_task_executions').values({ uuid, task_id: id, status: 'running', message: 'Task in progress.', logs: null, exit_code: null, scheduled_for: null, started_at: started, finished_at: null, created_at: started, updated_at: nowIso() }).execute();
+      s.db
+        .insertInto('scheduled_task_executions')
+        .values({
+          uuid,
+          task_id: id,
+          status: 'running',
+          message: 'Task in progress.',
+          logs: null,
+          exit_code: null,
+          scheduled_for: null,
+          started_at: started,
+          finished_at: null,
+          created_at: started,
+          updated_at: nowIso(),
+        })
+        .execute();
     await insert(`orphanold${Date.now()}`, at(120_000));
     await insert(`orphannew${Date.now()}`, at(1_000));
     await (await runner()).tick();

@@ -15,11 +15,7 @@ export interface AccessTokenClaims {
 // Opaque tokens from oidc-provider: 43 base64url characters; anything far off is not one.
 const SHAPE = /^[A-Za-z0-9_-]{20,128}$/;
 
-const recordByHash = perStore((db) =>
-  prepared(db, (q) =>
-    q.selectFrom('oauth_store').select(['payload', 'expires_at']).where('model', '=', 'AccessToken').where('id_hash', '=', param('h')),
-  ),
-);
+const recordByHash = perStore((db) => prepared(db, (q) => q.selectFrom('oauth_store').select(['payload', 'expires_at']).where('model', '=', 'AccessToken').where('id_hash', '=', param('h'))));
 
 /**
  * The resource server's check of an access token issued by berth's authorization server: looked

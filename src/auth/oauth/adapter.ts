@@ -43,12 +43,7 @@ export class StoreAdapter implements Adapter {
   }
 
   private async one(column: 'id_hash' | 'uid' | 'user_code', value: string): Promise<AdapterPayload | undefined> {
-    const row = await this.db
-      .selectFrom('oauth_store')
-      .select(['payload', 'expires_at', 'consumed_at'])
-      .where('model', '=', this.model)
-      .where(column, '=', value)
-      .executeTakeFirst();
+    const row = await this.db.selectFrom('oauth_store').select(['payload', 'expires_at', 'consumed_at']).where('model', '=', this.model).where(column, '=', value).executeTakeFirst();
     if (!row || (row.expires_at !== null && Number(row.expires_at) <= Date.now())) return undefined;
     const payload = JSON.parse(row.payload) as AdapterPayload;
     return row.consumed_at === null ? payload : { ...payload, consumed: Math.floor(Number(row.consumed_at) / 1000) };

@@ -23,7 +23,11 @@ export async function loadOAuthKeys(db: Db): Promise<OAuthKeys> {
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const jwk = { ...(privateKey.export({ format: 'jwk' }) as JWK), kid: randomBytes(8).toString('hex'), use: 'sig', alg: 'ES256' };
   const fresh: OAuthKeys = { jwks: { keys: [jwk] }, cookieKeys: [randomBytes(32).toString('base64url')], csrfKey: randomBytes(32).toString('base64url') };
-  await db.insertInto('settings').values({ key: KEY, value: JSON.stringify(fresh) }).onConflict((oc) => oc.column('key').doNothing()).execute();
+  await db
+    .insertInto('settings')
+    .values({ key: KEY, value: JSON.stringify(fresh) })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
   const stored = await db.selectFrom('settings').select('value').where('key', '=', KEY).executeTakeFirstOrThrow();
   return JSON.parse(stored.value) as OAuthKeys;
 }

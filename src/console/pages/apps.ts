@@ -17,17 +17,19 @@ export function appPages(app: FastifyInstance, deps: ConsoleDeps): void {
       { title: 'Connected apps', person, csrf: person.csrf, current: 'apps' },
       html`${revoked ? html`<p class="notice" role="status">Access revoked: the app is refused from its next request.</p>` : ''}
 <p>Apps and agents you let act for you through berth's sign-in (OAuth). Revoking one stops it at its next request.</p>
-${grants.length === 0
-  ? html`<p>No connected apps.</p>`
-  : html`<div class="table-wrap"><table>
+${
+  grants.length === 0
+    ? html`<p>No connected apps.</p>`
+    : html`<div class="table-wrap"><table>
 <thead><tr><th scope="col">App</th><th scope="col">Client id</th><th scope="col">Team</th><th scope="col">Approved by</th><th scope="col">Permissions</th><th scope="col">Last used</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
 <tbody>${grants.map(
-      (g) => html`<tr>
+        (g) => html`<tr>
 <td data-label="App">${g.clientName}</td><td data-label="Client id"><code>${g.clientId}</code></td><td data-label="Team">${g.teamName}</td><td data-label="Approved by">${g.approvedBy}</td>
 <td data-label="Permissions">${g.permissions.join(', ')}</td><td data-label="Last used">${g.lastUsedAt?.slice(0, 16).replace('T', ' ') ?? 'never'}</td>
 <td><form method="post" action="/apps/${encodeURIComponent(g.id)}/revoke"><input type="hidden" name="${CSRF_FIELD}" value="${person.csrf}"><button type="submit" class="danger" aria-label="Revoke ${g.clientName}">Revoke</button></form></td>
 </tr>`,
-    )}</tbody></table></div>`}`,
+      )}</tbody></table></div>`
+}`,
     );
   });
 

@@ -37,16 +37,18 @@ export function passkeyPages(app: FastifyInstance, deps: ConsoleDeps): void {
 </section>
 <section aria-labelledby="yours">
 <h2 id="yours">Your passkeys</h2>
-${keys.length === 0
-  ? html`<p>None yet.</p>`
-  : html`<div class="table-wrap"><table>
+${
+  keys.length === 0
+    ? html`<p>None yet.</p>`
+    : html`<div class="table-wrap"><table>
 <thead><tr><th scope="col">Name</th><th scope="col">Added</th><th scope="col">Last used</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
 <tbody>${keys.map(
-      (k) => html`<tr>
+        (k) => html`<tr>
 <td data-label="Name">${k.name}</td><td data-label="Added">${k.created_at.slice(0, 10)}</td><td data-label="Last used">${k.last_used_at?.slice(0, 16).replace('T', ' ') ?? 'never'}</td>
 <td><form method="post" action="/passkeys/${encodeURIComponent(k.id)}/delete"><input type="hidden" name="${CSRF_FIELD}" value="${person.csrf}"><button type="submit" class="danger" aria-label="Remove passkey ${k.name}">Remove</button></form></td>
 </tr>`,
-    )}</tbody></table></div>`}
+      )}</tbody></table></div>`
+}
 </section>`,
     );
   });

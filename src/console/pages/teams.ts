@@ -52,7 +52,8 @@ export function teamPages(app: FastifyInstance, deps: ConsoleDeps): void {
       .orderBy('u.email')
       .execute();
     const q = req.query as Record<string, unknown>;
-    const notice = q.changed === '1' ? 'Role changed. It applies to their tokens from their next request.' : q.removed === '1' ? 'Member removed; their tokens for this team stopped working.' : undefined;
+    const notice =
+      q.changed === '1' ? 'Role changed. It applies to their tokens from their next request.' : q.removed === '1' ? 'Member removed; their tokens for this team stopped working.' : undefined;
     return sendPage(
       reply,
       { title: `Members of ${mine.teamName}`, person, csrf: person.csrf, current: 'teams' },
@@ -65,16 +66,20 @@ export function teamPages(app: FastifyInstance, deps: ConsoleDeps): void {
         const choices = ROLES.filter((r) => admin.mayManage(mine.role, m.role, r));
         return html`<tr>
 <td data-label="Member">${m.name} <span class="hint">${m.email}</span></td>
-<td data-label="Role">${manageable
-          ? html`<form method="post" action="/teams/${teamId}/members/${m.id}/role">
+<td data-label="Role">${
+          manageable
+            ? html`<form method="post" action="/teams/${teamId}/members/${m.id}/role">
 <input type="hidden" name="${CSRF_FIELD}" value="${person.csrf}">
 <label class="sr" for="role-${m.id}">Role of ${m.email}</label>
 <select id="role-${m.id}" name="role">${choices.map((r: Role) => html`<option value="${r}"${r === m.role ? html` selected` : ''}>${r}</option>`)}</select>
 <button type="submit" class="secondary">Change</button></form>`
-          : m.role}</td>
-<td>${manageable
-          ? html`<form method="post" action="/teams/${teamId}/members/${m.id}/remove"><input type="hidden" name="${CSRF_FIELD}" value="${person.csrf}"><button type="submit" class="danger" aria-label="Remove ${m.email}">Remove</button></form>`
-          : ''}</td>
+            : m.role
+        }</td>
+<td>${
+          manageable
+            ? html`<form method="post" action="/teams/${teamId}/members/${m.id}/remove"><input type="hidden" name="${CSRF_FIELD}" value="${person.csrf}"><button type="submit" class="danger" aria-label="Remove ${m.email}">Remove</button></form>`
+            : ''
+        }</td>
 </tr>`;
       })}</tbody></table></div>
 <p class="hint">New members are added with <code>berth team add-member</code>.</p>`,

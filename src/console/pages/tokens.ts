@@ -27,13 +27,7 @@ export interface Membership {
 
 /** The teams a person belongs to, with their role in each. */
 export async function membershipsOf(db: Db, userId: number): Promise<Membership[]> {
-  const rows = await db
-    .selectFrom('team_members as m')
-    .innerJoin('teams as t', 't.id', 'm.team_id')
-    .select(['t.id', 't.name', 'm.role'])
-    .where('m.user_id', '=', userId)
-    .orderBy('t.name')
-    .execute();
+  const rows = await db.selectFrom('team_members as m').innerJoin('teams as t', 't.id', 'm.team_id').select(['t.id', 't.name', 'm.role']).where('m.user_id', '=', userId).orderBy('t.name').execute();
   return rows.map((r) => ({ teamId: r.id, teamName: r.name, role: r.role }));
 }
 
@@ -110,17 +104,19 @@ async function tokensPage(deps: ConsoleDeps, reply: FastifyReply, person: Person
 <p>Tokens let an agent or a script act for you in one team: <code>Authorization: Bearer &lt;token&gt;</code> on the API and on <code>/mcp</code>.</p>
 <section aria-labelledby="yours">
 <h2 id="yours">Your tokens</h2>
-${tokens.length === 0
-  ? html`<p>None yet.</p>`
-  : html`<div class="table-wrap"><table>
+${
+  tokens.length === 0
+    ? html`<p>None yet.</p>`
+    : html`<div class="table-wrap"><table>
 <thead><tr><th scope="col">Name</th><th scope="col">Team</th><th scope="col">Permissions</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
 <tbody>${tokens.map(
-      (t) => html`<tr>
+        (t) => html`<tr>
 <td data-label="Name">${t.name} <span class="hint">#${t.id}</span></td><td data-label="Team">${t.team}</td><td data-label="Permissions">${t.permissions.join(', ')}</td>
 <td data-label="Expires">${day(t.expires_at) ?? 'never'}</td><td data-label="Last used">${day(t.last_used_at) ?? 'never'}</td>
 <td><form method="post" action="/tokens/${t.id}/revoke"><input type="hidden" name="${CSRF_FIELD}" value="${person.csrf}"><button type="submit" class="danger" aria-label="Revoke token ${t.name}">Revoke</button></form></td>
 </tr>`,
-    )}</tbody></table></div>`}
+      )}</tbody></table></div>`
+}
 </section>
 <section aria-labelledby="create">
 <h2 id="create">Create a token</h2>
@@ -156,7 +152,13 @@ export function tokenPages(app: FastifyInstance, deps: ConsoleDeps): void {
     }
     try {
       // The same rules as `berth token create` (role caps checked again in its transaction).
-      const issued = await admin.createToken(db, { email: person.email, team: String(team.teamId), name: state.name ?? '', permissions: (state.permissions ?? []) as never, expires: (state.expires ?? '') as never });
+      const issued = await admin.createToken(db, {
+        email: person.email,
+        team: String(team.teamId),
+        name: state.name ?? '',
+        permissions: (state.permissions ?? []) as never,
+        expires: (state.expires ?? '') as never,
+      });
       return sendPage(
         reply,
         { title: 'Token created', person, csrf: person.csrf, current: 'tokens' },

@@ -20,4 +20,7 @@ export const CLEANUP_DEFAULTS: CleanupSettings = {
   disable_application_image_retention: false,
 };
 
-export const cleanupSettingsOf = (s: { docker_cleanup: string | null }): CleanupSettings => ({ ...CLEANUP_DEFAULTS, ...(s.docker_cleanup ? (JSON.parse(s.docker_cleanup) as Partial<CleanupSettings>) : {}) });
+export const cleanupSettingsOf = (s: { docker_cleanup: string | null }): CleanupSettings => ({
+  ...CLEANUP_DEFAULTS,
+  ...(s.docker_cleanup ? (JSON.parse(s.docker_cleanup) as Partial<CleanupSettings>) : {}),
+});

@@ -64,7 +64,12 @@ export const CHANNEL_SPECS: Record<Channel, ChannelSpec> = {
     secrets: ['smtp_password', 'resend_api_key'],
     required: ['smtp_recipients'],
   },
-  discord: { enabled: 'discord_enabled', fields: { discord_enabled: 'bool', discord_webhook_url: 'url', discord_ping_enabled: 'bool' }, secrets: ['discord_webhook_url'], required: ['discord_webhook_url'] },
+  discord: {
+    enabled: 'discord_enabled',
+    fields: { discord_enabled: 'bool', discord_webhook_url: 'url', discord_ping_enabled: 'bool' },
+    secrets: ['discord_webhook_url'],
+    required: ['discord_webhook_url'],
+  },
   slack: { enabled: 'slack_enabled', fields: { slack_enabled: 'bool', slack_webhook_url: 'url' }, secrets: ['slack_webhook_url'], required: ['slack_webhook_url'] },
   telegram: {
     enabled: 'telegram_enabled',
@@ -77,7 +82,12 @@ export const CHANNEL_SPECS: Record<Channel, ChannelSpec> = {
     secrets: ['telegram_token'],
     required: ['telegram_token', 'telegram_chat_id'],
   },
-  pushover: { enabled: 'pushover_enabled', fields: { pushover_enabled: 'bool', pushover_user_key: 'text', pushover_api_token: 'text' }, secrets: ['pushover_user_key', 'pushover_api_token'], required: ['pushover_user_key', 'pushover_api_token'] },
+  pushover: {
+    enabled: 'pushover_enabled',
+    fields: { pushover_enabled: 'bool', pushover_user_key: 'text', pushover_api_token: 'text' },
+    secrets: ['pushover_user_key', 'pushover_api_token'],
+    required: ['pushover_user_key', 'pushover_api_token'],
+  },
   webhook: { enabled: 'webhook_enabled', fields: { webhook_enabled: 'bool', webhook_url: 'url' }, secrets: ['webhook_url'], required: ['webhook_url'] },
 };
 

@@ -66,7 +66,10 @@ const hostKeys = z
   .max(16_384)
   .transform((v, ctx) => {
     const keys = [];
-    for (const line of v.split('\n').map((l) => l.trim()).filter(Boolean)) {
+    for (const line of v
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)) {
       const m = /(?:^|\s)((?:ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,2})(?:\s|$)/.exec(line);
       if (!m) {
         ctx.addIssue({ code: 'custom', message: 'Each line must be a host key as ssh-keyscan prints it: "[host] type base64" (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256…).' });
@@ -128,7 +131,7 @@ export const applicationBuildOperations = [
     async run(ctx, { dockerfile, ...i }) {
       // As Coolify: base64 only, and the text inside must be a plain (ASCII) Dockerfile.
       const text = /^[A-Za-z0-9+/]+={0,2}$/.test(dockerfile.replace(/\s/g, '')) ? Buffer.from(dockerfile, 'base64').toString('latin1') : null;
-      if (!text || !text.trim() || !/^[\x09\x0a\x0d\x20-\x7e]*$/.test(text)) throw validationError({ dockerfile: ['The dockerfile should be base64 encoded.'] });
+      if (!text?.trim() || !/^[\x09\x0a\x0d\x20-\x7e]*$/.test(text)) throw validationError({ dockerfile: ['The dockerfile should be base64 encoded.'] });
       return createBuilt(ctx, i, { dockerfile: text }, 'dockerfile');
     },
   }),

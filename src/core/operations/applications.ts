@@ -10,23 +10,12 @@ import { listOf, pageInput } from '../pagination.js';
 import { customLabelsInput, decodeCustomLabels, encodeCustomLabels } from '../custom-labels.js';
 import { parseRunOptions, requireRunOptionsAccess } from '../run-options.js';
 import { DEFAULT_IMAGES_TO_KEEP, type ApplicationConfig } from '../model/application.js';
-import {
-  checkLimits,
-  givenHealthCheck,
-  givenLimits,
-  healthCheckInput,
-  healthCheckOutput,
-  healthCheckView,
-  limitsInput,
-  limitsOutput,
-  limitsView,
-} from '../runtime-fields.js';
+import { checkLimits, givenHealthCheck, givenLimits, healthCheckInput, healthCheckOutput, healthCheckView, limitsInput, limitsOutput, limitsView } from '../runtime-fields.js';
 import type { Db } from '../../store/db.js';
 import { description, domains, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
-import { CREATE, DELETE, messageSchema, READ, UPDATE } from './common.js';
+import { CREATE, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
-
 
 export const applicationSchema = z.object({
   ...placedSchema,
@@ -81,7 +70,11 @@ function image(nameRef: string, tag: string | undefined): { docker_registry_imag
 }
 
 /** Coolify's fqdn: comma-separated URLs without spaces, the same from create and patch. */
-export const normalizeDomains = (v: string | null | undefined): string | null => v?.split(',').map((d) => d.trim()).join(',') ?? null;
+export const normalizeDomains = (v: string | null | undefined): string | null =>
+  v
+    ?.split(',')
+    .map((d) => d.trim())
+    .join(',') ?? null;
 
 export const appFields = {
   name: name.optional(),
@@ -204,7 +197,9 @@ export const applicationOperations = [
         const r = await ownedResource(db, uuid, caller.teamId, ['application']);
         const c = config<ApplicationConfig>(r);
         if (c.build_pack === 'dockerfile' && (i.docker_registry_image_name !== undefined || i.docker_registry_image_tag !== undefined)) {
-          throw validationError({ [i.docker_registry_image_name !== undefined ? 'docker_registry_image_name' : 'docker_registry_image_tag']: ['This application is built from a Dockerfile: each deploy builds its image.'] });
+          throw validationError({
+            [i.docker_registry_image_name !== undefined ? 'docker_registry_image_name' : 'docker_registry_image_tag']: ['This application is built from a Dockerfile: each deploy builds its image.'],
+          });
         }
         if (i.docker_registry_image_name !== undefined) Object.assign(c, image(i.docker_registry_image_name, i.docker_registry_image_tag ?? c.docker_registry_image_tag));
         else if (i.docker_registry_image_tag !== undefined) c.docker_registry_image_tag = i.docker_registry_image_tag;

@@ -130,7 +130,13 @@ const settings = {
   enabled: z.boolean().optional(),
   save_s3: z.literal(false, { error: 'berth keeps backups on the database’s server; S3 is not available.' }).optional(),
   dump_all: z.boolean().optional(),
-  databases_to_backup: z.string().min(1).max(255).regex(/^[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*$/, 'Comma-separated database names (letters, digits, _ and -).').nullable().optional(),
+  databases_to_backup: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*$/, 'Comma-separated database names (letters, digits, _ and -).')
+    .nullable()
+    .optional(),
   database_backup_retention_amount_locally: count.optional(),
   database_backup_retention_days_locally: count.optional(),
   database_backup_retention_max_storage_locally: gigabytes.optional(),
@@ -181,7 +187,14 @@ export const backupOperations = [
     http: { method: 'GET', path: base },
     async run({ db, caller }, { uuid }) {
       const r = await ownedResource(db, uuid, caller.teamId, DATABASE_KINDS);
-      const rows = await db.selectFrom('scheduled_database_backups').selectAll().where('resource_id', '=', r.id).where('team_id', '=', caller.teamId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+      const rows = await db
+        .selectFrom('scheduled_database_backups')
+        .selectAll()
+        .where('resource_id', '=', r.id)
+        .where('team_id', '=', caller.teamId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .execute();
       return Promise.all(rows.map((b) => backupView(db, b, r)));
     },
   }),
@@ -242,7 +255,12 @@ export const backupOperations = [
       const { b } = await ownedBackup(db, i.uuid, i.scheduled_backup_uuid, caller.teamId);
       checkFrequency(i.frequency);
       const set = columns(i);
-      if (Object.keys(set).length) await db.updateTable('scheduled_database_backups').set({ ...set, updated_at: nowIso() }).where('id', '=', b.id).execute();
+      if (Object.keys(set).length)
+        await db
+          .updateTable('scheduled_database_backups')
+          .set({ ...set, updated_at: nowIso() })
+          .where('id', '=', b.id)
+          .execute();
       const execution = i.backup_now ? await runNow(db, jobs, b.id) : undefined;
       return { message: 'Database backup configuration updated', ...(execution ? { execution_uuid: execution } : {}) };
     },
@@ -259,7 +277,12 @@ export const backupOperations = [
     async run({ db, caller, runtime, logger }, i) {
       const { r, b } = await ownedBackup(db, i.uuid, i.scheduled_backup_uuid, caller.teamId);
       const files = await db.selectFrom('scheduled_database_backup_executions').select('filename').where('backup_id', '=', b.id).where('local_storage_deleted', '=', 0).execute();
-      await runtime.removeBackupFiles(r.id, files.map((f) => f.filename).filter((f): f is string => !!f)).catch((err: Error) => logger.warn({ err: err.message }, 'backup files not removed'));
+      await runtime
+        .removeBackupFiles(
+          r.id,
+          files.map((f) => f.filename).filter((f): f is string => !!f),
+        )
+        .catch((err: Error) => logger.warn({ err: err.message }, 'backup files not removed'));
       await db.deleteFrom('scheduled_database_backups').where('id', '=', b.id).execute();
       return { message: 'Backup configuration and all executions deleted.' };
     },

@@ -41,17 +41,26 @@ export function cloneOperation(collection: Collection) {
           .executeTakeFirstOrThrow();
         for (const e of await trx.selectFrom('environment_variables').selectAll().where('resource_id', '=', r.id).execute()) {
           const { id: _e, ...env } = e;
-          await trx.insertInto('environment_variables').values({ ...env, uuid: newUuid(), resource_id: id, ...stamps() }).execute();
+          await trx
+            .insertInto('environment_variables')
+            .values({ ...env, uuid: newUuid(), resource_id: id, ...stamps() })
+            .execute();
         }
         // New volumes named after the copy: the source's data is never shared.
         for (const s of await trx.selectFrom('storages').selectAll().where('resource_id', '=', r.id).execute()) {
           const { id: _s, ...storage } = s;
-          await trx.insertInto('storages').values({ ...storage, uuid: newUuid(), resource_id: id, engine_volume: null, ...stamps() }).execute();
+          await trx
+            .insertInto('storages')
+            .values({ ...storage, uuid: newUuid(), resource_id: id, engine_volume: null, ...stamps() })
+            .execute();
         }
         // Scheduled tasks come along (as Coolify's clone does); the copy's first firing is its own.
         for (const t of await trx.selectFrom('scheduled_tasks').selectAll().where('resource_id', '=', r.id).execute()) {
           const { id: _t, ...task } = t;
-          await trx.insertInto('scheduled_tasks').values({ ...task, uuid: newUuid(), resource_id: id, last_due: null, ...stamps() }).execute();
+          await trx
+            .insertInto('scheduled_tasks')
+            .values({ ...task, uuid: newUuid(), resource_id: id, last_due: null, ...stamps() })
+            .execute();
         }
       });
       return { uuid, message: `${TITLE[collection]} cloned.` };

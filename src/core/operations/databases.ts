@@ -13,11 +13,10 @@ import { sensitive } from '../redact.js';
 import { checkLimits, givenLimits, limitsInput, limitsOutput, limitsView } from '../runtime-fields.js';
 import { DATABASE_ENGINES, type DatabaseConfig } from '../model/database.js';
 import { description, imageName, name, tags, uuidParam } from '../validators.js';
-import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
+import { CREATE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
 import { DATABASE_KINDS, type DatabaseKind } from '../model/kinds.js';
-
 
 const password = () => {
   const a = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -27,8 +26,16 @@ const password = () => {
 };
 
 // Coolify's database password rule: any length from 1 (issue 27); the characters stay shell- and URL-safe.
-const secret = z.string().min(1).max(256).regex(/^[A-Za-z0-9!#%*+,.:=?@^_~-]+$/, 'Use letters, digits and !#%*+,.:=?@^_~- (no quotes, spaces or $).');
-const ident = z.string().min(1).max(63).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'Use letters, digits and _.');
+const secret = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[A-Za-z0-9!#%*+,.:=?@^_~-]+$/, 'Use letters, digits and !#%*+,.:=?@^_~- (no quotes, spaces or $).');
+const ident = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'Use letters, digits and _.');
 
 /** Type-specific fields, by their Coolify names. Passwords are sensitive. */
 const typeFields = {
@@ -42,7 +49,18 @@ const typeFields = {
   keydb: { keydb_password: secret.optional() },
 } as const;
 
-const PASSWORD_FIELDS = new Set(['postgres_password', 'mysql_root_password', 'mysql_password', 'mariadb_root_password', 'mariadb_password', 'redis_password', 'mongo_initdb_root_password', 'clickhouse_admin_password', 'dragonfly_password', 'keydb_password']);
+const PASSWORD_FIELDS = new Set([
+  'postgres_password',
+  'mysql_root_password',
+  'mysql_password',
+  'mariadb_root_password',
+  'mariadb_password',
+  'redis_password',
+  'mongo_initdb_root_password',
+  'clickhouse_admin_password',
+  'dragonfly_password',
+  'keydb_password',
+]);
 
 /** Defaults for a new database of a kind: users and names as Coolify's, random passwords. */
 function defaults(kind: DatabaseKind): Record<string, string> {
@@ -66,7 +84,6 @@ function defaults(kind: DatabaseKind): Record<string, string> {
       return { keydb_password: password() };
   }
 }
-
 
 /** The URL other containers on the destination's network use (the host is the resource uuid). */
 function internalUrl(kind: DatabaseKind, uuid: string, f: Record<string, string>): string {
@@ -144,8 +161,18 @@ function createOperation(kind: DatabaseKind) {
       const place = await resolvePlacement(db, caller.teamId, i);
       const uuid = newUuid();
       const input = i as Record<string, unknown>;
-      const given = Object.fromEntries(Object.keys(typeFields[kind]).filter((k) => input[k] !== undefined).map((k) => [k, String(input[k])]));
-      const c: DatabaseConfig = { image: i.image ?? DATABASE_ENGINES[kind].image, is_public: Boolean(i.is_public && i.public_port), public_port: i.public_port ?? null, fields: { ...defaults(kind), ...given }, ...givenLimits(i) };
+      const given = Object.fromEntries(
+        Object.keys(typeFields[kind])
+          .filter((k) => input[k] !== undefined)
+          .map((k) => [k, String(input[k])]),
+      );
+      const c: DatabaseConfig = {
+        image: i.image ?? DATABASE_ENGINES[kind].image,
+        is_public: Boolean(i.is_public && i.public_port),
+        public_port: i.public_port ?? null,
+        fields: { ...defaults(kind), ...given },
+        ...givenLimits(i),
+      };
       checkLimits(c);
       const row = await db.transaction().execute(async (trx) => {
         const r = await trx
@@ -153,7 +180,10 @@ function createOperation(kind: DatabaseKind) {
           .values(newResourceRow({ uuid, teamId: caller.teamId, kind: kind, place, name: i.name ?? `${kind}-database-${uuid}`, description: i.description, tags: i.tags }, c))
           .returningAll()
           .executeTakeFirstOrThrow();
-        await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name: 'data', mount_path: DATABASE_ENGINES[kind].dataDir, container: null, engine_volume: null, ...stamps() }).execute();
+        await trx
+          .insertInto('storages')
+          .values({ uuid: newUuid(), resource_id: r.id, name: 'data', mount_path: DATABASE_ENGINES[kind].dataDir, container: null, engine_volume: null, ...stamps() })
+          .execute();
         return r;
       });
       const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;
@@ -173,8 +203,16 @@ export const databaseOperations = [
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/databases', list: true },
     async run({ db, caller }, p) {
-      const base = db.selectFrom('resources').where('team_id', '=', caller.teamId).where('kind', 'in', [...DATABASE_KINDS]);
-      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => Promise.all(rows.map((r) => view(db, r))));
+      const base = db
+        .selectFrom('resources')
+        .where('team_id', '=', caller.teamId)
+        .where('kind', 'in', [...DATABASE_KINDS]);
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id'),
+        (rows) => Promise.all(rows.map((r) => view(db, r))),
+      );
     },
   }),
   ...DATABASE_KINDS.map(createOperation),

@@ -4,7 +4,6 @@ import type { Db } from '../../store/db.js';
 import { sql, type Selectable } from 'kysely';
 import type { DeploymentsTable } from '../../store/schema.js';
 import { BerthError, notFound, validationError } from '../../errors.js';
-import { newUuid } from '../../ids.js';
 import { owned, ownedResource } from '../lookup.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
@@ -12,7 +11,7 @@ import { sensitive } from '../redact.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { flag, uuidParam } from '../validators.js';
 import { brief } from '../runtime-fields.js';
-import { ENGINE, READ, stamps } from './common.js';
+import { ENGINE, READ } from './common.js';
 import { displayStatus, TOOLSET_OF, serverOf, type ResourceRow } from './resource-common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
@@ -90,7 +89,14 @@ export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' 
   if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; deploy it when the migration has finished.' });
   if (r.deleting !== null) throw new BerthError('conflict', { message: 'The resource is being deleted.' });
   const server = await serverOf(ctx.db, r);
-  const { done, ...d } = await ctx.jobs.queueDeployment({ teamId: ctx.caller.teamId, resourceId: r.id, serverId: server.id, kind, force, ...(opts.rollbackTag ? { rollbackTag: opts.rollbackTag } : {}) });
+  const { done, ...d } = await ctx.jobs.queueDeployment({
+    teamId: ctx.caller.teamId,
+    resourceId: r.id,
+    serverId: server.id,
+    kind,
+    force,
+    ...(opts.rollbackTag ? { rollbackTag: opts.rollbackTag } : {}),
+  });
   return { ...d, done, live: ctx.runtime.isLive(server) };
 }
 
@@ -108,8 +114,16 @@ export const deploymentOperations = [
     permission: 'deploy',
     toolset: 'deployments',
     input: z.strictObject({
-      uuid: z.string().max(4096).regex(/^[A-Za-z0-9]+(,[A-Za-z0-9]+)*$/, 'Comma-separated uuids.').optional(),
-      tag: z.string().max(1024).regex(/^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$/, 'Comma-separated tag names.').optional(),
+      uuid: z
+        .string()
+        .max(4096)
+        .regex(/^[A-Za-z0-9]+(,[A-Za-z0-9]+)*$/, 'Comma-separated uuids.')
+        .optional(),
+      tag: z
+        .string()
+        .max(1024)
+        .regex(/^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$/, 'Comma-separated tag names.')
+        .optional(),
       force: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
     }),
     output: deployResult,
@@ -119,9 +133,7 @@ export const deploymentOperations = [
       if (i.uuid && i.tag) throw validationError({ uuid: ['You can only use uuid or tag, not both.'] });
       if (!i.uuid && !i.tag) throw validationError({ uuid: ['You must provide uuid or tag.'] });
       const all = await ctx.db.selectFrom('resources').selectAll().where('team_id', '=', ctx.caller.teamId).orderBy('id').execute();
-      const wanted = i.uuid
-        ? all.filter((r) => i.uuid!.split(',').includes(r.uuid))
-        : all.filter((r) => (JSON.parse(r.tags) as string[]).some((t) => i.tag!.split(',').includes(t)));
+      const wanted = i.uuid ? all.filter((r) => i.uuid!.split(',').includes(r.uuid)) : all.filter((r) => (JSON.parse(r.tags) as string[]).some((t) => i.tag!.split(',').includes(t)));
       if (!wanted.length) throw notFound();
       const deployments = [];
       for (const r of wanted) {
@@ -143,7 +155,12 @@ export const deploymentOperations = [
     http: { method: 'GET', path: '/api/v1/deployments', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('deployments').where('team_id', '=', caller.teamId).where('status', 'in', ['queued', 'in_progress']);
-      return paged(base, p, (q) => q.selectAll().orderBy('id', 'desc'), (rows) => views(db, rows));
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id', 'desc'),
+        (rows) => views(db, rows),
+      );
     },
   }),
   defineOperation({
@@ -152,7 +169,13 @@ export const deploymentOperations = [
     summary: 'Get a deployment with its status (and logs with read:sensitive).',
     permission: 'read',
     toolset: 'deployments',
-    input: z.strictObject({ uuid: uuidParam, full: z.enum(['true', 'false']).transform((v) => v === 'true').optional() }),
+    input: z.strictObject({
+      uuid: uuidParam,
+      full: z
+        .enum(['true', 'false'])
+        .transform((v) => v === 'true')
+        .optional(),
+    }),
     output: deploymentSchema,
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/deployments/{uuid}' },

@@ -9,7 +9,6 @@ import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
 import { READ, stamps, UPDATE } from './common.js';
 
-
 const executionSchema = z.object({
   uuid: z.string(),
   status: z.enum(['running', 'success', 'failed']),
@@ -56,7 +55,11 @@ export const dockerCleanupOperations = [
         throw validationError({ docker_cleanup_frequency: [`Invalid Cron / Human expression for Docker Cleanup Frequency. ${FREQUENCY_HELP}`] });
       }
       const next = { ...cleanupSettingsOf(s), ...patch };
-      await db.updateTable('servers').set({ docker_cleanup: JSON.stringify(next), updated_at: nowIso() }).where('id', '=', s.id).execute();
+      await db
+        .updateTable('servers')
+        .set({ docker_cleanup: JSON.stringify(next), updated_at: nowIso() })
+        .where('id', '=', s.id)
+        .execute();
       return next;
     },
   }),
@@ -85,7 +88,7 @@ export const dockerCleanupOperations = [
   }),
   defineOperation({
     name: 'list_server_docker_cleanup_executions',
-    summary: "The 20 most recent Docker cleanups of a server, newest first, with their outcome.",
+    summary: 'The 20 most recent Docker cleanups of a server, newest first, with their outcome.',
     permission: 'read',
     toolset: 'servers',
     input: z.strictObject({ uuid: uuidParam }),

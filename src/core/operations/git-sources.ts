@@ -24,7 +24,8 @@ type TokenRow = Omit<CloudTokensTable, 'id'> & { id: number };
 
 const GITHUB_NETWORK = "berth does not call GitHub's API: this needs GitHub's network (the app's api_url) and an installation token for the app, which berth does not fetch.";
 
-export const needsGithub = (what: string) => new BerthError('needs_provider', { message: `${what}: ${GITHUB_NETWORK} Use a deploy key instead (POST /applications/private-deploy-key) or a public repository.` });
+export const needsGithub = (what: string) =>
+  new BerthError('needs_provider', { message: `${what}: ${GITHUB_NETWORK} Use a deploy key instead (POST /applications/private-deploy-key) or a public repository.` });
 
 const appSchema = z.object({
   id: z.number().int(),
@@ -69,7 +70,11 @@ const appView = (r: AppRow): z.infer<typeof appSchema> => ({
 });
 
 const text = (max: number) => z.string().trim().min(1).max(max);
-const positiveId = z.number().int().positive().max(2 ** 31 - 1);
+const positiveId = z
+  .number()
+  .int()
+  .positive()
+  .max(2 ** 31 - 1);
 /** An http(s) URL berth may one day call for the app: read by the one parser, host not forbidden. */
 const appUrl = z
   .string()
@@ -96,7 +101,13 @@ const appFields = {
   is_system_wide: z.boolean().optional(),
 };
 
-const appIdParam = { github_app_id: z.coerce.number().int().positive().max(2 ** 31 - 1) };
+const appIdParam = {
+  github_app_id: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(2 ** 31 - 1),
+};
 
 /** A GitHub app of the caller's team by its numeric id (Coolify's path key); another team's is the same 404. */
 async function ownedApp(db: Db, id: number, teamId: number): Promise<AppRow> {
@@ -291,7 +302,10 @@ export const cloudTokenOperations = [
     http: { method: 'POST', path: '/api/v1/cloud-tokens', status: 201 },
     async run({ db, caller }, i) {
       const uuid = newUuid();
-      await db.insertInto('cloud_tokens').values({ uuid, team_id: caller.teamId, name: i.name, provider: i.provider, token: i.token, ...stamps() }).execute();
+      await db
+        .insertInto('cloud_tokens')
+        .values({ uuid, team_id: caller.teamId, name: i.name, provider: i.provider, token: i.token, ...stamps() })
+        .execute();
       return { uuid };
     },
   }),
@@ -310,7 +324,7 @@ export const cloudTokenOperations = [
   }),
   defineOperation({
     name: 'update_cloud_token',
-    summary: "Rename a cloud provider token (Coolify changes the name only).",
+    summary: 'Rename a cloud provider token (Coolify changes the name only).',
     permission: 'write',
     toolset: 'servers',
     input: z.strictObject({ uuid: uuidParam, name: text(255) }),

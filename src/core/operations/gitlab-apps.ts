@@ -62,7 +62,13 @@ const fields = {
   name: z.string().trim().min(1).max(255),
   html_url: httpUrl,
   api_url: httpUrl.nullable().optional(),
-  custom_user: z.string().min(1).max(255).regex(/^[A-Za-z0-9._-]+$/, 'Use letters, digits and . _ -.').nullable().optional(),
+  custom_user: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[A-Za-z0-9._-]+$/, 'Use letters, digits and . _ -.')
+    .nullable()
+    .optional(),
   custom_port: z.number().int().min(1).max(65535).nullable().optional(),
   group_name: z.string().max(255).nullable().optional(),
   client_id: z.string().max(255).nullable().optional(),

@@ -32,7 +32,17 @@ import { environmentOperations, sharedVariableOperations } from './shared-variab
 import { teamOperations } from './teams.js';
 
 /** What every application, database and service offers beyond its own CRUD. */
-const resourceFamily = (c: Collection) => [...envOperations(c), ...storageOperations(c), ...volumeBackupOperations(c), ...resourceTagOperations(c), moveOperation(c), cloneOperation(c), logOperation(c), ...lifecycleOperations(c), migrateOperation(c)];
+const resourceFamily = (c: Collection) => [
+  ...envOperations(c),
+  ...storageOperations(c),
+  ...volumeBackupOperations(c),
+  ...resourceTagOperations(c),
+  moveOperation(c),
+  cloneOperation(c),
+  logOperation(c),
+  ...lifecycleOperations(c),
+  migrateOperation(c),
+];
 
 /** The operation table: every door is built from this list. */
 export const operations: readonly Operation[] = [
@@ -70,4 +80,3 @@ export const operations: readonly Operation[] = [
   ...servicePartOperations,
   ...backupOperations,
 ] as unknown as readonly Operation[];
-

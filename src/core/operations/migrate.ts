@@ -97,7 +97,9 @@ async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow
     moves_data: m.moves_data === 1,
     status: m.status,
     // Only the public counters (a migration from an older berth has fewer).
-    progress: (({ phase, round, volumes_total, volumes_done, bytes, bytes_total }) => ({ phase, round, volumes_total, volumes_done, bytes, bytes_total }))(JSON.parse(m.progress) as Record<string, never>),
+    progress: (({ phase, round, volumes_total, volumes_done, bytes, bytes_total }) => ({ phase, round, volumes_total, volumes_done, bytes, bytes_total }))(
+      JSON.parse(m.progress) as Record<string, never>,
+    ),
     downtime_ms: m.downtime_ms,
     error: m.error,
     created_at: m.created_at,
@@ -105,7 +107,6 @@ async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow
     finished_at: m.finished_at,
   };
 }
-
 
 type Started = { ok: boolean; error: string | null; deployment_uuid?: string };
 
@@ -148,9 +149,7 @@ export function migrateOperation(collection: Collection) {
       // description names start_on_destination); accepted on every door.
       keep_source_volumes: brief(z.boolean().default(false).describe('Keep the source copies of moved volumes (default: removed once verified).')),
       wait: z.boolean().optional().describe(`Wait up to ${WAIT_LIMIT_S} s for the end.`),
-      start_on_destination: brief(
-        z.boolean().default(false).describe('Start it on the target right after the switch (one short pause in all); by default it stays stopped and the caller redeploys.'),
-      ),
+      start_on_destination: brief(z.boolean().default(false).describe('Start it on the target right after the switch (one short pause in all); by default it stays stopped and the caller redeploys.')),
     }),
     output: z.object({
       message: z.string(),
@@ -215,11 +214,7 @@ export function migrateOperation(collection: Collection) {
             ? started?.ok
               ? `${label} moved to the new destination and started there. ${why}`
               : `${label} stopped and moved to the new destination. ${why} ${
-                  !started
-                    ? 'Redeploy when ready.'
-                    : started.error
-                      ? started.error
-                      : `Its start on the destination is queued and has not finished yet (deployment ${started.deployment_uuid}).`
+                  !started ? 'Redeploy when ready.' : started.error ? started.error : `Its start on the destination is queued and has not finished yet (deployment ${started.deployment_uuid}).`
                 }`
             : status === 'failed' || status === 'cancelled'
               ? `${label} migration ${status}; it stays on its old destination as it was.`
@@ -247,8 +242,16 @@ export function migrateOperation(collection: Collection) {
         }
         const done = await db.transaction().execute(async (trx) => {
           const leftovers = await sourceLeftovers(trx, { resource_id: r.id, from_destination_id: r.destination_id, to_destination_id: target.id }, []);
-          const inserted = await trx.insertInto('migrations_jobs').values({ ...row, status: 'finished', progress: '{}', leftovers, finished_at: nowIso() }).returning('id').executeTakeFirstOrThrow();
-          await trx.updateTable('resources').set({ destination_id: target.id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() }).where('id', '=', r.id).execute();
+          const inserted = await trx
+            .insertInto('migrations_jobs')
+            .values({ ...row, status: 'finished', progress: '{}', leftovers, finished_at: nowIso() })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          await trx
+            .updateTable('resources')
+            .set({ destination_id: target.id, status: 'exited', ...NOT_OBSERVED, updated_at: nowIso() })
+            .where('id', '=', r.id)
+            .execute();
           if (i.start_on_destination) await ctx.jobs.recordMovedStart(trx, { id: inserted.id, team_id: caller.teamId, resource_id: r.id, to_destination_id: target.id });
           return inserted;
         });
@@ -283,7 +286,7 @@ export function migrateOperation(collection: Collection) {
         throw err;
       }
       // A caller that asked to wait (or for progress: an MCP progress token) waits, bounded.
-      if (i.wait ?? (ctx.progress !== undefined)) {
+      if (i.wait ?? ctx.progress !== undefined) {
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([done.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, WAIT_LIMIT_S * 1000)))]);
         clearTimeout(timer);
@@ -312,7 +315,12 @@ export const migrationOperations = [
     http: { method: 'GET', path: '/api/v1/migrations', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('migrations_jobs').where('team_id', '=', caller.teamId);
-      return paged(base, p, (q) => q.selectAll().orderBy('id', 'desc'), (rows) => Promise.all(rows.map((m) => migrationView(db, m))));
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id', 'desc'),
+        (rows) => Promise.all(rows.map((m) => migrationView(db, m))),
+      );
     },
   }),
   defineOperation({

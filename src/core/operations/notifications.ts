@@ -65,7 +65,13 @@ function shapes(channel: Channel) {
       }
     });
   const echoed = z.union([z.string(), z.number(), z.boolean(), z.null()]);
-  return { input: inputSchema, output: z.object({ ...output, created_at: z.string().nullable(), updated_at: z.string().nullable() }).catchall(echoed).describe(`The settings as changed; every input field is echoed. ${events}`) };
+  return {
+    input: inputSchema,
+    output: z
+      .object({ ...output, created_at: z.string().nullable(), updated_at: z.string().nullable() })
+      .catchall(echoed)
+      .describe(`The settings as changed; every input field is echoed. ${events}`),
+  };
 }
 
 const THREAD = /^telegram_notifications_\w+_thread_id$/;
@@ -86,7 +92,10 @@ function check(channel: Channel, patch: ChannelSettings, merged: ChannelSettings
   }
   if (patch.resend_enabled === true) errors.resend_enabled = ['berth sends e-mail through SMTP only; Resend is not supported.'];
   if (typeof patch.smtp_recipients === 'string' && patch.smtp_recipients) {
-    const bad = patch.smtp_recipients.split(',').map((x) => x.trim()).filter((x) => !z.email().safeParse(x).success);
+    const bad = patch.smtp_recipients
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => !z.email().safeParse(x).success);
     if (bad.length) errors.smtp_recipients = [`Not e-mail addresses: ${bad.join(', ')}.`];
   }
   const on = channel === 'email' ? merged.smtp_enabled === true || merged.use_instance_email_settings === true : merged[spec.enabled] === true;

@@ -35,8 +35,11 @@ export const platformOperations = [
     http: { method: 'GET', path: '/api/v1/resources', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('resources').where('team_id', '=', caller.teamId);
-      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) =>
-        Promise.all(rows.map(async (r) => ({ ...(await placedView(db, r)), type: r.kind === 'application' || r.kind === 'service' ? r.kind : `standalone-${r.kind}` }))),
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id'),
+        (rows) => Promise.all(rows.map(async (r) => ({ ...(await placedView(db, r)), type: r.kind === 'application' || r.kind === 'service' ? r.kind : `standalone-${r.kind}` }))),
       );
     },
   }),

@@ -39,7 +39,17 @@ async function inspectKey(text: string): Promise<InspectedKey> {
 type KeyRow = Omit<PrivateKeysTable, 'id'> & { id: number };
 
 function view(k: KeyRow, withKey: boolean) {
-  const base = { id: k.id, uuid: k.uuid, name: k.name, description: k.description, fingerprint: k.fingerprint, public_key: k.public_key ?? '', team_id: k.team_id, created_at: k.created_at, updated_at: k.updated_at };
+  const base = {
+    id: k.id,
+    uuid: k.uuid,
+    name: k.name,
+    description: k.description,
+    fingerprint: k.fingerprint,
+    public_key: k.public_key ?? '',
+    team_id: k.team_id,
+    created_at: k.created_at,
+    updated_at: k.updated_at,
+  };
   return withKey ? { ...base, private_key: k.private_key } : base;
 }
 
@@ -63,7 +73,12 @@ export const keyOperations = [
     http: { method: 'GET', path: '/api/v1/security/keys', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('private_keys').where('team_id', '=', caller.teamId);
-      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => rows.map((k) => view(k, false)));
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id'),
+        (rows) => rows.map((k) => view(k, false)),
+      );
     },
   }),
   defineOperation({
@@ -83,7 +98,16 @@ export const keyOperations = [
         const uuid = newUuid();
         await trx
           .insertInto('private_keys')
-          .values({ uuid, team_id: caller.teamId, name: i.name ?? `key-${uuid.slice(0, 8)}`, description: i.description ?? null, private_key: i.private_key, fingerprint, public_key: publicKey, ...stamps() })
+          .values({
+            uuid,
+            team_id: caller.teamId,
+            name: i.name ?? `key-${uuid.slice(0, 8)}`,
+            description: i.description ?? null,
+            private_key: i.private_key,
+            fingerprint,
+            public_key: publicKey,
+            ...stamps(),
+          })
           .execute();
         return { uuid };
       });

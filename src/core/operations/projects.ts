@@ -48,7 +48,12 @@ export const projectOperations = [
     http: { method: 'GET', path: '/api/v1/projects', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('projects').where('team_id', '=', caller.teamId);
-      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => rows);
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id'),
+        (rows) => rows,
+      );
     },
   }),
   defineOperation({
@@ -68,7 +73,10 @@ export const projectOperations = [
           .values({ uuid, team_id: caller.teamId, name: i.name, description: i.description ?? null, ...stamps() })
           .returning('id')
           .executeTakeFirstOrThrow();
-        await trx.insertInto('environments').values({ uuid: newUuid(), project_id: p.id, name: DEFAULT_ENVIRONMENT, description: null, ...stamps() }).execute();
+        await trx
+          .insertInto('environments')
+          .values({ uuid: newUuid(), project_id: p.id, name: DEFAULT_ENVIRONMENT, description: null, ...stamps() })
+          .execute();
       });
       return { uuid };
     },
@@ -102,7 +110,11 @@ export const projectOperations = [
       return atomically(db, async (trx) => {
         const p = await owned(trx, 'projects', uuid, caller.teamId);
         const next = { name: i.name ?? p.name, description: i.description === undefined ? p.description : i.description };
-        await trx.updateTable('projects').set({ ...next, updated_at: nowIso() }).where('id', '=', p.id).execute();
+        await trx
+          .updateTable('projects')
+          .set({ ...next, updated_at: nowIso() })
+          .where('id', '=', p.id)
+          .execute();
         return { uuid, ...next };
       });
     },
@@ -122,12 +134,7 @@ export const projectOperations = [
       try {
         await atomically(db, async (trx) => {
           const p = await owned(trx, 'projects', uuid, caller.teamId);
-          const used = await trx
-            .selectFrom('resources as r')
-            .innerJoin('environments as e', 'e.id', 'r.environment_id')
-            .select('r.id')
-            .where('e.project_id', '=', p.id)
-            .executeTakeFirst();
+          const used = await trx.selectFrom('resources as r').innerJoin('environments as e', 'e.id', 'r.environment_id').select('r.id').where('e.project_id', '=', p.id).executeTakeFirst();
           if (used) throw hasResources();
           await trx.deleteFrom('projects').where('id', '=', p.id).execute();
         });
@@ -152,7 +159,12 @@ export const projectOperations = [
     async run({ db, caller }, { uuid, ...p }) {
       const project = await owned(db, 'projects', uuid, caller.teamId);
       const base = db.selectFrom('environments').where('project_id', '=', project.id);
-      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => rows);
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id'),
+        (rows) => rows,
+      );
     },
   }),
   defineOperation({
@@ -175,7 +187,10 @@ export const projectOperations = [
         );
         if (exists) throw conflict('Environment with this name already exists.');
         const uuid = newUuid();
-        await trx.insertInto('environments').values({ uuid, project_id: project.id, name: i.name, description: i.description ?? null, ...stamps() }).execute();
+        await trx
+          .insertInto('environments')
+          .values({ uuid, project_id: project.id, name: i.name, description: i.description ?? null, ...stamps() })
+          .execute();
         return { uuid };
       });
     },

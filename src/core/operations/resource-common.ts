@@ -119,12 +119,7 @@ export function displayStatus(r: Pick<ResourceRow, 'status' | 'observed_status' 
 
 /** The server a resource currently lives on. */
 export async function serverOf(db: Db, r: Pick<ResourceRow, 'destination_id'>) {
-  return db
-    .selectFrom('destinations as d')
-    .innerJoin('servers as s', 's.id', 'd.server_id')
-    .selectAll('s')
-    .where('d.id', '=', r.destination_id)
-    .executeTakeFirstOrThrow();
+  return db.selectFrom('destinations as d').innerJoin('servers as s', 's.id', 'd.server_id').selectAll('s').where('d.id', '=', r.destination_id).executeTakeFirstOrThrow();
 }
 
 export function config<T>(r: Pick<ResourceRow, 'config'>): T {
@@ -132,10 +127,7 @@ export function config<T>(r: Pick<ResourceRow, 'config'>): T {
 }
 
 /** The row of a new application, database or service: stopped, placed, with its own config. */
-export function newResourceRow(
-  r: { uuid: string; teamId: number; kind: ResourceKind; place: Placement; name: string; description?: string | null; tags?: string[] },
-  config: unknown,
-) {
+export function newResourceRow(r: { uuid: string; teamId: number; kind: ResourceKind; place: Placement; name: string; description?: string | null; tags?: string[] }, config: unknown) {
   return {
     uuid: r.uuid,
     team_id: r.teamId,

@@ -34,7 +34,9 @@ export function deleteOperation(collection: Collection) {
       if (r.status === 'migrating') throw new BerthError('conflict', { message: `The ${singular} is being migrated; delete it when the migration has finished.` });
       const result = await jobs.deleteResource(r.id, { volumes: i.delete_volumes ?? true, networks: i.delete_connected_networks ?? true, cleanup: i.docker_cleanup ?? true });
       if (!result.done) {
-        return { message: `${WHAT[collection]} deletion started, but its server's engine could not be reached (${result.error}). It stays listed as deleting, and berth removes it once the engine answers.` };
+        return {
+          message: `${WHAT[collection]} deletion started, but its server's engine could not be reached (${result.error}). It stays listed as deleting, and berth removes it once the engine answers.`,
+        };
       }
       return { message: `${WHAT[collection]} deleted.`, ...(result.log.length ? { removed: result.log } : {}) };
     },

@@ -112,7 +112,21 @@ export function envOperations(collection: Collection) {
           const envUuid = newUuid();
           await trx
             .insertInto('environment_variables')
-            .values({ uuid: envUuid, resource_id: r.id, key, value: null, is_preview: 0, is_literal: 0, is_multiline: 0, is_shown_once: 0, is_runtime: 1, is_buildtime: 1, comment: null, ...envFields(i), ...stamps() })
+            .values({
+              uuid: envUuid,
+              resource_id: r.id,
+              key,
+              value: null,
+              is_preview: 0,
+              is_literal: 0,
+              is_multiline: 0,
+              is_shown_once: 0,
+              is_runtime: 1,
+              is_buildtime: 1,
+              comment: null,
+              ...envFields(i),
+              ...stamps(),
+            })
             .execute();
           return { uuid: envUuid };
         });
@@ -129,13 +143,7 @@ export function envOperations(collection: Collection) {
       http: { method: 'PATCH', path: base, status: 201 },
       async run({ db, caller }, { uuid, key, ...i }) {
         const r = await ownedResource(db, uuid, caller.teamId, kinds);
-        const e = await db
-          .selectFrom('environment_variables')
-          .selectAll()
-          .where('resource_id', '=', r.id)
-          .where('key', '=', key)
-          .where('is_preview', '=', bit(i.is_preview))
-          .executeTakeFirst();
+        const e = await db.selectFrom('environment_variables').selectAll().where('resource_id', '=', r.id).where('key', '=', key).where('is_preview', '=', bit(i.is_preview)).executeTakeFirst();
         if (!e) throw notFound();
         const patch = { ...envFields(i), updated_at: nowIso() };
         await db.updateTable('environment_variables').set(patch).where('id', '=', e.id).execute();
@@ -147,7 +155,13 @@ export function envOperations(collection: Collection) {
       summary: `Create or change several environment variables of a ${singular} at once, by key: all of them or, on any error, none.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({ uuid: uuidParam, data: z.array(z.strictObject({ key: envKey, value: envValue.optional(), ...envFlags })).min(1).max(500) }),
+      input: z.strictObject({
+        uuid: uuidParam,
+        data: z
+          .array(z.strictObject({ key: envKey, value: envValue.optional(), ...envFlags }))
+          .min(1)
+          .max(500),
+      }),
       output: z.array(envSchema),
       annotations: UPDATE,
       http: { method: 'PATCH', path: `${base}/bulk`, status: 201 },
@@ -172,7 +186,21 @@ export function envOperations(collection: Collection) {
               await trx.updateTable('environment_variables').set(patch).where('id', '=', e.id).execute();
               out.push(envView({ ...e, ...patch }));
             } else {
-              const row = { uuid: newUuid(), resource_id: r.id, key, value: null, is_preview: 0, is_literal: 0, is_multiline: 0, is_shown_once: 0, is_runtime: 1, is_buildtime: 1, comment: null, ...envFields(i), ...stamps() };
+              const row = {
+                uuid: newUuid(),
+                resource_id: r.id,
+                key,
+                value: null,
+                is_preview: 0,
+                is_literal: 0,
+                is_multiline: 0,
+                is_shown_once: 0,
+                is_runtime: 1,
+                is_buildtime: 1,
+                comment: null,
+                ...envFields(i),
+                ...stamps(),
+              };
               const { id } = await trx.insertInto('environment_variables').values(row).returning('id').executeTakeFirstOrThrow();
               out.push(envView({ ...row, id }));
             }
@@ -236,10 +264,18 @@ const anyStorageSchema = z.object({
   volume_name: z.string().optional(),
 });
 
-
 type StorageRow = Selectable<StoragesTable>;
 type FileRow = Selectable<FileStoragesTable>;
-const storageView = (resourceUuid: string, s: StorageRow) => ({ uuid: s.uuid, id: s.id, name: s.name, mount_path: s.mount_path, container: s.container, volume_name: s.engine_volume ?? volumeName(resourceUuid, s.name), created_at: s.created_at, updated_at: s.updated_at });
+const storageView = (resourceUuid: string, s: StorageRow) => ({
+  uuid: s.uuid,
+  id: s.id,
+  name: s.name,
+  mount_path: s.mount_path,
+  container: s.container,
+  volume_name: s.engine_volume ?? volumeName(resourceUuid, s.name),
+  created_at: s.created_at,
+  updated_at: s.updated_at,
+});
 const fileView = (f: FileRow) => ({ uuid: f.uuid, id: f.id, mount_path: f.mount_path, content: f.content, is_directory: f.is_directory === 1, created_at: f.created_at, updated_at: f.updated_at });
 
 /** Coolify's host-path fields: berth mounts no host path through a storage. */
@@ -332,7 +368,11 @@ export function storageOperations(collection: Collection) {
           }
           const taken = await trx.selectFrom('storages').select('id').where('resource_id', '=', r.id).where('name', '=', i.name!).executeTakeFirst();
           if (taken) throw validationError({ name: ['A storage with this name already exists.'] });
-          const s = await trx.insertInto('storages').values({ uuid: newUuid(), resource_id: r.id, name: i.name!, mount_path: i.mount_path, container: null, engine_volume: null, ...stamps() }).returningAll().executeTakeFirstOrThrow();
+          const s = await trx
+            .insertInto('storages')
+            .values({ uuid: newUuid(), resource_id: r.id, name: i.name!, mount_path: i.mount_path, container: null, engine_volume: null, ...stamps() })
+            .returningAll()
+            .executeTakeFirstOrThrow();
           return storageView(r.uuid, s);
         });
       },
@@ -419,7 +459,10 @@ export function logOperation(collection: Collection) {
     input: z.strictObject({
       uuid: uuidParam,
       ...logInput,
-      full: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+      full: z
+        .enum(['true', 'false'])
+        .transform((v) => v === 'true')
+        .optional(),
       // Coolify requires it on service logs; berth without it gives every container's, each line prefixed.
       ...(collection === 'services' ? { sub_service_name: z.string().min(1).max(255).meta({ 'berth.brief': true }).optional() } : {}),
     }),

@@ -96,7 +96,19 @@ export const s3StorageOperations = [
       const uuid = newUuid();
       await db
         .insertInto('s3_storages')
-        .values({ uuid, team_id: caller.teamId, name: i.name ?? `s3-${uuid.slice(0, 8)}`, description: i.description ?? null, endpoint: i.endpoint, bucket: i.bucket, region: i.region, key: i.key, secret: i.secret, is_usable: bit(i.is_usable), ...stamps() })
+        .values({
+          uuid,
+          team_id: caller.teamId,
+          name: i.name ?? `s3-${uuid.slice(0, 8)}`,
+          description: i.description ?? null,
+          endpoint: i.endpoint,
+          bucket: i.bucket,
+          region: i.region,
+          key: i.key,
+          secret: i.secret,
+          is_usable: bit(i.is_usable),
+          ...stamps(),
+        })
         .execute();
       return { uuid };
     },
@@ -119,7 +131,15 @@ export const s3StorageOperations = [
     summary: 'Change an S3 storage; a new endpoint, bucket or key needs a new validate.',
     permission: 'write',
     toolset: 'backups',
-    input: z.strictObject({ uuid: uuidParam, ...fields, endpoint: fields.endpoint.optional(), bucket: fields.bucket.optional(), region: fields.region.optional(), key: secretText.optional(), secret: secretText.optional() }),
+    input: z.strictObject({
+      uuid: uuidParam,
+      ...fields,
+      endpoint: fields.endpoint.optional(),
+      bucket: fields.bucket.optional(),
+      region: fields.region.optional(),
+      key: secretText.optional(),
+      secret: secretText.optional(),
+    }),
     output: uuidSchema,
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/s3-storages/{uuid}' },
@@ -176,7 +196,11 @@ export const s3StorageOperations = [
         valid = false;
         message = (err as Error).message;
       }
-      await db.updateTable('s3_storages').set({ is_usable: bit(valid), updated_at: nowIso() }).where('id', '=', s.id).execute();
+      await db
+        .updateTable('s3_storages')
+        .set({ is_usable: bit(valid), updated_at: nowIso() })
+        .where('id', '=', s.id)
+        .execute();
       return { valid, message };
     },
   }),

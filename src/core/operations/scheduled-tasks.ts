@@ -84,7 +84,11 @@ function executionView(e: ExecutionRow, full: boolean): z.infer<typeof execution
 
 const fields = {
   name: z.string().trim().min(1).max(255),
-  command: z.string().min(1).max(65_536).regex(/^[^\u0000]*$/, 'Must not contain NUL characters.'),
+  command: z
+    .string()
+    .min(1)
+    .max(65_536)
+    .regex(/^[^\u0000]*$/, 'Must not contain NUL characters.'),
   frequency: z.string().min(1).max(255).describe(FREQUENCY_HELP),
   container: z.string().max(255).nullable().optional().describe("A service's container (compose service name); empty for an application or a one-container service."),
   timeout: z.number().int().min(1).max(86_400).optional().describe('Seconds before the command is killed (default 300).'),
@@ -159,7 +163,19 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
         checkFrequency(i.frequency);
         return atomically(db, async (trx) => {
           const r = await ownedResource(trx, uuid, caller.teamId, kinds);
-          const row = { uuid: newUuid(), team_id: caller.teamId, resource_id: r.id, name: i.name, command: i.command, frequency: i.frequency.trim(), container: containerOf(r, i.container), timeout: i.timeout ?? 300, enabled: i.enabled === false ? 0 : 1, last_due: null, ...stamps() };
+          const row = {
+            uuid: newUuid(),
+            team_id: caller.teamId,
+            resource_id: r.id,
+            name: i.name,
+            command: i.command,
+            frequency: i.frequency.trim(),
+            container: containerOf(r, i.container),
+            timeout: i.timeout ?? 300,
+            enabled: i.enabled === false ? 0 : 1,
+            last_due: null,
+            ...stamps(),
+          };
           const { id } = await trx.insertInto('scheduled_tasks').values(row).returning('id').executeTakeFirstOrThrow();
           return taskView({ ...row, id });
         });
@@ -213,7 +229,13 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       summary: `The runs of a scheduled task, latest first: status, exit code, output (read:sensitive; the tail unless full=true).`,
       permission: 'read',
       toolset,
-      input: z.strictObject({ ...taskParams, full: z.enum(['true', 'false']).transform((v) => v === 'true').optional() }),
+      input: z.strictObject({
+        ...taskParams,
+        full: z
+          .enum(['true', 'false'])
+          .transform((v) => v === 'true')
+          .optional(),
+      }),
       output: z.array(executionSchema),
       annotations: READ,
       http: { method: 'GET', path: `${base}/{task_uuid}/executions` },

@@ -108,7 +108,11 @@ type Address = Pick<ServerRow, 'ip' | 'port' | 'user' | 'engine_endpoint' | 'pri
  * ssh:// endpoint. Then the isolation rules (network-guard) and the transport's own needs are
  * checked, without connecting. 422 on the field that has to change.
  */
-function settleAddress(next: Address, given: { engine_endpoint?: string | null | undefined; ip?: string | undefined; port?: number | undefined; user?: string | undefined }, caller: Caller): { address: Address; target: EngineTarget | null } {
+function settleAddress(
+  next: Address,
+  given: { engine_endpoint?: string | null | undefined; ip?: string | undefined; port?: number | undefined; user?: string | undefined },
+  caller: Caller,
+): { address: Address; target: EngineTarget | null } {
   const address = { ...next };
   const ssh = given.engine_endpoint ? parseSshEndpoint(given.engine_endpoint) : null;
   if (ssh) {
@@ -146,7 +150,10 @@ const serverFields = {
   private_key_uuid: uuidParam.nullable().optional(),
   engine_endpoint: engineEndpoint.nullable().optional(),
   engine_tls: engineTls.nullable().optional(),
-  host_key_fingerprint: hostKeyFingerprint.nullable().optional().describe('Pin the SSH host key up front (SHA256:… from ssh-keygen -lf on the server); null forgets it so the next validate pins the key it finds.'),
+  host_key_fingerprint: hostKeyFingerprint
+    .nullable()
+    .optional()
+    .describe('Pin the SSH host key up front (SHA256:… from ssh-keygen -lf on the server); null forgets it so the next validate pins the key it finds.'),
 };
 
 export const serverOperations = [
@@ -161,7 +168,12 @@ export const serverOperations = [
     http: { method: 'GET', path: '/api/v1/servers', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('servers').where('team_id', '=', caller.teamId);
-      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => Promise.all(rows.map((r) => serverView(db, r))));
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id'),
+        (rows) => Promise.all(rows.map((r) => serverView(db, r))),
+      );
     },
   }),
   defineOperation({
@@ -176,7 +188,14 @@ export const serverOperations = [
     async run({ db, caller }, i) {
       const keyId = await keyIdFor(db, caller.teamId, i.private_key_uuid);
       const { address } = settleAddress(
-        { ip: i.ip, port: i.port ?? 22, user: i.user ?? 'root', private_key_id: keyId ?? null, engine_endpoint: i.engine_endpoint ?? null, engine_tls: i.engine_tls ? JSON.stringify(i.engine_tls) : null },
+        {
+          ip: i.ip,
+          port: i.port ?? 22,
+          user: i.user ?? 'root',
+          private_key_id: keyId ?? null,
+          engine_endpoint: i.engine_endpoint ?? null,
+          engine_tls: i.engine_tls ? JSON.stringify(i.engine_tls) : null,
+        },
         i,
         caller,
       );
@@ -230,7 +249,12 @@ export const serverOperations = [
       uuid: uuidParam,
       ...serverFields,
       ip: hostAddress.optional(),
-      host_access: z.boolean().optional().describe("Let containers on this server reach into the host (privileged, capabilities, devices, host namespaces, host bind mounts). Only a root token of the instance's root team may change it."),
+      host_access: z
+        .boolean()
+        .optional()
+        .describe(
+          "Let containers on this server reach into the host (privileged, capabilities, devices, host namespaces, host bind mounts). Only a root token of the instance's root team may change it.",
+        ),
     }),
     output: uuidSchema,
     annotations: UPDATE,
@@ -282,12 +306,7 @@ export const serverOperations = [
       try {
         await atomically(db, async (trx) => {
           const s = await owned(trx, 'servers', uuid, caller.teamId);
-          const used = await trx
-            .selectFrom('resources as r')
-            .innerJoin('destinations as d', 'd.id', 'r.destination_id')
-            .select('r.id')
-            .where('d.server_id', '=', s.id)
-            .executeTakeFirst();
+          const used = await trx.selectFrom('resources as r').innerJoin('destinations as d', 'd.id', 'r.destination_id').select('r.id').where('d.server_id', '=', s.id).executeTakeFirst();
           if (used) throw hasResources();
           await trx.deleteFrom('servers').where('id', '=', s.id).execute();
         });
@@ -320,7 +339,14 @@ export const serverOperations = [
       const pinned = r.hostKeyFingerprint === undefined ? s.host_key_fingerprint : r.hostKeyFingerprint;
       await db
         .updateTable('servers')
-        .set({ is_reachable: r.reachable ? 1 : 0, is_usable: r.usable ? 1 : 0, validated_at: r.reachable ? nowIso() : null, validation_logs: r.logs, host_key_fingerprint: pinned, updated_at: nowIso() })
+        .set({
+          is_reachable: r.reachable ? 1 : 0,
+          is_usable: r.usable ? 1 : 0,
+          validated_at: r.reachable ? nowIso() : null,
+          validation_logs: r.logs,
+          host_key_fingerprint: pinned,
+          updated_at: nowIso(),
+        })
         .where('id', '=', s.id)
         .execute();
       return { message: r.reachable ? 'Server validated.' : 'Server is not reachable.', is_reachable: r.reachable, is_usable: r.usable, validation_logs: r.logs, host_key_fingerprint: pinned };
@@ -338,7 +364,12 @@ export const serverOperations = [
     async run({ db, caller }, { uuid, ...p }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
       const base = db.selectFrom('destinations').where('server_id', '=', s.id);
-      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => rows.map((d) => destinationView(d, s.uuid)));
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id'),
+        (rows) => rows.map((d) => destinationView(d, s.uuid)),
+      );
     },
   }),
   defineOperation({
@@ -394,7 +425,12 @@ export const serverOperations = [
     async run({ db, caller }, { uuid, ...p }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
       const base = db.selectFrom('resources as r').innerJoin('destinations as d', 'd.id', 'r.destination_id').where('d.server_id', '=', s.id);
-      return paged(base, p, (q) => q.select(['r.uuid', 'r.name', 'r.kind', 'r.status', 'r.observed_status', 'r.deleting', 'r.created_at', 'r.updated_at']).orderBy('r.id'), (rows) => rows.map(({ kind, observed_status, deleting, ...r }) => ({ ...r, status: displayStatus({ status: r.status, observed_status, deleting }), type: kind })));
+      return paged(
+        base,
+        p,
+        (q) => q.select(['r.uuid', 'r.name', 'r.kind', 'r.status', 'r.observed_status', 'r.deleting', 'r.created_at', 'r.updated_at']).orderBy('r.id'),
+        (rows) => rows.map(({ kind, observed_status, deleting, ...r }) => ({ ...r, status: displayStatus({ status: r.status, observed_status, deleting }), type: kind })),
+      );
     },
   }),
   defineOperation({
@@ -429,7 +465,14 @@ export const serverOperations = [
 function hostNames(fqdn: string | null | undefined): string[] {
   return (fqdn ?? '')
     .split(',')
-    .map((u) => u.trim().replace(/^https?:\/\//, '').split('/')[0]!.split(':')[0]!)
+    .map(
+      (u) =>
+        u
+          .trim()
+          .replace(/^https?:\/\//, '')
+          .split('/')[0]!
+          .split(':')[0]!,
+    )
     .filter(Boolean);
 }
 
@@ -446,7 +489,12 @@ export const destinationOperations = [
     http: { method: 'GET', path: '/api/v1/destinations', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('destinations as d').innerJoin('servers as s', 's.id', 'd.server_id').where('d.team_id', '=', caller.teamId);
-      return paged(base, p, (q) => q.selectAll('d').select('s.uuid as server_uuid').orderBy('d.id'), (rows) => rows.map((d) => destinationView(d, d.server_uuid)));
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll('d').select('s.uuid as server_uuid').orderBy('d.id'),
+        (rows) => rows.map((d) => destinationView(d, d.server_uuid)),
+      );
     },
   }),
   defineOperation({
@@ -505,4 +553,3 @@ export const destinationOperations = [
     },
   }),
 ];
-

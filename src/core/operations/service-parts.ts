@@ -16,7 +16,25 @@ import type { ServiceConfig } from '../model/service.js';
 import { logInput } from './resource-parts.js';
 
 // Coolify splits a service's containers into applications and databases by image name.
-const DATABASE_IMAGES = ['postgres', 'postgis', 'mysql', 'mariadb', 'mongo', 'redis', 'keydb', 'dragonfly', 'clickhouse', 'memcached', 'couchdb', 'neo4j', 'influxdb', 'surrealdb', 'valkey', 'postgresql', 'timescaledb'];
+const DATABASE_IMAGES = [
+  'postgres',
+  'postgis',
+  'mysql',
+  'mariadb',
+  'mongo',
+  'redis',
+  'keydb',
+  'dragonfly',
+  'clickhouse',
+  'memcached',
+  'couchdb',
+  'neo4j',
+  'influxdb',
+  'surrealdb',
+  'valkey',
+  'postgresql',
+  'timescaledb',
+];
 
 /** True when the image (any registry, any tag) is a database image. */
 export function isDatabaseImage(image: string): boolean {
@@ -52,7 +70,12 @@ type Kind = 'application' | 'database';
  * the status; berth has no log drains and no proxy), on is refused by name; the image is the
  * compose file's.
  */
-const off = (what: string) => z.boolean().refine((v) => !v, `berth does not support ${what} yet.`).nullable().optional();
+const off = (what: string) =>
+  z
+    .boolean()
+    .refine((v) => !v, `berth does not support ${what} yet.`)
+    .nullable()
+    .optional();
 const coolifyPartSwitches = {
   exclude_from_status: off('leaving a container out of the service status'),
   is_log_drain_enabled: off('log drains'),
@@ -176,7 +199,11 @@ function partOperations(kind: Kind) {
           const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
           const c = config<ServiceConfig>(r);
           const was = c.parts?.[part.name] ?? { human_name: null, description: null };
-          const now: NonNullable<ServiceConfig['parts']>[string] = { ...was, human_name: i.human_name === undefined ? was.human_name : i.human_name, description: i.description === undefined ? was.description : i.description };
+          const now: NonNullable<ServiceConfig['parts']>[string] = {
+            ...was,
+            human_name: i.human_name === undefined ? was.human_name : i.human_name,
+            description: i.description === undefined ? was.description : i.description,
+          };
           if (i.url !== undefined) {
             now.fqdn = normalizeDomains(i.url);
             const taken = now.fqdn ? await domainsInUse(db, caller.teamId, now.fqdn, { serviceId: r.id, part: part.name }) : [];
@@ -185,7 +212,11 @@ function partOperations(kind: Kind) {
             }
           }
           c.parts = { ...c.parts, [part.name]: now };
-          await db.updateTable('resources').set({ config: JSON.stringify(c), updated_at: nowIso() }).where('id', '=', r.id).execute();
+          await db
+            .updateTable('resources')
+            .set({ config: JSON.stringify(c), updated_at: nowIso() })
+            .where('id', '=', r.id)
+            .execute();
           return { ...part, human_name: now.human_name, description: now.description, ...(kind === 'application' ? { fqdn: now.fqdn ?? null } : {}) };
         });
       },
@@ -230,7 +261,11 @@ async function domainsInUse(db: Db, teamId: number, fqdn: string, self: { servic
   for (const row of rows) {
     const c = JSON.parse(row.config) as { fqdn?: string | null; parts?: ServiceConfig['parts'] };
     const owners: [string | null | undefined, string][] =
-      row.kind === 'application' ? [[c.fqdn, `application '${row.name}'`]] : Object.entries(c.parts ?? {}).filter(([name]) => !(row.id === self.serviceId && name === self.part)).map(([name, p]) => [p.fqdn, `service '${row.name}' (${name})`]);
+      row.kind === 'application'
+        ? [[c.fqdn, `application '${row.name}'`]]
+        : Object.entries(c.parts ?? {})
+            .filter(([name]) => !(row.id === self.serviceId && name === self.part))
+            .map(([name, p]) => [p.fqdn, `service '${row.name}' (${name})`]);
     for (const [urls, who] of owners) for (const u of urls?.split(',') ?? []) if (u && wanted.has(hostOf(u))) out.push(`${hostOf(u)} is used by ${who}`);
   }
   return out;

@@ -53,7 +53,11 @@ async function saveCompose(trx: Trx, r: Awaited<ReturnType<typeof ownedResource>
   const compose = parseCompose(yaml);
   requireHostAccess(compose, (await serverOf(trx, r)).host_access === 1);
   const next: ServiceConfig & { api_storages?: string[] } = { ...c, docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes, api_storages: apiStorages };
-  await trx.updateTable('resources').set({ config: JSON.stringify(next), updated_at: nowIso() }).where('id', '=', r.id).execute();
+  await trx
+    .updateTable('resources')
+    .set({ config: JSON.stringify(next), updated_at: nowIso() })
+    .where('id', '=', r.id)
+    .execute();
   await syncStorages(trx, r.id, compose.containers);
 }
 
@@ -132,7 +136,7 @@ export const serviceStorageOperations = [
   defineOperation({
     name: 'update_service_storage',
     summary:
-      'Move a storage that was added to a service through the API to another mount_path (name it by storage_uuid, or Coolify\'s body uuid or id); applied at the next deploy. Volumes written in the compose file are changed there.',
+      "Move a storage that was added to a service through the API to another mount_path (name it by storage_uuid, or Coolify's body uuid or id); applied at the next deploy. Volumes written in the compose file are changed there.",
     permission: 'write',
     toolset: 'services',
     input: z.strictObject({
@@ -176,8 +180,7 @@ export const serviceStorageOperations = [
   }),
   defineOperation({
     name: 'delete_service_storage',
-    summary:
-      "Remove a storage that was added to a service through the API from its compose file (the engine volume and its data are kept). Volumes written in the compose file are removed there.",
+    summary: 'Remove a storage that was added to a service through the API from its compose file (the engine volume and its data are kept). Volumes written in the compose file are removed there.',
     permission: 'write',
     toolset: 'services',
     input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
@@ -199,7 +202,13 @@ export const serviceStorageOperations = [
         mounts.delete(at);
         if (mounts.items.length === 0) doc.deleteIn(['services', s.container!, 'volumes']);
         doc.deleteIn(['volumes', s.name]);
-        await saveCompose(trx, r, c, doc.toString(), (c.api_storages ?? []).filter((n) => n !== s.name));
+        await saveCompose(
+          trx,
+          r,
+          c,
+          doc.toString(),
+          (c.api_storages ?? []).filter((n) => n !== s.name),
+        );
         return { message: 'Storage deleted.' };
       });
     },

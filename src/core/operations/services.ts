@@ -11,7 +11,7 @@ import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
 import { description, name, tags, uuidParam } from '../validators.js';
-import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
+import { CREATE, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
@@ -23,7 +23,6 @@ const labelEscape = z
   .boolean()
   .refine((v) => v, 'berth does not support turning label escaping off yet: it keeps every label literal (no $ interpolation).')
   .optional();
-
 
 export const serviceSchema = z.object({
   ...placedSchema,
@@ -57,7 +56,11 @@ export async function syncStorages(db: Db, resourceId: number, containers: Compo
   for (const [volume, w] of wanted) {
     const e = existing.find((x) => x.name === volume);
     if (e) await db.updateTable('storages').set({ mount_path: w.target, container: w.container, updated_at: nowIso() }).where('id', '=', e.id).execute();
-    else await db.insertInto('storages').values({ uuid: newUuid(), resource_id: resourceId, name: volume, mount_path: w.target, container: w.container, engine_volume: null, ...stamps() }).execute();
+    else
+      await db
+        .insertInto('storages')
+        .values({ uuid: newUuid(), resource_id: resourceId, name: volume, mount_path: w.target, container: w.container, engine_volume: null, ...stamps() })
+        .execute();
   }
 }
 
@@ -73,7 +76,12 @@ export const serviceOperations = [
     http: { method: 'GET', path: '/api/v1/services', list: true },
     async run({ db, caller }, p) {
       const base = db.selectFrom('resources').where('team_id', '=', caller.teamId).where('kind', '=', 'service');
-      return paged(base, p, (q) => q.selectAll().orderBy('id'), (rows) => Promise.all(rows.map((r) => view(db, r))));
+      return paged(
+        base,
+        p,
+        (q) => q.selectAll().orderBy('id'),
+        (rows) => Promise.all(rows.map((r) => view(db, r))),
+      );
     },
   }),
   defineOperation({
@@ -160,7 +168,13 @@ export const serviceOperations = [
         if (compose) Object.assign(c, { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes });
         await trx
           .updateTable('resources')
-          .set({ name: i.name ?? r.name, description: i.description === undefined ? r.description : i.description, tags: i.tags ? JSON.stringify(i.tags) : r.tags, config: JSON.stringify(c), updated_at: nowIso() })
+          .set({
+            name: i.name ?? r.name,
+            description: i.description === undefined ? r.description : i.description,
+            tags: i.tags ? JSON.stringify(i.tags) : r.tags,
+            config: JSON.stringify(c),
+            updated_at: nowIso(),
+          })
           .where('id', '=', r.id)
           .execute();
         if (compose) await syncStorages(trx, r.id, compose.containers);

@@ -144,8 +144,7 @@ const SCOPES: ScopeSpec[] = [
   },
 ];
 
-const inScope = (db: Db, caller: Caller, s: Scope) =>
-  db.selectFrom('shared_environment_variables').where('team_id', '=', caller.teamId).where('type', '=', s.type).where('scope_id', '=', s.scopeId);
+const inScope = (db: Db, caller: Caller, s: Scope) => db.selectFrom('shared_environment_variables').where('team_id', '=', caller.teamId).where('type', '=', s.type).where('scope_id', '=', s.scopeId);
 
 const conflict = (message: string) => new BerthError('conflict', { message });
 
@@ -311,7 +310,11 @@ export const environmentOperations = [
           if (other) throw conflict('Environment with this name already exists.');
         }
         const next = { name: i.name ?? e.name, description: i.description === undefined ? e.description : i.description };
-        await trx.updateTable('environments').set({ ...next, updated_at: nowIso() }).where('id', '=', e.id).execute();
+        await trx
+          .updateTable('environments')
+          .set({ ...next, updated_at: nowIso() })
+          .where('id', '=', e.id)
+          .execute();
         return { uuid: e.uuid, ...next };
       });
     },

@@ -15,7 +15,13 @@ const tagSchema = z.object({ uuid: z.string(), name: z.string(), created_at: z.s
 const tagName = z
   .string()
   .transform((v) => v.trim().toLowerCase())
-  .pipe(z.string().min(2).max(64).regex(/^[a-z0-9._-]+$/, 'Tags use letters, digits and . _ -.'));
+  .pipe(
+    z
+      .string()
+      .min(2)
+      .max(64)
+      .regex(/^[a-z0-9._-]+$/, 'Tags use letters, digits and . _ -.'),
+  );
 
 /**
  * Every name a team's resources carry has a record (resources may have been tagged at create or
@@ -27,7 +33,11 @@ async function syncRecords(db: Db, teamId: number): Promise<void> {
     const used = new Set<string>();
     for (const r of await trx.selectFrom('resources').select('tags').where('team_id', '=', teamId).execute()) for (const t of JSON.parse(r.tags) as string[]) used.add(t);
     const have = new Set((await trx.selectFrom('tags').select('name').where('team_id', '=', teamId).execute()).map((t) => t.name));
-    await ensureRecords(trx, teamId, [...used].filter((n) => !have.has(n)));
+    await ensureRecords(
+      trx,
+      teamId,
+      [...used].filter((n) => !have.has(n)),
+    );
   });
 }
 
@@ -49,7 +59,11 @@ async function retag(db: Db, teamId: number, from: string, to: string | null): P
     const names = JSON.parse(r.tags) as string[];
     if (!names.includes(from)) continue;
     const next = [...new Set(names.flatMap((n) => (n === from ? (to ? [to] : []) : [n])))];
-    await db.updateTable('resources').set({ tags: JSON.stringify(next), updated_at: nowIso() }).where('id', '=', r.id).execute();
+    await db
+      .updateTable('resources')
+      .set({ tags: JSON.stringify(next), updated_at: nowIso() })
+      .where('id', '=', r.id)
+      .execute();
   }
 }
 
@@ -83,7 +97,12 @@ export const tagOperations = [
       await syncRecords(db, caller.teamId);
       const row = { uuid: newUuid(), team_id: caller.teamId, name, ...stamps() };
       // One statement: of racing creates of one name, one inserts and the others see its row.
-      const inserted = await db.insertInto('tags').values(row).onConflict((oc) => oc.columns(['team_id', 'name']).doNothing()).returning('id').executeTakeFirst();
+      const inserted = await db
+        .insertInto('tags')
+        .values(row)
+        .onConflict((oc) => oc.columns(['team_id', 'name']).doNothing())
+        .returning('id')
+        .executeTakeFirst();
       if (!inserted) throw taken();
       return view(row);
     },
@@ -173,7 +192,11 @@ export function resourceTagOperations(collection: Collection) {
           // write of the team conflict with every other (PostgreSQL reads are tracked). Records
           // before resources, as every tag write does: one order of locks, no deadlock.
           await ensureRecords(trx, caller.teamId, names);
-          await trx.updateTable('resources').set({ tags: JSON.stringify(names), updated_at: nowIso() }).where('id', '=', r.id).execute();
+          await trx
+            .updateTable('resources')
+            .set({ tags: JSON.stringify(names), updated_at: nowIso() })
+            .where('id', '=', r.id)
+            .execute();
           return tagsOf(trx, caller.teamId, names);
         });
       },
@@ -196,7 +219,11 @@ export function resourceTagOperations(collection: Collection) {
           // The record goes first if no other resource carries the name (records before resources).
           const others = await trx.selectFrom('resources').select('tags').where('team_id', '=', caller.teamId).where('id', '!=', r.id).execute();
           if (!others.some((x) => (JSON.parse(x.tags) as string[]).includes(t.name))) await trx.deleteFrom('tags').where('id', '=', t.id).execute();
-          await trx.updateTable('resources').set({ tags: JSON.stringify(names.filter((n) => n !== t.name)), updated_at: nowIso() }).where('id', '=', r.id).execute();
+          await trx
+            .updateTable('resources')
+            .set({ tags: JSON.stringify(names.filter((n) => n !== t.name)), updated_at: nowIso() })
+            .where('id', '=', r.id)
+            .execute();
         });
         return { message: 'Tag removed.' };
       },

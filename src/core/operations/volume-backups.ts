@@ -96,7 +96,13 @@ export function volumeBackupOperations(collection: Collection) {
           .orderBy('id', 'desc')
           .limit(20)
           .execute();
-        return { uuid: b.uuid, storage_uuid: s.uuid, storage_type: 'persistent' as const, ...(JSON.parse(b.settings) as VolumeBackupSettings), executions: executions.map((e) => ({ ...e, size: e.size === null ? null : Number(e.size) })) };
+        return {
+          uuid: b.uuid,
+          storage_uuid: s.uuid,
+          storage_type: 'persistent' as const,
+          ...(JSON.parse(b.settings) as VolumeBackupSettings),
+          executions: executions.map((e) => ({ ...e, size: e.size === null ? null : Number(e.size) })),
+        };
       },
     }),
     defineOperation({
@@ -115,11 +121,32 @@ export function volumeBackupOperations(collection: Collection) {
         if (i.s3_storage_uuid) await owned(db, 's3_storages', i.s3_storage_uuid, caller.teamId);
         if (i.save_s3) throw validationError({ save_s3: ['berth keeps volume backups on the server (its backup volume); S3 uploads are not supported yet.'] });
         const existing = await scheduleOf(db, s.id);
-        const settings: VolumeBackupSettings = { ...VOLUME_BACKUP_DEFAULTS, ...(existing ? (JSON.parse(existing.settings) as VolumeBackupSettings) : {}), ...i, save_s3: false, disable_local_backup: false };
+        const settings: VolumeBackupSettings = {
+          ...VOLUME_BACKUP_DEFAULTS,
+          ...(existing ? (JSON.parse(existing.settings) as VolumeBackupSettings) : {}),
+          ...i,
+          save_s3: false,
+          disable_local_backup: false,
+        };
         const backupUuid = existing?.uuid ?? newUuid();
-        if (existing) await db.updateTable('scheduled_volume_backups').set({ settings: JSON.stringify(settings), updated_at: nowIso() }).where('id', '=', existing.id).execute();
-        else await db.insertInto('scheduled_volume_backups').values({ uuid: backupUuid, storage_id: s.id, settings: JSON.stringify(settings), ...stamps() }).execute();
-        return { uuid: backupUuid, message: existing ? 'Storage backup schedule updated.' : 'Storage backup schedule created.', storage_uuid: s.uuid, storage_type: 'persistent' as const, ...settings };
+        if (existing)
+          await db
+            .updateTable('scheduled_volume_backups')
+            .set({ settings: JSON.stringify(settings), updated_at: nowIso() })
+            .where('id', '=', existing.id)
+            .execute();
+        else
+          await db
+            .insertInto('scheduled_volume_backups')
+            .values({ uuid: backupUuid, storage_id: s.id, settings: JSON.stringify(settings), ...stamps() })
+            .execute();
+        return {
+          uuid: backupUuid,
+          message: existing ? 'Storage backup schedule updated.' : 'Storage backup schedule created.',
+          storage_uuid: s.uuid,
+          storage_type: 'persistent' as const,
+          ...settings,
+        };
       },
     }),
     defineOperation({

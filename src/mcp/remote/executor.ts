@@ -142,7 +142,9 @@ function waitReporter(progress: ProgressReporter | undefined, logger: Logger, to
       const until = Date.now() + ms;
       const tick = () => {
         const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
-        progress({ progress: ++n, message: `Waiting ${left} s for the upstream (${reason}) before retrying ${tool}.` }).catch((err: unknown) => logger.debug({ err }, 'progress notification not sent'));
+        progress({ progress: ++n, message: `Waiting ${left} s for the upstream (${reason}) before retrying ${tool}.` }).catch((err: unknown) =>
+          logger.debug({ err }, 'progress notification not sent'),
+        );
       };
       tick();
       timer = setInterval(() => (Date.now() >= until - 200 ? stop() : tick()), 1000);
@@ -194,9 +196,7 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
     const unsafe = !SAFE.has(req.method);
     if (err instanceof RetryLaterError) {
       const body = err.response ? upstreamErrorBody(err.response.status, err.response.body, secrets) : { message: 'Too many requests.' };
-      const why = unsafe
-        ? `not retried automatically, because repeating a ${req.method} could make the change twice`
-        : 'gave up: one call waits at most BERTH_API_MAX_WAIT_MS, over a few tries';
+      const why = unsafe ? `not retried automatically, because repeating a ${req.method} could make the change twice` : 'gave up: one call waits at most BERTH_API_MAX_WAIT_MS, over a few tries';
       return new ToolCallError({ ...body, retry_after: err.seconds, hint: `The upstream is busy: retry after ${err.seconds} s (${why}).` });
     }
     if ((err as Error)?.name === 'AbortError' || (err as { code?: string })?.code === 'ABORT_ERR') return new ToolCallError({ message: 'The call was cancelled.' });

@@ -41,7 +41,10 @@ export interface PacedResponse {
 
 /** A request that could not be made now; retry after `seconds`. */
 export class RetryLaterError extends Error {
-  constructor(readonly seconds: number, readonly response?: PacedResponse) {
+  constructor(
+    readonly seconds: number,
+    readonly response?: PacedResponse,
+  ) {
     super(`retry after ${seconds} s`);
     this.name = 'RetryLaterError';
   }

@@ -147,7 +147,7 @@ export async function probeUpstream(clients: { fast: PacedClient; patient: Paced
   else if (read) perms.add('read');
   if (held(write) !== false) perms.add('write');
   if (held(deploy) !== false) perms.add('deploy');
-  facts.rootTeam = perms.has('root') ? true : false;
+  facts.rootTeam = !!perms.has('root');
   facts.permissions = perms;
   return facts;
 }

@@ -14,8 +14,24 @@ export const AGENT_LOG_CHARS = 3_000;
 
 /** The fields a list's summary keeps, when its items have them. */
 const SUMMARY_FIELDS = [
-  'uuid', 'deployment_uuid', 'migration_uuid', 'name', 'status', 'type', 'kind', 'database_type', 'service_type',
-  'resource_uuid', 'resource_name', 'server_uuid', 'project_uuid', 'ip', 'is_usable', 'fingerprint', 'network', 'destination_uuid',
+  'uuid',
+  'deployment_uuid',
+  'migration_uuid',
+  'name',
+  'status',
+  'type',
+  'kind',
+  'database_type',
+  'service_type',
+  'resource_uuid',
+  'resource_name',
+  'server_uuid',
+  'project_uuid',
+  'ip',
+  'is_usable',
+  'fingerprint',
+  'network',
+  'destination_uuid',
 ];
 /** Items this small are their own summary. */
 const SMALL_ITEM = 8;

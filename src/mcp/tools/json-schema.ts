@@ -6,8 +6,7 @@ type Target = Parameters<StandardSchemaWithJSON['~standard']['jsonSchema']['inpu
 type Json = Record<string, unknown>;
 
 const SAFE = Number.MAX_SAFE_INTEGER;
-const isPlainType = (s: unknown): s is { type: string } =>
-  typeof s === 'object' && s !== null && Object.keys(s).length === 1 && typeof (s as Json).type === 'string';
+const isPlainType = (s: unknown): s is { type: string } => typeof s === 'object' && s !== null && Object.keys(s).length === 1 && typeof (s as Json).type === 'string';
 
 const isNull = (s: unknown) => isPlainType(s) && s.type === 'null';
 const isScalar = (s: unknown): s is Json & { type: string } =>
@@ -89,7 +88,7 @@ export function sharedDefinitions(root: Json): Json {
     if (!u) continue;
     const name = u.field && !kept.has(u.field) ? u.field : id;
     const inline = JSON.stringify(def).length * u.count;
-    const shared = JSON.stringify(def).length + name.length + u.count * (JSON.stringify({ $ref: `#/$defs/${name}` }).length);
+    const shared = JSON.stringify(def).length + name.length + u.count * JSON.stringify({ $ref: `#/$defs/${name}` }).length;
     if (shared < inline) kept.set(id, name);
   }
   const rewrite = (node: unknown): unknown => {
@@ -160,7 +159,14 @@ export function toolSchema(schema: z.ZodType, validate: 'zod' | 'core'): Standar
     const key = `${kind}:${o.target}`;
     let v = memo.get(key);
     // A subschema used more than once (a password rule, a uuid) is written once under $defs.
-    if (!v) memo.set(key, (v = compactJsonSchema(sharedDefinitions(dropBriefFields(z.toJSONSchema(schema, { target: o.target as "draft-2020-12", io: kind, reused: "ref", unrepresentable: "any" }) as Json)), kind) as Json));
+    if (!v)
+      memo.set(
+        key,
+        (v = compactJsonSchema(
+          sharedDefinitions(dropBriefFields(z.toJSONSchema(schema, { target: o.target as 'draft-2020-12', io: kind, reused: 'ref', unrepresentable: 'any' }) as Json)),
+          kind,
+        ) as Json),
+      );
     return v;
   };
   return {

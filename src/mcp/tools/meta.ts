@@ -21,7 +21,10 @@ export interface MetaTool {
   needsListChanges?: boolean;
 }
 
-const opName = z.string().regex(/^[a-z_]{1,64}$/).describe('an operation (tool) name, e.g. create_project');
+const opName = z
+  .string()
+  .regex(/^[a-z_]{1,64}$/)
+  .describe('an operation (tool) name, e.g. create_project');
 
 export const metaInputs = {
   list_toolsets: z.strictObject({}),
@@ -89,5 +92,11 @@ export function hintContext(tool: ToolDefinition, all: readonly ToolDefinition[]
   const prefix = tool.op.http.path.split('/{')[0]!;
   const list = all.find((t) => t.name.startsWith('list_') && t.op.http.method === 'GET' && t.op.http.path === prefix);
   if (!list) return {};
-  return { listTool: list.name, thing: list.name.replace(/^list_/, '').replace(/_/g, ' ').replace(/s$/, '') };
+  return {
+    listTool: list.name,
+    thing: list.name
+      .replace(/^list_/, '')
+      .replace(/_/g, ' ')
+      .replace(/s$/, ''),
+  };
 }

@@ -15,7 +15,10 @@ export const DEFAULT_SELECTION: ToolSelection = { all: false, defaults: true, gr
 
 /** Parses a comma-separated selection; unknown words are an error that lists the accepted ones. */
 export function parseToolsets(spec: string | undefined): ToolSelection {
-  const words = (spec ?? '').split(',').map((w) => w.trim().toLowerCase()).filter(Boolean);
+  const words = (spec ?? '')
+    .split(',')
+    .map((w) => w.trim().toLowerCase())
+    .filter(Boolean);
   if (!words.length) return DEFAULT_SELECTION;
   const unknown = words.filter((w) => !(TOOLSET_WORDS as readonly string[]).includes(w));
   if (unknown.length) throw new Error(`unknown toolset ${unknown.join(', ')}; use ${TOOLSET_WORDS.join(', ')}`);

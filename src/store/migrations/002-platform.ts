@@ -8,8 +8,7 @@ import { autoId } from '../portable.js';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const timestamps = (t: CreateTableBuilder<string, any>): CreateTableBuilder<string, any> =>
-    t.addColumn('created_at', 'text', (c) => c.notNull()).addColumn('updated_at', 'text', (c) => c.notNull());
+  const timestamps = (t: CreateTableBuilder<string, any>): CreateTableBuilder<string, any> => t.addColumn('created_at', 'text', (c) => c.notNull()).addColumn('updated_at', 'text', (c) => c.notNull());
 
   await timestamps(
     autoId(db.schema.createTable('private_keys'))

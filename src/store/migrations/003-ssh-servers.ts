@@ -8,7 +8,10 @@ import { inspectPrivateKey } from '../../ssh/key-material.js';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('servers').addColumn('host_key_fingerprint', 'text').execute();
-  await db.schema.alterTable('servers').addColumn('host_access', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('servers')
+    .addColumn('host_access', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
   await db.schema.alterTable('private_keys').addColumn('public_key', 'text').execute();
   // What the resource was doing before a migration, so a failed one puts it back (running again).
   await db.schema.alterTable('migrations_jobs').addColumn('previous_status', 'text').execute();

@@ -8,5 +8,8 @@ import type { Kysely } from 'kysely';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('migrations_jobs').addColumn('leftovers', 'text').execute();
-  await db.schema.alterTable('migrations_jobs').addColumn('keep_source_volumes', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('migrations_jobs')
+    .addColumn('keep_source_volumes', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 }

@@ -19,7 +19,21 @@ export async function notify(db: Db, logger: Logger, teamId: number, dedupeKey: 
       if (!wants(channel, channels[channel], m.event)) continue;
       await db
         .insertInto('notifications')
-        .values({ team_id: teamId, channel, event: m.event, dedupe_key: `${dedupeKey}:${channel}`, title: m.title, body: m.text, data: JSON.stringify(m.data), status: 'pending', attempts: 0, last_error: null, next_attempt_at: null, created_at: nowIso(), sent_at: null })
+        .values({
+          team_id: teamId,
+          channel,
+          event: m.event,
+          dedupe_key: `${dedupeKey}:${channel}`,
+          title: m.title,
+          body: m.text,
+          data: JSON.stringify(m.data),
+          status: 'pending',
+          attempts: 0,
+          last_error: null,
+          next_attempt_at: null,
+          created_at: nowIso(),
+          sent_at: null,
+        })
         .onConflict((oc) => oc.column('dedupe_key').doNothing())
         .execute();
     }
@@ -61,7 +75,12 @@ export class Notifier extends Periodic {
       .execute();
     const settings = new Map<number, Record<Channel, ChannelSettings>>();
     for (const n of queued) {
-      const claim = await this.db.updateTable('notifications').set({ status: 'sending', attempts: n.attempts + 1 }).where('id', '=', n.id).where('status', '=', 'pending').executeTakeFirst();
+      const claim = await this.db
+        .updateTable('notifications')
+        .set({ status: 'sending', attempts: n.attempts + 1 })
+        .where('id', '=', n.id)
+        .where('status', '=', 'pending')
+        .executeTakeFirst();
       if (claim.numUpdatedRows === 0n) continue;
       if (!settings.has(n.team_id)) settings.set(n.team_id, await teamChannels(this.db, n.team_id));
       const channel = n.channel as Channel;

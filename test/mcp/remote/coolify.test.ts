@@ -23,8 +23,7 @@ const routes: Record<string, Route> = {
   // Coolify's environment list carries fewer fields than berth's output schema.
   'GET /api/v1/projects/project1/environments': () => ({ body: [{ id: 1, uuid: 'env1', name: 'production' }] }),
   'POST /api/v1/deploy': () => ({ status: 429, headers: { 'retry-after': '60' }, body: { message: 'Deployment queue is full. Try again later.' } }),
-  'GET /api/v1/deployments': () =>
-    ++deploymentsAsked === 1 ? { status: 429, headers: { 'retry-after': '1' }, body: { message: 'Deployment queue is full.' } } : { body: [] },
+  'GET /api/v1/deployments': () => (++deploymentsAsked === 1 ? { status: 429, headers: { 'retry-after': '1' }, body: { message: 'Deployment queue is full.' } } : { body: [] }),
   'GET /api/v1/servers/leaky': () => ({
     status: 500,
     body: {

@@ -39,28 +39,32 @@ describe('429 from a real berth (8 requests per 6 s window)', () => {
   });
   afterAll(() => s.stop());
 
-  it.each(CLIENT_KINDS)('a GET tool waits Retry-After, reports progress while it waits, then succeeds (%s client)', async (kind) => {
-    const t = await s.token({ permissions: ['read', 'write'] });
-    const c = await remoteClient(kind, s.url, t.token);
-    try {
-      // Ready (probe done) before the budget is spent: a modern client connects without a round trip.
-      expect((await c.listTools()).tools.length).toBeGreaterThan(0);
-      const retryAfter = await exhaustFresh(s, t.token);
-      expect(retryAfter).toBeGreaterThanOrEqual(2);
-      const progress: Array<{ progress: number; message?: string }> = [];
-      const started = Date.now();
-      const r = await c.callTool('get_current_team', {}, (p) => progress.push(p));
-      const took = Date.now() - started;
-      expect(r.isError).toBeFalsy();
-      expect(r.structuredContent).toMatchObject({ id: s.rootTeamId, name: 'Root Team' });
-      expect(took).toBeGreaterThanOrEqual(1_500);
-      expect(progress.length).toBeGreaterThanOrEqual(1);
-      expect(progress[0]!.message).toMatch(/^Waiting \d+ s for the upstream \(server answered 429\) before retrying get_current_team\.$/);
-      for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress).toBeGreaterThan(progress[i - 1]!.progress);
-    } finally {
-      await c.close();
-    }
-  }, 60_000);
+  it.each(CLIENT_KINDS)(
+    'a GET tool waits Retry-After, reports progress while it waits, then succeeds (%s client)',
+    async (kind) => {
+      const t = await s.token({ permissions: ['read', 'write'] });
+      const c = await remoteClient(kind, s.url, t.token);
+      try {
+        // Ready (probe done) before the budget is spent: a modern client connects without a round trip.
+        expect((await c.listTools()).tools.length).toBeGreaterThan(0);
+        const retryAfter = await exhaustFresh(s, t.token);
+        expect(retryAfter).toBeGreaterThanOrEqual(2);
+        const progress: Array<{ progress: number; message?: string }> = [];
+        const started = Date.now();
+        const r = await c.callTool('get_current_team', {}, (p) => progress.push(p));
+        const took = Date.now() - started;
+        expect(r.isError).toBeFalsy();
+        expect(r.structuredContent).toMatchObject({ id: s.rootTeamId, name: 'Root Team' });
+        expect(took).toBeGreaterThanOrEqual(1_500);
+        expect(progress.length).toBeGreaterThanOrEqual(1);
+        expect(progress[0]!.message).toMatch(/^Waiting \d+ s for the upstream \(server answered 429\) before retrying get_current_team\.$/);
+        for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress).toBeGreaterThan(progress[i - 1]!.progress);
+      } finally {
+        await c.close();
+      }
+    },
+    60_000,
+  );
 
   it('a POST tool is not retried: the error says retry after N s, and the upstream saw the request once', async () => {
     const t = await s.token({ permissions: ['read', 'write'] });

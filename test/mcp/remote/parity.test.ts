@@ -62,14 +62,36 @@ describe('remote mode lists the same tools as local mode', () => {
 const ERROR_ONLY = ['list_github_app_repositories', 'list_github_app_branches', 'validate_cloud_token', 'create_private_github_app_application', 'rollback_application'];
 
 describe('read-only and instance-wide tools: identical structured output on one world', () => {
-  const extra = { get githubAppId() { return Number(w.githubAppId); }, get githubAppUuid() { return w.githubAppUuid; }, get cloudTokenUuid() { return w.cloudTokenUuid; } };
+  const extra = {
+    get githubAppId() {
+      return Number(w.githubAppId);
+    },
+    get githubAppUuid() {
+      return w.githubAppUuid;
+    },
+    get cloudTokenUuid() {
+      return w.cloudTokenUuid;
+    },
+  };
 
   it("tools that need a provider's network (and rollback without kept images) answer the same error in both modes", async () => {
     const calls: Array<[string, Record<string, unknown>]> = [
       ['list_github_app_repositories', { github_app_id: extra.githubAppId }],
       ['list_github_app_branches', { github_app_id: extra.githubAppId, owner: 'octo', repo: 'hello' }],
       ['validate_cloud_token', { uuid: extra.cloudTokenUuid }],
-      ['create_private_github_app_application', { project_uuid: w.projectUuid, server_uuid: w.serverUuid, environment_name: 'production', ports_exposes: '80', github_app_uuid: extra.githubAppUuid, git_repository: 'octo/hello', git_branch: 'main', build_pack: 'dockerfile' }],
+      [
+        'create_private_github_app_application',
+        {
+          project_uuid: w.projectUuid,
+          server_uuid: w.serverUuid,
+          environment_name: 'production',
+          ports_exposes: '80',
+          github_app_uuid: extra.githubAppUuid,
+          git_repository: 'octo/hello',
+          git_branch: 'main',
+          build_pack: 'dockerfile',
+        },
+      ],
       ['rollback_application', { uuid: w.appUuid, commit: 'v1' }],
     ];
     expect(calls.map(([t]) => t).sort()).toEqual([...ERROR_ONLY].sort());
@@ -261,7 +283,18 @@ const steps: Step[] = [
     save: uuidOf('app2'),
   },
   { tool: 'create_dockerfile_application', args: (c) => ({ ...place(c), name: 'built', ports_exposes: '8080', dockerfile: Buffer.from('FROM busybox\n').toString('base64') }) },
-  { tool: 'create_public_application', args: (c) => ({ ...place(c), name: 'from git', ports_exposes: '8080', git_repository: 'https://git.example.test/team/app.git', git_branch: 'main', build_pack: 'dockerfile', base_directory: '/app' }) },
+  {
+    tool: 'create_public_application',
+    args: (c) => ({
+      ...place(c),
+      name: 'from git',
+      ports_exposes: '8080',
+      git_repository: 'https://git.example.test/team/app.git',
+      git_branch: 'main',
+      build_pack: 'dockerfile',
+      base_directory: '/app',
+    }),
+  },
   { tool: 'update_application', args: (c) => ({ uuid: c.made.app2, description: 'changed', ports_exposes: '80,443' }) },
   { tool: 'create_application_env', args: (c) => ({ uuid: c.made.app2, key: 'TWO', value: 'value-two' }), save: uuidOf('appEnv2') },
   { tool: 'update_application_env', args: (c) => ({ uuid: c.made.app2, key: 'TWO', value: 'value-2' }) },
@@ -294,7 +327,11 @@ const steps: Step[] = [
   { tool: 'create_service', args: (c) => ({ ...place(c), name: 'svc two', docker_compose_raw: COMPOSE }), save: uuidOf('svc2') },
   { tool: 'update_service', args: (c) => ({ uuid: c.made.svc2, description: 'changed' }) },
   { tool: 'create_service_env', args: (c) => ({ uuid: c.made.svc2, key: 'TWO', value: 'svc-two' }), save: uuidOf('svcEnv2') },
-  { tool: 'create_service_storage', args: (c) => ({ uuid: c.made.svc2, type: 'persistent', resource_uuid: partUuid(c.made.svc2!, 'web'), name: 'extra', mount_path: '/extra' }), save: uuidOf('svcStorage2') },
+  {
+    tool: 'create_service_storage',
+    args: (c) => ({ uuid: c.made.svc2, type: 'persistent', resource_uuid: partUuid(c.made.svc2!, 'web'), name: 'extra', mount_path: '/extra' }),
+    save: uuidOf('svcStorage2'),
+  },
   { tool: 'update_service_storage', args: (c) => ({ uuid: c.made.svc2, storage_uuid: c.made.svcStorage2, type: 'persistent', mount_path: '/extra2' }) },
   { tool: 'delete_service_storage', args: (c) => ({ uuid: c.made.svc2, storage_uuid: c.made.svcStorage2 }) },
   { tool: 'update_service_env', args: (c) => ({ uuid: c.made.svc2, key: 'TWO', value: 'svc-2' }) },
@@ -321,7 +358,11 @@ const steps: Step[] = [
   { tool: 'delete_environment', args: (c) => ({ uuid: c.made.project2, environment_name_or_uuid: c.made.env2 }) },
 
   // backup_now on a record-only server: its execution fails at once (the steps between give it time to end).
-  { tool: 'create_database_backup', args: (c) => ({ uuid: c.made.db2, frequency: 'daily', database_backup_retention_amount_locally: 2, backup_now: true }), save: (o) => ({ backup2: String(o.uuid), backupRun2: String(o.execution_uuid) }) },
+  {
+    tool: 'create_database_backup',
+    args: (c) => ({ uuid: c.made.db2, frequency: 'daily', database_backup_retention_amount_locally: 2, backup_now: true }),
+    save: (o) => ({ backup2: String(o.uuid), backupRun2: String(o.execution_uuid) }),
+  },
   { tool: 'update_database_backup', args: (c) => ({ uuid: c.made.db2, scheduled_backup_uuid: c.made.backup2, frequency: '15 3 * * 1', enabled: false }) },
   { tool: 'create_clickhouse_database', args: (c) => ({ ...place(c), name: 'ch two', clickhouse_admin_password: 'ch-secret-1' }), save: uuidOf('ch2') },
   { tool: 'create_dragonfly_database', args: (c) => ({ ...place(c), name: 'df two', dragonfly_password: 'df-secret-1' }), save: uuidOf('df2') },
@@ -386,20 +427,39 @@ const steps: Step[] = [
   { tool: 'create_cloud_init_script', args: () => ({ name: 'second init', script: '#cloud-config\nruncmd:\n  - echo hi\n' }), save: uuidOf('init2') },
   { tool: 'update_cloud_init_script', args: (c) => ({ uuid: c.made.init2, name: 'renamed init' }) },
   { tool: 'delete_cloud_init_script', args: (c) => ({ uuid: c.made.init2 }) },
-  { tool: 'create_gitlab_app', args: () => ({ name: 'gl', html_url: 'https://gitlab.example.com', webhook_token: 'parity-token', client_secret: 'parity-secret' }), save: (o) => ({ gitlab: String(o.id) }) },
+  {
+    tool: 'create_gitlab_app',
+    args: () => ({ name: 'gl', html_url: 'https://gitlab.example.com', webhook_token: 'parity-token', client_secret: 'parity-secret' }),
+    save: (o) => ({ gitlab: String(o.id) }),
+  },
   { tool: 'update_gitlab_app', args: (c) => ({ gitlab_app_id: Number(c.made.gitlab), html_url: 'https://gitlab.example.org' }) },
   { tool: 'delete_gitlab_app', args: (c) => ({ gitlab_app_id: Number(c.made.gitlab) }) },
   { tool: 'create_s3_storage', args: () => ({ ...S3_SAMPLE, name: 'second s3' }), save: uuidOf('s3b') },
   { tool: 'update_s3_storage', args: (c) => ({ uuid: c.made.s3b, description: 'changed', bucket: 'other-bucket' }) },
   { tool: 'validate_s3_storage', args: (c) => ({ uuid: c.made.s3b }) },
   { tool: 'delete_s3_storage', args: (c) => ({ uuid: c.made.s3b }) },
-  { tool: 'create_github_app', args: (c) => ({ name: 'gh two', html_url: 'https://github.com', app_id: 3, installation_id: 4, client_id: 'cid', client_secret: 'csecret', private_key_uuid: c.w.keyUuid }), save: (out) => ({ gh2: String(out.id) }) },
+  {
+    tool: 'create_github_app',
+    args: (c) => ({ name: 'gh two', html_url: 'https://github.com', app_id: 3, installation_id: 4, client_id: 'cid', client_secret: 'csecret', private_key_uuid: c.w.keyUuid }),
+    save: (out) => ({ gh2: String(out.id) }),
+  },
   { tool: 'update_github_app', args: (c) => ({ github_app_id: Number(c.made.gh2), name: 'gh renamed', custom_port: 2222 }) },
   { tool: 'delete_github_app', args: (c) => ({ github_app_id: Number(c.made.gh2) }) },
   { tool: 'create_cloud_token', args: () => ({ provider: 'vultr', token: 'vultr-secret', name: 'vultr one' }), save: uuidOf('cloud2') },
   { tool: 'update_cloud_token', args: (c) => ({ uuid: c.made.cloud2, name: 'vultr renamed' }) },
   { tool: 'delete_cloud_token', args: (c) => ({ uuid: c.made.cloud2 }) },
-  { tool: 'create_private_deploy_key_application', args: (c) => ({ ...place(c), name: 'by deploy key', ports_exposes: '8080', private_key_uuid: c.w.keyUuid, git_repository: 'git@git.example.test:team/app.git', git_branch: 'main', build_pack: 'dockerfile' }) },
+  {
+    tool: 'create_private_deploy_key_application',
+    args: (c) => ({
+      ...place(c),
+      name: 'by deploy key',
+      ports_exposes: '8080',
+      private_key_uuid: c.w.keyUuid,
+      git_repository: 'git@git.example.test:team/app.git',
+      git_branch: 'main',
+      build_pack: 'dockerfile',
+    }),
+  },
   { tool: 'send_feedback', args: () => ({ content: 'Remote mode parity check: the same tool in both modes.' }) },
 ];
 
@@ -431,7 +491,9 @@ describe('tools that change data: the same answers on two identical worlds', () 
     await Promise.all([settle(tl.rootToken), settle(tr.rootToken)]);
     const namesOf = (wd: World, team: { id: number; ownerEmail: string }, label: string) =>
       new Map<string, string>([
-        ...Object.entries(wd).filter(([k]) => k !== 'token').map(([k, v]) => [String(v), `<${k}>`] as [string, string]),
+        ...Object.entries(wd)
+          .filter(([k]) => k !== 'token')
+          .map(([k, v]) => [String(v), `<${k}>`] as [string, string]),
         [team.ownerEmail, '<owner email>'],
         [`Mirror ${label}`, '<team name>'],
       ]);
@@ -451,7 +513,10 @@ describe('tools that change data: the same answers on two identical worlds', () 
       const argsR = step.args(ctxR);
       const rl = await l.callTool(step.tool, argsL);
       const rr = await r.callTool(step.tool, argsR);
-      for (const [c, res] of [[ctxL, rl], [ctxR, rr]] as const) {
+      for (const [c, res] of [
+        [ctxL, rl],
+        [ctxR, rr],
+      ] as const) {
         if (step.save && !res.isError) {
           for (const [name, v] of Object.entries(step.save(res.structuredContent!))) {
             c.made[name] = v;
@@ -470,7 +535,7 @@ describe('tools that change data: the same answers on two identical worlds', () 
     expect(changing.filter((n) => !covered.has(n) && n !== 'cancel_deployment' && n !== 'cancel_migration' && n !== 'restore_database_backup_execution' && !ERROR_ONLY.includes(n))).toEqual([]);
   }, 120_000);
 
-  it('cancel_migration: same answer for a migration in the same state (the world\'s finished one)', async () => {
+  it("cancel_migration: same answer for a migration in the same state (the world's finished one)", async () => {
     const rl = await l.callTool('cancel_migration', { uuid: ctxL.w.migrationUuid });
     const rr = await r.callTool('cancel_migration', { uuid: ctxR.w.migrationUuid });
     expect(rl.isError).toBe(true);

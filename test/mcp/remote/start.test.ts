@@ -148,7 +148,13 @@ describe('the tool list', () => {
       const [remote, local] = await Promise.all([names(await remoteClient('v1', s.url, s.rootToken, args)), names(await stdioClient('v1', s.dataDir, s.rootToken, args))]);
       expect({ args, remote }).toEqual({ args, remote: local });
     }
-    expect(await names(await remoteClient('v1', s.url, s.rootToken, ['--read-only', '--toolsets', 'settings']))).toEqual(['get_settings', 'list_toolsets', 'enable_toolsets', 'describe_operation', 'call_operation']);
+    expect(await names(await remoteClient('v1', s.url, s.rootToken, ['--read-only', '--toolsets', 'settings']))).toEqual([
+      'get_settings',
+      'list_toolsets',
+      'enable_toolsets',
+      'describe_operation',
+      'call_operation',
+    ]);
   });
 
   it('hides the tools an upstream does not offer, when it publishes its operations (OpenAPI)', async () => {
