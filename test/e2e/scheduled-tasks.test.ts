@@ -39,7 +39,8 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
   beforeAll(async () => {
     ensureSleeperImage(engines);
     // A short lease makes the jobs' tick (where tasks fire) run every half second.
-    s = await startTestServer({ helperImage: ENGINE_IMAGE, jobLeaseMs: LEASE_MS }, { API_RATE_LIMIT: '0' });
+    // Scheduled tasks tick with the one scheduler: a short tick here so due firings run at once.
+    s = await startTestServer({ helperImage: ENGINE_IMAGE, jobLeaseMs: LEASE_MS, scheduleTickMs: 300 }, { API_RATE_LIMIT: '0' });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
     app = (await deployAppWithVolume(api, p, 'task-app')).uuid;
@@ -237,7 +238,7 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
 
   it('two berth instances on one store run each firing once', async () => {
     // A second `berth serve` process on the same store, ticking as often.
-    const second: ServeProcess = await spawnServe(s.dataDir, { BERTH_JOB_LEASE_MS: String(LEASE_MS), BERTH_HELPER_IMAGE: ENGINE_IMAGE, API_RATE_LIMIT: '0' });
+    const second: ServeProcess = await spawnServe(s.dataDir, { BERTH_JOB_LEASE_MS: String(LEASE_MS), BERTH_SCHEDULE_TICK_MS: '300', BERTH_HELPER_IMAGE: ENGINE_IMAGE, API_RATE_LIMIT: '0' });
     try {
       const tasks: string[] = [];
       for (let i = 0; i < 8; i++) tasks.push((await api.ok('POST', `/applications/${app}/scheduled-tasks`, { name: `twice-${i}`, command: `echo run-${i}`, frequency: 'every_minute' })).uuid);
