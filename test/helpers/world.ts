@@ -27,6 +27,7 @@ export interface World {
   cloudInitScriptUuid: string;
   /** A GitHub app record (Coolify addresses it by numeric id) and a cloud provider token. */
   githubAppId: string;
+  gitlabAppId: string;
   githubAppUuid: string;
   cloudTokenUuid: string;
   /** Shared variables (ids, as Coolify's {env_id}) of the team, the project, its production environment and the first server. */
@@ -36,6 +37,8 @@ export interface World {
   serverEnvId: string;
   /** A volume of the service (from its compose file); the app's, the database's and this one have backup schedules. */
   serviceStorageUuid: string;
+  /** A volume added to the service through the API (a compose file's own volumes are read-only). */
+  serviceApiStorageUuid: string;
   /** The record of the app's tag "web". */
   tagUuid: string;
   /** A second environment of the project (where move sends a resource). */
@@ -132,8 +135,12 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   ]) {
     await ok(s, token, 'PUT', `/api/v1/${collection}/${uuid}/storages/${storage}/backups`, { frequency: 'weekly' });
   }
+  const serviceApiStorageUuid = (
+    await ok(s, token, 'POST', `/api/v1/services/${serviceUuid}/storages`, { type: 'persistent', name: 'api-vol', mount_path: '/api-vol', resource_uuid: partUuid(serviceUuid, 'web') })
+  ).uuid;
   const stagingUuid = (await ok(s, token, 'POST', `/api/v1/projects/${projectUuid}/environments`, { name: 'elsewhere' })).uuid;
   const githubApp = await ok(s, token, 'POST', '/api/v1/github-apps', { ...GITHUB_APP_SAMPLE, name: `${tag} gh`, private_key_uuid: keyUuid });
+  const gitlabAppId = String((await ok(s, token, 'POST', '/api/v1/gitlab-apps', { name: `${tag} gl`, html_url: 'https://gitlab.example.test' })).id);
   const cloudTokenUuid = (await ok(s, token, 'POST', '/api/v1/cloud-tokens', { ...CLOUD_TOKEN_SAMPLE, name: `${tag} cloud` })).uuid;
   const tagUuid = (await ok(s, token, 'GET', '/api/v1/tags')).find((t: { name: string }) => t.name === 'web').uuid;
   const appTaskUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/scheduled-tasks`, { name: 'nightly', command: 'echo nightly', frequency: 'daily' })).uuid;
@@ -144,9 +151,11 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
     backupUuid,
     backupExecutionUuid,
     serviceStorageUuid,
+    serviceApiStorageUuid,
     tagUuid,
     stagingUuid,
     githubAppId: String(githubApp.id),
+    gitlabAppId,
     githubAppUuid: githubApp.uuid,
     cloudTokenUuid,
     token,
@@ -220,6 +229,8 @@ export function worldParams(path: string, x: World, teamId: number): Params {
       return { uuid: x.cloudInitScriptUuid };
     case 'github-apps':
       return { github_app_id: x.githubAppId, owner: 'octo', repo: 'hello' };
+    case 'gitlab-apps':
+      return { gitlab_app_id: x.gitlabAppId };
     case 'cloud-tokens':
       return { uuid: x.cloudTokenUuid };
     case 'applications':
@@ -289,6 +300,10 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
       ],
     };
   if ((m = /^update_(application|database)_storage$/.exec(name))) return { storage_uuid: m[1] === 'application' ? x.appStorageUuid : x.databaseStorageUuid, mount_path: `/moved-${i}` };
+  if (name === 'create_service_storage') return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}`, resource_uuid: partUuid(x.serviceUuid, 'web') };
+  if (name === 'update_service_storage') return { type: 'persistent', storage_uuid: x.serviceApiStorageUuid, mount_path: `/moved-${i}` };
+  if (name === 'create_gitlab_app') return { name: `gl ${i}`, html_url: 'https://gitlab.example.test' };
+  if (name === 'update_gitlab_app') return { name: `gl changed ${i}` };
   if (/^create_(application|database|service)_storage$/.test(name)) return { type: 'persistent', name: `vol-${i}`, mount_path: `/mnt/vol-${i}` };
   if (name === 'create_dockerfile_application') return { ...place, ports_exposes: '80', dockerfile: Buffer.from('FROM busybox\nCMD ["sleep", "3600"]\n').toString('base64') };
   if (name === 'create_public_application') return { ...place, ports_exposes: '80', git_repository: 'https://git.example.test/team/app.git', git_branch: 'main', build_pack: 'dockerfile' };

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partUuid } from '../../src/core/operations/service-parts.js';
 import { newUuid } from '../../src/ids.js';
 import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
@@ -175,6 +176,8 @@ function freshRecipe(name: string): Recipe | undefined {
       return async () => ({ uuid: (await setup.ok('POST', '/api/v1/cloud-init-scripts', { name: `gone ${++seq}`, script: '#!/bin/sh\n' })).uuid });
     case 'delete_github_app':
       return async (x) => ({ github_app_id: String((await setup.ok('POST', '/api/v1/github-apps', { ...GITHUB_APP_SAMPLE, name: `gone ${++seq}`, private_key_uuid: x.keyUuid })).id) });
+    case 'delete_gitlab_app':
+      return async () => ({ gitlab_app_id: String((await setup.ok('POST', '/api/v1/gitlab-apps', { name: `gone ${++seq}`, html_url: 'https://gitlab.example.test' })).id) });
     case 'delete_cloud_token':
       return async () => ({ uuid: (await setup.ok('POST', '/api/v1/cloud-tokens', { ...CLOUD_TOKEN_SAMPLE, name: `gone ${++seq}` })).uuid });
     case 'delete_tag':
@@ -237,7 +240,8 @@ function freshRecipe(name: string): Recipe | undefined {
     return async (x) => {
       const uuid = partsOf(x)[kind].uuid;
       const i = ++seq;
-      return { uuid, storage_uuid: (await setup.ok('POST', `/api/v1/${kind}s/${uuid}/storages`, { type: 'persistent', name: `gone-${i}`, mount_path: `/gone/${i}` })).uuid };
+      const part = kind === 'service' ? { resource_uuid: partUuid(uuid, 'web') } : {};
+      return { uuid, storage_uuid: (await setup.ok('POST', `/api/v1/${kind}s/${uuid}/storages`, { type: 'persistent', name: `gone-${i}`, mount_path: `/gone/${i}`, ...part })).uuid };
     };
   }
   if ((m = /^delete_(team|project|environment|server)_shared_env$/.exec(name))) {
