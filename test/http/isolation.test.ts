@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partUuid } from '../../src/core/operations/service-parts.js';
 import { newUuid } from '../../src/ids.js';
 import { pathParams, type Operation } from '../../src/core/operation.js';
 import { operations } from '../../src/core/operations/index.js';
@@ -50,7 +51,9 @@ let poolB: Pool;
 
 /** Values of the same shape as real ones that name nothing. */
 function randomParams(op: Operation): Params {
-  return Object.fromEntries(pathParams(op.http.path).map((p) => [p, p === 'id' || p === 'env_id' || p === 'github_app_id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid()]));
+  return Object.fromEntries(
+    pathParams(op.http.path).map((p) => [p, p === 'id' || p === 'env_id' || p === 'github_app_id' || p === 'gitlab_app_id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid()]),
+  );
 }
 
 async function send(op: Operation, token: string, params: Params, body: Record<string, unknown> | undefined): Promise<Reply> {
@@ -115,7 +118,7 @@ beforeAll(async () => {
   const B = await s.team('B');
   teamB = B.id;
   poolA = await Pool.of(teamA, 2);
-  poolB = await Pool.of(teamB, 6);
+  poolB = await Pool.of(teamB, 7);
   a = await buildWorld(s, s.rootToken, 'a');
   b = await buildWorld(s, B.rootToken, 'b');
   // An application with a tag only team A uses.
@@ -195,7 +198,9 @@ const REFERENCE: Record<string, (x: World, op: string) => string> = {
   environment_uuid: (x, op) => (op.startsWith('move_') ? x.stagingUuid : x.environmentUuid),
   private_key_uuid: (x) => x.keyUuid,
   // A storage of the resource the operation's path names (storages PATCH).
-  storage_uuid: (x, op) => (op.includes('database') ? x.databaseStorageUuid : x.appStorageUuid),
+  storage_uuid: (x, op) => (op.includes('database') ? x.databaseStorageUuid : op.includes('service') ? x.serviceApiStorageUuid : x.appStorageUuid),
+  // The service container a service volume is added to (service storages).
+  resource_uuid: (x) => partUuid(x.serviceUuid, 'web'),
   s3_storage_uuid: (x) => x.s3StorageUuid,
   github_app_uuid: (x) => x.githubAppUuid,
 };
@@ -256,7 +261,7 @@ describe("team B's reads never show team A's objects", () => {
     // Shared-variable ids are small integers (Coolify's {env_id}), not uuids: the 404 checks above cover them.
     const secrets = [
       ...Object.entries(a)
-        .filter(([k]) => k !== 'token' && !k.endsWith('EnvId') && k !== 'githubAppId')
+        .filter(([k]) => k !== 'token' && !k.endsWith('EnvId') && k !== 'githubAppId' && k !== 'gitlabAppId')
         .map(([, v]) => v as string),
       onlyA,
       s.ownerEmail,

@@ -104,7 +104,9 @@ describe('backup configurations', () => {
     expect(cronOf('daily')).toBe('0 0 * * *');
     expect(cronOf('every_minute')).toBe('* * * * *');
     expect(cronOf('0 3 * * 1')).toBe('0 3 * * 1');
-    expect(cronOf('@daily')).toBeNull();
+    // Cron's @-words, as Coolify accepts them; an unknown one is not a frequency.
+    expect(cronOf('@daily')).toBe('0 0 * * *');
+    expect(cronOf('@fortnightly')).toBeNull();
     expect(lastDue('hourly', new Date('2024-05-01T10:59:59Z'))?.toISOString()).toBe('2024-05-01T10:00:00.000Z');
     expect(lastDue('daily', new Date('2024-05-01T00:00:00Z'))?.toISOString()).toBe('2024-05-01T00:00:00.000Z');
   });
