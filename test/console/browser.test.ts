@@ -198,7 +198,7 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
   });
 
   it('consent: an agent’s authorization request → sign in by link → approve as shown → the agent lists tools; revoked in Connected apps, it is refused', async () => {
-    const REDIRECT = 'http://127.0.0.1:9/cb';
+    const REDIRECT = 'http://127.0.0.1:9999/cb';
     const ACCEPT = { accept: 'application/json, text/event-stream' };
     const reg = await call(s.url, 'POST', '/oauth/register', {
       body: { client_name: 'Chromium Agent', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
@@ -206,7 +206,8 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     expect(reg.status, reg.text).toBe(201);
     const clientId = reg.json.client_id as string;
     const pk = pkce();
-    const auth = new URL('/oauth/authorize', s.url);
+    // As OAuth clients address berth: its issuer (http://localhost:PORT by default).
+    const auth = new URL('/oauth/authorize', base);
     for (const [k, v] of Object.entries({
       response_type: 'code',
       client_id: clientId,
@@ -215,7 +216,7 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
       state: 'st-1',
       code_challenge: pk.challenge,
       code_challenge_method: 'S256',
-      resource: `${s.url}/mcp`,
+      resource: `${base}/mcp`,
     }))
       auth.searchParams.set(k, v);
 
@@ -228,14 +229,14 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
       back = new URL(route.request().url());
       return route.fulfill({ status: 200, contentType: 'text/plain', body: 'agent got the code' });
     });
-    // Consent is on 127.0.0.1 (the issuer's host); no passkey is needed for it.
+    // Consent is on the issuer's host (localhost); no passkey is needed for it.
     await w.page.goto(auth.toString());
     await w.page.waitForURL(/\/login\?next=/);
     await screenshot(w.page, 'consent-sign-in');
     const next = new URL(w.page.url()).searchParams.get('next')!;
     expect(next).toMatch(/^\/oauth\/consent\//);
     const link = await issueLoginLink(s.db, email);
-    await w.page.goto(`${linkUrl(s.url, link.token)}&next=${encodeURIComponent(next)}`);
+    await w.page.goto(`${linkUrl(base, link.token)}&next=${encodeURIComponent(next)}`);
     await w.page.getByRole('button', { name: 'Sign in' }).click();
     // A first sign-in offers a passkey; "Not now" goes on to the consent page.
     await w.page.getByRole('link', { name: 'Not now' }).click();
@@ -256,7 +257,7 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     expect(tools.status, tools.text).toBe(200);
     expect(tools.text).toContain('"name":"get_current_team"');
 
-    await w.page.goto(`${s.url}/apps`);
+    await w.page.goto(`${base}/apps`);
     expect(await w.page.getByRole('cell', { name: 'Chromium Agent', exact: true }).count()).toBe(1);
     await screenshot(w.page, 'apps-connected');
     await w.page.getByRole('button', { name: 'Revoke Chromium Agent' }).click();
