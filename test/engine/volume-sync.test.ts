@@ -117,7 +117,7 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
       engines.podman('a', ['rm', '-f', writer]);
     }
     expect(truth(engines, 'b', dst)).toBe(truth(engines, 'a', src));
-  });
+  }, 120_000);
   it('the final pass carries every kind of change made after the prepared round, and checks only what changed', async () => {
     const src = uniqueName('fin');
     const dst = uniqueName('fin-dst');

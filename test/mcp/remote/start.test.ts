@@ -155,7 +155,7 @@ describe('the tool list', () => {
       'describe_operation',
       'call_operation',
     ]);
-  });
+  }, 120_000);
 
   it('hides the tools an upstream does not offer, when it publishes its operations (OpenAPI)', async () => {
     const op = (permission: string) => ({ 'x-berth-permission': permission, responses: {} });
