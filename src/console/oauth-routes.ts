@@ -1,3 +1,4 @@
+import '../auth/oauth/quiet-runtime-notice.js';
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errors as oidcErrors } from 'oidc-provider';

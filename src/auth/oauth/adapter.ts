@@ -1,3 +1,4 @@
+import './quiet-runtime-notice.js';
 import { hash } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { atomically } from '../../store/atomic.js';

@@ -1,3 +1,4 @@
+import './quiet-runtime-notice.js';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { JWK } from 'oidc-provider';
 import type { Db } from '../../store/db.js';

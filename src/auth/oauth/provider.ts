@@ -1,3 +1,4 @@
+import './quiet-runtime-notice.js';
 import Provider, { errors, type Configuration } from 'oidc-provider';
 import type { Db } from '../../store/db.js';
 import { StoreAdapter } from './adapter.js';

@@ -1,3 +1,4 @@
+import './quiet-runtime-notice.js';
 import type Provider from 'oidc-provider';
 import type { Db } from '../../store/db.js';
 import { loadOAuthKeys } from './keys.js';
