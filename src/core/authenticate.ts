@@ -16,36 +16,19 @@ const LAST_USED_GRANULARITY_MS = 60_000;
  * instance settings every request needs, in one statement: each statement is a read transaction
  * of its own, and those dominated the cost of an authenticated request.
  */
-const tokenById = perStore((db) =>
-  prepared(
-    db,
-    (q) =>
-      q
-        .selectFrom('api_tokens as t')
-        .leftJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
-        .select(['t.id', 't.user_id', 't.team_id', 't.token_hash', 't.permissions', 't.expires_at', 't.last_used_at', 'm.role'])
-        .select((eb) => Object.values(SETTING_KEYS).map((key) => eb.selectFrom('settings').select('value').where('key', '=', key).as(`setting_${key}`)))
-        .where('t.id', '=', param('id')),
-    { reuse: true },
-  ),
-);
+const tokenRows = (q: Db) =>
+  q
+    .selectFrom('api_tokens as t')
+    .leftJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
+    .select(['t.id', 't.user_id', 't.team_id', 't.token_hash', 't.permissions', 't.expires_at', 't.last_used_at', 'm.role'])
+    .select((eb) => Object.values(SETTING_KEYS).map((key) => eb.selectFrom('settings').select('value').where('key', '=', key).as(`setting_${key}`)));
+
+const tokenById = perStore((db) => prepared(db, (q) => tokenRows(q).where('t.id', '=', param('id')), { reuse: true }));
 
 type TokenRow = Awaited<ReturnType<ReturnType<typeof tokenById>>>[number];
 
 /** A person's OAuth approval (an api_tokens row bound to a grant), read as tokenById reads a token. */
-const approvalByGrant = perStore((db) =>
-  prepared(
-    db,
-    (q) =>
-      q
-        .selectFrom('api_tokens as t')
-        .leftJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
-        .select(['t.id', 't.user_id', 't.team_id', 't.token_hash', 't.permissions', 't.expires_at', 't.last_used_at', 'm.role'])
-        .select((eb) => Object.values(SETTING_KEYS).map((key) => eb.selectFrom('settings').select('value').where('key', '=', key).as(`setting_${key}`)))
-        .where('t.oauth_grant_id', '=', param('grant')),
-    { reuse: true },
-  ),
-);
+const approvalByGrant = perStore((db) => prepared(db, (q) => tokenRows(q).where('t.oauth_grant_id', '=', param('grant')), { reuse: true }));
 
 /** What every request needs from a token row, worked out once per row read (rows are reused). */
 interface TokenFacts {
