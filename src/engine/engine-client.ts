@@ -600,7 +600,14 @@ export class EngineClient {
    * Docker runs its checks itself and has no such endpoint (NotFoundError).
    */
   async runHealthcheck(idOrName: string, opts: CallOptions = {}): Promise<void> {
-    await this.empty({ method: 'GET', path: `/libpod/containers/${id(idOrName)}/healthcheck`, idempotent: false, accept: [409], signal: opts.signal });
+    try {
+      await this.empty({ method: 'GET', path: `/libpod/containers/${id(idOrName)}/healthcheck`, idempotent: false, accept: [409], signal: opts.signal });
+    } catch (err) {
+      // A check that ran past its timeout is one failed attempt, counted in `.State.Health` like any
+      // other (the retries decide when it is unhealthy); podman answers it with a 500.
+      if (err instanceof EngineError && err.status === 500 && /exceeded timeout/.test(err.message)) return;
+      throw err;
+    }
   }
 
   /** `POST /containers/{id}/kill`; false when it was not running (409) or is gone (404). */

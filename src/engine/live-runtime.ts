@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { dockerCleanup } from './prune.js';
 import type { Logger } from 'pino';
 import { volumeName } from '../core/model/volumes.js';
@@ -155,7 +156,10 @@ export class LiveRuntime implements Runtime {
     const engine = await this.engineForServerId(plan.serverId);
     // What berth wants comes first: the watcher reads a container that is down while the
     // resource should run as restarting, and as exited once it should be stopped.
-    const want = (status: 'running' | 'exited') => ctx.db.updateTable('resources').set({ status, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
+    // A resource never seen on this engine (just created, or just moved here) is not running until
+    // the engine says so: its status must not read `running` while its start is still under way.
+    const want = (status: 'running' | 'exited') =>
+      ctx.db.updateTable('resources').set({ status, observed_status: sql<string>`coalesce(observed_status, 'exited')`, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
     try {
       switch (d.kind) {
         case 'stop':
@@ -1129,7 +1133,9 @@ export class LiveRuntime implements Runtime {
     const server = await this.serverOfResource(resourceId);
     if (!this.isLive(server)) return recordOnlyRuntime.execCommand(resourceId, container, command, opts);
     const plan = await planResource(this.db, resourceId);
-    const c = container === null ? (plan.containers.length === 1 ? plan.containers[0] : undefined) : plan.containers.find((k) => k.spec.labels?.['berth.container'] === container);
+    const only = plan.containers.length === 1 ? plan.containers[0] : undefined;
+    // An application's one container runs its tasks whatever name the task carries (as Coolify does).
+    const c = container === null || (only && !only.spec.labels?.['berth.container']) ? only : plan.containers.find((k) => k.spec.labels?.['berth.container'] === container);
     if (!c)
       throw new Error(
         container === null

@@ -111,7 +111,8 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     const db = await openStore(dataDir, storeUrlFor(dataDir));
     token = (await admin.initInstance(db, { email: 'owner@example.test', team: 'Root Team' })).token;
     await db.destroy();
-    serve = await spawnServe(dataDir, { BERTH_HELPER_IMAGE: 'localhost/berth-busybox:latest', LOG_LEVEL: 'warn', API_RATE_LIMIT: '0' });
+    // The private repository's git host is on loopback, which the outbound guard refuses unless the operator allows it.
+    serve = await spawnServe(dataDir, { BERTH_HELPER_IMAGE: 'localhost/berth-busybox:latest', LOG_LEVEL: 'warn', API_RATE_LIMIT: '0', BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' });
     api = new Api(serve.url, token);
     p = await registerEngines(api, engines);
     relay = await recordingRelay(serve.url, log);
@@ -416,7 +417,8 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     // Declared limitation (issue 27: a field berth cannot apply is refused by name): berth keeps
     // every label literal and does not interpolate `$`, so turning escaping off answers 422.
     await call('service', { action: 'update', uuid: w.svc, is_container_label_escape_enabled: false }, { allow: [422] });
-    await call('service', { action: 'update', uuid: w.svc, connect_to_docker_network: false });
+    // The same for Coolify's network switch: berth's service containers always join the destination's network.
+    await call('service', { action: 'update', uuid: w.svc, connect_to_docker_network: false }, { allow: [422] });
     const containers = await call('service', { action: 'list_containers', uuid: w.svc });
     w.svcApp = containers.applications[0].uuid;
     w.svcAppName = containers.applications[0].name;

@@ -72,7 +72,13 @@ export function startEngines(dir?: string): { dir: string; owned: boolean } {
 
 export function stopEngines(dir: string): void {
   spawnSync('bash', [ENGINES_SCRIPT, 'down', dir], { stdio: 'ignore', timeout: 120_000 });
-  rmSync(dir, { recursive: true, force: true });
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  } catch {
+    // A down cut short on a loaded machine can leave an overlay mounted: release it, then remove.
+    spawnSync('sh', ['-c', `grep -F " ${dir}/" /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l`], { stdio: 'ignore' });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  }
 }
 
 /** beforeAll/afterAll: two engines for the enclosing describe (or file). */

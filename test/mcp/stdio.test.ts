@@ -74,7 +74,7 @@ describe('berth mcp (stdio)', () => {
     expect(JSON.parse(proto.content[0].text)).toMatchObject({ message: 'Validation error.', errors: { __proto__: ['This key is not allowed.'] } });
     // The session goes on.
     expect(byId.get(4).result.structuredContent).toMatchObject({ id: s.rootTeamId });
-  });
+  }, 90_000); // a spawned berth mcp parsing 10,000 levels of JSON: slow on a loaded machine
 
   it('a missing or bad token fails at start: a clear message on stderr, nothing on stdout, non-zero exit', async () => {
     for (const env of [{}, { BERTH_TOKEN: '1|not-the-secret' }, { BERTH_TOKEN: 'garbage' }] as Record<string, string>[]) {

@@ -90,7 +90,12 @@ const fields = {
     .max(65_536)
     .regex(/^[^\u0000]*$/, 'Must not contain NUL characters.'),
   frequency: z.string().min(1).max(255).describe(FREQUENCY_HELP),
-  container: z.string().max(255).nullable().optional().describe("A service's container (compose service name); empty for an application or a one-container service."),
+  container: z
+    .string()
+    .max(255)
+    .nullable()
+    .optional()
+    .describe("A service's container (compose service name); empty for a one-container service. An application's tasks run in its one container, whatever this says."),
   timeout: z.number().int().min(1).max(86_400).optional().describe('Seconds before the command is killed (default 300).'),
   enabled: z.boolean().optional(),
 };
@@ -104,10 +109,9 @@ function checkFrequency(frequency: string | undefined): void {
 /** The container a task names, as stored: null for an application or a service's only container. */
 function containerOf(r: ResourceRow, container: string | null | undefined): string | null {
   const name = container?.trim() || null;
-  if (r.kind === 'application') {
-    if (name) throw validationError({ container: ['An application has one container: leave container empty.'] });
-    return null;
-  }
+  // Coolify keeps the name an application's task is given and runs it in the application's one
+  // container whatever it says; so does berth.
+  if (r.kind === 'application') return name;
   const names = config<ServiceConfig>(r).containers.map((c) => c.name);
   if (name === null) {
     if (names.length === 1) return null;
