@@ -594,7 +594,9 @@ export class LiveRuntime implements Runtime {
         await engine.inspectNetwork(plan.network, { signal: ctx.signal });
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err;
-        await engine.createNetwork(plan.network, { labels: { 'berth.managed': 'true' }, signal: ctx.signal });
+        // A service's own network carries its uuid, so delete and migration leftovers find it.
+        const labels = { [LABEL_MANAGED]: 'true', ...(plan.ownNetwork ? { [LABEL_RESOURCE]: plan.network } : {}) };
+        await engine.createNetwork(plan.network, { labels, signal: ctx.signal });
         await ctx.log(`created network ${plan.network}`);
       }
     }
@@ -922,6 +924,8 @@ export class LiveRuntime implements Runtime {
         }
       }
     }
+    // A service's own network goes with it (and one left from before connect_to_docker_network changed).
+    if (opts.networks) out.push(...(await this.removeOwnNetworks(engine, r.uuid, signal)));
     if (opts.cleanup) {
       const pruned = await engine.pruneImages({ danglingOnly: true, signal });
       if (pruned.deleted) out.push(`removed ${pruned.deleted} unused image(s)`);
@@ -955,6 +959,19 @@ export class LiveRuntime implements Runtime {
       if (await settled(() => engine.removeContainer(containerName(c), { force: true, removeVolumes: false, signal }))) out.push(`removed container ${containerName(c)}`);
     }
     for (const v of volumes) if (await settled(() => engine.removeVolume(v, { force: true, signal }))) out.push(`removed volume ${v}`);
+    out.push(...(await this.removeOwnNetworks(engine, resourceUuid, signal)));
+    return out;
+  }
+
+  /** The networks berth made for one resource alone (a service's own), once no container is on them. */
+  private async removeOwnNetworks(engine: EngineClient, resourceUuid: string, signal: AbortSignal): Promise<string[]> {
+    const out: string[] = [];
+    for (const n of await engine.listNetworks({ signal })) {
+      if (n.Labels?.[LABEL_RESOURCE] !== resourceUuid || n.Labels?.[LABEL_MANAGED] !== 'true') continue;
+      // A list may leave out who is attached; the inspect says.
+      if (Object.keys((await engine.inspectNetwork(n.Name, { signal })).Containers ?? {}).length > 0) continue;
+      if (await engine.removeNetwork(n.Name, { signal })) out.push(`removed network ${n.Name}`);
+    }
     return out;
   }
 

@@ -37,6 +37,8 @@ export interface Plan {
   /** The server lets containers reach into the host (checked with core/host-access.ts). */
   hostAccess: boolean;
   network: string;
+  /** The network is the resource's own (a service not connected to its destination's network). */
+  ownNetwork: boolean;
   containers: PlannedContainer[];
   volumes: string[];
   /** Lines for the deployment log about how the plan was made (unresolved shared variables). */
@@ -108,8 +110,10 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   const { env: userEnv, notes } = await resolveSharedReferences(db, r, dest.server_id, Object.fromEntries(envRows.map((e) => [e.key, e.value ?? ''])));
   const vol = (name: string) => storages.find((s) => s.name === name)?.engine_volume ?? volumeName(r.uuid, name);
   const labels = { [LABEL_MANAGED]: 'true', [LABEL_RESOURCE]: r.uuid };
-  const base = { labels, restartPolicy: { name: 'unless-stopped' as const }, networkMode: dest.network };
   const config = JSON.parse(r.config) as unknown;
+  const ownNetwork = r.kind === 'service' && (config as ServiceConfig).connect_to_docker_network === false;
+  const network = ownNetwork ? r.uuid : dest.network;
+  const base = { labels, restartPolicy: { name: 'unless-stopped' as const }, networkMode: network };
   let containers: PlannedContainer[];
   if (r.kind === 'application') {
     const c = config as ApplicationConfig;
@@ -197,7 +201,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
       },
     ];
   }
-  return { serverId: dest.server_id, hostAccess: dest.host_access === 1, network: dest.network, containers, volumes: storages.map((s) => vol(s.name)), notes };
+  return { serverId: dest.server_id, hostAccess: dest.host_access === 1, network, ownNetwork, containers, volumes: storages.map((s) => vol(s.name)), notes };
 }
 
 /** Why this plan may not run on its server (host-reaching settings without host access), or null. */

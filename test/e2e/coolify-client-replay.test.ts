@@ -417,8 +417,7 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     // Declared limitation (issue 27: a field berth cannot apply is refused by name): berth keeps
     // every label literal and does not interpolate `$`, so turning escaping off answers 422.
     await call('service', { action: 'update', uuid: w.svc, is_container_label_escape_enabled: false }, { allow: [422] });
-    // The same for Coolify's network switch: berth's service containers always join the destination's network.
-    await call('service', { action: 'update', uuid: w.svc, connect_to_docker_network: false }, { allow: [422] });
+    await call('service', { action: 'update', uuid: w.svc, connect_to_docker_network: false });
     const containers = await call('service', { action: 'list_containers', uuid: w.svc });
     w.svcApp = containers.applications[0].uuid;
     w.svcAppName = containers.applications[0].name;

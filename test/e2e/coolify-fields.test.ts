@@ -100,4 +100,37 @@ describe.skipIf(!enginesAvailable)("Coolify's fields on a real engine", () => {
     // Nothing was stopped before the pull: the same containers still run.
     expect(engines.podman('a', ['inspect', '-f', '{{.Id}} {{.State.Running}}', `${uuid}-web`]).trim()).toBe(`${before} true`);
   }, 120_000);
+
+  it("connect_to_docker_network: false gives a service a network of its own; true puts it back on the destination's; delete removes its own", async () => {
+    const compose = ['services:', '  web:', `    image: ${SLEEPER_IMAGE}`, `    command: ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 1; done"]`, ''].join('\n');
+    const { uuid } = await api.ok('POST', '/services', {
+      project_uuid: p.project,
+      server_uuid: p.serverA,
+      destination_uuid: p.destA,
+      environment_name: 'production',
+      docker_compose_raw: Buffer.from(compose).toString('base64'),
+    });
+    const networks = () =>
+      engines
+        .podman('a', ['inspect', '-f', '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}', `${uuid}-web`])
+        .trim()
+        .split(' ');
+    const deploy = async () => deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid, 60_000);
+    await deploy();
+    const destination = networks();
+    expect(destination).not.toContain(uuid);
+
+    expect((await api.ok('PATCH', `/services/${uuid}`, { connect_to_docker_network: false })).uuid).toBe(uuid);
+    expect((await api.ok('GET', `/services/${uuid}`)).connect_to_docker_network).toBe(false);
+    await deploy();
+    expect(networks()).toEqual([uuid]);
+    expect(engines.podman('a', ['network', 'inspect', '-f', '{{index .Labels "berth.resource"}}', uuid]).trim()).toBe(uuid);
+
+    await api.ok('PATCH', `/services/${uuid}`, { connect_to_docker_network: true });
+    await deploy();
+    expect(networks()).toEqual(destination);
+    await api.ok('DELETE', `/services/${uuid}`);
+    await until('the service gone', async () => ((await api.req('GET', `/services/${uuid}`)).status === 404 ? true : undefined), 30_000);
+    expect(engines.podman('a', ['network', 'ls', '--format', '{{.Name}}']).split('\n')).not.toContain(uuid);
+  }, 120_000);
 });

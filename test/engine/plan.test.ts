@@ -9,6 +9,7 @@ const plan = (hostAccess: boolean, specs: Plan['containers'][number]['spec'][]):
   serverId: 1,
   hostAccess,
   network: 'berth',
+  ownNetwork: false,
   containers: specs.map((spec, i) => ({ name: `c${i}`, spec })),
   volumes: [],
   notes: [],

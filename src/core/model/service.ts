@@ -7,4 +7,9 @@ export interface ServiceConfig {
   docker_compose_raw: string;
   containers: ComposeContainer[];
   volumes: string[];
+  /**
+   * Coolify's switch: true (absent) puts the containers on the destination's network beside the
+   * other resources there; false gives the service a network of its own (named by its uuid).
+   */
+  connect_to_docker_network?: boolean;
 }

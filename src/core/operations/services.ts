@@ -31,8 +31,8 @@ export const serviceSchema = z.object({
   docker_compose_raw: sensitive(z.string()),
   containers: z.array(z.object({ name: z.string(), image: z.string(), volumes: z.array(z.string()) })),
   volumes: z.array(z.string()),
-  /** Always true: berth runs every container of a service on its destination's network. */
-  connect_to_docker_network: z.literal(true),
+  /** True: the containers join the destination's network beside its other resources; false: a network of the service's own. */
+  connect_to_docker_network: z.boolean(),
 });
 
 async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchema>> {
@@ -43,7 +43,7 @@ async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchem
     docker_compose_raw: c.docker_compose_raw,
     containers: c.containers.map((k) => ({ name: k.name, image: k.image, volumes: k.mounts.map((m) => m.volume) })),
     volumes: c.volumes,
-    connect_to_docker_network: true,
+    connect_to_docker_network: c.connect_to_docker_network !== false,
   };
 }
 
@@ -149,8 +149,10 @@ export const serviceOperations = [
       name: name.optional(),
       description: description.optional(),
       docker_compose_raw: composeInput.optional(),
-      // Coolify's switch; berth's service containers are always on the destination's network.
-      connect_to_docker_network: z.literal(true, { error: "berth does not support false here yet: a service's containers always join its destination's network." }).optional(),
+      connect_to_docker_network: z
+        .boolean()
+        .optional()
+        .describe("true: the containers join the destination's network (other resources there reach them by name); false: a network of the service's own. Applied at the next deploy."),
       is_container_label_escape_enabled: labelEscape,
       tags: tags.optional(),
     }),
@@ -166,6 +168,7 @@ export const serviceOperations = [
         if (compose) requireHostAccess(compose, (await serverOf(trx, r)).host_access === 1);
         const c = config<ServiceConfig>(r);
         if (compose) Object.assign(c, { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes });
+        if (i.connect_to_docker_network !== undefined) c.connect_to_docker_network = i.connect_to_docker_network;
         await trx
           .updateTable('resources')
           .set({
