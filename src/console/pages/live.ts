@@ -23,6 +23,12 @@ function table(v: LiveView, key: string, caption: string, headers: string[], emp
   }</tbody></table></div>`;
 }
 
+/** The resource a deployment or migration belongs to (it does not change while the page is open). */
+const resourceLink = (v: LiveView): Html => {
+  const r = v.tables.resource?.[0];
+  return r ? html`<p>Resource: <a href="${r.href ?? ''}">${r.cells[0] ?? ''}</a></p>` : html``;
+};
+
 const facts = (v: LiveView, items: [string, string][]): Html => html`<dl class="facts">${items.map(([label, key]) => html`<div><dt>${label}</dt><dd>${text(v, key)}</dd></div>`)}</dl>`;
 
 /** The stream's address and where the page says whether it is live. */
@@ -104,7 +110,7 @@ ${table(v, 'migrations', 'Recent migrations', ['Migration', 'Status', 'Phase', '
     '/deployments/:uuid',
     (d, teams, uuid) => deploymentView(d.db, teams, uuid),
     (v, src) => html`${liveBox(src)}
-${table(v, 'resource', 'Resource', ['Resource'], '')}
+${resourceLink(v)}
 ${facts(v, [
   ['Status', 'status'],
   ['Kind', 'kind'],
@@ -121,7 +127,7 @@ ${facts(v, [
     '/migrations/:uuid',
     (d, teams, uuid) => migrationLiveView(d.db, teams, uuid),
     (v, src) => html`${liveBox(src)}
-${table(v, 'resource', 'Resource', ['Resource'], '')}
+${resourceLink(v)}
 ${facts(v, [
   ['Status', 'status'],
   ['Phase', 'phase'],
