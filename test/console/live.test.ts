@@ -5,84 +5,12 @@
  * closed when the session ends. Runs on both stores (BERTH_TEST_STORE).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LIVE_TIMING, logChange } from '../../src/console/live/stream.js';
+import { LIVE_TIMING, logChange, STREAMS_PER_SESSION } from '../../src/console/live/stream.js';
 import { RECORD_ONLY_NOTE } from '../../src/core/runtime.js';
 import { browse, signInByLink, type ConsoleSession } from '../helpers/console.js';
+import { openSse } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
-
-interface Sse {
-  status: number;
-  contentType: string;
-  events: { event: string; data: any }[];
-  raw: () => string;
-  /** Resolves with the first event (from the start) that matches; fails after timeoutMs. */
-  next(pred: (e: { event: string; data: any }) => boolean, timeoutMs?: number): Promise<{ event: string; data: any }>;
-  ended: Promise<void>;
-  close(): void;
-}
-
-/** An EventSource-like reader over fetch: parses frames as they arrive. */
-async function openSse(url: string, cookie?: string): Promise<Sse> {
-  const ac = new AbortController();
-  const res = await fetch(url, { headers: { accept: 'text/event-stream', ...(cookie ? { cookie } : {}) }, signal: ac.signal });
-  const events: { event: string; data: any }[] = [];
-  let raw = '';
-  let buf = '';
-  const waiters = new Set<() => void>();
-  const ended = (async () => {
-    if (!res.body) return;
-    const reader = res.body.getReader();
-    const dec = new TextDecoder();
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        const chunk = dec.decode(value, { stream: true });
-        raw += chunk;
-        buf += chunk;
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const frame = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const ev = /^event: (.*)$/m.exec(frame)?.[1];
-          const data = /^data: (.*)$/m.exec(frame)?.[1];
-          if (ev && data !== undefined) events.push({ event: ev, data: JSON.parse(data) });
-        }
-        for (const w of waiters) w();
-      }
-    } catch {
-      // aborted
-    }
-    for (const w of waiters) w();
-  })();
-  return {
-    status: res.status,
-    contentType: res.headers.get('content-type') ?? '',
-    events,
-    raw: () => raw,
-    ended,
-    close: () => ac.abort(),
-    next(pred, timeoutMs = 10_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const hit = events.find(pred);
-          if (hit) {
-            waiters.delete(check);
-            clearTimeout(t);
-            resolve(hit);
-          }
-        };
-        const t = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`no matching event in ${timeoutMs} ms; got ${JSON.stringify(events).slice(0, 2000)}`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    },
-  };
-}
 
 let s: TestServer;
 let owner: ConsoleSession;
@@ -121,9 +49,10 @@ beforeAll(async () => {
   const other = await s.team('Other');
   Object.assign(theirs, await platform(other.rootToken, 'theirs'));
 }, 60_000);
+let stopped = false;
 afterAll(async () => {
   Object.assign(LIVE_TIMING, saved);
-  await s?.stop();
+  if (!stopped) await s?.stop();
 });
 
 describe('live pages and streams', () => {
@@ -251,5 +180,30 @@ describe('live pages and streams', () => {
     expect(logChange('a\n', 'a\nb\n')).toEqual({ append: 'b\n' });
     expect(logChange('a\nb\n', 'a\nb\n')).toBeNull();
     expect(logChange('a\nb\n', 'b\nc\n')).toEqual({ reset: 'b\nc\n' });
+  });
+
+  it('one session holds at most STREAMS_PER_SESSION streams; a closed one frees its place', async () => {
+    const session = await signInByLink(s.url, s.db, s.ownerEmail);
+    const held = await Promise.all(Array.from({ length: STREAMS_PER_SESSION }, () => openSse(`${s.url}/resources/events`, session.cookie)));
+    expect(held.map((h) => h.status)).toEqual(held.map(() => 200));
+    const refused = await browse(s.url, session.jar, 'GET', '/resources/events');
+    expect(refused.status).toBe(429);
+    held[0]!.close();
+    await until('the place to free', async () => {
+      const again = await openSse(`${s.url}/resources/events`, session.cookie);
+      again.close();
+      return again.status === 200;
+    });
+    for (const h of held) h.close();
+  });
+
+  // Last: it stops the server.
+  it('closing the server ends its open streams (an open one would hold the close)', async () => {
+    const sse = await openSse(`${s.url}/resources/events`, owner.cookie);
+    await sse.next((e) => e.event === 'state');
+    stopped = true;
+    await s.stop();
+    expect((await sse.next((e) => e.event === 'end')).data).toEqual({ reason: 'shutdown' });
+    await sse.ended;
   });
 });

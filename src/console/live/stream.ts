@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { BerthError } from '../../errors.js';
 import type { Db } from '../../store/db.js';
 import { contentSecurityPolicy } from '../layout.js';
 import type { Person } from '../session.js';
@@ -14,6 +15,9 @@ export interface LiveTiming {
 
 /** Read when a stream opens (an in-process test shortens them). */
 export const LIVE_TIMING: LiveTiming = { pollMs: 1000, heartbeatMs: 15_000 };
+
+/** Open streams one session may hold on one instance (tabs left open); each polls the store. */
+export const STREAMS_PER_SESSION = 12;
 
 /** Why a stream ended, as its last event (`end`) says; the page's script then stops reconnecting. */
 export type EndReason = 'finished' | 'signed-out' | 'gone' | 'shutdown';
@@ -55,12 +59,24 @@ export function liveStreams(
   open(req: FastifyRequest, reply: FastifyReply, person: Person, first: LiveView, read: () => Promise<LiveView | null>): void;
 } {
   const open = new Set<(reason: EndReason) => void>();
+  const perSession = new Map<string, number>();
   return {
     closeAll() {
       for (const end of [...open]) end('shutdown');
     },
     open(req, reply, person, first, read) {
       const { pollMs, heartbeatMs } = timing();
+      const held = perSession.get(person.sessionHash) ?? 0;
+      if (held >= STREAMS_PER_SESSION) throw new BerthError('rate_limited', { message: 'Too many live pages open in this session; close some.' });
+      perSession.set(person.sessionHash, held + 1);
+      let counted = true;
+      const release = () => {
+        if (!counted) return;
+        counted = false;
+        const n = (perSession.get(person.sessionHash) ?? 1) - 1;
+        if (n > 0) perSession.set(person.sessionHash, n);
+        else perSession.delete(person.sessionHash);
+      };
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, {
@@ -96,6 +112,7 @@ export function liveStreams(
         write(frame('end', { reason }));
         closed = true;
         open.delete(end);
+        release();
         clearTimeout(poll);
         clearInterval(beat);
         res.end();
@@ -105,6 +122,7 @@ export function liveStreams(
       res.on('close', () => {
         closed = true;
         open.delete(end);
+        release();
         clearTimeout(poll);
         clearInterval(beat);
       });
