@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIVE_TIMING, logChange, STREAMS_PER_SESSION } from '../../src/console/live/stream.js';
+import { LOG_CHARS } from '../../src/console/live/views.js';
 import { RECORD_ONLY_NOTE } from '../../src/core/runtime.js';
 import { browse, signInByLink, type ConsoleSession } from '../helpers/console.js';
 import { openSse } from '../helpers/sse.js';
@@ -175,11 +176,19 @@ describe('live pages and streams', () => {
     await watched.ended;
   });
 
-  it('sends a log as the part that grew, or whole when its start was cut', () => {
-    expect(logChange(undefined, 'a\n')).toEqual({ reset: 'a\n' });
-    expect(logChange('a\n', 'a\nb\n')).toEqual({ append: 'b\n' });
-    expect(logChange('a\nb\n', 'a\nb\n')).toBeNull();
-    expect(logChange('a\nb\n', 'b\nc\n')).toEqual({ reset: 'b\nc\n' });
+  it('sends a log as the part that grew, or its tail whole when its start was cut', () => {
+    const first = logChange(undefined, 'a\n');
+    expect(first.change).toEqual({ reset: 'a\n' });
+    const grew = logChange(first.mark, 'a\nb\n');
+    expect(grew.change).toEqual({ append: 'b\n' });
+    expect(logChange(grew.mark, 'a\nb\n').change).toBeNull();
+    expect(logChange(grew.mark, 'b\nc\n').change).toEqual({ reset: 'b\nc\n' });
+    // A long log: its tail at first, then only additions, even once it is longer than the tail.
+    const long = 'x'.repeat(LOG_CHARS + 500);
+    const start = logChange(undefined, long);
+    expect((start.change as { reset: string }).reset.endsWith('x'.repeat(LOG_CHARS))).toBe(true);
+    expect((start.change as { reset: string }).reset).toContain('500 earlier characters cut');
+    expect(logChange(start.mark, `${long}more\n`).change).toEqual({ append: 'more\n' });
   });
 
   it('one session holds at most STREAMS_PER_SESSION streams; a closed one frees its place', async () => {

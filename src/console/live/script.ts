@@ -59,6 +59,8 @@ export const LIVE_SCRIPT = `'use strict';
     var atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 8;
     if (typeof change.reset === 'string') log.textContent = change.reset;
     else log.textContent += change.append;
+    // A long build keeps appending: the page keeps the last part, as the server's first answer does.
+    if (log.textContent.length > 200000) log.textContent = log.textContent.slice(-100000);
     if (atEnd) log.scrollTop = log.scrollHeight;
   }
   var reasons = { finished: 'Finished: nothing more will change.', 'signed-out': 'Your session ended: sign in again to keep watching.', gone: 'This is no longer available to you.', shutdown: 'The server is restarting: reload the page in a moment.' };

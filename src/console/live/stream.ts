@@ -4,7 +4,8 @@ import { BerthError } from '../../errors.js';
 import type { Db } from '../../store/db.js';
 import { contentSecurityPolicy } from '../layout.js';
 import type { Person } from '../session.js';
-import type { LiveView } from './views.js';
+import { truncateLog } from '../../core/operations/deployments.js';
+import { LOG_CHARS, type LiveView } from './views.js';
 
 export interface LiveTiming {
   /** How often each stream reads the store (ms). */
@@ -22,14 +23,25 @@ export const STREAMS_PER_SESSION = 12;
 /** Why a stream ended, as its last event (`end`) says; the page's script then stops reconnecting. */
 export type EndReason = 'finished' | 'signed-out' | 'gone' | 'shutdown';
 
+/** Where a stream's log stands: how long the stored log was, and its last characters (to see it only grew). */
+export interface LogMark {
+  length: number;
+  tail: string;
+}
+
+const TAIL = 64;
+
 /**
- * What to send for a log that was `sent` and is now `now`: the new tail when it only grew, the
- * whole text when its start was cut (the store keeps a bounded tail) or it was replaced.
+ * What to send for a stored log, given what was sent: only what was added when it grew (the end
+ * sent is still where it was), else its last LOG_CHARS whole (new, or its start was cut by the
+ * store's bounded tail), so a long build log is not sent again at every line.
  */
-export function logChange(sent: string | undefined, now: string): { append: string } | { reset: string } | null {
-  if (sent === now) return null;
-  if (sent !== undefined && now.startsWith(sent)) return { append: now.slice(sent.length) };
-  return { reset: now };
+export function logChange(sent: LogMark | undefined, now: string): { change: { append: string } | { reset: string } | null; mark: LogMark } {
+  const mark = { length: now.length, tail: now.slice(-TAIL) };
+  if (sent && now.length >= sent.length && now.slice(sent.length - sent.tail.length, sent.length) === sent.tail) {
+    return { change: now.length > sent.length ? { append: now.slice(sent.length) } : null, mark };
+  }
+  return { change: { reset: truncateLog(now, false, LOG_CHARS).text }, mark };
 }
 
 const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -89,7 +101,7 @@ export function liveStreams(
         'x-content-type-options': 'nosniff',
       });
       let sentState = '';
-      let sentLog: string | undefined;
+      let sentLog: LogMark | undefined;
       let closed = false;
       let poll: NodeJS.Timeout | undefined;
       const write = (chunk: string) => {
@@ -102,8 +114,8 @@ export function liveStreams(
           write(`event: state\ndata: ${state}\n\n`);
         }
         if (v.log !== undefined) {
-          const change = logChange(sentLog, v.log);
-          sentLog = v.log;
+          const { change, mark } = logChange(sentLog, v.log);
+          sentLog = mark;
           if (change) write(frame('log', change));
         }
       };

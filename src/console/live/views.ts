@@ -1,5 +1,5 @@
 import { migrationView } from '../../core/operations/migrate.js';
-import { shownStatus, truncateLog } from '../../core/operations/deployments.js';
+import { shownStatus } from '../../core/operations/deployments.js';
 import { displayStatus } from '../../core/operations/resource-common.js';
 import type { Db } from '../../store/db.js';
 
@@ -20,6 +20,7 @@ export interface LiveView {
   title: string;
   text: Record<string, string>;
   tables: Record<string, LiveRow[]>;
+  /** The whole stored log (the page shows its tail; the stream sends what was added). */
   log?: string;
   /** Nothing more will change (a deployment or migration that ended): the stream closes. */
   ended: boolean;
@@ -123,7 +124,7 @@ export async function deploymentView(db: Db, teamIds: number[], uuid: string): P
     title: `Deployment of ${d.resource}`,
     text: { status: shownStatus(d.status), kind: d.kind, server: d.server ?? '—', created_at: at(d.created_at), started_at: at(d.started_at), finished_at: at(d.finished_at) },
     tables: { resource: [{ id: d.resource_uuid, href: `/resources/${d.resource_uuid}`, cells: [d.resource] }] },
-    log: truncateLog(d.logs, false, LOG_CHARS).text,
+    log: d.logs,
     ended: d.status !== 'queued' && d.status !== 'in_progress',
   };
 }

@@ -5,7 +5,8 @@ import { html, type Html } from '../html.js';
 import { securityHeaders, sendPage } from '../layout.js';
 import { LIVE_SCRIPT, LIVE_SCRIPT_PATH } from '../live/script.js';
 import { LIVE_TIMING, liveStreams } from '../live/stream.js';
-import { deploymentView, migrationLiveView, resourcesView, resourceView, teamIdsOf, type LiveView } from '../live/views.js';
+import { truncateLog } from '../../core/operations/deployments.js';
+import { deploymentView, LOG_CHARS, migrationLiveView, resourcesView, resourceView, teamIdsOf, type LiveView } from '../live/views.js';
 import type { Person } from '../session.js';
 
 const text = (v: LiveView, key: string): Html => html`<span data-live="${key}">${v.text[key] ?? ''}</span>`;
@@ -120,7 +121,7 @@ ${facts(v, [
   ['Finished', 'finished_at'],
 ])}
 <h2 id="log-title">Log</h2>
-<pre class="log" tabindex="0" aria-labelledby="log-title" data-live-log>${v.log ?? ''}</pre>`,
+<pre class="log" tabindex="0" aria-labelledby="log-title" data-live-log>${truncateLog(v.log ?? '', false, LOG_CHARS).text}</pre>`,
   );
 
   live(
