@@ -16,6 +16,8 @@ const STORE_FREE = [
   'test/mcp/remote/paced-gate.test.ts',
   // The browser drives pages; the console's store behaviour runs on both stores in session.test.ts.
   'test/console/browser.test.ts',
+  // Likewise: the live views' streams run on both stores in live.test.ts.
+  'test/console/live-browser.test.ts',
 ];
 
 /**

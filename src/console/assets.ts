@@ -53,6 +53,10 @@ table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 td form { display: inline-flex; gap: .35rem; align-items: center; margin: 0; }
 td select { width: auto; }
+.facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(12rem, 1fr)); gap: .5rem 1rem; margin: 0 0 1rem; }
+.facts dt { color: var(--muted); font-size: .9rem; }
+.facts dd { margin: 0; font-weight: 600; overflow-wrap: anywhere; }
+.log { max-height: 28rem; overflow: auto; background: #0d1117; color: #e6edf3; padding: .75rem; border-radius: 6px; white-space: pre-wrap; overflow-wrap: anywhere; font: .85rem/1.4 ui-monospace, monospace; }
 @media (max-width: 40rem) {
   .signout { margin-left: 0; width: 100%; justify-content: space-between; }
   thead { display: none; }

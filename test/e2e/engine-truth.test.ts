@@ -10,8 +10,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LIVE_TIMING } from '../../src/console/live/stream.js';
+import { signInByLink } from '../helpers/console.js';
 import { enginesAvailable, enginesUnavailableReason, useEngines } from '../helpers/engines.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { openSse } from '../helpers/sse.js';
 import {
   Api,
   containerState,
@@ -188,6 +191,57 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     );
     expect(sick.status).toBe('running:unhealthy');
     await api.ok('DELETE', `/applications/${uuid}`);
+  }, 90_000);
+
+  it("the console's live views say it as it happens: a deployment's log streams as it grows, the resource list shows the engine's status", async () => {
+    const saved = LIVE_TIMING.pollMs;
+    LIVE_TIMING.pollMs = 100;
+    try {
+      const owner = await signInByLink(s.url, s.db, s.ownerEmail);
+      const [repo, tag] = HTTPD_IMAGE.split(':');
+      const { uuid } = await api.ok('POST', '/applications/dockerimage', {
+        project_uuid: p.project,
+        server_uuid: p.serverA,
+        destination_uuid: p.destA,
+        environment_name: 'production',
+        name: 'watched',
+        docker_registry_image_name: repo,
+        docker_registry_image_tag: tag,
+        ports_exposes: '8080',
+        health_check_enabled: true,
+        health_check_path: '/',
+        health_check_port: '8080',
+        health_check_interval: 1,
+        health_check_timeout: 2,
+        health_check_retries: 5,
+        health_check_start_period: 1,
+      });
+      const d = (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid;
+      const sse = await openSse(`${s.url}/deployments/${d}/events`, owner.cookie);
+      await sse.next((e) => e.event === 'end', 60_000);
+      const states = sse.events.filter((e) => e.event === 'state').map((e) => e.data.text.status);
+      expect(states[0]).not.toBe('finished');
+      expect(states.at(-1)).toBe('finished');
+      // The log came in pieces: whole at first, then only what was added, adding up to the stored log.
+      const logs = sse.events.filter((e) => e.event === 'log').map((e) => e.data as { reset?: string; append?: string });
+      expect(logs.length).toBeGreaterThan(1);
+      expect(logs.slice(1).every((l) => typeof l.append === 'string' && l.append.length > 0)).toBe(true);
+      const streamed =
+        (logs[0]!.reset ?? '') +
+        logs
+          .slice(1)
+          .map((l) => l.append)
+          .join('');
+      expect(streamed).toBe((await api.ok('GET', `/deployments/${d}`)).logs);
+      expect(streamed).toContain(`${uuid} is healthy`);
+
+      const list = await openSse(`${s.url}/resources/events`, owner.cookie);
+      await list.next((e) => e.event === 'state' && e.data.tables.resources.some((r: { id: string; cells: string[] }) => r.id === uuid && r.cells[5] === 'running:healthy'), 30_000);
+      list.close();
+      await api.ok('DELETE', `/applications/${uuid}`);
+    } finally {
+      LIVE_TIMING.pollMs = saved;
+    }
   }, 90_000);
 
   it('compose: a container that depends on a healthy one starts after it is healthy; one container down makes the service degraded', async () => {

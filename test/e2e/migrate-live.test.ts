@@ -7,8 +7,11 @@
  * its switch and leaves the app running where it was, with nothing left on b.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LIVE_TIMING } from '../../src/console/live/stream.js';
+import { signInByLink } from '../helpers/console.js';
 import { ENGINE_IMAGE, enginesAvailable, useEngines } from '../helpers/engines.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { openSse } from '../helpers/sse.js';
 import {
   Api,
   containersLabelled,
@@ -53,9 +56,15 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
 
   it('runs during the copy rounds, stops only for the last pass; b holds exactly what a held at the stop; the pause is recorded', async () => {
     const app = await writingApp('live-writer', 96);
+    // A person watches the migration's console page (its event stream) from the start.
+    const owner = await signInByLink(s.url, s.db, s.ownerEmail);
+    const savedPoll = LIVE_TIMING.pollMs;
+    LIVE_TIMING.pollMs = 200;
     const started = Date.now();
     // The source copy is kept, to compare the target with what a held at the stop.
     const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB, keep_source_volumes: true });
+    const watch = await openSse(`${s.url}/migrations/${r.migration_uuid}/events`, owner.cookie);
+    LIVE_TIMING.pollMs = savedPoll;
     expect(r).toMatchObject({ moves_data: true, status: 'pending' });
     expect(r.message).toMatch(/while it runs/);
 
@@ -78,6 +87,16 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
     expect(m.progress.round).toBeGreaterThanOrEqual(2);
     expect(m.downtime_ms).toBeGreaterThan(0);
     expect(m.downtime_ms).toBeLessThan(total);
+
+    // The page saw it happen: the copy while it ran, bytes growing, then the phase, bytes and pause recorded.
+    await watch.next((e) => e.event === 'end', 10_000);
+    const shown = watch.events.filter((e) => e.event === 'state').map((e) => e.data.text as Record<string, string>);
+    expect(shown.some((t) => t.status === 'copying' && t.phase === 'pre-copy')).toBe(true);
+    const bytes = shown.map((t) => Number.parseFloat(t.bytes!)).filter((n) => !Number.isNaN(n));
+    expect(new Set(bytes).size).toBeGreaterThan(1);
+    expect(bytes).toEqual([...bytes].sort((x, y) => x - y));
+    expect(shown.at(-1)).toMatchObject({ status: 'finished', phase: 'done', bytes: `${(m.progress.bytes / 1048576).toFixed(1)} MiB`, downtime: `${(m.downtime_ms / 1000).toFixed(1)} s` });
+    expect(watch.events.at(-1)).toEqual({ event: 'end', data: { reason: 'finished' } });
 
     // Gone from a, not started on b; a's kept volume is frozen at the stop, and b has exactly it.
     await until('the source container removed', async () => (containerState(engines, 'a', app.uuid) === null ? true : undefined), 20_000);

@@ -79,7 +79,7 @@ function progressNote(p: MigrationProgress): { progress: number; total?: number;
   };
 }
 
-async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow): Promise<z.infer<typeof migrationSchema>> {
+export async function migrationView(db: import('../../store/db.js').Db, m: MigrationRow): Promise<z.infer<typeof migrationSchema>> {
   const [r, from, to, start] = await Promise.all([
     db.selectFrom('resources').select('uuid').where('id', '=', m.resource_id).executeTakeFirstOrThrow(),
     db.selectFrom('destinations').select('uuid').where('id', '=', m.from_destination_id).executeTakeFirst(),
