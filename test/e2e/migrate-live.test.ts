@@ -115,7 +115,7 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${app.uuid}`)).deployments[0].deployment_uuid);
     await until('the app to write on b', async () => (Number(engines.podman('b', ['exec', app.uuid, 'sh', '-c', 'wc -l < /data/logs/app.log']).trim()) > lines ? true : undefined), 20_000);
     expect(sumsInContainer(engines, 'b', app.uuid, '/data/logs')).toContain('app.log');
-  }, 180_000);
+  }, 300_000);
 
   it('cancel before the switch: the copy stops, nothing stays on b, the app keeps running on a with its volume; a second cancel is 409', async () => {
     const app = await writingApp('cancelled-writer', 256);
@@ -154,5 +154,5 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
     const foreign = await new Api(s.url, other.rootToken).req('POST', `/migrations/${r.migration_uuid}/cancel`);
     expect(foreign.status).toBe(404);
     expect(foreign.text).toBe('{"message":"Resource not found."}');
-  }, 180_000);
+  }, 300_000);
 });
