@@ -5,7 +5,7 @@ import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { name, uuidParam } from '../validators.js';
 import { stamps } from './common.js';
-import { TOOLSET_OF } from './resource-common.js';
+import { ONE_OF, TOOLSET_OF } from './resource-common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 const TITLE: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
@@ -20,6 +20,8 @@ export function cloneOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `clone_${singular}`,
+    title: `Clone a ${singular}`,
+    description: `Copy ${ONE_OF[collection]} onto a destination (destination_uuid from list_destinations): settings, variables, volumes (new and empty) and tags, in the same environment; name optional. The copy is not deployed.`,
     summary: `Copy a ${singular} (settings, variables, volumes, tags) onto a destination of the team; the copy has new, empty volumes and is not deployed.`,
     permission: 'write',
     toolset: TOOLSET_OF[collection],

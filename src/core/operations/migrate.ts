@@ -15,7 +15,7 @@ import { uuidParam } from '../validators.js';
 import { ProgressThrottle } from '../progress-throttle.js';
 import type { MigrationProgress } from '../runtime.js';
 import { ENGINE, messageSchema, READ, stamps } from './common.js';
-import { TOOLSET_OF, serverOf } from './resource-common.js';
+import { ONE_OF, TOOLSET_OF, serverOf } from './resource-common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 import { isManaged } from './servers.js';
 
@@ -137,6 +137,8 @@ export function migrateOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `migrate_${singular}`,
+    title: `Migrate ${singular}`,
+    description: `Move ${ONE_OF[collection]} with its volume data to a destination (list_destinations); stopped only for the last pass. start_on_destination starts it there; wait waits (else get_migration).`,
     default: true,
     summary: `Move a ${singular} to another destination/server with its volume data (copied while it runs, stopped for the last pass), does not redeploy.`,
     permission: 'write',
@@ -306,6 +308,8 @@ export function migrateOperation(collection: Collection) {
 export const migrationOperations = [
   defineOperation({
     name: 'list_migrations',
+    title: 'List migrations',
+    description: "The team's migrations, newest first, with their volume transfer status.",
     summary: 'List the team’s migrations, newest first.',
     permission: 'read',
     toolset: 'deployments',
@@ -325,6 +329,8 @@ export const migrationOperations = [
   }),
   defineOperation({
     name: 'get_migration',
+    title: 'Get a migration',
+    description: 'Follow a migration (migrate_*): status, phase (pre-copy round N, final-sync, verify, switch), bytes sent, downtime_ms once done.',
     default: true,
     summary: 'Get a migration: its status and volume transfer progress.',
     permission: 'read',
@@ -339,6 +345,8 @@ export const migrationOperations = [
   }),
   defineOperation({
     name: 'cancel_migration',
+    title: 'Cancel a migration',
+    description: 'Cancel a migration before its switch: the copy stops, the copies on the target are removed, and the resource stays (running if it ran) where it was.',
     summary: 'Cancel a migration before its switch: the copy stops, what it wrote on the target is removed, the resource stays as it was.',
     permission: 'write',
     toolset: 'deployments',

@@ -4,7 +4,7 @@ import { BerthError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
-import { TOOLSET_OF } from './resource-common.js';
+import { ONE_OF, TOOLSET_OF } from './resource-common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 const TITLE: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
@@ -17,6 +17,8 @@ export function moveOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `move_${singular}`,
+    title: `Move a ${singular} to an environment`,
+    description: `Move ${ONE_OF[collection]} to another environment (environment_uuid, from list_environments of any of your projects). Records only: its server, containers and data stay; not to be confused with migrate, which changes servers.`,
     summary: `Move a ${singular} to another environment (environment_uuid, any project of the team); its server, containers and data stay.`,
     permission: 'write',
     toolset: TOOLSET_OF[collection],

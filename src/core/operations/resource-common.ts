@@ -7,10 +7,14 @@ import { owned, ownedEnvironment } from '../lookup.js';
 import { uuidParam } from '../validators.js';
 import { brief } from '../runtime-fields.js';
 import { stamps } from './common.js';
+import type { Collection } from '../model/kinds.js';
 
 export type ResourceRow = Selectable<ResourcesTable>;
 
 export const TOOLSET_OF = { applications: 'applications', databases: 'databases', services: 'services' } as const;
+
+/** One resource of a collection as tool texts name it, article and all. */
+export const ONE_OF: Record<Collection, string> = { applications: 'an application', databases: 'a database', services: 'a service' };
 
 /** Where a new resource goes, as Coolify's create bodies name it. */
 export const placementInput = {

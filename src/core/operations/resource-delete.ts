@@ -3,13 +3,19 @@ import { BerthError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
-import { TOOLSET_OF } from './resource-common.js';
+import { ONE_OF, TOOLSET_OF } from './resource-common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 /** A query flag as Coolify sends it (`true`/`false`), or a JSON boolean over MCP; Coolify's default is true. */
 const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional();
 
 const WHAT: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
+/** What goes with a resource before its records (a database's backups go with its volumes). */
+const REMOVED: Record<Collection, string> = {
+  applications: 'its container on the server, its volumes',
+  databases: 'its container, its volumes and backups',
+  services: 'its containers, its volumes',
+};
 
 /**
  * Delete as Coolify deletes: the resource's containers on its engine, its volumes and backup
@@ -22,7 +28,9 @@ export function deleteOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `delete_${singular}`,
-    summary: `Delete ${singular === 'application' ? 'an' : 'a'} ${singular}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
+    title: `Delete ${ONE_OF[collection]}`,
+    description: `Delete ${ONE_OF[collection]}: ${REMOVED[collection]} (unless delete_volumes is false), then its records.`,
+    summary: `Delete ${ONE_OF[collection]}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
     permission: 'write',
     toolset: TOOLSET_OF[collection],
     input: z.strictObject({ uuid: uuidParam, delete_configurations: flag, delete_volumes: flag, docker_cleanup: flag, delete_connected_networks: flag }),

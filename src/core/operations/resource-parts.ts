@@ -13,7 +13,7 @@ import { sensitive } from '../redact.js';
 import { engineName, envKey, envValue, flag, mountPath, uuidParam } from '../validators.js';
 import { bit, bool, CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { truncateLog } from './deployments.js';
-import { config, TOOLSET_OF } from './resource-common.js';
+import { config, ONE_OF, TOOLSET_OF } from './resource-common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 type EnvRow = Omit<EnvironmentVariablesTable, 'id'> & { id: number };
@@ -76,10 +76,13 @@ export function envOperations(collection: Collection) {
   const singular = SINGULAR[collection];
   const kinds = KINDS_OF[collection];
   const toolset = TOOLSET_OF[collection];
+  const one = ONE_OF[collection];
   const base = `/api/v1/${collection}/{uuid}/envs`;
   return [
     defineOperation({
       name: `list_${singular}_envs`,
+      title: `List ${singular} variables`,
+      description: `List the environment variables of ${one}. Values are shown only with read:sensitive (never for is_shown_once variables).`,
       summary: `List the environment variables of a ${singular} (values need read:sensitive).`,
       permission: 'read',
       toolset,
@@ -95,6 +98,8 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `create_${singular}_env`,
+      title: `Add a ${singular} variable`,
+      description: `Add an environment variable (key, value) to ${one}. Redeploy or restart for it to reach the container.`,
       summary: `Add an environment variable to a ${singular}; redeploy to apply it.`,
       permission: 'write',
       toolset,
@@ -134,6 +139,8 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_env`,
+      title: `Change a ${singular} variable`,
+      description: `Change the environment variable of ${one} that has the given key. Redeploy or restart to apply.`,
       summary: `Change an environment variable of a ${singular}, found by its key.`,
       permission: 'write',
       toolset,
@@ -152,6 +159,8 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_envs_bulk`,
+      title: `Set ${singular} variables in bulk`,
+      description: `Create or change several environment variables of ${one} at once (data: [{ key, value, ... }]); all or none. Redeploy or restart to apply.`,
       summary: `Create or change several environment variables of a ${singular} at once, by key: all of them or, on any error, none.`,
       permission: 'write',
       toolset,
@@ -211,6 +220,8 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `delete_${singular}_env`,
+      title: `Delete a ${singular} variable`,
+      description: `Delete an environment variable of ${one} by its uuid (env_uuid).`,
       summary: `Delete an environment variable of a ${singular} by its uuid.`,
       permission: 'write',
       toolset,
@@ -305,10 +316,13 @@ export function storageOperations(collection: Collection) {
   const singular = SINGULAR[collection];
   const kinds = KINDS_OF[collection];
   const toolset = TOOLSET_OF[collection];
+  const one = ONE_OF[collection];
   const base = `/api/v1/${collection}/{uuid}/storages`;
   const ops = [
     defineOperation({
       name: `list_${singular}_storages`,
+      title: `List ${singular} volumes`,
+      description: `List the persistent volumes of ${one}: name, mount path, and the engine volume that holds the data (what a migration copies).`,
       summary: `List the persistent volumes and file storages of a ${singular} (file contents need read:sensitive).`,
       permission: 'read',
       toolset,
@@ -331,6 +345,8 @@ export function storageOperations(collection: Collection) {
     ...ops,
     defineOperation({
       name: `create_${singular}_storage`,
+      title: `Add a ${singular} volume`,
+      description: `Add a persistent named volume to ${one} at mount_path (absolute, no ".."). Redeploy to mount it.`,
       summary: `Add a persistent volume (type "persistent", name) or a file storage (type "file": content, or is_directory) to a ${singular} at mount_path; redeploy to apply.`,
       permission: 'write',
       toolset,
@@ -379,6 +395,8 @@ export function storageOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_storage`,
+      title: `Move a ${singular} volume`,
+      description: `Mount a persistent volume of ${one} (storage_uuid) at another mount_path; its data and engine volume stay. Redeploy to apply.`,
       summary: `Change a storage of a ${singular}, named by storage_uuid (REST body: uuid) or id: a volume's mount_path (its name stays: it names the engine volume), a file's mount_path or content. Redeploy to apply.`,
       permission: 'write',
       toolset,
@@ -422,6 +440,8 @@ export function storageOperations(collection: Collection) {
     }),
     defineOperation({
       name: `delete_${singular}_storage`,
+      title: `Remove a ${singular} volume`,
+      description: `Remove a persistent volume from ${one}'s records. The data on the engine is not deleted.`,
       summary: `Remove a storage from a ${singular}: a volume from the records (the engine volume is kept), or a file storage; redeploy to apply.`,
       permission: 'write',
       toolset,
@@ -452,6 +472,8 @@ export function logOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `get_${singular}_logs`,
+    title: `Get ${singular} logs`,
+    description: `The last lines (default 100) of ${ONE_OF[collection]}'s container logs (read:sensitive)${collection === 'services' ? '; sub_service_name: one container' : ''}; show_timestamps: true adds times; long logs keep their tail unless full: "true".`,
     default: true,
     summary: `Recent container logs of a ${singular} (read:sensitive)${collection === 'services' ? '; sub_service_name picks one compose container' : ''}.`,
     permission: 'read:sensitive',

@@ -8,6 +8,7 @@ import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
 import { CREATE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import { ONE_OF } from './resource-common.js';
 
 const tagSchema = z.object({ uuid: z.string(), name: z.string(), created_at: z.string(), updated_at: z.string() });
 
@@ -72,6 +73,8 @@ const taken = () => new BerthError('conflict', { message: 'Tag with this name al
 export const tagOperations = [
   defineOperation({
     name: 'list_tags',
+    title: 'List tags',
+    description: "The team's tags (uuid, name). Deploy everything that carries one with deploy(tag).",
     summary: "List the team's tags, by name.",
     permission: 'read',
     toolset: 'tags',
@@ -86,6 +89,8 @@ export const tagOperations = [
   }),
   defineOperation({
     name: 'create_tag',
+    title: 'Create a tag',
+    description: 'Create a tag (2-64 letters, digits, . _ -; stored lower case, unique in the team). Attach it with add_application_tags and friends.',
     summary: 'Create a tag (trimmed, lower case, unique in the team).',
     permission: 'write',
     toolset: 'tags',
@@ -109,6 +114,8 @@ export const tagOperations = [
   }),
   defineOperation({
     name: 'update_tag',
+    title: 'Rename a tag',
+    description: 'Rename a tag; every application, database and service carrying it carries the new name.',
     summary: 'Rename a tag: every application, database and service that carries it carries the new name.',
     permission: 'write',
     toolset: 'tags',
@@ -130,6 +137,8 @@ export const tagOperations = [
   }),
   defineOperation({
     name: 'delete_tag',
+    title: 'Delete a tag',
+    description: 'Delete a tag; the resources that carried it lose it (they are not deleted).',
     summary: 'Delete a tag; the resources that carried it lose it.',
     permission: 'write',
     toolset: 'tags',
@@ -152,12 +161,15 @@ export const tagOperations = [
 export function resourceTagOperations(collection: Collection) {
   const singular = SINGULAR[collection];
   const kinds = KINDS_OF[collection];
+  const one = ONE_OF[collection];
   const base = `/api/v1/${collection}/{uuid}/tags`;
   const tagsOf = async (db: Db, teamId: number, names: string[]) =>
     names.length ? (await db.selectFrom('tags').selectAll().where('team_id', '=', teamId).where('name', 'in', names).orderBy('name').execute()).map(view) : [];
   return [
     defineOperation({
       name: `list_${singular}_tags`,
+      title: `List ${singular} tags`,
+      description: `The tags ${one} carries (uuid and name of each).`,
       summary: `List the tags of a ${singular}.`,
       permission: 'read',
       toolset: 'tags',
@@ -173,6 +185,8 @@ export function resourceTagOperations(collection: Collection) {
     }),
     defineOperation({
       name: `add_${singular}_tags`,
+      title: `Tag a ${singular}`,
+      description: `Add tags to ${one}: tag_name, or tag_names for several; new names become tags. Answers all its tags.`,
       summary: `Tag a ${singular} (tag_name, or tag_names for several); new names become tags. Answers all its tags.`,
       permission: 'write',
       toolset: 'tags',
@@ -203,6 +217,8 @@ export function resourceTagOperations(collection: Collection) {
     }),
     defineOperation({
       name: `remove_${singular}_tag`,
+      title: `Untag a ${singular}`,
+      description: `Take one tag (tag_uuid from list_tags) off ${one}. A tag nothing carries any more is deleted.`,
       summary: `Take a tag (tag_uuid) off a ${singular}; a tag no resource carries any more is deleted, as Coolify does.`,
       permission: 'write',
       toolset: 'tags',

@@ -9,6 +9,7 @@ import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
 import { uuidParam } from '../validators.js';
 import { messageSchema, READ, stamps } from './common.js';
+import { ONE_OF } from './resource-common.js';
 import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 const settingsShape = {
@@ -74,10 +75,13 @@ const scheduleOf = (db: Db, storageId: number) => db.selectFrom('scheduled_volum
  */
 export function volumeBackupOperations(collection: Collection) {
   const singular = SINGULAR[collection];
+  const one = ONE_OF[collection];
   const base = `/api/v1/${collection}/{uuid}/storages/{storage_uuid}/backups`;
   return [
     defineOperation({
       name: `get_${singular}_storage_backup`,
+      title: `Get a ${singular} volume backup`,
+      description: `The backup schedule of a volume of ${one} (storage_uuid) and its latest runs: status, archive file, size; the tool output needs read:sensitive.`,
       summary: `The backup schedule of a ${singular}'s volume and its 20 latest runs (archives in the server's backup volume).`,
       permission: 'read',
       toolset: 'backups',
@@ -107,6 +111,8 @@ export function volumeBackupOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_storage_backup`,
+      title: `Schedule a ${singular} volume backup`,
+      description: `Create or change the backup schedule of a volume of ${one}: frequency (cron, UTC, or hourly/daily/...), retention_amount_locally, stop_during_backup. Archives (tar.gz) stay in the server's backup volume; S3 is not supported yet.`,
       summary: `Create or change the backup schedule of a ${singular}'s volume (frequency, retention, stop_during_backup).`,
       permission: 'write',
       toolset: 'backups',
@@ -151,6 +157,8 @@ export function volumeBackupOperations(collection: Collection) {
     }),
     defineOperation({
       name: `delete_${singular}_storage_backup`,
+      title: `Remove a ${singular} volume backup`,
+      description: `Remove the backup schedule of a volume of ${one}. Archives already made stay on the server.`,
       summary: `Remove the backup schedule of a ${singular}'s volume (the archives already made stay in the backup volume).`,
       permission: 'write',
       toolset: 'backups',
@@ -167,6 +175,8 @@ export function volumeBackupOperations(collection: Collection) {
     }),
     defineOperation({
       name: `run_${singular}_storage_backup`,
+      title: `Back up a ${singular} volume now`,
+      description: `Archive a volume of ${one} now (it needs a schedule). Follow it with get_${singular}_storage_backup.`,
       summary: `Back up a ${singular}'s volume now (it needs a schedule); follow the run with get_${singular}_storage_backup.`,
       permission: 'write',
       toolset: 'backups',
