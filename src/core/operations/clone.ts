@@ -20,7 +20,7 @@ export function cloneOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `clone_${singular}`,
-    title: `Clone a ${singular}`,
+    title: `Clone ${ONE_OF[collection]}`,
     description: `Copy ${ONE_OF[collection]} onto a destination (destination_uuid from list_destinations): settings, variables, volumes (new and empty) and tags, in the same environment; name optional. The copy is not deployed.`,
     summary: `Copy a ${singular} (settings, variables, volumes, tags) onto a destination of the team; the copy has new, empty volumes and is not deployed.`,
     permission: 'write',

@@ -17,7 +17,7 @@ export function moveOperation(collection: Collection) {
   const singular = SINGULAR[collection];
   return defineOperation({
     name: `move_${singular}`,
-    title: `Move a ${singular} to an environment`,
+    title: `Move ${ONE_OF[collection]} to an environment`,
     description: `Move ${ONE_OF[collection]} to another environment (environment_uuid, from list_environments of any of your projects). Records only: its server, containers and data stay; not to be confused with migrate, which changes servers.`,
     summary: `Move a ${singular} to another environment (environment_uuid, any project of the team); its server, containers and data stay.`,
     permission: 'write',

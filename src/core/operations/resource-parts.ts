@@ -98,7 +98,7 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `create_${singular}_env`,
-      title: `Add a ${singular} variable`,
+      title: `Add ${one} variable`,
       description: `Add an environment variable (key, value) to ${one}. Redeploy or restart for it to reach the container.`,
       summary: `Add an environment variable to a ${singular}; redeploy to apply it.`,
       permission: 'write',
@@ -139,7 +139,7 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_env`,
-      title: `Change a ${singular} variable`,
+      title: `Change ${one} variable`,
       description: `Change the environment variable of ${one} that has the given key. Redeploy or restart to apply.`,
       summary: `Change an environment variable of a ${singular}, found by its key.`,
       permission: 'write',
@@ -220,7 +220,7 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `delete_${singular}_env`,
-      title: `Delete a ${singular} variable`,
+      title: `Delete ${one} variable`,
       description: `Delete an environment variable of ${one} by its uuid (env_uuid).`,
       summary: `Delete an environment variable of a ${singular} by its uuid.`,
       permission: 'write',
@@ -345,7 +345,7 @@ export function storageOperations(collection: Collection) {
     ...ops,
     defineOperation({
       name: `create_${singular}_storage`,
-      title: `Add a ${singular} volume`,
+      title: `Add ${one} volume`,
       description: `Add a persistent named volume to ${one} at mount_path (absolute, no ".."). Redeploy to mount it.`,
       summary: `Add a persistent volume (type "persistent", name) or a file storage (type "file": content, or is_directory) to a ${singular} at mount_path; redeploy to apply.`,
       permission: 'write',
@@ -395,7 +395,7 @@ export function storageOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_storage`,
-      title: `Move a ${singular} volume`,
+      title: `Move ${one} volume`,
       description: `Mount a persistent volume of ${one} (storage_uuid) at another mount_path; its data and engine volume stay. Redeploy to apply.`,
       summary: `Change a storage of a ${singular}, named by storage_uuid (REST body: uuid) or id: a volume's mount_path (its name stays: it names the engine volume), a file's mount_path or content. Redeploy to apply.`,
       permission: 'write',
@@ -440,7 +440,7 @@ export function storageOperations(collection: Collection) {
     }),
     defineOperation({
       name: `delete_${singular}_storage`,
-      title: `Remove a ${singular} volume`,
+      title: `Remove ${one} volume`,
       description: `Remove a persistent volume from ${one}'s records. The data on the engine is not deleted.`,
       summary: `Remove a storage from a ${singular}: a volume from the records (the engine volume is kept), or a file storage; redeploy to apply.`,
       permission: 'write',

@@ -156,7 +156,7 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
     }),
     defineOperation({
       name: `create_${singular}_scheduled_task`,
-      title: `Schedule a ${singular} task`,
+      title: `Schedule ${one} task`,
       description: `Schedule a shell command (sh -c) inside ${where}: name, command, frequency (cron, UTC, or every_minute/hourly/daily/...), timeout seconds (default 300; killed after), enabled. It runs only while the container runs.`,
       summary: `Schedule a shell command inside ${singular === 'application' ? "an application's container" : "a service's container"} (cron or hourly/daily/…, timeout in seconds).`,
       permission: 'write',
@@ -189,7 +189,7 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
     }),
     defineOperation({
       name: `update_${singular}_scheduled_task`,
-      title: `Change a ${singular} scheduled task`,
+      title: `Change ${one} scheduled task`,
       description: `Change a scheduled task of ${one} (task_uuid): name, command, frequency, container, timeout, enabled.`,
       summary: `Change a scheduled task of ${singular === 'application' ? 'an' : 'a'} ${singular} (name, command, frequency, container, timeout, enabled).`,
       permission: 'write',
@@ -219,7 +219,7 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
     }),
     defineOperation({
       name: `delete_${singular}_scheduled_task`,
-      title: `Delete a ${singular} scheduled task`,
+      title: `Delete ${one} scheduled task`,
       description: `Delete a scheduled task of ${one} (task_uuid) and its recorded runs.`,
       summary: `Delete a scheduled task of ${singular === 'application' ? 'an' : 'a'} ${singular} and its executions.`,
       permission: 'write',
@@ -259,7 +259,7 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
     }),
     defineOperation({
       name: `execute_${singular}_scheduled_task`,
-      title: `Run a ${singular} task now`,
+      title: `Run ${one} task now`,
       description: `Run a scheduled task of ${one} once now, in the background; follow it with list_${singular}_scheduled_task_executions (execution_uuid).`,
       summary: `Run a scheduled task once now, in the background; follow it with list_${singular}_scheduled_task_executions.`,
       permission: 'write',

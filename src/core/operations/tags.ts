@@ -185,7 +185,7 @@ export function resourceTagOperations(collection: Collection) {
     }),
     defineOperation({
       name: `add_${singular}_tags`,
-      title: `Tag a ${singular}`,
+      title: `Tag ${one}`,
       description: `Add tags to ${one}: tag_name, or tag_names for several; new names become tags. Answers all its tags.`,
       summary: `Tag a ${singular} (tag_name, or tag_names for several); new names become tags. Answers all its tags.`,
       permission: 'write',
@@ -217,7 +217,7 @@ export function resourceTagOperations(collection: Collection) {
     }),
     defineOperation({
       name: `remove_${singular}_tag`,
-      title: `Untag a ${singular}`,
+      title: `Untag ${one}`,
       description: `Take one tag (tag_uuid from list_tags) off ${one}. A tag nothing carries any more is deleted.`,
       summary: `Take a tag (tag_uuid) off a ${singular}; a tag no resource carries any more is deleted, as Coolify does.`,
       permission: 'write',

@@ -80,7 +80,7 @@ export function volumeBackupOperations(collection: Collection) {
   return [
     defineOperation({
       name: `get_${singular}_storage_backup`,
-      title: `Get a ${singular} volume backup`,
+      title: `Get ${one} volume backup`,
       description: `The backup schedule of a volume of ${one} (storage_uuid) and its latest runs: status, archive file, size; the tool output needs read:sensitive.`,
       summary: `The backup schedule of a ${singular}'s volume and its 20 latest runs (archives in the server's backup volume).`,
       permission: 'read',
@@ -111,7 +111,7 @@ export function volumeBackupOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_storage_backup`,
-      title: `Schedule a ${singular} volume backup`,
+      title: `Schedule ${one} volume backup`,
       description: `Create or change the backup schedule of a volume of ${one}: frequency (cron, UTC, or hourly/daily/...), retention_amount_locally, stop_during_backup. Archives (tar.gz) stay in the server's backup volume; S3 is not supported yet.`,
       summary: `Create or change the backup schedule of a ${singular}'s volume (frequency, retention, stop_during_backup).`,
       permission: 'write',
@@ -157,7 +157,7 @@ export function volumeBackupOperations(collection: Collection) {
     }),
     defineOperation({
       name: `delete_${singular}_storage_backup`,
-      title: `Remove a ${singular} volume backup`,
+      title: `Remove ${one} volume backup`,
       description: `Remove the backup schedule of a volume of ${one}. Archives already made stay on the server.`,
       summary: `Remove the backup schedule of a ${singular}'s volume (the archives already made stay in the backup volume).`,
       permission: 'write',
@@ -175,7 +175,7 @@ export function volumeBackupOperations(collection: Collection) {
     }),
     defineOperation({
       name: `run_${singular}_storage_backup`,
-      title: `Back up a ${singular} volume now`,
+      title: `Back up ${one} volume now`,
       description: `Archive a volume of ${one} now (it needs a schedule). Follow it with get_${singular}_storage_backup.`,
       summary: `Back up a ${singular}'s volume now (it needs a schedule); follow the run with get_${singular}_storage_backup.`,
       permission: 'write',
