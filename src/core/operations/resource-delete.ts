@@ -3,8 +3,8 @@ import { BerthError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
-import { ONE_OF, TOOLSET_OF } from './resource-common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import { perCollection } from './resource-common.js';
+import type { Collection } from '../model/kinds.js';
 
 /** A query flag as Coolify sends it (`true`/`false`), or a JSON boolean over MCP; Coolify's default is true. */
 const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional();
@@ -25,20 +25,20 @@ const REMOVED: Record<Collection, string> = {
  * be reached the resource stays, marked `deleting`, and berth retries until it can.
  */
 export function deleteOperation(collection: Collection) {
-  const singular = SINGULAR[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
   return defineOperation({
     name: `delete_${singular}`,
-    title: `Delete ${ONE_OF[collection]}`,
-    description: `Delete ${ONE_OF[collection]}: ${REMOVED[collection]} (unless delete_volumes is false), then its records.`,
-    summary: `Delete ${ONE_OF[collection]}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
+    title: `Delete ${one}`,
+    description: `Delete ${one}: ${REMOVED[collection]} (unless delete_volumes is false), then its records.`,
+    summary: `Delete ${one}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
     permission: 'write',
-    toolset: TOOLSET_OF[collection],
+    toolset,
     input: z.strictObject({ uuid: uuidParam, delete_configurations: flag, delete_volumes: flag, docker_cleanup: flag, delete_connected_networks: flag }),
     output: z.object({ message: z.string(), removed: z.array(z.string()).optional() }),
     annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: true },
     http: { method: 'DELETE', path: `/api/v1/${collection}/{uuid}` },
     async run({ db, caller, jobs }, i) {
-      const r = await ownedResource(db, i.uuid, caller.teamId, KINDS_OF[collection]);
+      const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       if (r.status === 'migrating') throw new BerthError('conflict', { message: `The ${singular} is being migrated; delete it when the migration has finished.` });
       const result = await jobs.deleteResource(r.id, { volumes: i.delete_volumes ?? true, networks: i.delete_connected_networks ?? true, cleanup: i.docker_cleanup ?? true });
       if (!result.done) {

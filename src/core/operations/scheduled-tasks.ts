@@ -12,9 +12,8 @@ import { sensitive } from '../redact.js';
 import { uuidParam } from '../validators.js';
 import { CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { truncateLog } from './deployments.js';
-import { KINDS_OF, SINGULAR } from '../model/kinds.js';
 import type { ServiceConfig } from '../model/service.js';
-import { config, ONE_OF, TOOLSET_OF, type ResourceRow } from './resource-common.js';
+import { config, type ResourceRow, perCollection } from './resource-common.js';
 
 type TaskRow = Selectable<ScheduledTasksTable>;
 type ExecutionRow = Selectable<ScheduledTaskExecutionsTable>;
@@ -131,10 +130,7 @@ async function ownedTask(db: Db, teamId: number, kinds: Parameters<typeof ownedR
  * kept with its output and exit code.
  */
 export function scheduledTaskOperations(collection: 'applications' | 'services') {
-  const singular = SINGULAR[collection];
-  const kinds = KINDS_OF[collection];
-  const toolset = TOOLSET_OF[collection];
-  const one = ONE_OF[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
   const where = collection === 'services' ? "one of the service's containers (container: its compose service name; may be left empty when it has one)" : "the application's container";
   const base = `/api/v1/${collection}/{uuid}/scheduled-tasks`;
   return [
@@ -158,7 +154,7 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       name: `create_${singular}_scheduled_task`,
       title: `Schedule ${one} task`,
       description: `Schedule a shell command (sh -c) inside ${where}: name, command, frequency (cron, UTC, or every_minute/hourly/daily/...), timeout seconds (default 300; killed after), enabled. It runs only while the container runs.`,
-      summary: `Schedule a shell command inside ${singular === 'application' ? "an application's container" : "a service's container"} (cron or hourly/daily/…, timeout in seconds).`,
+      summary: `Schedule a shell command inside ${one}'s container (cron or hourly/daily/…, timeout in seconds).`,
       permission: 'write',
       toolset,
       input: z.strictObject({ uuid: uuidParam, ...fields }),
@@ -191,7 +187,7 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       name: `update_${singular}_scheduled_task`,
       title: `Change ${one} scheduled task`,
       description: `Change a scheduled task of ${one} (task_uuid): name, command, frequency, container, timeout, enabled.`,
-      summary: `Change a scheduled task of ${singular === 'application' ? 'an' : 'a'} ${singular} (name, command, frequency, container, timeout, enabled).`,
+      summary: `Change a scheduled task of ${one} (name, command, frequency, container, timeout, enabled).`,
       permission: 'write',
       toolset,
       input: z.strictObject({ ...taskParams, ...fields, name: fields.name.optional(), command: fields.command.optional(), frequency: fields.frequency.optional() }),
@@ -221,7 +217,7 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       name: `delete_${singular}_scheduled_task`,
       title: `Delete ${one} scheduled task`,
       description: `Delete a scheduled task of ${one} (task_uuid) and its recorded runs.`,
-      summary: `Delete a scheduled task of ${singular === 'application' ? 'an' : 'a'} ${singular} and its executions.`,
+      summary: `Delete a scheduled task of ${one} and its executions.`,
       permission: 'write',
       toolset,
       input: z.strictObject(taskParams),

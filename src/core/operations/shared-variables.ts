@@ -90,7 +90,6 @@ interface ScopeSpec {
   /** Path of the list, without the variable. */
   base: string;
   params: Record<string, z.ZodType>;
-  toolset: 'shared_variables';
   resolve(db: Db, caller: Caller, input: Record<string, unknown>): Promise<Scope>;
   what: string;
   /** The scope as the tool descriptions name it, with the parameters that find it. */
@@ -103,7 +102,6 @@ const SCOPES: ScopeSpec[] = [
     word: 'team',
     base: '/api/v1/team/envs',
     params: {},
-    toolset: 'shared_variables',
     what: "the token's team",
     found: 'your team',
     resolve: async (_db, caller) => ({ type: 'team', scopeId: caller.teamId, columns: {} }),
@@ -113,7 +111,6 @@ const SCOPES: ScopeSpec[] = [
     word: 'project',
     base: '/api/v1/projects/{uuid}/envs',
     params: { uuid: uuidParam },
-    toolset: 'shared_variables',
     what: 'a project',
     found: 'a project (uuid)',
     resolve: async (db, caller, i) => {
@@ -126,7 +123,6 @@ const SCOPES: ScopeSpec[] = [
     word: 'environment',
     base: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}/envs',
     params: { uuid: uuidParam, environment_name_or_uuid: environmentRef },
-    toolset: 'shared_variables',
     what: 'a project environment',
     found: 'a project environment (uuid + environment_name_or_uuid)',
     resolve: async (db, caller, i) => {
@@ -140,7 +136,6 @@ const SCOPES: ScopeSpec[] = [
     word: 'server',
     base: '/api/v1/servers/{uuid}/envs',
     params: { uuid: uuidParam },
-    toolset: 'shared_variables',
     what: 'a server',
     found: 'a server (uuid)',
     resolve: async (db, caller, i) => {
@@ -155,7 +150,8 @@ const inScope = (db: Db, caller: Caller, s: Scope) => db.selectFrom('shared_envi
 const conflict = (message: string) => new BerthError('conflict', { message });
 
 function familyOf(spec: ScopeSpec) {
-  const { word, base, params, toolset, what, found } = spec;
+  const { word, base, params, what, found } = spec;
+  const toolset = 'shared_variables';
   return [
     defineOperation({
       name: `list_${word}_shared_envs`,

@@ -7,8 +7,8 @@ import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
 import { CREATE, messageSchema, READ, stamps, UPDATE } from './common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
-import { ONE_OF } from './resource-common.js';
+import type { Collection } from '../model/kinds.js';
+import { perCollection } from './resource-common.js';
 
 const tagSchema = z.object({ uuid: z.string(), name: z.string(), created_at: z.string(), updated_at: z.string() });
 
@@ -159,9 +159,7 @@ export const tagOperations = [
 
 /** Tags of one application, database or service: list, add (creating new names), remove. */
 export function resourceTagOperations(collection: Collection) {
-  const singular = SINGULAR[collection];
-  const kinds = KINDS_OF[collection];
-  const one = ONE_OF[collection];
+  const { singular, kinds, one } = perCollection(collection);
   const base = `/api/v1/${collection}/{uuid}/tags`;
   const tagsOf = async (db: Db, teamId: number, names: string[]) =>
     names.length ? (await db.selectFrom('tags').selectAll().where('team_id', '=', teamId).where('name', 'in', names).orderBy('name').execute()).map(view) : [];
@@ -170,7 +168,7 @@ export function resourceTagOperations(collection: Collection) {
       name: `list_${singular}_tags`,
       title: `List ${singular} tags`,
       description: `The tags ${one} carries (uuid and name of each).`,
-      summary: `List the tags of a ${singular}.`,
+      summary: `List the tags of ${one}.`,
       permission: 'read',
       toolset: 'tags',
       input: z.strictObject({ uuid: uuidParam }),
@@ -187,7 +185,7 @@ export function resourceTagOperations(collection: Collection) {
       name: `add_${singular}_tags`,
       title: `Tag ${one}`,
       description: `Add tags to ${one}: tag_name, or tag_names for several; new names become tags. Answers all its tags.`,
-      summary: `Tag a ${singular} (tag_name, or tag_names for several); new names become tags. Answers all its tags.`,
+      summary: `Tag ${one} (tag_name, or tag_names for several); new names become tags. Answers all its tags.`,
       permission: 'write',
       toolset: 'tags',
       input: z.strictObject({ uuid: uuidParam, tag_name: tagName.optional(), tag_names: z.array(tagName).min(1).max(50).optional() }),
@@ -219,7 +217,7 @@ export function resourceTagOperations(collection: Collection) {
       name: `remove_${singular}_tag`,
       title: `Untag ${one}`,
       description: `Take one tag (tag_uuid from list_tags) off ${one}. A tag nothing carries any more is deleted.`,
-      summary: `Take a tag (tag_uuid) off a ${singular}; a tag no resource carries any more is deleted, as Coolify does.`,
+      summary: `Take a tag (tag_uuid) off ${one}; a tag no resource carries any more is deleted, as Coolify does.`,
       permission: 'write',
       toolset: 'tags',
       input: z.strictObject({ uuid: uuidParam, tag_uuid: uuidParam }),
