@@ -53,6 +53,13 @@ export interface OperationContext extends CallOptions {
 export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType> {
   /** snake_case; also the MCP tool name. */
   name: string;
+  /** The tool's title, as an agent's client shows it. */
+  title: string;
+  /**
+   * What an agent reads about the tool: when to use it, what it changes and what to do next (the
+   * MCP tool description and the OpenAPI description). `summary` is the one line for REST docs.
+   */
+  description: string;
   summary: string;
   /** What the caller's token must hold; 'authenticated' means any valid token. */
   permission: RequiredPermission | 'authenticated';

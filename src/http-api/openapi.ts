@@ -3,7 +3,6 @@ import { errorCatalogue } from '../errors.js';
 import { pathParams, type Operation } from '../core/operation.js';
 import { BERTH_VERSION, COOLIFY_API_VERSION } from '../core/operations/platform.js';
 import { PUBLIC_ROUTES } from './public-routes.js';
-import { toolText } from '../core/operations/descriptions.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -54,7 +53,7 @@ function operationObject(op: Operation): JsonSchema {
   return {
     operationId: op.name,
     summary: op.summary,
-    description: toolText(op.name)?.description ?? op.summary,
+    description: op.description,
     tags: [op.toolset],
     'x-berth-permission': op.permission,
     ...(op.access?.rootTeamOnly ? { 'x-berth-root-team-only': true } : {}),

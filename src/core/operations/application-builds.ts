@@ -121,6 +121,9 @@ async function createBuilt(ctx: OperationContext, i: z.infer<z.ZodObject<typeof 
 export const applicationBuildOperations = [
   defineOperation({
     name: 'create_dockerfile_application',
+    title: 'Create an application from a Dockerfile',
+    description:
+      "Create an application whose image is built from an inline Dockerfile (base64, as Coolify) on the server's engine at each deploy. Placement as create_application, plus ports_exposes. Deploy to build; the build output is in the deployment's logs. Runtime fields as create_application.",
     summary: "Create an application built from an inline Dockerfile (base64) on the server's engine at each deploy.",
     permission: 'write',
     toolset: 'applications',
@@ -137,6 +140,9 @@ export const applicationBuildOperations = [
   }),
   defineOperation({
     name: 'create_public_application',
+    title: 'Create an application from a git repository',
+    description:
+      'Create an application built from a public git repository (git_repository, git_branch, build_pack "dockerfile", base_directory, dockerfile_location) on the server\'s engine at each deploy. A failed build fails the deployment and leaves the running container alone. Runtime fields as create_application.',
     summary: "Create an application built from a public git repository's Dockerfile on the server's engine at each deploy.",
     permission: 'write',
     toolset: 'applications',
@@ -160,6 +166,9 @@ export const applicationBuildOperations = [
   }),
   defineOperation({
     name: 'create_private_deploy_key_application',
+    title: 'Create an application from a private repository (deploy key)',
+    description:
+      "Create an application built from a private git repository cloned over SSH with one of the team's private keys (private_key_uuid; its public half must be a deploy key of the repository). git_repository as git@host:owner/repo.git or ssh://user@host:port/path; git_host_key (the host's key as ssh-keyscan prints it) is checked, else the key seen at the first clone is pinned and a changed one refused. Otherwise as create_public_application.",
     summary: "Create an application built from a private repository cloned over SSH with one of the team's private keys (a deploy key).",
     permission: 'write',
     toolset: 'applications',
@@ -190,6 +199,8 @@ export const applicationBuildOperations = [
   }),
   defineOperation({
     name: 'create_private_github_app_application',
+    title: 'Create an application through a GitHub app',
+    description: "Coolify's private-github-app create. berth does not call GitHub's API, so this answers 501 saying so; use create_private_deploy_key_application with a deploy key instead.",
     summary: "Create an application from a private repository through a GitHub app: needs GitHub's network (answers 501 saying so).",
     permission: 'write',
     toolset: 'applications',

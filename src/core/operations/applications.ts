@@ -123,6 +123,8 @@ export async function applyRuntimeFields(db: Db, c: ApplicationConfig, i: Record
 export const applicationOperations = [
   defineOperation({
     name: 'list_applications',
+    title: 'List applications',
+    description: "List the team's applications (paginated; filter by tag).",
     summary: 'List the applications of the team.',
     permission: 'read',
     toolset: 'applications',
@@ -139,6 +141,9 @@ export const applicationOperations = [
   }),
   defineOperation({
     name: 'create_application',
+    title: 'Create an application from an image',
+    description:
+      "Create an application that runs a Docker image on a server, in a project environment. Needs project_uuid, server_uuid, environment_name (or environment_uuid) and docker_registry_image_name. Nothing runs until you deploy (or pass instant_deploy: true). Also takes Coolify's health_check_*, limits_*, custom_labels, custom_docker_run_options.",
     summary: 'Create an application from a Docker image (not deployed unless instant_deploy).',
     permission: 'write',
     toolset: 'applications',
@@ -169,6 +174,8 @@ export const applicationOperations = [
   }),
   defineOperation({
     name: 'get_application',
+    title: 'Get an application',
+    description: 'Get an application: image, ports, domains, status (as its engine says) and where it lives.',
     default: true,
     summary: 'Get an application.',
     permission: 'read',
@@ -183,6 +190,9 @@ export const applicationOperations = [
   }),
   defineOperation({
     name: 'update_application',
+    title: 'Update an application',
+    description:
+      "Change an application (image, ports, domains, name, Coolify's health_check_*, limits_*, custom_labels, custom_docker_run_options). Call deploy afterwards for the running container to pick it up.",
     summary: 'Change an application; redeploy for the change to reach the running container.',
     permission: 'write',
     toolset: 'applications',

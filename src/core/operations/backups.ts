@@ -178,6 +178,8 @@ function checkFrequency(f: string | undefined) {
 export const backupOperations = [
   defineOperation({
     name: 'list_database_backups',
+    title: 'List database backups',
+    description: 'The scheduled backups of a database (uuid from list_databases), each with its settings (frequency, enabled, retention) and its executions, newest first.',
     summary: 'List the scheduled backups of a database, each with its executions.',
     permission: 'read',
     toolset: 'backups',
@@ -200,6 +202,9 @@ export const backupOperations = [
   }),
   defineOperation({
     name: 'create_database_backup',
+    title: 'Schedule database backups',
+    description:
+      'Schedule backups of a database: frequency is a 5-field cron expression or every_minute, hourly, daily, weekly, monthly, yearly (UTC). Files stay on the database’s server. Retention: database_backup_retention_amount_locally (keep N), _days_locally, _max_storage_locally (GB); 0 keeps all. backup_now: true also runs one now; follow it with list_database_backup_executions.',
     summary: 'Schedule backups of a database (frequency: cron or every_minute/hourly/daily/weekly/monthly/yearly, UTC); backup_now runs one at once.',
     permission: 'write',
     toolset: 'backups',
@@ -244,6 +249,8 @@ export const backupOperations = [
   }),
   defineOperation({
     name: 'update_database_backup',
+    title: 'Change a database backup',
+    description: 'Change a scheduled backup: frequency, enabled (false pauses it), retention. backup_now: true runs one now.',
     summary: 'Change a scheduled backup (frequency, enabled, retention); backup_now runs one at once.',
     permission: 'write',
     toolset: 'backups',
@@ -267,6 +274,8 @@ export const backupOperations = [
   }),
   defineOperation({
     name: 'delete_database_backup',
+    title: 'Delete a database backup',
+    description: 'Delete a scheduled backup, all its executions and their files on the server. Cannot be undone.',
     summary: 'Delete a scheduled backup with all its executions and their files on the server.',
     permission: 'write',
     toolset: 'backups',
@@ -289,6 +298,8 @@ export const backupOperations = [
   }),
   defineOperation({
     name: 'list_database_backup_executions',
+    title: 'List backup executions',
+    description: 'The runs of a scheduled backup, newest first: status (running, success, failed), filename, size in bytes, message; the dump tool’s logs need read:sensitive.',
     summary: 'List the executions of a scheduled backup, newest first (logs need read:sensitive).',
     permission: 'read',
     toolset: 'backups',
@@ -303,6 +314,8 @@ export const backupOperations = [
   }),
   defineOperation({
     name: 'delete_database_backup_execution',
+    title: 'Delete a backup execution',
+    description: 'Delete one backup run and its file on the server.',
     summary: 'Delete one backup execution and its file on the server.',
     permission: 'write',
     toolset: 'backups',
@@ -320,6 +333,9 @@ export const backupOperations = [
   }),
   defineOperation({
     name: 'restore_database_backup_execution',
+    title: 'Restore a database backup',
+    description:
+      'Load a successful backup run back into its running database (PostgreSQL, MySQL, MariaDB, MongoDB): objects in the dump are dropped and recreated, so changes since the backup are lost. Waits until the restore ends.',
     summary: 'Restore a successful backup execution into its running database (replaces the objects the dump holds). berth only; Coolify has no restore endpoint.',
     permission: 'write',
     toolset: 'backups',

@@ -5,8 +5,8 @@ import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { name, uuidParam } from '../validators.js';
 import { stamps } from './common.js';
-import { TOOLSET_OF } from './resource-common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import { perCollection } from './resource-common.js';
+import type { Collection } from '../model/kinds.js';
 
 const TITLE: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
 
@@ -17,18 +17,20 @@ const TITLE: Record<Collection, string> = { applications: 'Application', databas
  * stopped, not deployed. A database keeps its credentials. Copying volume data is not offered yet.
  */
 export function cloneOperation(collection: Collection) {
-  const singular = SINGULAR[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
   return defineOperation({
     name: `clone_${singular}`,
-    summary: `Copy a ${singular} (settings, variables, volumes, tags) onto a destination of the team; the copy has new, empty volumes and is not deployed.`,
+    title: `Clone ${one}`,
+    description: `Copy ${one} onto a destination (destination_uuid from list_destinations): settings, variables, volumes (new and empty) and tags, in the same environment; name optional. The copy is not deployed.`,
+    summary: `Copy ${one} (settings, variables, volumes, tags) onto a destination of the team; the copy has new, empty volumes and is not deployed.`,
     permission: 'write',
-    toolset: TOOLSET_OF[collection],
+    toolset,
     input: z.strictObject({ uuid: uuidParam, destination_uuid: uuidParam, name: name.nullable().optional(), clone_volumes: z.boolean().optional() }),
     output: z.object({ uuid: z.string(), message: z.string() }),
     annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: false },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/clone`, status: 201 },
     async run({ db, caller }, i) {
-      const r = await ownedResource(db, i.uuid, caller.teamId, KINDS_OF[collection]);
+      const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       const dest = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (i.clone_volumes) throw validationError({ clone_volumes: ['berth does not copy volume data on clone yet: the copy starts with empty volumes (migrate moves data between servers).'] });
       const uuid = newUuid();

@@ -40,6 +40,8 @@ function checkScript(text: string | undefined): void {
 export const cloudInitScriptOperations = [
   defineOperation({
     name: 'list_cloud_init_scripts',
+    title: 'List cloud-init scripts',
+    description: "The team's cloud-init scripts (name; the text needs read:sensitive). berth keeps them for servers a cloud provisions; it does not run them itself.",
     summary: "List the team's cloud-init scripts (their text needs read:sensitive).",
     permission: 'read',
     toolset: 'servers',
@@ -53,6 +55,8 @@ export const cloudInitScriptOperations = [
   }),
   defineOperation({
     name: 'create_cloud_init_script',
+    title: 'Store a cloud-init script',
+    description: 'Store a cloud-init script: a shell script starting with #! or cloud-config YAML (checked). It may hold secrets: reading its text needs read:sensitive.',
     summary: 'Store a cloud-init script (a #! shell script or cloud-config YAML) for servers provisioned by a cloud.',
     permission: 'write',
     toolset: 'servers',
@@ -69,6 +73,8 @@ export const cloudInitScriptOperations = [
   }),
   defineOperation({
     name: 'get_cloud_init_script',
+    title: 'Get a cloud-init script',
+    description: 'One cloud-init script; its text only with read:sensitive.',
     summary: 'Get a cloud-init script (its text needs read:sensitive).',
     permission: 'read',
     toolset: 'servers',
@@ -82,6 +88,8 @@ export const cloudInitScriptOperations = [
   }),
   defineOperation({
     name: 'update_cloud_init_script',
+    title: 'Update a cloud-init script',
+    description: "Change a cloud-init script's name or text (same checks as create).",
     summary: "Change a cloud-init script's name or text.",
     permission: 'write',
     toolset: 'servers',
@@ -100,6 +108,8 @@ export const cloudInitScriptOperations = [
   }),
   defineOperation({
     name: 'delete_cloud_init_script',
+    title: 'Delete a cloud-init script',
+    description: 'Delete a cloud-init script from the team; servers already provisioned with it are not touched.',
     summary: 'Delete a cloud-init script.',
     permission: 'write',
     toolset: 'servers',

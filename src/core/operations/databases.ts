@@ -149,6 +149,8 @@ const common = {
 function createOperation(kind: DatabaseKind) {
   return defineOperation({
     name: `create_${kind}_database`,
+    title: `Create a ${kind} database`,
+    description: `Create a ${kind} database with a persistent data volume on a server, in a project environment (project_uuid, server_uuid, environment_name). Passwords are generated unless given; limits_* as Coolify. Nothing runs until you deploy or start it.`,
     summary: `Create a ${kind} database with a persistent volume (not started unless instant_deploy).`,
     permission: 'write',
     toolset: 'databases',
@@ -195,6 +197,8 @@ function createOperation(kind: DatabaseKind) {
 export const databaseOperations = [
   defineOperation({
     name: 'list_databases',
+    title: 'List databases',
+    description: "List the team's databases. Passwords and connection URLs are included only with read:sensitive.",
     summary: 'List the databases of the team.',
     permission: 'read',
     toolset: 'databases',
@@ -218,6 +222,8 @@ export const databaseOperations = [
   ...DATABASE_KINDS.map(createOperation),
   defineOperation({
     name: 'get_database',
+    title: 'Get a database',
+    description: 'Get a database. Passwords and internal_db_url need read:sensitive.',
     default: true,
     summary: 'Get a database (passwords and URLs need read:sensitive).',
     permission: 'read',
@@ -232,6 +238,8 @@ export const databaseOperations = [
   }),
   defineOperation({
     name: 'update_database',
+    title: 'Update a database',
+    description: "Change a database (name, image, credentials of its own type, Coolify's limits_*). Restart it for the change to apply.",
     summary: 'Change a database; restart it for the change to apply.',
     permission: 'write',
     toolset: 'databases',

@@ -12,8 +12,8 @@ import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { flag, uuidParam } from '../validators.js';
 import { brief } from '../runtime-fields.js';
 import { ENGINE, READ } from './common.js';
-import { displayStatus, TOOLSET_OF, serverOf, type ResourceRow } from './resource-common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import { displayStatus, serverOf, type ResourceRow, perCollection } from './resource-common.js';
+import { SINGULAR, type Collection } from '../model/kinds.js';
 
 type DeploymentRow = Selectable<DeploymentsTable>;
 
@@ -109,6 +109,8 @@ const deployResult = z.object({
 export const deploymentOperations = [
   defineOperation({
     name: 'deploy',
+    title: 'Deploy resources',
+    description: 'Deploy the resources named by uuid (comma-separated) or tag. Follow the returned deployment uuids with get_deployment.',
     default: true,
     summary: 'Queue deployments of resources by uuid (comma list) or tag.',
     permission: 'deploy',
@@ -146,6 +148,8 @@ export const deploymentOperations = [
   }),
   defineOperation({
     name: 'list_deployments',
+    title: 'List running deployments',
+    description: "List the team's deployments that are queued or in progress.",
     summary: 'List the team’s deployments that are queued or in progress.',
     permission: 'read',
     toolset: 'deployments',
@@ -165,6 +169,8 @@ export const deploymentOperations = [
   }),
   defineOperation({
     name: 'get_deployment',
+    title: 'Get a deployment',
+    description: 'A deployment\'s status and, with read:sensitive, its logs (full: "true" for all).',
     default: true,
     summary: 'Get a deployment with its status (and logs with read:sensitive).',
     permission: 'read',
@@ -186,6 +192,8 @@ export const deploymentOperations = [
   }),
   defineOperation({
     name: 'cancel_deployment',
+    title: 'Cancel a deployment',
+    description: 'Cancel a queued or running deployment. Finished ones cannot be cancelled.',
     summary: 'Cancel a queued or running deployment.',
     permission: 'deploy',
     toolset: 'deployments',
@@ -203,6 +211,8 @@ export const deploymentOperations = [
   }),
   defineOperation({
     name: 'list_application_deployments',
+    title: 'List deployments of an application',
+    description: "An application's deployment history, newest first.",
     summary: 'List an application’s deployments, newest first: `take` of them (default 10) after `skip`, and their total `count`.',
     permission: 'read',
     toolset: 'deployments',
@@ -251,14 +261,17 @@ export async function waitForDeployment(db: Db, id: number, done: Promise<void>)
 
 /** start/stop/restart for one collection: each queues a deployment of that kind. */
 export function lifecycleOperations(collection: Collection) {
-  const singular = SINGULAR[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
+  const effect = { start: 'Start', stop: 'Stop', restart: 'Restart' } as const;
   return (['start', 'stop', 'restart'] as const).map((action) =>
     defineOperation({
       name: `${action}_${singular}`,
+      title: `${effect[action]} ${singular}`,
+      description: `${effect[action]} ${one}${action === 'restart' && collection === 'services' ? ' (latest: true pulls its images first)' : ''}; waits for the engine, answers its status.`,
       default: true,
-      summary: `${action[0]!.toUpperCase()}${action.slice(1)} a ${singular} on its server.`,
+      summary: `${effect[action]} ${one} on its server.`,
       permission: 'deploy',
-      toolset: TOOLSET_OF[collection],
+      toolset,
       // Coolify's restart of a service may pull its images first (latest=true) and recreate the containers.
       input: z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.meta({ 'berth.brief': true }).optional() } : {}) }),
       output: z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string() }),
@@ -266,7 +279,7 @@ export function lifecycleOperations(collection: Collection) {
       http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}` },
       async run(ctx, i) {
         const { uuid } = i;
-        const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, KINDS_OF[collection]);
+        const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, kinds);
         const d = await queueDeployment(ctx, r, action, Boolean((i as { latest?: boolean }).latest));
         const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
         // The answer comes once the engine is in the asked state (or the action failed), and says

@@ -21,6 +21,9 @@ const executionSchema = z.object({
 export const dockerCleanupOperations = [
   defineOperation({
     name: 'get_server_docker_cleanup',
+    title: 'Get Docker cleanup settings',
+    description:
+      "A server's Docker cleanup settings: schedule (docker_cleanup_frequency, UTC cron or hourly/daily/...), whether every unused image goes (force_docker_cleanup), and whether unused volumes and networks go too.",
     summary: "A server's Docker cleanup settings: schedule, and what a cleanup may remove.",
     permission: 'read',
     toolset: 'servers',
@@ -34,6 +37,8 @@ export const dockerCleanupOperations = [
   }),
   defineOperation({
     name: 'update_server_docker_cleanup',
+    title: 'Set Docker cleanup settings',
+    description: "Change a server's Docker cleanup schedule or what it removes. Volumes and networks that berth's records name are always kept.",
     summary: "Change a server's Docker cleanup schedule (cron or hourly, daily, …) and what it may remove.",
     permission: 'write',
     toolset: 'servers',
@@ -65,6 +70,9 @@ export const dockerCleanupOperations = [
   }),
   defineOperation({
     name: 'run_server_docker_cleanup',
+    title: 'Run a Docker cleanup',
+    description:
+      "Free space on a server's engine now: dangling images and build cache (every unused image with force_docker_cleanup), and unused volumes/networks when asked. A stopped resource's data is kept. Follow with list_server_docker_cleanup_executions.",
     summary: "Run a Docker cleanup on a server's engine now; follow it with list_server_docker_cleanup_executions.",
     permission: 'write',
     toolset: 'servers',
@@ -88,6 +96,8 @@ export const dockerCleanupOperations = [
   }),
   defineOperation({
     name: 'list_server_docker_cleanup_executions',
+    title: 'List Docker cleanups',
+    description: 'The 20 most recent Docker cleanups of a server, newest first: status (running, success, failed) and message.',
     summary: 'The 20 most recent Docker cleanups of a server, newest first, with their outcome.',
     permission: 'read',
     toolset: 'servers',

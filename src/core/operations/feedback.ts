@@ -32,6 +32,8 @@ async function forward(ctx: OperationContext, id: number, content: string): Prom
 export const feedbackOperations = [
   defineOperation({
     name: 'send_feedback',
+    title: 'Send feedback',
+    description: 'Send feedback about berth (10 to 2000 characters) to the people who run this instance. Any valid token may call it.',
     summary: 'Send feedback about berth to the instance operators.',
     permission: 'authenticated',
     toolset: 'feedback',

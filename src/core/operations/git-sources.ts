@@ -157,6 +157,8 @@ const tokenView = (r: TokenRow, withToken: boolean) => ({
 export const githubAppOperations = [
   defineOperation({
     name: 'list_github_apps',
+    title: 'List GitHub apps',
+    description: "The team's GitHub app records (Coolify's fields); client and webhook secrets only with read:sensitive.",
     summary: "List the team's GitHub app records (secrets need read:sensitive).",
     permission: 'read',
     toolset: 'applications',
@@ -170,6 +172,8 @@ export const githubAppOperations = [
   }),
   defineOperation({
     name: 'create_github_app',
+    title: 'Store a GitHub app',
+    description: 'Store a GitHub app record (name, html_url, app_id, installation_id, client_id, client_secret, private_key_uuid of a team key). Kept for clients; berth does not call GitHub with it.',
     summary: "Store a GitHub app record (Coolify's fields); berth keeps it but does not call GitHub.",
     permission: 'write',
     toolset: 'applications',
@@ -208,6 +212,8 @@ export const githubAppOperations = [
   }),
   defineOperation({
     name: 'update_github_app',
+    title: 'Update a GitHub app',
+    description: 'Change fields of a GitHub app record by its numeric id (github_app_id).',
     summary: 'Change a GitHub app record.',
     permission: 'write',
     toolset: 'applications',
@@ -229,6 +235,8 @@ export const githubAppOperations = [
   }),
   defineOperation({
     name: 'delete_github_app',
+    title: 'Delete a GitHub app',
+    description: 'Delete a GitHub app record by its numeric id.',
     summary: 'Delete a GitHub app record.',
     permission: 'write',
     toolset: 'applications',
@@ -245,6 +253,8 @@ export const githubAppOperations = [
   }),
   defineOperation({
     name: 'list_github_app_repositories',
+    title: "List a GitHub app's repositories",
+    description: "Needs GitHub's network and an installation token, which berth does not fetch: answers 501 saying so.",
     summary: "A GitHub app's repositories: needs GitHub's network (answers 501 saying so).",
     permission: 'read',
     toolset: 'applications',
@@ -259,6 +269,8 @@ export const githubAppOperations = [
   }),
   defineOperation({
     name: 'list_github_app_branches',
+    title: 'List branches through a GitHub app',
+    description: "Needs GitHub's network and an installation token, which berth does not fetch: answers 501 saying so.",
     summary: "A repository's branches through a GitHub app: needs GitHub's network (answers 501 saying so).",
     permission: 'read',
     toolset: 'applications',
@@ -280,6 +292,8 @@ export const githubAppOperations = [
 export const cloudTokenOperations = [
   defineOperation({
     name: 'list_cloud_tokens',
+    title: 'List cloud provider tokens',
+    description: "The team's cloud provider tokens (hetzner, digitalocean, vultr): names and providers, never the values.",
     summary: "List the team's cloud provider tokens (never the token values).",
     permission: 'read',
     toolset: 'servers',
@@ -293,6 +307,8 @@ export const cloudTokenOperations = [
   }),
   defineOperation({
     name: 'create_cloud_token',
+    title: 'Store a cloud provider token',
+    description: "Store a cloud provider's API token for clients that read it. Not validated: berth does not call the provider. The value is shown only to read:sensitive.",
     summary: "Store a cloud provider's API token (hetzner, digitalocean, vultr); not validated: berth does not call the provider.",
     permission: 'write',
     toolset: 'servers',
@@ -311,6 +327,8 @@ export const cloudTokenOperations = [
   }),
   defineOperation({
     name: 'get_cloud_token',
+    title: 'Get a cloud provider token',
+    description: 'One cloud provider token; its value only with read:sensitive.',
     summary: 'Get a cloud provider token (its value needs read:sensitive).',
     permission: 'read',
     toolset: 'servers',
@@ -324,6 +342,8 @@ export const cloudTokenOperations = [
   }),
   defineOperation({
     name: 'update_cloud_token',
+    title: 'Rename a cloud provider token',
+    description: 'Change the name of a cloud provider token (the value cannot be changed; store a new one).',
     summary: 'Rename a cloud provider token (Coolify changes the name only).',
     permission: 'write',
     toolset: 'servers',
@@ -339,6 +359,8 @@ export const cloudTokenOperations = [
   }),
   defineOperation({
     name: 'delete_cloud_token',
+    title: 'Delete a cloud provider token',
+    description: 'Delete a cloud provider token from the team.',
     summary: 'Delete a cloud provider token.',
     permission: 'write',
     toolset: 'servers',
@@ -354,6 +376,8 @@ export const cloudTokenOperations = [
   }),
   defineOperation({
     name: 'validate_cloud_token',
+    title: 'Validate a cloud provider token',
+    description: "Needs the provider's API over the network, which berth does not call: answers 501 saying so.",
     summary: "Check a token against its provider's API: needs the provider's network (answers 501 saying so).",
     permission: 'read',
     toolset: 'servers',

@@ -97,6 +97,8 @@ async function ownedApp(db: Db, id: number, teamId: number): Promise<Row> {
 export const gitlabAppOperations = [
   defineOperation({
     name: 'list_gitlab_apps',
+    title: 'List GitLab apps',
+    description: "The team's GitLab app records (Coolify's), by integer id; client_secret and webhook_token need read:sensitive.",
     summary: "List the team's GitLab app records (secrets need read:sensitive).",
     permission: 'read',
     toolset: 'applications',
@@ -110,6 +112,9 @@ export const gitlabAppOperations = [
   }),
   defineOperation({
     name: 'create_gitlab_app',
+    title: 'Record a GitLab app',
+    description:
+      'Store a GitLab app record: name and html_url (api_url defaults to html_url/api/v4, SSH user git, port 22; a webhook token is generated unless given). berth does not call GitLab with it.',
     summary: 'Record a GitLab app (name, html_url; api_url defaults to html_url/api/v4, SSH user git and port 22, a webhook token is generated when none is given).',
     permission: 'write',
     toolset: 'applications',
@@ -141,6 +146,8 @@ export const gitlabAppOperations = [
   }),
   defineOperation({
     name: 'update_gitlab_app',
+    title: 'Change a GitLab app',
+    description: 'Change a GitLab app record by gitlab_app_id; a new html_url without api_url moves api_url with it.',
     summary: 'Change a GitLab app record by id; a new html_url without api_url moves api_url with it.',
     permission: 'write',
     toolset: 'applications',
@@ -176,6 +183,8 @@ export const gitlabAppOperations = [
   }),
   defineOperation({
     name: 'delete_gitlab_app',
+    title: 'Delete a GitLab app',
+    description: 'Delete a GitLab app record by gitlab_app_id.',
     summary: 'Delete a GitLab app record by id.',
     permission: 'write',
     toolset: 'applications',

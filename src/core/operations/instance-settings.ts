@@ -31,6 +31,10 @@ const settingsView = (s: InstanceSettings) => ({ api_enabled: s.apiEnabled, mcp_
 const mcpToggle = (on: boolean) =>
   defineOperation({
     name: on ? 'enable_mcp' : 'disable_mcp',
+    title: on ? 'Enable the MCP server' : 'Disable the MCP server',
+    description: on
+      ? 'Turn the MCP server (/mcp and stdio) back on for the whole instance. Root token of the root team; over stdio it works while MCP is disabled (the way back).'
+      : "Turn the MCP server off for the whole instance: /mcp and stdio refuse every call with 'MCP server is disabled.' until enable_mcp (or POST /api/v1/mcp/enable); the REST API stays. Root token of the root team. Use with care.",
     summary: on
       ? 'Turn the MCP server on for the whole instance (root token of the root team).'
       : 'Turn the MCP server off for the whole instance: /mcp and stdio refuse every call until it is enabled again; the REST API stays.',
@@ -50,6 +54,8 @@ const mcpToggle = (on: boolean) =>
 export const settingsOperations = [
   defineOperation({
     name: 'enable_api',
+    title: 'Enable the API',
+    description: 'Turn API access on, instance-wide; works while it is off. Root token of the root team.',
     default: true,
     summary: 'Turn API access on for the whole instance (root token of the root team).',
     permission: 'root',
@@ -66,6 +72,8 @@ export const settingsOperations = [
   }),
   defineOperation({
     name: 'disable_api',
+    title: 'Disable the API',
+    description: 'Turn API access off, instance-wide: every API, MCP and stdio call is refused until enable_api. Root token of the root team.',
     default: true,
     summary: 'Turn API access off for the whole instance; every door refuses until it is enabled again.',
     permission: 'root',
@@ -84,6 +92,8 @@ export const settingsOperations = [
   mcpToggle(false),
   defineOperation({
     name: 'get_settings',
+    title: 'Get instance settings',
+    description: 'Read the instance-wide settings: whether the API and the MCP server are enabled, and the source-address allow-list. Root token of the root team.',
     summary: 'Read the instance-wide API settings (API toggle, IP allow-list).',
     permission: 'root',
     toolset: 'settings',
@@ -99,6 +109,9 @@ export const settingsOperations = [
   }),
   defineOperation({
     name: 'update_settings',
+    title: 'Update instance settings',
+    description:
+      'Change the source-address allow-list (comma-separated IPv4/IPv6 addresses and CIDR ranges; empty or 0.0.0.0 allows all; redundant entries are removed) or the API toggle. Make sure your own address stays allowed. Root token of the root team.',
     summary: 'Change the IP allow-list (normalized on save) or the API toggle.',
     permission: 'root',
     toolset: 'settings',

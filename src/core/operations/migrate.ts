@@ -15,8 +15,8 @@ import { uuidParam } from '../validators.js';
 import { ProgressThrottle } from '../progress-throttle.js';
 import type { MigrationProgress } from '../runtime.js';
 import { ENGINE, messageSchema, READ, stamps } from './common.js';
-import { TOOLSET_OF, serverOf } from './resource-common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import { serverOf, perCollection } from './resource-common.js';
+import type { Collection } from '../model/kinds.js';
 import { isManaged } from './servers.js';
 
 /** The longest a migrate call waits for its migration to end (then it answers with where it is). */
@@ -134,13 +134,15 @@ async function startedOnDestination(ctx: OperationContext, migrationId: number, 
  * of its own (a migration record), pending until the runtime moves it.
  */
 export function migrateOperation(collection: Collection) {
-  const singular = SINGULAR[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
   return defineOperation({
     name: `migrate_${singular}`,
+    title: `Migrate ${singular}`,
+    description: `Move ${one} with its volume data to a destination (list_destinations); stopped only for the last pass. start_on_destination starts it there; wait waits (else get_migration).`,
     default: true,
-    summary: `Move a ${singular} to another destination/server with its volume data (copied while it runs, stopped for the last pass), does not redeploy.`,
+    summary: `Move ${one} to another destination/server with its volume data (copied while it runs, stopped for the last pass), does not redeploy.`,
     permission: 'write',
-    toolset: TOOLSET_OF[collection],
+    toolset,
     input: z.strictObject({
       uuid: uuidParam,
       destination_uuid: uuidParam,
@@ -169,7 +171,7 @@ export function migrateOperation(collection: Collection) {
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/migrate` },
     async run(ctx, i) {
       const { db, caller } = ctx;
-      const r = await ownedResource(db, i.uuid, caller.teamId, KINDS_OF[collection]);
+      const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
       // What the resource runs must be allowed where it goes (host-reaching settings need host access there).
@@ -306,6 +308,8 @@ export function migrateOperation(collection: Collection) {
 export const migrationOperations = [
   defineOperation({
     name: 'list_migrations',
+    title: 'List migrations',
+    description: "The team's migrations, newest first, with their volume transfer status.",
     summary: 'List the team’s migrations, newest first.',
     permission: 'read',
     toolset: 'deployments',
@@ -325,6 +329,8 @@ export const migrationOperations = [
   }),
   defineOperation({
     name: 'get_migration',
+    title: 'Get a migration',
+    description: 'Follow a migration (migrate_*): status, phase (pre-copy round N, final-sync, verify, switch), bytes sent, downtime_ms once done.',
     default: true,
     summary: 'Get a migration: its status and volume transfer progress.',
     permission: 'read',
@@ -339,6 +345,8 @@ export const migrationOperations = [
   }),
   defineOperation({
     name: 'cancel_migration',
+    title: 'Cancel a migration',
+    description: 'Cancel a migration before its switch: the copy stops, the copies on the target are removed, and the resource stays (running if it ran) where it was.',
     summary: 'Cancel a migration before its switch: the copy stops, what it wrote on the target is removed, the resource stays as it was.',
     permission: 'write',
     toolset: 'deployments',

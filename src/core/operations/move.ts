@@ -4,8 +4,8 @@ import { BerthError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
-import { TOOLSET_OF } from './resource-common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import { perCollection } from './resource-common.js';
+import type { Collection } from '../model/kinds.js';
 
 const TITLE: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
 
@@ -14,18 +14,20 @@ const TITLE: Record<Collection, string> = { applications: 'Application', databas
  * only: it keeps its server, containers and data, and nothing is redeployed.
  */
 export function moveOperation(collection: Collection) {
-  const singular = SINGULAR[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
   return defineOperation({
     name: `move_${singular}`,
-    summary: `Move a ${singular} to another environment (environment_uuid, any project of the team); its server, containers and data stay.`,
+    title: `Move ${one} to an environment`,
+    description: `Move ${one} to another environment (environment_uuid, from list_environments of any of your projects). Records only: its server, containers and data stay; not to be confused with migrate, which changes servers.`,
+    summary: `Move ${one} to another environment (environment_uuid, any project of the team); its server, containers and data stay.`,
     permission: 'write',
-    toolset: TOOLSET_OF[collection],
+    toolset,
     input: z.strictObject({ uuid: uuidParam, environment_uuid: uuidParam }),
     output: z.object({ message: z.string(), uuid: z.string(), project_uuid: z.string(), environment_uuid: z.string() }),
     annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: false },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/move` },
     async run({ db, caller }, { uuid, environment_uuid }) {
-      const r = await ownedResource(db, uuid, caller.teamId, KINDS_OF[collection]);
+      const r = await ownedResource(db, uuid, caller.teamId, kinds);
       // The environment is looked up through its project, inside the team: another team's is missing.
       const env = await db
         .selectFrom('environments as e')

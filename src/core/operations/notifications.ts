@@ -117,6 +117,8 @@ function channelOperations(channel: Channel) {
   return [
     defineOperation({
       name: `get_${channel}_notifications`,
+      title: `Get ${TITLES[channel]} notifications`,
+      description: `The team's ${TITLES[channel]} notification settings: whether the channel is on, its target, and which events it sends (<event>_${channel}_notifications). Credentials and webhook URLs need read:sensitive.`,
       summary: `The team's ${TITLES[channel]} notification settings (credentials need read:sensitive).`,
       permission: 'read',
       toolset: 'notifications',
@@ -131,6 +133,8 @@ function channelOperations(channel: Channel) {
     }),
     defineOperation({
       name: `update_${channel}_notifications`,
+      title: `Set ${TITLES[channel]} notifications`,
+      description: `Change the team's ${TITLES[channel]} notifications: switch the channel on with its target and pick events (deployment_success, deployment_failure, backup_*, scheduled_task_*, server_*). Targets on private or loopback addresses are refused unless the operator allowed them.`,
       summary: `Change the team's ${TITLES[channel]} notification settings: the channel, its target and which events it sends.`,
       permission: 'write',
       toolset: 'notifications',

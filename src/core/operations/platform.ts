@@ -11,6 +11,8 @@ export { BERTH_VERSION, COOLIFY_API_VERSION };
 export const platformOperations = [
   defineOperation({
     name: 'get_version',
+    title: 'Get berth version',
+    description: 'The version of this berth instance. Read-only; useful to check which API features are available.',
     summary: "The Coolify API version berth matches (plain text over REST, as Coolify answers); berth's own version is in berth_version, the X-Berth-Version header and openapi.json.",
     permission: 'read',
     toolset: 'teams',
@@ -25,6 +27,8 @@ export const platformOperations = [
   }),
   defineOperation({
     name: 'list_resources',
+    title: 'List all resources',
+    description: 'Every application, database and service of your team, with status, type and where each lives. Start here to find a uuid.',
     default: true,
     summary: 'Every application, database and service of the team, in one list.',
     permission: 'read',

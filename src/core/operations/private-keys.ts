@@ -64,6 +64,8 @@ const keyFields = { name: name.optional(), description: description.optional(), 
 export const keyOperations = [
   defineOperation({
     name: 'list_private_keys',
+    title: 'List private keys',
+    description: "List the team's SSH private keys (name, fingerprint, public key). Key material never appears in a list.",
     summary: 'List the private keys of the team (never the key material).',
     permission: 'read',
     toolset: 'servers',
@@ -83,6 +85,8 @@ export const keyOperations = [
   }),
   defineOperation({
     name: 'create_private_key',
+    title: 'Store a private key',
+    description: 'Store an SSH private key (OpenSSH or PEM, no passphrase). Returns its uuid for create_server; get_private_key shows its public_key, which goes into authorized_keys on the server.',
     summary: 'Store a private key for reaching servers.',
     permission: 'write',
     toolset: 'servers',
@@ -115,6 +119,8 @@ export const keyOperations = [
   }),
   defineOperation({
     name: 'get_private_key',
+    title: 'Get a private key',
+    description: 'Get one private key: public_key (the authorized_keys line) and SHA256 fingerprint; the private part only with read:sensitive.',
     summary: 'Get a private key (the key itself only with read:sensitive).',
     permission: 'read',
     toolset: 'servers',
@@ -128,6 +134,8 @@ export const keyOperations = [
   }),
   defineOperation({
     name: 'update_private_key',
+    title: 'Update a private key',
+    description: "Change a private key's name, description or key material.",
     summary: 'Change a private key’s name, description or key material.',
     permission: 'write',
     toolset: 'servers',
@@ -157,6 +165,8 @@ export const keyOperations = [
   }),
   defineOperation({
     name: 'delete_private_key',
+    title: 'Delete a private key',
+    description: 'Delete a private key. Refused while a server still uses it.',
     summary: 'Delete a private key that no server, GitHub app or deploy-key application uses.',
     permission: 'write',
     toolset: 'servers',

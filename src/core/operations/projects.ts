@@ -39,6 +39,8 @@ const conflict = (message: string) => new BerthError('conflict', { message });
 export const projectOperations = [
   defineOperation({
     name: 'list_projects',
+    title: 'List projects',
+    description: "List the team's projects. Resources live in a project's environment.",
     summary: 'List the projects of the team.',
     permission: 'read',
     toolset: 'projects',
@@ -58,6 +60,8 @@ export const projectOperations = [
   }),
   defineOperation({
     name: 'create_project',
+    title: 'Create a project',
+    description: 'Create a project. It starts with one environment, "production". Returns its uuid for create_application and friends.',
     summary: 'Create a project; it starts with a "production" environment.',
     permission: 'write',
     toolset: 'projects',
@@ -83,6 +87,8 @@ export const projectOperations = [
   }),
   defineOperation({
     name: 'get_project',
+    title: 'Get a project',
+    description: 'Get a project with its environments.',
     summary: 'Get a project with its environments.',
     permission: 'read',
     toolset: 'projects',
@@ -98,6 +104,8 @@ export const projectOperations = [
   }),
   defineOperation({
     name: 'update_project',
+    title: 'Update a project',
+    description: "Change a project's name or description.",
     summary: 'Rename a project or change its description.',
     permission: 'write',
     toolset: 'projects',
@@ -121,6 +129,8 @@ export const projectOperations = [
   }),
   defineOperation({
     name: 'delete_project',
+    title: 'Delete a project',
+    description: 'Delete a project and its environments. Refused while it holds resources.',
     summary: 'Delete a project that holds no resources.',
     permission: 'write',
     toolset: 'projects',
@@ -149,6 +159,8 @@ export const projectOperations = [
   }),
   defineOperation({
     name: 'list_environments',
+    title: 'List environments',
+    description: 'List the environments of a project (production, staging, ...).',
     summary: 'List the environments of a project.',
     permission: 'read',
     toolset: 'projects',
@@ -169,6 +181,8 @@ export const projectOperations = [
   }),
   defineOperation({
     name: 'create_environment',
+    title: 'Create an environment',
+    description: 'Add an environment to a project; use its name or uuid when creating resources.',
     summary: 'Add an environment (e.g. staging) to a project.',
     permission: 'write',
     toolset: 'projects',

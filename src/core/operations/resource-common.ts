@@ -7,10 +7,20 @@ import { owned, ownedEnvironment } from '../lookup.js';
 import { uuidParam } from '../validators.js';
 import { brief } from '../runtime-fields.js';
 import { stamps } from './common.js';
+import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
 
 export type ResourceRow = Selectable<ResourcesTable>;
 
 export const TOOLSET_OF = { applications: 'applications', databases: 'databases', services: 'services' } as const;
+
+/** One resource of a collection as tool texts name it, article and all. */
+export const ONE_OF: Record<Collection, string> = { applications: 'an application', databases: 'a database', services: 'a service' };
+
+/**
+ * What an operation made per collection names and finds its resources by: the singular for tool
+ * names, the kinds for lookups, its toolset, and `one` ('an application') for its texts.
+ */
+export const perCollection = (collection: Collection) => ({ singular: SINGULAR[collection], kinds: KINDS_OF[collection], toolset: TOOLSET_OF[collection], one: ONE_OF[collection] });
 
 /** Where a new resource goes, as Coolify's create bodies name it. */
 export const placementInput = {

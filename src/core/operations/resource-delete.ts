@@ -3,13 +3,19 @@ import { BerthError } from '../../errors.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
-import { TOOLSET_OF } from './resource-common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import { perCollection } from './resource-common.js';
+import type { Collection } from '../model/kinds.js';
 
 /** A query flag as Coolify sends it (`true`/`false`), or a JSON boolean over MCP; Coolify's default is true. */
 const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional();
 
 const WHAT: Record<Collection, string> = { applications: 'Application', databases: 'Database', services: 'Service' };
+/** What goes with a resource before its records (a database's backups go with its volumes). */
+const REMOVED: Record<Collection, string> = {
+  applications: 'its container on the server, its volumes',
+  databases: 'its container, its volumes and backups',
+  services: 'its containers, its volumes',
+};
 
 /**
  * Delete as Coolify deletes: the resource's containers on its engine, its volumes and backup
@@ -19,18 +25,20 @@ const WHAT: Record<Collection, string> = { applications: 'Application', database
  * be reached the resource stays, marked `deleting`, and berth retries until it can.
  */
 export function deleteOperation(collection: Collection) {
-  const singular = SINGULAR[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
   return defineOperation({
     name: `delete_${singular}`,
-    summary: `Delete ${singular === 'application' ? 'an' : 'a'} ${singular}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
+    title: `Delete ${one}`,
+    description: `Delete ${one}: ${REMOVED[collection]} (unless delete_volumes is false), then its records.`,
+    summary: `Delete ${one}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
     permission: 'write',
-    toolset: TOOLSET_OF[collection],
+    toolset,
     input: z.strictObject({ uuid: uuidParam, delete_configurations: flag, delete_volumes: flag, docker_cleanup: flag, delete_connected_networks: flag }),
     output: z.object({ message: z.string(), removed: z.array(z.string()).optional() }),
     annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: true },
     http: { method: 'DELETE', path: `/api/v1/${collection}/{uuid}` },
     async run({ db, caller, jobs }, i) {
-      const r = await ownedResource(db, i.uuid, caller.teamId, KINDS_OF[collection]);
+      const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       if (r.status === 'migrating') throw new BerthError('conflict', { message: `The ${singular} is being migrated; delete it when the migration has finished.` });
       const result = await jobs.deleteResource(r.id, { volumes: i.delete_volumes ?? true, networks: i.delete_connected_networks ?? true, cleanup: i.docker_cleanup ?? true });
       if (!result.done) {

@@ -13,8 +13,8 @@ import { sensitive } from '../redact.js';
 import { engineName, envKey, envValue, flag, mountPath, uuidParam } from '../validators.js';
 import { bit, bool, CREATE, DELETE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { truncateLog } from './deployments.js';
-import { config, TOOLSET_OF } from './resource-common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import { config, perCollection } from './resource-common.js';
+import type { Collection } from '../model/kinds.js';
 
 type EnvRow = Omit<EnvironmentVariablesTable, 'id'> & { id: number };
 
@@ -71,16 +71,33 @@ const envFields = (i: { value?: string | null } & { [K in keyof typeof envFlags]
   return out;
 };
 
+/** A new variable: Coolify's defaults (runtime and build time, not literal), then what was given. */
+const newEnvRow = (resourceId: number, key: string, i: Parameters<typeof envFields>[0]) => ({
+  uuid: newUuid(),
+  resource_id: resourceId,
+  key,
+  value: null,
+  is_preview: 0,
+  is_literal: 0,
+  is_multiline: 0,
+  is_shown_once: 0,
+  is_runtime: 1,
+  is_buildtime: 1,
+  comment: null,
+  ...envFields(i),
+  ...stamps(),
+});
+
 /** Environment variables of one collection: list, create, update by key, delete by uuid. */
 export function envOperations(collection: Collection) {
-  const singular = SINGULAR[collection];
-  const kinds = KINDS_OF[collection];
-  const toolset = TOOLSET_OF[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
   const base = `/api/v1/${collection}/{uuid}/envs`;
   return [
     defineOperation({
       name: `list_${singular}_envs`,
-      summary: `List the environment variables of a ${singular} (values need read:sensitive).`,
+      title: `List ${singular} variables`,
+      description: `List the environment variables of ${one}. Values are shown only with read:sensitive (never for is_shown_once variables).`,
+      summary: `List the environment variables of ${one} (values need read:sensitive).`,
       permission: 'read',
       toolset,
       input: z.strictObject({ uuid: uuidParam }),
@@ -95,7 +112,9 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `create_${singular}_env`,
-      summary: `Add an environment variable to a ${singular}; redeploy to apply it.`,
+      title: `Add ${one} variable`,
+      description: `Add an environment variable (key, value) to ${one}. Redeploy or restart for it to reach the container.`,
+      summary: `Add an environment variable to ${one}; redeploy to apply it.`,
       permission: 'write',
       toolset,
       input: z.strictObject({ uuid: uuidParam, key: envKey, value: envValue.optional(), ...envFlags }),
@@ -109,32 +128,17 @@ export function envOperations(collection: Collection) {
           const preview = bit(i.is_preview);
           const exists = await trx.selectFrom('environment_variables').select('id').where('resource_id', '=', r.id).where('key', '=', key).where('is_preview', '=', preview).executeTakeFirst();
           if (exists) throw new BerthError('conflict', { message: 'Environment variable already exists. Use PATCH request to update it.' });
-          const envUuid = newUuid();
-          await trx
-            .insertInto('environment_variables')
-            .values({
-              uuid: envUuid,
-              resource_id: r.id,
-              key,
-              value: null,
-              is_preview: 0,
-              is_literal: 0,
-              is_multiline: 0,
-              is_shown_once: 0,
-              is_runtime: 1,
-              is_buildtime: 1,
-              comment: null,
-              ...envFields(i),
-              ...stamps(),
-            })
-            .execute();
-          return { uuid: envUuid };
+          const row = newEnvRow(r.id, key, i);
+          await trx.insertInto('environment_variables').values(row).execute();
+          return { uuid: row.uuid };
         });
       },
     }),
     defineOperation({
       name: `update_${singular}_env`,
-      summary: `Change an environment variable of a ${singular}, found by its key.`,
+      title: `Change ${one} variable`,
+      description: `Change the environment variable of ${one} that has the given key. Redeploy or restart to apply.`,
+      summary: `Change an environment variable of ${one}, found by its key.`,
       permission: 'write',
       toolset,
       input: z.strictObject({ uuid: uuidParam, key: envKey, value: envValue.optional(), ...envFlags }),
@@ -152,7 +156,9 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_envs_bulk`,
-      summary: `Create or change several environment variables of a ${singular} at once, by key: all of them or, on any error, none.`,
+      title: `Set ${singular} variables in bulk`,
+      description: `Create or change several environment variables of ${one} at once (data: [{ key, value, ... }]); all or none. Redeploy or restart to apply.`,
+      summary: `Create or change several environment variables of ${one} at once, by key: all of them or, on any error, none.`,
       permission: 'write',
       toolset,
       input: z.strictObject({
@@ -186,21 +192,7 @@ export function envOperations(collection: Collection) {
               await trx.updateTable('environment_variables').set(patch).where('id', '=', e.id).execute();
               out.push(envView({ ...e, ...patch }));
             } else {
-              const row = {
-                uuid: newUuid(),
-                resource_id: r.id,
-                key,
-                value: null,
-                is_preview: 0,
-                is_literal: 0,
-                is_multiline: 0,
-                is_shown_once: 0,
-                is_runtime: 1,
-                is_buildtime: 1,
-                comment: null,
-                ...envFields(i),
-                ...stamps(),
-              };
+              const row = newEnvRow(r.id, key, i);
               const { id } = await trx.insertInto('environment_variables').values(row).returning('id').executeTakeFirstOrThrow();
               out.push(envView({ ...row, id }));
             }
@@ -211,7 +203,9 @@ export function envOperations(collection: Collection) {
     }),
     defineOperation({
       name: `delete_${singular}_env`,
-      summary: `Delete an environment variable of a ${singular} by its uuid.`,
+      title: `Delete ${one} variable`,
+      description: `Delete an environment variable of ${one} by its uuid (env_uuid).`,
+      summary: `Delete an environment variable of ${one} by its uuid.`,
       permission: 'write',
       toolset,
       input: z.strictObject({ uuid: uuidParam, env_uuid: uuidParam }),
@@ -302,14 +296,14 @@ async function mountTaken(db: Db, resourceId: number, mount_path: string, except
  * a directory, written into the container). Services derive their volumes from compose.
  */
 export function storageOperations(collection: Collection) {
-  const singular = SINGULAR[collection];
-  const kinds = KINDS_OF[collection];
-  const toolset = TOOLSET_OF[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
   const base = `/api/v1/${collection}/{uuid}/storages`;
   const ops = [
     defineOperation({
       name: `list_${singular}_storages`,
-      summary: `List the persistent volumes and file storages of a ${singular} (file contents need read:sensitive).`,
+      title: `List ${singular} volumes`,
+      description: `List the persistent volumes of ${one}: name, mount path, and the engine volume that holds the data (what a migration copies).`,
+      summary: `List the persistent volumes and file storages of ${one} (file contents need read:sensitive).`,
       permission: 'read',
       toolset,
       input: z.strictObject({ uuid: uuidParam }),
@@ -331,7 +325,9 @@ export function storageOperations(collection: Collection) {
     ...ops,
     defineOperation({
       name: `create_${singular}_storage`,
-      summary: `Add a persistent volume (type "persistent", name) or a file storage (type "file": content, or is_directory) to a ${singular} at mount_path; redeploy to apply.`,
+      title: `Add ${one} volume`,
+      description: `Add a persistent named volume to ${one} at mount_path (absolute, no ".."). Redeploy to mount it.`,
+      summary: `Add a persistent volume (type "persistent", name) or a file storage (type "file": content, or is_directory) to ${one} at mount_path; redeploy to apply.`,
       permission: 'write',
       toolset,
       input: z.strictObject({
@@ -379,7 +375,9 @@ export function storageOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_storage`,
-      summary: `Change a storage of a ${singular}, named by storage_uuid (REST body: uuid) or id: a volume's mount_path (its name stays: it names the engine volume), a file's mount_path or content. Redeploy to apply.`,
+      title: `Move ${one} volume`,
+      description: `Mount a persistent volume of ${one} (storage_uuid) at another mount_path; its data and engine volume stay. Redeploy to apply.`,
+      summary: `Change a storage of ${one}, named by storage_uuid (REST body: uuid) or id: a volume's mount_path (its name stays: it names the engine volume), a file's mount_path or content. Redeploy to apply.`,
       permission: 'write',
       toolset,
       input: z.strictObject({
@@ -422,7 +420,9 @@ export function storageOperations(collection: Collection) {
     }),
     defineOperation({
       name: `delete_${singular}_storage`,
-      summary: `Remove a storage from a ${singular}: a volume from the records (the engine volume is kept), or a file storage; redeploy to apply.`,
+      title: `Remove ${one} volume`,
+      description: `Remove a persistent volume from ${one}'s records. The data on the engine is not deleted.`,
+      summary: `Remove a storage from ${one}: a volume from the records (the engine volume is kept), or a file storage; redeploy to apply.`,
       permission: 'write',
       toolset,
       input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
@@ -449,13 +449,15 @@ export const logInput = {
 
 /** Container logs of a resource: sensitive, so the operation itself needs read:sensitive. */
 export function logOperation(collection: Collection) {
-  const singular = SINGULAR[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
   return defineOperation({
     name: `get_${singular}_logs`,
+    title: `Get ${singular} logs`,
+    description: `The last lines (default 100) of ${one}'s container logs (read:sensitive)${collection === 'services' ? '; sub_service_name: one container' : ''}; show_timestamps: true adds times; long logs keep their tail unless full: "true".`,
     default: true,
-    summary: `Recent container logs of a ${singular} (read:sensitive)${collection === 'services' ? '; sub_service_name picks one compose container' : ''}.`,
+    summary: `Recent container logs of ${one} (read:sensitive)${collection === 'services' ? '; sub_service_name picks one compose container' : ''}.`,
     permission: 'read:sensitive',
-    toolset: TOOLSET_OF[collection],
+    toolset,
     input: z.strictObject({
       uuid: uuidParam,
       ...logInput,
@@ -472,7 +474,7 @@ export function logOperation(collection: Collection) {
     async run({ db, caller, runtime }, i) {
       const { uuid, lines, full, show_timestamps } = i;
       const sub = (i as { sub_service_name?: string }).sub_service_name;
-      const r = await ownedResource(db, uuid, caller.teamId, KINDS_OF[collection]);
+      const r = await ownedResource(db, uuid, caller.teamId, kinds);
       // As Coolify: a name that is none of the service's containers is a 404.
       if (sub !== undefined && !config<{ containers: { name: string }[] }>(r).containers.some((k) => k.name === sub)) throw notFound();
       const t = truncateLog(await runtime.logs(r.id, { lines, timestamps: Boolean(show_timestamps), ...(sub !== undefined ? { container: sub } : {}) }), Boolean(full));

@@ -18,6 +18,9 @@ import { queueDeployment } from './deployments.js';
 export const rollbackOperations = [
   defineOperation({
     name: 'list_application_rollback_images',
+    title: 'List rollback images',
+    description:
+      "The images of an application its server's engine still holds (one per earlier build, up to docker_images_to_keep besides the running one), newest first, with the running one marked. Pass a tag to rollback_application.",
     summary: "The images of an application its server's engine keeps (what rollback can run), newest first.",
     permission: 'read',
     toolset: 'deployments',
@@ -38,6 +41,8 @@ export const rollbackOperations = [
   }),
   defineOperation({
     name: 'rollback_application',
+    title: 'Roll an application back',
+    description: 'Queue a deployment that runs a kept image again (commit: a tag from list_application_rollback_images) without building. Follow it with get_deployment.',
     summary: 'Queue a deployment that runs a kept image of the application again (commit: its tag from list_application_rollback_images).',
     permission: 'deploy',
     toolset: 'deployments',

@@ -71,6 +71,8 @@ function checkEndpoint(endpoint: string | undefined, guard: TargetGuard): void {
 export const s3StorageOperations = [
   defineOperation({
     name: 'list_s3_storages',
+    title: 'List S3 storages',
+    description: "The team's S3-compatible storages (backup targets): endpoint, bucket, region, is_usable. Keys need read:sensitive.",
     summary: "List the team's S3 storages (backup targets); keys need read:sensitive.",
     permission: 'read',
     toolset: 'backups',
@@ -84,6 +86,8 @@ export const s3StorageOperations = [
   }),
   defineOperation({
     name: 'create_s3_storage',
+    title: 'Add an S3 storage',
+    description: 'Add an S3-compatible storage (endpoint URL, bucket, region, key, secret). Then call validate_s3_storage. Private or loopback endpoints need the operator to allow them.',
     summary: 'Add an S3-compatible storage (endpoint, bucket, region, key, secret); validate it before use.',
     permission: 'write',
     toolset: 'backups',
@@ -115,6 +119,8 @@ export const s3StorageOperations = [
   }),
   defineOperation({
     name: 'get_s3_storage',
+    title: 'Get an S3 storage',
+    description: 'One S3 storage; key and secret only with read:sensitive.',
     summary: 'Get an S3 storage; its key and secret need read:sensitive.',
     permission: 'read',
     toolset: 'backups',
@@ -128,6 +134,8 @@ export const s3StorageOperations = [
   }),
   defineOperation({
     name: 'update_s3_storage',
+    title: 'Update an S3 storage',
+    description: 'Change an S3 storage. A new endpoint, bucket, region or key clears is_usable: validate again.',
     summary: 'Change an S3 storage; a new endpoint, bucket or key needs a new validate.',
     permission: 'write',
     toolset: 'backups',
@@ -164,6 +172,8 @@ export const s3StorageOperations = [
   }),
   defineOperation({
     name: 'delete_s3_storage',
+    title: 'Delete an S3 storage',
+    description: "Delete an S3 storage's record from berth; the bucket and its objects stay.",
     summary: 'Delete an S3 storage record (the bucket and its objects stay).',
     permission: 'write',
     toolset: 'backups',
@@ -179,6 +189,8 @@ export const s3StorageOperations = [
   }),
   defineOperation({
     name: 'validate_s3_storage',
+    title: 'Validate an S3 storage',
+    description: 'List the bucket with the stored keys (AWS Signature V4) and record is_usable; the message says what is wrong (bucket, key, secret, endpoint).',
     summary: 'Check that berth can list the bucket with these keys; records is_usable.',
     permission: 'write',
     toolset: 'backups',

@@ -12,9 +12,8 @@ import { sensitive } from '../redact.js';
 import { uuidParam } from '../validators.js';
 import { CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { truncateLog } from './deployments.js';
-import { KINDS_OF, SINGULAR } from '../model/kinds.js';
 import type { ServiceConfig } from '../model/service.js';
-import { config, TOOLSET_OF, type ResourceRow } from './resource-common.js';
+import { config, type ResourceRow, perCollection } from './resource-common.js';
 
 type TaskRow = Selectable<ScheduledTasksTable>;
 type ExecutionRow = Selectable<ScheduledTaskExecutionsTable>;
@@ -135,14 +134,15 @@ async function ownedTask(db: Db, teamId: number, kinds: Parameters<typeof ownedR
  * kept with its output and exit code.
  */
 export function scheduledTaskOperations(collection: 'applications' | 'services') {
-  const singular = SINGULAR[collection];
-  const kinds = KINDS_OF[collection];
-  const toolset = TOOLSET_OF[collection];
+  const { singular, kinds, toolset, one } = perCollection(collection);
+  const where = collection === 'services' ? "one of the service's containers (container: its compose service name; may be left empty when it has one)" : "the application's container";
   const base = `/api/v1/${collection}/{uuid}/scheduled-tasks`;
   return [
     defineOperation({
       name: `list_${singular}_scheduled_tasks`,
-      summary: `List the scheduled tasks of ${singular === 'application' ? 'an' : 'a'} ${singular} (commands run in its container on a schedule).`,
+      title: `List ${singular} scheduled tasks`,
+      description: `List the scheduled tasks of ${one}: name, frequency, container, timeout, enabled; the command needs read:sensitive.`,
+      summary: `List the scheduled tasks of ${one} (commands run in its container on a schedule).`,
       permission: 'read',
       toolset,
       input: z.strictObject({ uuid: uuidParam }),
@@ -156,7 +156,9 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
     }),
     defineOperation({
       name: `create_${singular}_scheduled_task`,
-      summary: `Schedule a shell command inside ${singular === 'application' ? "an application's container" : "a service's container"} (cron or hourly/daily/…, timeout in seconds).`,
+      title: `Schedule ${one} task`,
+      description: `Schedule a shell command (sh -c) inside ${where}: name, command, frequency (cron, UTC, or every_minute/hourly/daily/...), timeout seconds (default 300; killed after), enabled. It runs only while the container runs.`,
+      summary: `Schedule a shell command inside ${one}'s container (cron or hourly/daily/…, timeout in seconds).`,
       permission: 'write',
       toolset,
       input: z.strictObject({ uuid: uuidParam, ...fields }),
@@ -187,7 +189,9 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
     }),
     defineOperation({
       name: `update_${singular}_scheduled_task`,
-      summary: `Change a scheduled task of ${singular === 'application' ? 'an' : 'a'} ${singular} (name, command, frequency, container, timeout, enabled).`,
+      title: `Change ${one} scheduled task`,
+      description: `Change a scheduled task of ${one} (task_uuid): name, command, frequency, container, timeout, enabled.`,
+      summary: `Change a scheduled task of ${one} (name, command, frequency, container, timeout, enabled).`,
       permission: 'write',
       toolset,
       input: z.strictObject({ ...taskParams, ...fields, name: fields.name.optional(), command: fields.command.optional(), frequency: fields.frequency.optional() }),
@@ -215,7 +219,9 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
     }),
     defineOperation({
       name: `delete_${singular}_scheduled_task`,
-      summary: `Delete a scheduled task of ${singular === 'application' ? 'an' : 'a'} ${singular} and its executions.`,
+      title: `Delete ${one} scheduled task`,
+      description: `Delete a scheduled task of ${one} (task_uuid) and its recorded runs.`,
+      summary: `Delete a scheduled task of ${one} and its executions.`,
       permission: 'write',
       toolset,
       input: z.strictObject(taskParams),
@@ -230,6 +236,8 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
     }),
     defineOperation({
       name: `list_${singular}_scheduled_task_executions`,
+      title: `List ${singular} task runs`,
+      description: `The runs of a scheduled task of ${one} (task_uuid), latest first: status, message, exit_code, duration; the output (logs) needs read:sensitive and keeps its tail unless full is "true".`,
       summary: `The runs of a scheduled task, latest first: status, exit code, output (read:sensitive; the tail unless full=true).`,
       permission: 'read',
       toolset,
@@ -251,6 +259,8 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
     }),
     defineOperation({
       name: `execute_${singular}_scheduled_task`,
+      title: `Run ${one} task now`,
+      description: `Run a scheduled task of ${one} once now, in the background; follow it with list_${singular}_scheduled_task_executions (execution_uuid).`,
       summary: `Run a scheduled task once now, in the background; follow it with list_${singular}_scheduled_task_executions.`,
       permission: 'write',
       toolset,

@@ -159,6 +159,8 @@ const serverFields = {
 export const serverOperations = [
   defineOperation({
     name: 'list_servers',
+    title: 'List servers',
+    description: "List the team's servers with their engine endpoint and state (is_reachable, is_usable, is_managed). Use the uuid for create_application and migrate.",
     summary: 'List the servers of the team.',
     permission: 'read',
     toolset: 'servers',
@@ -178,6 +180,9 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'create_server',
+    title: 'Register a server',
+    description:
+      'Register a server: ip, user (default root) and private_key_uuid reach its Docker socket over SSH (or engine_endpoint ssh://user@host:port/socket, tcp://host:port). Then call validate_server. A default destination is created with it.',
     summary: 'Register a server (and its Docker engine endpoint); it gets a default destination.',
     permission: 'write',
     toolset: 'servers',
@@ -229,6 +234,8 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'get_server',
+    title: 'Get a server',
+    description: 'Get a server: address, transport, engine endpoint, pinned SSH host key, and whether it is reachable and managed. TLS key material needs read:sensitive.',
     summary: 'Get a server with its engine endpoint and managed state.',
     permission: 'read',
     toolset: 'servers',
@@ -242,6 +249,8 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'update_server',
+    title: 'Update a server',
+    description: 'Change a server. A new address, key or endpoint clears its validation: call validate_server again. host_key_fingerprint: null forgets a pinned host key.',
     summary: 'Change a server’s fields; a new engine endpoint clears its validation.',
     permission: 'write',
     toolset: 'servers',
@@ -294,6 +303,8 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'delete_server',
+    title: 'Delete a server',
+    description: 'Delete a server and its destinations. Refused while applications, databases or services live on it: migrate or delete them first.',
     summary: 'Delete a server that has no resources left on it.',
     permission: 'write',
     toolset: 'servers',
@@ -320,6 +331,9 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'validate_server',
+    title: 'Validate a server',
+    description:
+      "Check the server's Docker engine (over SSH: log in, pin the host key on first success) and record whether it is reachable and usable; validation_logs says what is wrong. accept_host_key: true trusts a changed host key. Needed before deploying or moving data.",
     summary: 'Check the server’s Docker engine and mark it reachable and managed.',
     permission: 'write',
     toolset: 'servers',
@@ -354,6 +368,8 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'list_server_destinations',
+    title: 'List destinations of a server',
+    description: 'List the destinations (Docker networks) of one server. Resources are placed on a destination.',
     summary: 'List the destinations (Docker networks) of a server.',
     permission: 'read',
     toolset: 'servers',
@@ -374,6 +390,8 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'create_server_destination',
+    title: 'Add a destination',
+    description: 'Add a destination (a Docker network) to a server. Use its uuid as destination_uuid when creating or migrating resources.',
     summary: 'Add a destination (a Docker network) to a server.',
     permission: 'write',
     toolset: 'servers',
@@ -398,6 +416,8 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'list_server_orphans',
+    title: 'List orphans on a server',
+    description: 'List containers and volumes berth made on a server that no record names any more (a delete that could not reach the engine, or removed records). Asks the engine.',
     summary: 'List berth-labelled containers and volumes on a server that no record names (left by a delete that could not finish, or by hand).',
     permission: 'read',
     toolset: 'servers',
@@ -415,6 +435,8 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'list_server_resources',
+    title: 'List resources on a server',
+    description: 'List the applications, databases and services that live on one server.',
     summary: 'List the applications, databases and services on a server.',
     permission: 'read',
     toolset: 'servers',
@@ -435,6 +457,8 @@ export const serverOperations = [
   }),
   defineOperation({
     name: 'get_server_domains',
+    title: 'Domains on a server',
+    description: 'The domains of the applications on a server, each with the server address: what their DNS records should point at.',
     summary: 'The domains the applications on a server answer to, with the server address (what DNS should point at).',
     permission: 'read',
     toolset: 'servers',
@@ -479,6 +503,8 @@ function hostNames(fqdn: string | null | undefined): string[] {
 export const destinationOperations = [
   defineOperation({
     name: 'list_destinations',
+    title: 'List destinations',
+    description: "List every destination (Docker network) on the team's servers; a migration's target is a destination_uuid from here.",
     default: true,
     summary: 'List every destination (Docker network) on the team’s servers.',
     permission: 'read',
@@ -499,6 +525,8 @@ export const destinationOperations = [
   }),
   defineOperation({
     name: 'get_destination',
+    title: 'Get a destination',
+    description: 'Get one destination and the server it belongs to.',
     summary: 'Get a destination.',
     permission: 'read',
     toolset: 'servers',
@@ -514,6 +542,8 @@ export const destinationOperations = [
   }),
   defineOperation({
     name: 'update_destination',
+    title: 'Rename a destination',
+    description: 'Rename a destination. The Docker network itself does not change.',
     summary: 'Rename a destination.',
     permission: 'write',
     toolset: 'servers',
@@ -530,6 +560,8 @@ export const destinationOperations = [
   }),
   defineOperation({
     name: 'delete_destination',
+    title: 'Delete a destination',
+    description: 'Delete a destination. Refused while resources are attached to it.',
     summary: 'Delete a destination that has no resources.',
     permission: 'write',
     toolset: 'servers',

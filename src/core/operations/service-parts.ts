@@ -122,6 +122,8 @@ async function ownedPart(db: Db, teamId: number, uuid: string, partUuidValue: st
 function partsOf(kind: 'application' | 'database') {
   return defineOperation({
     name: `list_service_${kind}s`,
+    title: `List service ${kind}s`,
+    description: `List the ${kind} containers of a compose service (${kind === 'database' ? 'postgres, mysql, mariadb, mongo, redis, keydb, dragonfly, clickhouse and similar images' : 'containers whose image is not a database image'}), each with a uuid that stays while its compose service name stays.`,
     summary: `List a service's ${kind}s (its compose containers ${kind === 'database' ? 'running a database image' : 'not running a database image'}).`,
     permission: 'read',
     toolset: 'services',
@@ -142,10 +144,15 @@ function partOperations(kind: Kind) {
   const base = `/api/v1/services/{uuid}/${kind}s/{${param}}`;
   const ids = { uuid: uuidParam, [param]: uuidParam } as { uuid: typeof uuidParam; app_uuid: typeof uuidParam };
   const partOf = (i: object) => (i as Record<string, string>)[param]!;
+  const one = `one ${kind} of a service (a compose container, from list_service_${kind}s)`;
+  const effect = { start: 'Start', stop: 'Stop', restart: 'Restart' } as const;
+  const others = { start: 'are left as they are', stop: 'keep running', restart: 'keep running' } as const;
   const actions = (['start', 'stop', 'restart'] as const).map((action) =>
     defineOperation({
       name: `${action}_service_${kind}`,
-      summary: `${action === 'start' ? 'Start' : action === 'stop' ? 'Stop' : 'Restart'} one ${kind} container of a service; the others are left as they are.`,
+      title: `${effect[action]} a service ${kind}`,
+      description: `${effect[action]} ${one} alone; the service's other containers ${others[action]}.`,
+      summary: `${effect[action]} one ${kind} container of a service; the others are left as they are.`,
       permission: 'deploy',
       toolset: 'services',
       input: z.strictObject(ids),
@@ -165,6 +172,8 @@ function partOperations(kind: Kind) {
   return [
     defineOperation({
       name: `get_service_${kind}`,
+      title: `Get a service ${kind}`,
+      description: `Get ${one}: its name, human_name, description and image.`,
       summary: `Get one ${kind} of a service (a compose container) by its uuid.`,
       permission: 'read',
       toolset: 'services',
@@ -178,6 +187,8 @@ function partOperations(kind: Kind) {
     }),
     defineOperation({
       name: `update_service_${kind}`,
+      title: `Describe a service ${kind}`,
+      description: `Set the human_name or description of ${one}.`,
       summary: `Name or describe one ${kind} of a service (human_name, description)${kind === 'application' ? '; url sets its URLs (force_domain_override=true to share one with another resource)' : ''}.`,
       permission: 'write',
       toolset: 'services',
@@ -223,6 +234,8 @@ function partOperations(kind: Kind) {
     }),
     defineOperation({
       name: `get_service_${kind}_logs`,
+      title: `Get service ${kind} logs`,
+      description: `The last lines (default 100) of the logs of ${one}; read:sensitive.`,
       summary: `Recent logs of one ${kind} container of a service (read:sensitive).`,
       permission: 'read:sensitive',
       toolset: 'services',

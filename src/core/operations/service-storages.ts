@@ -92,6 +92,9 @@ function findStorage(all: Storage[], ref: { storage_uuid?: string; id?: number }
 export const serviceStorageOperations = [
   defineOperation({
     name: 'create_service_storage',
+    title: 'Add a service volume',
+    description:
+      'Add a named volume to one container of a service (resource_uuid from list_service_applications or list_service_databases) at mount_path; written into the compose file, mounted at the next deploy.',
     summary:
       "Add a named volume to one container of a service (resource_uuid: a uuid from the service's applications or databases), mounted at mount_path; written into the compose file, applied at the next deploy.",
     permission: 'write',
@@ -135,6 +138,8 @@ export const serviceStorageOperations = [
   }),
   defineOperation({
     name: 'update_service_storage',
+    title: 'Move a service volume',
+    description: 'Mount a volume added with create_service_storage (storage_uuid) at another mount_path; its data stays. Volumes written in the compose file are changed there (update_service).',
     summary:
       "Move a storage that was added to a service through the API to another mount_path (name it by storage_uuid, or Coolify's body uuid or id); applied at the next deploy. Volumes written in the compose file are changed there.",
     permission: 'write',
@@ -180,6 +185,8 @@ export const serviceStorageOperations = [
   }),
   defineOperation({
     name: 'delete_service_storage',
+    title: 'Remove a service volume',
+    description: "Remove a volume added with create_service_storage from the service's compose file; the engine volume and its data stay.",
     summary: 'Remove a storage that was added to a service through the API from its compose file (the engine volume and its data are kept). Volumes written in the compose file are removed there.',
     permission: 'write',
     toolset: 'services',

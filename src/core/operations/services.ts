@@ -67,6 +67,8 @@ export async function syncStorages(db: Db, resourceId: number, containers: Compo
 export const serviceOperations = [
   defineOperation({
     name: 'list_services',
+    title: 'List services',
+    description: "List the team's services (docker compose stacks) with their containers and volumes.",
     summary: 'List the services (compose stacks) of the team.',
     permission: 'read',
     toolset: 'services',
@@ -86,6 +88,9 @@ export const serviceOperations = [
   }),
   defineOperation({
     name: 'create_service',
+    title: 'Create a service from compose',
+    description:
+      'Create a service from a docker compose file (docker_compose_raw, base64 as Coolify expects, or plain YAML). Named volumes only: settings that reach into the host (privileged, host binds, cap_add, host namespaces) need host_access on the server. Nothing runs until you deploy.',
     summary: 'Create a service from a docker compose file (base64 or YAML).',
     permission: 'write',
     toolset: 'services',
@@ -127,6 +132,8 @@ export const serviceOperations = [
   }),
   defineOperation({
     name: 'get_service',
+    title: 'Get a service',
+    description: 'Get a service with its containers and volumes. The compose file itself needs read:sensitive.',
     default: true,
     summary: 'Get a service with its containers and volumes (the compose file needs read:sensitive).',
     permission: 'read',
@@ -141,6 +148,8 @@ export const serviceOperations = [
   }),
   defineOperation({
     name: 'update_service',
+    title: 'Update a service',
+    description: 'Change a service or replace its compose file (same rules as create). Redeploy to apply.',
     summary: 'Change a service or replace its compose file; redeploy to apply.',
     permission: 'write',
     toolset: 'services',

@@ -90,9 +90,10 @@ interface ScopeSpec {
   /** Path of the list, without the variable. */
   base: string;
   params: Record<string, z.ZodType>;
-  toolset: 'shared_variables';
   resolve(db: Db, caller: Caller, input: Record<string, unknown>): Promise<Scope>;
   what: string;
+  /** The scope as the tool descriptions name it, with the parameters that find it. */
+  found: string;
 }
 
 const SCOPES: ScopeSpec[] = [
@@ -101,8 +102,8 @@ const SCOPES: ScopeSpec[] = [
     word: 'team',
     base: '/api/v1/team/envs',
     params: {},
-    toolset: 'shared_variables',
     what: "the token's team",
+    found: 'your team',
     resolve: async (_db, caller) => ({ type: 'team', scopeId: caller.teamId, columns: {} }),
   },
   {
@@ -110,8 +111,8 @@ const SCOPES: ScopeSpec[] = [
     word: 'project',
     base: '/api/v1/projects/{uuid}/envs',
     params: { uuid: uuidParam },
-    toolset: 'shared_variables',
     what: 'a project',
+    found: 'a project (uuid)',
     resolve: async (db, caller, i) => {
       const p = await owned(db, 'projects', i.uuid as string, caller.teamId);
       return { type: 'project', scopeId: p.id, columns: { project_id: p.id } };
@@ -122,8 +123,8 @@ const SCOPES: ScopeSpec[] = [
     word: 'environment',
     base: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}/envs',
     params: { uuid: uuidParam, environment_name_or_uuid: environmentRef },
-    toolset: 'shared_variables',
     what: 'a project environment',
+    found: 'a project environment (uuid + environment_name_or_uuid)',
     resolve: async (db, caller, i) => {
       const p = await owned(db, 'projects', i.uuid as string, caller.teamId);
       const e = await environmentByNameOrUuid(db, p.id, i.environment_name_or_uuid as string);
@@ -135,8 +136,8 @@ const SCOPES: ScopeSpec[] = [
     word: 'server',
     base: '/api/v1/servers/{uuid}/envs',
     params: { uuid: uuidParam },
-    toolset: 'shared_variables',
     what: 'a server',
+    found: 'a server (uuid)',
     resolve: async (db, caller, i) => {
       const s = await owned(db, 'servers', i.uuid as string, caller.teamId);
       return { type: 'server', scopeId: s.id, columns: { server_id: s.id } };
@@ -149,10 +150,13 @@ const inScope = (db: Db, caller: Caller, s: Scope) => db.selectFrom('shared_envi
 const conflict = (message: string) => new BerthError('conflict', { message });
 
 function familyOf(spec: ScopeSpec) {
-  const { word, base, params, toolset, what } = spec;
+  const { word, base, params, what, found } = spec;
+  const toolset = 'shared_variables';
   return [
     defineOperation({
       name: `list_${word}_shared_envs`,
+      title: `List ${word} shared variables`,
+      description: `List the shared environment variables of ${found}. Values need read:sensitive (never shown for is_shown_once). Resources use them as {{${word}.KEY}} in their own variables.`,
       summary: `List the shared environment variables of ${what} (values need read:sensitive).`,
       permission: 'read',
       toolset,
@@ -168,6 +172,8 @@ function familyOf(spec: ScopeSpec) {
     }),
     defineOperation({
       name: `create_${word}_shared_env`,
+      title: `Add a ${word} shared variable`,
+      description: `Add a shared environment variable (key, value) to ${found}; returns its id. A resource variable whose value holds {{${word}.KEY}} gets it at its next deploy.`,
       summary: `Add a shared environment variable to ${what}; resources reference it as {{${spec.type}.KEY}}.`,
       permission: 'write',
       toolset,
@@ -206,6 +212,8 @@ function familyOf(spec: ScopeSpec) {
     }),
     defineOperation({
       name: `update_${word}_shared_env`,
+      title: `Change a ${word} shared variable`,
+      description: `Change a shared variable of ${found} by its id (env_id): key, value, flags or comment. Redeploy the resources that use it.`,
       summary: `Change a shared environment variable of ${what} by its id (key, value, flags, comment); redeploy resources that use it.`,
       permission: 'write',
       toolset,
@@ -237,6 +245,8 @@ function familyOf(spec: ScopeSpec) {
     }),
     defineOperation({
       name: `delete_${word}_shared_env`,
+      title: `Delete a ${word} shared variable`,
+      description: `Delete a shared variable of ${found} by its id (env_id). References to it are left as written at the next deploy (and logged).`,
       summary: `Delete a shared environment variable of ${what} by its id; references to it stay unresolved at the next deploy.`,
       permission: 'write',
       toolset,
@@ -273,6 +283,8 @@ const environmentRefInput = { uuid: uuidParam, environment_name_or_uuid: environ
 export const environmentOperations = [
   defineOperation({
     name: 'get_environment',
+    title: 'Get an environment',
+    description: 'Get one environment of a project by its name or uuid, with the applications, databases and services it holds.',
     summary: 'Get a project environment by name or uuid, with the resources it holds.',
     permission: 'read',
     toolset: 'projects',
@@ -294,6 +306,8 @@ export const environmentOperations = [
   }),
   defineOperation({
     name: 'update_environment',
+    title: 'Update an environment',
+    description: 'Rename an environment of a project (found by name or uuid) or change its description. Another environment of the project with the new name is a conflict.',
     summary: 'Rename a project environment or change its description (found by name or uuid).',
     permission: 'write',
     toolset: 'projects',
@@ -321,6 +335,8 @@ export const environmentOperations = [
   }),
   defineOperation({
     name: 'delete_environment',
+    title: 'Delete an environment',
+    description: 'Delete an environment of a project (found by name or uuid) together with its shared variables. Refused while it holds resources: delete or move them first.',
     summary: 'Delete an empty project environment (found by name or uuid) with its shared variables.',
     permission: 'write',
     toolset: 'projects',

@@ -7,7 +7,8 @@ import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
 import { CREATE, messageSchema, READ, stamps, UPDATE } from './common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import type { Collection } from '../model/kinds.js';
+import { perCollection } from './resource-common.js';
 
 const tagSchema = z.object({ uuid: z.string(), name: z.string(), created_at: z.string(), updated_at: z.string() });
 
@@ -72,6 +73,8 @@ const taken = () => new BerthError('conflict', { message: 'Tag with this name al
 export const tagOperations = [
   defineOperation({
     name: 'list_tags',
+    title: 'List tags',
+    description: "The team's tags (uuid, name). Deploy everything that carries one with deploy(tag).",
     summary: "List the team's tags, by name.",
     permission: 'read',
     toolset: 'tags',
@@ -86,6 +89,8 @@ export const tagOperations = [
   }),
   defineOperation({
     name: 'create_tag',
+    title: 'Create a tag',
+    description: 'Create a tag (2-64 letters, digits, . _ -; stored lower case, unique in the team). Attach it with add_application_tags and friends.',
     summary: 'Create a tag (trimmed, lower case, unique in the team).',
     permission: 'write',
     toolset: 'tags',
@@ -109,6 +114,8 @@ export const tagOperations = [
   }),
   defineOperation({
     name: 'update_tag',
+    title: 'Rename a tag',
+    description: 'Rename a tag; every application, database and service carrying it carries the new name.',
     summary: 'Rename a tag: every application, database and service that carries it carries the new name.',
     permission: 'write',
     toolset: 'tags',
@@ -130,6 +137,8 @@ export const tagOperations = [
   }),
   defineOperation({
     name: 'delete_tag',
+    title: 'Delete a tag',
+    description: 'Delete a tag; the resources that carried it lose it (they are not deleted).',
     summary: 'Delete a tag; the resources that carried it lose it.',
     permission: 'write',
     toolset: 'tags',
@@ -150,15 +159,16 @@ export const tagOperations = [
 
 /** Tags of one application, database or service: list, add (creating new names), remove. */
 export function resourceTagOperations(collection: Collection) {
-  const singular = SINGULAR[collection];
-  const kinds = KINDS_OF[collection];
+  const { singular, kinds, one } = perCollection(collection);
   const base = `/api/v1/${collection}/{uuid}/tags`;
   const tagsOf = async (db: Db, teamId: number, names: string[]) =>
     names.length ? (await db.selectFrom('tags').selectAll().where('team_id', '=', teamId).where('name', 'in', names).orderBy('name').execute()).map(view) : [];
   return [
     defineOperation({
       name: `list_${singular}_tags`,
-      summary: `List the tags of a ${singular}.`,
+      title: `List ${singular} tags`,
+      description: `The tags ${one} carries (uuid and name of each).`,
+      summary: `List the tags of ${one}.`,
       permission: 'read',
       toolset: 'tags',
       input: z.strictObject({ uuid: uuidParam }),
@@ -173,7 +183,9 @@ export function resourceTagOperations(collection: Collection) {
     }),
     defineOperation({
       name: `add_${singular}_tags`,
-      summary: `Tag a ${singular} (tag_name, or tag_names for several); new names become tags. Answers all its tags.`,
+      title: `Tag ${one}`,
+      description: `Add tags to ${one}: tag_name, or tag_names for several; new names become tags. Answers all its tags.`,
+      summary: `Tag ${one} (tag_name, or tag_names for several); new names become tags. Answers all its tags.`,
       permission: 'write',
       toolset: 'tags',
       input: z.strictObject({ uuid: uuidParam, tag_name: tagName.optional(), tag_names: z.array(tagName).min(1).max(50).optional() }),
@@ -203,7 +215,9 @@ export function resourceTagOperations(collection: Collection) {
     }),
     defineOperation({
       name: `remove_${singular}_tag`,
-      summary: `Take a tag (tag_uuid) off a ${singular}; a tag no resource carries any more is deleted, as Coolify does.`,
+      title: `Untag ${one}`,
+      description: `Take one tag (tag_uuid from list_tags) off ${one}. A tag nothing carries any more is deleted.`,
+      summary: `Take a tag (tag_uuid) off ${one}; a tag no resource carries any more is deleted, as Coolify does.`,
       permission: 'write',
       toolset: 'tags',
       input: z.strictObject({ uuid: uuidParam, tag_uuid: uuidParam }),

@@ -60,6 +60,8 @@ const readOnly = { readOnly: true, destructive: false, idempotent: true, openWor
 export const teamOperations = [
   defineOperation({
     name: 'list_teams',
+    title: 'List teams',
+    description: 'The teams this token sees: a token is bound to one team, so only that one.',
     default: true,
     summary: 'List the teams visible to this token (its own team).',
     permission: 'read',
@@ -74,6 +76,8 @@ export const teamOperations = [
   }),
   defineOperation({
     name: 'get_current_team',
+    title: 'Get current team',
+    description: 'The team this token is bound to; every resource you can see or change belongs to it.',
     default: true,
     summary: 'Get the team the token is bound to.',
     permission: 'read',
@@ -88,6 +92,8 @@ export const teamOperations = [
   }),
   defineOperation({
     name: 'list_current_team_members',
+    title: 'List team members',
+    description: "List the members of this token's team with their roles (owner, admin, member). Read-only; no secrets are included.",
     summary: "List the members of the token's team.",
     permission: 'read',
     toolset: 'teams',
@@ -101,6 +107,8 @@ export const teamOperations = [
   }),
   defineOperation({
     name: 'get_team',
+    title: 'Get team by id',
+    description: "Get a team by its numeric id. Only this token's own team is visible; any other id answers 'Resource not found.'",
     summary: 'Get a team by id (only the token’s own team is visible).',
     permission: 'read',
     toolset: 'teams',
@@ -114,6 +122,8 @@ export const teamOperations = [
   }),
   defineOperation({
     name: 'list_team_members',
+    title: 'List members of a team',
+    description: "List the members of a team by its numeric id. Only this token's own team is visible.",
     summary: 'List the members of a team by id (only the token’s own team is visible).',
     permission: 'read',
     toolset: 'teams',

@@ -9,7 +9,8 @@ import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
 import { uuidParam } from '../validators.js';
 import { messageSchema, READ, stamps } from './common.js';
-import { KINDS_OF, SINGULAR, type Collection } from '../model/kinds.js';
+import { perCollection } from './resource-common.js';
+import { KINDS_OF, type Collection } from '../model/kinds.js';
 
 const settingsShape = {
   frequency: z.string(),
@@ -73,12 +74,14 @@ const scheduleOf = (db: Db, storageId: number) => db.selectFrom('scheduled_volum
  * POST …/run backs the volume up now; GET (berth's) shows the schedule and its recent runs.
  */
 export function volumeBackupOperations(collection: Collection) {
-  const singular = SINGULAR[collection];
+  const { singular, one } = perCollection(collection);
   const base = `/api/v1/${collection}/{uuid}/storages/{storage_uuid}/backups`;
   return [
     defineOperation({
       name: `get_${singular}_storage_backup`,
-      summary: `The backup schedule of a ${singular}'s volume and its 20 latest runs (archives in the server's backup volume).`,
+      title: `Get ${one} volume backup`,
+      description: `The backup schedule of a volume of ${one} (storage_uuid) and its latest runs: status, archive file, size; the tool output needs read:sensitive.`,
+      summary: `The backup schedule of ${one}'s volume and its 20 latest runs (archives in the server's backup volume).`,
       permission: 'read',
       toolset: 'backups',
       input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
@@ -107,7 +110,9 @@ export function volumeBackupOperations(collection: Collection) {
     }),
     defineOperation({
       name: `update_${singular}_storage_backup`,
-      summary: `Create or change the backup schedule of a ${singular}'s volume (frequency, retention, stop_during_backup).`,
+      title: `Schedule ${one} volume backup`,
+      description: `Create or change the backup schedule of a volume of ${one}: frequency (cron, UTC, or hourly/daily/...), retention_amount_locally, stop_during_backup. Archives (tar.gz) stay in the server's backup volume; S3 is not supported yet.`,
+      summary: `Create or change the backup schedule of ${one}'s volume (frequency, retention, stop_during_backup).`,
       permission: 'write',
       toolset: 'backups',
       input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam, ...upsertInput }),
@@ -151,7 +156,9 @@ export function volumeBackupOperations(collection: Collection) {
     }),
     defineOperation({
       name: `delete_${singular}_storage_backup`,
-      summary: `Remove the backup schedule of a ${singular}'s volume (the archives already made stay in the backup volume).`,
+      title: `Remove ${one} volume backup`,
+      description: `Remove the backup schedule of a volume of ${one}. Archives already made stay on the server.`,
+      summary: `Remove the backup schedule of ${one}'s volume (the archives already made stay in the backup volume).`,
       permission: 'write',
       toolset: 'backups',
       input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
@@ -167,7 +174,9 @@ export function volumeBackupOperations(collection: Collection) {
     }),
     defineOperation({
       name: `run_${singular}_storage_backup`,
-      summary: `Back up a ${singular}'s volume now (it needs a schedule); follow the run with get_${singular}_storage_backup.`,
+      title: `Back up ${one} volume now`,
+      description: `Archive a volume of ${one} now (it needs a schedule). Follow it with get_${singular}_storage_backup.`,
+      summary: `Back up ${one}'s volume now (it needs a schedule); follow the run with get_${singular}_storage_backup.`,
       permission: 'write',
       toolset: 'backups',
       input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),

@@ -3,7 +3,6 @@ import { satisfies } from '../../auth/permissions.js';
 import type { Caller } from '../../core/caller.js';
 import type { Operation } from '../../core/operation.js';
 import { agentInput, agentOutput } from './agent-view.js';
-import { toolText } from '../../core/operations/descriptions.js';
 import { toolSchema } from './json-schema.js';
 
 /** One MCP tool: an operation plus what an agent needs to read about it. */
@@ -39,8 +38,6 @@ const isArraySchema = (s: z.ZodType) => (s as unknown as { _zod: { def: { type: 
 
 export function buildToolDefinitions(operations: readonly Operation[]): ToolDefinition[] {
   return operations.map((op) => {
-    const text = toolText(op.name);
-    if (!text) throw new Error(`Operation ${op.name} has no tool description in src/core/operations/descriptions.ts`);
     const wrapsArray = isArraySchema(op.output);
     const output = wrapsArray ? z.object({ items: op.output }) : agentOutput(op);
     const hints = {
@@ -51,8 +48,8 @@ export function buildToolDefinitions(operations: readonly Operation[]): ToolDefi
     };
     return {
       name: op.name,
-      title: text.title,
-      description: text.description,
+      title: op.title,
+      description: op.description,
       op,
       inputSchema: toolSchema(agentInput(op), 'core'),
       outputSchema: toolSchema(output, 'zod'),
