@@ -284,13 +284,19 @@ cmd_up() {
 
 # conmon processes of these engines: an exec session's conmon waits --exit-delay (300 s) after
 # the session ends and outlives the service. Ours name an engine's storage root as an argument.
+# Shell builtins only: a `cat` per process on a busy machine (hundreds of processes, each fork
+# slow under load) made every `down` take 35 s or more.
 engine_conmons() { # dir
-  local dir="$1" p e
+  local dir="$1" p e comm arg
   for p in /proc/[0-9]*; do
-    [ "$(cat "$p/comm" 2>/dev/null)" = conmon ] || continue
-    for e in "${ENGINES[@]}"; do
-      if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF "$dir/$e/root"; then echo "${p#/proc/}"; break; fi
-    done
+    comm=""
+    { read -r comm <"$p/comm"; } 2>/dev/null || continue
+    [ "$comm" = conmon ] || continue
+    while IFS= read -r -d '' arg; do
+      for e in "${ENGINES[@]}"; do
+        if [ "$arg" = "$dir/$e/root" ]; then echo "${p#/proc/}"; continue 3; fi
+      done
+    done 2>/dev/null <"$p/cmdline"
   done
 }
 
