@@ -136,8 +136,9 @@ build_rootfs_tar() { # out.tar
   ln -s ../bin "$rfs/usr/sbin"
   printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$rfs/etc/passwd"
   printf 'root:x:0:\nnogroup:x:65534:\n' >"$rfs/etc/group"
-  tar -C "$rfs" --numeric-owner --owner=0 --group=0 -cf "$out.tmp" .
-  mv "$out.tmp" "$out"
+  # A private temporary name: several test workers may build the shared file at once.
+  tar -C "$rfs" --numeric-owner --owner=0 --group=0 -cf "$out.$$.tmp" .
+  mv "$out.$$.tmp" "$out"
   rm -rf "$rfs"
 }
 
@@ -246,7 +247,13 @@ cmd_up() {
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
   [ ${#dir} -le 80 ] || die "DIR too long for a unix socket path: $dir"
-  build_rootfs_tar "$dir/busybox-rootfs.tar"
+  # Built once per busybox binary and kept in /tmp (a fork per applet link took seconds of every
+  # test file's engine start on a busy machine), as the PostgreSQL rootfs is.
+  local rootfs
+  rootfs="${BERTH_BUSYBOX_ROOTFS:-/tmp/berth-busybox-rootfs-$(stat -c %s-%Y /bin/busybox 2>/dev/null || echo none).tar}"
+  build_rootfs_tar "$rootfs"
+  # Tests and benches import it from DIR as well (variants of the image).
+  cp "$rootfs" "$dir/busybox-rootfs.tar"
   for e in "${ENGINES[@]}"; do
     local d="$dir/$e"
     if [ -f "$d/service.pid" ] && kill -0 "$(cat "$d/service.pid")" 2>/dev/null; then
