@@ -1,5 +1,7 @@
 import './quiet-runtime-notice.js';
-import Provider, { errors, type Configuration } from 'oidc-provider';
+// The named export: oidc-provider stays outside berth's bundle (scripts/bundle.mjs), and a bundled
+// default import of an ES module required from CommonJS would be its namespace, not the class.
+import { Provider, errors, type Configuration } from 'oidc-provider';
 import type { Db } from '../../store/db.js';
 import { StoreAdapter } from './adapter.js';
 import type { OAuthKeys } from './keys.js';
