@@ -136,8 +136,9 @@ build_rootfs_tar() { # out.tar
   ln -s ../bin "$rfs/usr/sbin"
   printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$rfs/etc/passwd"
   printf 'root:x:0:\nnogroup:x:65534:\n' >"$rfs/etc/group"
-  tar -C "$rfs" --numeric-owner --owner=0 --group=0 -cf "$out.tmp" .
-  mv "$out.tmp" "$out"
+  # A private temporary name: several test workers may build the shared file at once.
+  tar -C "$rfs" --numeric-owner --owner=0 --group=0 -cf "$out.$$.tmp" .
+  mv "$out.$$.tmp" "$out"
   rm -rf "$rfs"
 }
 
@@ -246,7 +247,13 @@ cmd_up() {
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
   [ ${#dir} -le 80 ] || die "DIR too long for a unix socket path: $dir"
-  build_rootfs_tar "$dir/busybox-rootfs.tar"
+  # Built once per busybox binary and kept in /tmp (a fork per applet link took seconds of every
+  # test file's engine start on a busy machine), as the PostgreSQL rootfs is.
+  local rootfs
+  rootfs="${BERTH_BUSYBOX_ROOTFS:-/tmp/berth-busybox-rootfs-$(stat -c %s-%Y /bin/busybox 2>/dev/null || echo none).tar}"
+  build_rootfs_tar "$rootfs"
+  # Tests and benches import it from DIR as well (variants of the image).
+  cp "$rootfs" "$dir/busybox-rootfs.tar"
   for e in "${ENGINES[@]}"; do
     local d="$dir/$e"
     if [ -f "$d/service.pid" ] && kill -0 "$(cat "$d/service.pid")" 2>/dev/null; then
@@ -284,13 +291,19 @@ cmd_up() {
 
 # conmon processes of these engines: an exec session's conmon waits --exit-delay (300 s) after
 # the session ends and outlives the service. Ours name an engine's storage root as an argument.
+# Shell builtins only: a `cat` per process on a busy machine (hundreds of processes, each fork
+# slow under load) made every `down` take 35 s or more.
 engine_conmons() { # dir
-  local dir="$1" p e
+  local dir="$1" p e comm arg
   for p in /proc/[0-9]*; do
-    [ "$(cat "$p/comm" 2>/dev/null)" = conmon ] || continue
-    for e in "${ENGINES[@]}"; do
-      if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF "$dir/$e/root"; then echo "${p#/proc/}"; break; fi
-    done
+    comm=""
+    { read -r comm <"$p/comm"; } 2>/dev/null || continue
+    [ "$comm" = conmon ] || continue
+    while IFS= read -r -d '' arg; do
+      for e in "${ENGINES[@]}"; do
+        if [ "$arg" = "$dir/$e/root" ]; then echo "${p#/proc/}"; continue 3; fi
+      done
+    done 2>/dev/null <"$p/cmdline"
   done
 }
 

@@ -1,12 +1,10 @@
-import '../auth/oauth/quiet-runtime-notice.js';
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { errors as oidcErrors } from 'oidc-provider';
 import { isPermission, ROLE_MAY_HOLD, type Permission, type Role } from '../auth/permissions.js';
 import { hashSecret, mintSecret } from '../auth/token.js';
 import { permissionsOfScope, SCOPES } from '../auth/oauth/scopes.js';
-import { OAUTH_ROUTES } from '../auth/oauth/provider.js';
-import type { OAuthServer } from '../auth/oauth/server.js';
+import { OAUTH_ROUTES } from '../auth/oauth/routes.js';
+import type { LoadedOAuth, OAuthServer } from '../auth/oauth/server.js';
 import { atomically } from '../store/atomic.js';
 import type { Db } from '../store/db.js';
 import { consentPage, messagePage } from './consent-page.js';
@@ -77,13 +75,14 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
     // oidc-provider reads the body itself: nothing here consumes it.
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
-    let handle: ReturnType<typeof oauth.provider.callback> | undefined;
+    let handle: ReturnType<LoadedOAuth['provider']['callback']> | undefined;
     const toProvider = async (req: FastifyRequest, reply: FastifyReply) => {
       if (req.method === 'POST') await chargeAddress(req);
       // RFC 8414's metadata is the same document as OpenID discovery; oidc-provider serves the latter.
       if (req.raw.url?.startsWith('/.well-known/oauth-authorization-server')) req.raw.url = req.raw.url.replace('/.well-known/oauth-authorization-server', '/.well-known/openid-configuration');
+      handle ??= (await oauth.load()).provider.callback();
       reply.hijack();
-      await (handle ??= oauth.provider.callback())(req.raw, reply.raw);
+      await handle(req.raw, reply.raw);
     };
     for (const url of PROVIDER_PATHS) scope.route({ method: ['GET', 'POST', 'OPTIONS', 'DELETE', 'PUT'], url, handler: toProvider });
   });
@@ -101,7 +100,7 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
   });
 
   async function consent(req: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply, form: URLSearchParams | null) {
-    const provider = oauth.provider;
+    const { provider, errors: oidcErrors } = await oauth.load();
     let details: Awaited<ReturnType<typeof provider.interactionDetails>>;
     try {
       details = await provider.interactionDetails(req.raw, reply.raw);

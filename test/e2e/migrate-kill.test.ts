@@ -13,7 +13,7 @@ import { openStore } from '../../src/store/db.js';
 import { ENGINE_IMAGE, enginesAvailable, useEngines } from '../helpers/engines.js';
 import { spawnServe, type ServeProcess } from '../helpers/process.js';
 import { tempDir } from '../helpers/server.js';
-import { storeUrlFor } from '../helpers/store.js';
+import { storeUrlFor, TEST_STORE } from '../helpers/store.js';
 import {
   Api,
   containersLabelled,
@@ -37,6 +37,14 @@ import {
 
 /** Size of the large volume (MiB); the copy of it must take a few seconds. */
 const LARGE_MIB = Number(process.env.BERTH_E2E_KILL_MIB ?? 320);
+
+/**
+ * On PostgreSQL this file proves the store's part, the dead instance's claim and lease on the job
+ * and the rollback's writes, with one kill (in the switch, the phase closest to the records); the
+ * other phases and the data checks run on SQLite, where the engines and volumes are the same.
+ * (All of them on both stores took 9 minutes of the PostgreSQL half, the longest file by far.)
+ */
+const PHASES = TEST_STORE === 'postgres' ? (['switch'] as const) : (['pre-copy', 'final-sync', 'verify', 'switch'] as const);
 
 describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration', () => {
   const engines = useEngines();
@@ -172,11 +180,14 @@ describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration',
     return app;
   }
 
-  for (const phase of ['pre-copy', 'final-sync', 'verify', 'switch'] as const) {
+  for (const phase of PHASES) {
     it(`SIGKILL in ${phase}: the records and data stay on a, and a restart rolls back to a running app on a`, async () => {
       await killIn(phase, (v) => writeVolume(engines, 'a', v, KNOWN_FILES, ['2']));
     }, 180_000);
   }
+
+  // Store-independent (engines and bytes), so SQLite's run only: see PHASES.
+  if (TEST_STORE === 'postgres') return;
 
   it(`after a rollback, a new migration of the same ${LARGE_MIB} MiB moves every byte`, async () => {
     const app = await killIn('pre-copy', (v) => writeVolume(engines, 'a', v, LARGE_MIXED, [String(LARGE_MIB)]));

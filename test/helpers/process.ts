@@ -10,8 +10,12 @@ export interface ServeProcess {
   stop(): Promise<number | null>;
 }
 
-/** Spawns `berth serve` on an ephemeral port and waits until it says where it listens. */
-export function spawnServe(dataDir: string, env: Record<string, string> = {}, startTimeoutMs = 15_000): Promise<ServeProcess> {
+/**
+ * Spawns `berth serve` on an ephemeral port and waits until it says where it listens. 60 s: a
+ * restart says so only after its jobs' sweep, which rolls back a migration cut off by a crash
+ * (engine calls); on a loaded 2-core machine that alone took over 15 s.
+ */
+export function spawnServe(dataDir: string, env: Record<string, string> = {}, startTimeoutMs = 60_000): Promise<ServeProcess> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dataDir], {
       env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...storeEnv(dataDir), ...env },

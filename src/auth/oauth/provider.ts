@@ -1,9 +1,15 @@
 import './quiet-runtime-notice.js';
-import Provider, { errors, type Configuration } from 'oidc-provider';
+// The named export: oidc-provider stays outside berth's bundle (scripts/bundle.mjs), and a bundled
+// default import of an ES module required from CommonJS would be its namespace, not the class.
+import { Provider, errors, type Configuration } from 'oidc-provider';
 import type { Db } from '../../store/db.js';
 import { StoreAdapter } from './adapter.js';
 import type { OAuthKeys } from './keys.js';
+import { OAUTH_ROUTES, resourceOf } from './routes.js';
 import { SCOPES } from './scopes.js';
+
+/** Its error classes, for the consent page's checks (this module is the one that loads the library). */
+export { errors as oidcErrors };
 
 export interface OAuthServerOptions {
   /** berth's public base URL (no trailing slash): the issuer; /mcp under it is the one resource. */
@@ -20,18 +26,6 @@ export interface OAuthServerOptions {
    */
   fetch: (url: string) => Promise<{ status: number; text: string }>;
 }
-
-/** The protected resource every token is bound to (RFC 8707): the MCP endpoint. */
-export const resourceOf = (issuer: string): string => `${issuer}/mcp`;
-
-export const OAUTH_ROUTES = {
-  authorization: '/oauth/authorize',
-  token: '/oauth/token',
-  registration: '/oauth/register',
-  revocation: '/oauth/revoke',
-  jwks: '/oauth/jwks',
-  end_session: '/oauth/logout',
-} as const;
 
 /** Where oidc-provider sends the browser for sign-in and consent (src/console/consent-routes.ts). */
 export const consentPath = (uid: string): string => `/oauth/consent/${uid}`;

@@ -1,15 +1,22 @@
-import './quiet-runtime-notice.js';
-import type Provider from 'oidc-provider';
+import type { Provider } from 'oidc-provider';
 import type { Db } from '../../store/db.js';
-import { loadOAuthKeys } from './keys.js';
-import { buildOAuthProvider, resourceOf, type OAuthServerOptions } from './provider.js';
+import { loadOAuthKeys, type OAuthKeys } from './keys.js';
+import type { OAuthServerOptions } from './provider.js';
+import { resourceOf } from './routes.js';
+
+/** What provider.ts gives once loaded. */
+export interface LoadedOAuth {
+  provider: Provider;
+  errors: typeof import('oidc-provider').errors;
+}
 
 /**
  * The authorization server of one berth process, made once the public URL is known (after
  * listen, when berth chose its own port): the issuer must be the URL clients use.
  */
 export class OAuthServer {
-  private started?: { provider: Provider; issuer: string; csrfKey: string };
+  private started?: { issuer: string; keys: OAuthKeys };
+  private loading?: Promise<LoadedOAuth>;
 
   constructor(
     private readonly db: Db,
@@ -18,7 +25,18 @@ export class OAuthServer {
 
   async start(issuer: string): Promise<void> {
     const keys = await loadOAuthKeys(this.db);
-    this.started = { provider: buildOAuthProvider(this.db, { ...this.options, issuer, keys }), issuer, csrfKey: keys.csrfKey };
+    this.started = { issuer, keys };
+  }
+
+  /**
+   * oidc-provider (with Koa and jose) is loaded and configured at the first OAuth request, not at
+   * start: most processes (and test servers) never answer one, and loading it took a second of
+   * every start on a busy machine.
+   */
+  load(): Promise<LoadedOAuth> {
+    const { issuer, keys } = this.s;
+    this.loading ??= import('./provider.js').then((m) => ({ provider: m.buildOAuthProvider(this.db, { ...this.options, issuer, keys }), errors: m.oidcErrors }));
+    return this.loading;
   }
 
   get ready(): boolean {
@@ -30,16 +48,12 @@ export class OAuthServer {
     return this.started;
   }
 
-  get provider(): Provider {
-    return this.s.provider;
-  }
-
   get issuer(): string {
     return this.s.issuer;
   }
 
   get csrfKey(): string {
-    return this.s.csrfKey;
+    return this.s.keys.csrfKey;
   }
 
   /** The one protected resource (RFC 8707 audience of every token): the MCP endpoint. */
