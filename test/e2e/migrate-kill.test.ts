@@ -219,5 +219,5 @@ describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration',
     await expectMoved(app, again.json.migration_uuid);
     // The failed attempt left nothing behind on b either.
     expect(volumesLabelled(engines, 'b', `berth.migration=${r.migration_uuid}`)).toEqual([]);
-  }, 120_000);
+  }, 240_000);
 });
