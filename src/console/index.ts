@@ -5,6 +5,7 @@ import type { ConsoleDeps } from './context.js';
 import { html } from './html.js';
 import { securityHeaders, sendPage } from './layout.js';
 import { appPages } from './pages/apps.js';
+import { approvalPages } from './pages/approvals.js';
 import { passkeyPages } from './pages/passkeys.js';
 import { signInPages } from './pages/sign-in.js';
 import { teamPages } from './pages/teams.js';
@@ -58,4 +59,5 @@ export const consolePlugin: FastifyPluginAsync<ConsoleDeps> = async (app: Fastif
   tokenPages(app, deps);
   appPages(app, deps);
   teamPages(app, deps);
+  if (deps.core) approvalPages(app, { ...deps, core: deps.core });
 };

@@ -8,6 +8,30 @@ export interface ToolText {
 }
 
 const explicit: Record<string, ToolText> = {
+  list_approvals: {
+    title: 'List approvals',
+    description: "Calls by agents that the team's approval policy held for a person (status pending, succeeded, failed, denied, expired), newest first.",
+  },
+  get_approval: {
+    title: 'Get an approval',
+    description: 'One held call: operation, target, redacted arguments, status and, once a person approved it and it ran, its result or error. Poll this after a pending answer.',
+  },
+  approve_approval: {
+    title: 'Approve a held call',
+    description: 'Refused for every token: a team owner or admin approves in the console (approve_url) or with `berth approvals approve`. Tell the person instead.',
+  },
+  deny_approval: {
+    title: 'Deny a held call',
+    description: 'Withdraw or refuse a held call: it never runs. Any write token of the team may deny.',
+  },
+  get_approval_policy: {
+    title: 'Get the approval policy',
+    description: 'Which operations and classes (delete, migrate, stop, production_env) wait for a person when an agent calls them, and how long a held call waits.',
+  },
+  update_approval_policy: {
+    title: 'Set the approval policy',
+    description: 'Set rules (operation names or classes delete, migrate, stop, production_env) and expires_in_seconds. While any rule is set, this call itself waits for a person.',
+  },
   list_teams: {
     title: 'List teams',
     description: 'The teams this token sees: a token is bound to one team, so only that one.',
