@@ -35,8 +35,10 @@ const readOnly = { readOnly: true, destructive: false, idempotent: true, openWor
 const decision = { readOnly: false, destructive: false, idempotent: false, openWorld: true };
 
 /** A decision runs as the person (console, CLI) it is; a token's approve is refused: tokens are agents. */
-function decideAs(ctx: OperationContext, uuid: string, what: 'approve' | 'deny') {
+async function decideAs(ctx: OperationContext, uuid: string, what: 'approve' | 'deny') {
   const { caller } = ctx;
+  // Another team's approval is the same 404 as a missing one, before any refusal says more.
+  await getApproval(ctx.db, ctx.config, caller.teamId, uuid);
   if (what === 'approve' && !caller.person) throw new BerthError('approval_not_allowed');
   if (!ctx.runHeld) throw new Error('approvals need the core to run a held call');
   return decide(ctx, ctx.runHeld, { userId: caller.userId, teamId: caller.teamId, via: caller.person ?? 'cli' }, uuid, what);
