@@ -7,6 +7,7 @@ import type { ApprovalStatus } from '../store/schema-approvals.js';
 import { readSettings } from '../store/settings.js';
 import type { Caller } from './caller.js';
 import type { Operation } from './operation.js';
+import { hasSensitive, redact } from './redact.js';
 
 /**
  * Approvals (issue 26): an agent's call that the team's policy names waits for a person. The
@@ -302,7 +303,8 @@ export async function decide(deps: { db: Db; config: Config }, runHeld: HeldRunn
   }
   try {
     const output = await runHeld(op, caller, JSON.parse(claimed.input));
-    return finish({ status: 'succeeded', result: JSON.stringify(output ?? null) });
+    // Kept for whoever reads the approval (read tokens too): sensitive fields never stored.
+    return finish({ status: 'succeeded', result: JSON.stringify((hasSensitive(op.output) ? redact(op.output, output) : output) ?? null) });
   } catch (err) {
     const e = unexpected(err);
     return finish({ status: 'failed', error: JSON.stringify({ kind: e.kind, message: e.message }) });

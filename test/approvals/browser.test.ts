@@ -46,7 +46,8 @@ describe.skipIf(browserMissing)('approving in the console (Chromium)', { timeout
       await screenshot(page, 'approval-pending');
 
       await page.getByRole('button', { name: 'Approve and run' }).click();
-      await page.waitForFunction(() => document.querySelector('#approval-status')?.textContent === 'succeeded');
+      await page.waitForURL((u) => u.pathname === `/approvals/${uuid}`);
+      await page.locator('#approval-status', { hasText: 'succeeded' }).waitFor();
       await screenshot(page, 'approval-succeeded');
       expect(await page.getByRole('button', { name: 'Approve and run' }).count()).toBe(0);
       expect(w.problems).toEqual([]);

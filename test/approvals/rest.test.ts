@@ -5,6 +5,7 @@ import { startServer, type RunningServer } from '../../src/serve.js';
 import { browse, signInByLink, type ConsoleSession } from '../helpers/console.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { storeUrlFor } from '../helpers/store.js';
+import { freshKey } from '../helpers/world.js';
 
 /**
  * Approvals over REST (issue 26): an agent's call the team's policy names answers 202 with a
@@ -19,9 +20,9 @@ describe('approvals over REST', { timeout: 60_000 }, () => {
     s = await startTestServer();
     owner = await signInByLink(s.url, s.db, s.ownerEmail);
     // No rule yet: setting the first policy runs at once.
-    const set = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: ['delete', 'stop_application'], expires_in_seconds: 600 } });
+    const set = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: ['delete', 'stop_application', 'create_private_key'], expires_in_seconds: 600 } });
     expect(set.status).toBe(200);
-    expect(set.json).toEqual({ rules: ['delete', 'stop_application'], expires_in_seconds: 600 });
+    expect(set.json).toEqual({ rules: ['create_private_key', 'delete', 'stop_application'], expires_in_seconds: 600 });
   }, 60_000);
   afterAll(async () => {
     await s?.stop();
@@ -70,6 +71,25 @@ describe('approvals over REST', { timeout: 60_000 }, () => {
     const again = await approveInConsole(a.uuid);
     expect(again.status).toBe(409);
     expect((await approval(a.uuid)).status).toBe('succeeded');
+  });
+
+  it('shows secrets in held arguments to nobody, and runs the call with them', async () => {
+    const r = await call(s.url, 'POST', '/api/v1/security/keys', { token: s.rootToken, body: { name: 'held key', private_key: freshKey() } });
+    expect(r.status).toBe(202);
+    expect(r.text).not.toContain('PRIVATE KEY');
+    const uuid = r.json.approval.uuid as string;
+    const got = await call(s.url, 'GET', `/api/v1/approvals/${uuid}`, { token: s.rootToken });
+    expect(got.json.arguments).toEqual({ name: 'held key', private_key: '[redacted]' });
+    expect(got.text).not.toContain('PRIVATE KEY');
+    const page = await browse(s.url, owner.jar, 'GET', `/approvals/${uuid}`);
+    expect(page.text).not.toContain('PRIVATE KEY');
+    expect((await approveInConsole(uuid)).status).toBe(303);
+    const done = await approval(uuid);
+    expect(done.status).toBe('succeeded');
+    // The stored result is redacted for every reader, whatever the asking token could see.
+    expect(JSON.stringify(done.result)).not.toContain('PRIVATE KEY');
+    const keys = await call(s.url, 'GET', '/api/v1/security/keys', { token: s.rootToken });
+    expect(keys.json.map((k: { name: string }) => k.name)).toContain('held key');
   });
 
   it('never lets a token approve: not the one that asked, not another owner token', async () => {
@@ -147,7 +167,7 @@ describe('approvals over REST', { timeout: 60_000 }, () => {
     const r = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: [] } });
     expect(r.status).toBe(202);
     expect(r.json.approval).toMatchObject({ operation: 'update_approval_policy', rule: 'approval_policy' });
-    expect((await call(s.url, 'GET', '/api/v1/approvals/policy', { token: s.rootToken })).json.rules).toEqual(['delete', 'stop_application']);
+    expect((await call(s.url, 'GET', '/api/v1/approvals/policy', { token: s.rootToken })).json.rules).toEqual(['create_private_key', 'delete', 'stop_application']);
     const bad = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: ['no_such_operation'] } });
     expect(bad.status).toBe(422);
   });
