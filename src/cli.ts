@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import { command, fail, print, requireInstance, withStore, type DataOpts } from './cli/command-helpers.js';
 import { registerMcpConfig } from './cli/mcp-config-command.js';
+import { registerApprovals } from './cli/approvals-command.js';
 import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
 import { BerthError } from './errors.js';
@@ -167,6 +168,8 @@ command(token, 'revoke', 'delete a token; it stops working at once')
       print(o, { id: Number(id), revoked: true }, `Token ${id} revoked.`);
     })(o),
   );
+
+registerApprovals(program);
 
 const settings = program.command('settings').description('instance settings');
 command(settings, 'get', 'show the settings').action(

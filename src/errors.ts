@@ -19,6 +19,10 @@ export const errorCatalogue = {
   },
   /** A request the resource's state refuses as Coolify does with 400 (deleting a project or environment that still has resources). */
   bad_request: { status: 400, message: 'Bad request.' },
+  /** An agent's call the team's approval policy holds for a person: nothing ran yet (details.approval says where to approve). */
+  approval_pending: { status: 202, message: "This call waits for a person's approval; it has not run." },
+  /** Approving needs a person (console or CLI) with the owner or admin role, never a token. */
+  approval_not_allowed: { status: 403, message: 'Approvals are granted by a team owner or admin in the console or with `berth approvals approve`, never by a token.' },
   api_disabled: { status: 403, message: 'API is disabled.' },
   mcp_disabled: { status: 403, message: 'MCP server is disabled.' },
   ip_not_allowed: { status: 403, message: 'You are not allowed to access the API.' },
@@ -68,6 +72,8 @@ export interface ErrorDetails {
   resourceMetadata?: string;
   /** A 403 for an OAuth token whose scopes lack the permission: answered as insufficient_scope. */
   insufficientScope?: boolean;
+  /** The pending approval of an approval_pending answer (its public view). */
+  approval?: Record<string, unknown> & { uuid: string };
 }
 
 export class BerthError extends Error {
@@ -103,6 +109,10 @@ export function toWire(err: BerthError): WireError {
     body.missing_permissions = missing;
   }
   if (err.kind === 'validation') body.errors = d.errors ?? {};
+  if (d.approval) {
+    body.approval = d.approval;
+    headers.Location = `/api/v1/approvals/${d.approval.uuid}`;
+  }
   if (d.resourceMetadata !== undefined) headers['WWW-Authenticate'] = bearerChallenge(err, d.resourceMetadata);
   if (d.allow) headers.Allow = d.allow.join(', ');
   if (d.retryAfter !== undefined) {
@@ -251,6 +261,10 @@ export function agentHint(err: BerthError, ctx: HintContext = {}): string | unde
       return "Only a token of the instance's root team can do this.";
     case 'ip_not_allowed':
       return "This address is not on the instance's allow-list.";
+    case 'approval_pending':
+      return `Nothing ran yet: a person must approve this call at ${String(d.approval?.approve_url ?? 'the console')}. Tell them, then check it with get_approval (uuid ${d.approval?.uuid ?? ''}); do not call again.`;
+    case 'approval_not_allowed':
+      return 'Only a person (team owner or admin) approves, in the console or with the CLI; ask them.';
     case 'store_unavailable':
       return 'berth cannot reach its database right now; nothing was changed. Retry in a few seconds.';
     default:

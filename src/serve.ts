@@ -69,6 +69,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
     logger,
     publicUrl: config.publicUrl,
     apps: oauthConnectedApps,
+    core,
   });
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
   const notifier = new Notifier(

@@ -7,6 +7,7 @@ import { rateLimited } from '../limits/rate-limits.js';
 import type { Mailer } from '../mail/mailer.js';
 import type { Db } from '../store/db.js';
 import type { ConnectedApps } from './apps.js';
+import type { Core } from '../core/gate.js';
 import type { Person, Sessions } from './session.js';
 
 /** What the console's pages need, made once by whoever mounts it. */
@@ -19,6 +20,8 @@ export interface ConsoleDeps {
   publicUrl: string | null;
   /** The OAuth grants shown under "Connected apps" (the authorization server plugs in here). */
   apps: ConnectedApps;
+  /** The core, for the approvals queue (a decision runs the held call); the queue is absent without it. */
+  core?: Core;
 }
 
 /**

@@ -6,6 +6,7 @@ import { html } from './html.js';
 import { securityHeaders, sendPage } from './layout.js';
 import { appPages } from './pages/apps.js';
 import { livePages } from './pages/live.js';
+import { approvalPages } from './pages/approvals.js';
 import { passkeyPages } from './pages/passkeys.js';
 import { signInPages } from './pages/sign-in.js';
 import { teamPages } from './pages/teams.js';
@@ -60,4 +61,5 @@ export const consolePlugin: FastifyPluginAsync<ConsoleDeps> = async (app: Fastif
   appPages(app, deps);
   teamPages(app, deps);
   livePages(app, deps);
+  if (deps.core) approvalPages(app, { ...deps, core: deps.core });
 };

@@ -9,7 +9,7 @@ export interface PageOptions {
   /** The CSRF token for the sign-out form (and for pages whose scripts post JSON). */
   csrf?: string;
   /** Which navigation entry is the current page. */
-  current?: 'resources' | 'tokens' | 'apps' | 'teams' | 'passkeys';
+  current?: 'resources' | 'tokens' | 'apps' | 'teams' | 'passkeys' | 'approvals';
   /** Scripts to load (served by the console, never inline). */
   scripts?: readonly string[];
   /** Extra CSP form-action sources (a consent page that redirects to a client). */
@@ -22,6 +22,7 @@ const NAV: ReadonlyArray<{ key: NonNullable<PageOptions['current']>; href: strin
   { key: 'tokens', href: '/tokens', label: 'API tokens' },
   { key: 'apps', href: '/apps', label: 'Connected apps' },
   { key: 'teams', href: '/teams', label: 'Teams' },
+  { key: 'approvals', href: '/approvals', label: 'Approvals' },
   { key: 'passkeys', href: '/passkeys', label: 'Passkeys' },
 ];
 

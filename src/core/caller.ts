@@ -12,6 +12,11 @@ export interface Caller {
   sourceIp: string;
   /** Authenticated by an OAuth access token (its scopes already narrowed permissions). */
   oauth?: { clientId: string };
+  /**
+   * A person acting in the console or the CLI, not an agent (tokenId is 0): the approval policy
+   * holds only agents' calls (docs/decisions.md, "Approvals").
+   */
+  person?: 'console' | 'cli';
 }
 
 /** What a door knows about a request before authentication. */

@@ -12,6 +12,7 @@ import type { Caller, RequestAccess } from './caller.js';
 import { BerthError, validationError } from '../errors.js';
 import type { CallOptions, Operation, OperationContext } from './operation.js';
 import { hasSensitive, redact } from './redact.js';
+import { holdForApproval } from './approvals.js';
 import { issuesToErrors } from './validation.js';
 
 export interface CoreDeps {
@@ -90,14 +91,24 @@ export class Core {
 
   /** Permission, validation, action and redaction for an already admitted caller. */
   async run(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions = {}): Promise<unknown> {
+    return this.execute(op, caller, rawInput, options, true);
+  }
+
+  /** An approved call, re-run as the caller that asked: permissions and input checked again, not held again. */
+  readonly runHeld = (op: Operation, caller: Caller, input: unknown): Promise<unknown> => this.execute(op, caller, input, {}, false);
+
+  private async execute(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions, gated: boolean): Promise<unknown> {
     this.authorize(op, caller);
     const parsed = op.input.safeParse(rawInput ?? {});
     if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues, op.unsupported));
+    // An agent's call the team's approval policy names waits for a person (src/core/approvals.ts).
+    if (gated && !op.annotations.readOnly) await holdForApproval(this.deps, op, caller, parsed.data as Record<string, unknown>);
     // The signal is read through, not copied: a door may make it only when an operation reads it
     // (an AbortController per MCP call cost more than some operations).
     const ctx: OperationContext = {
       ...this.deps,
       caller,
+      runHeld: this.runHeld,
       progress: options.progress,
       get signal() {
         return options.signal;

@@ -44,6 +44,8 @@ export interface OperationContext extends CallOptions {
   logger: Logger;
   runtime: Runtime;
   jobs: Jobs;
+  /** Runs an approved call as the caller that asked, past the approval gate (the approvals operations). */
+  runHeld?: (op: Operation, caller: Caller, input: unknown) => Promise<unknown>;
 }
 
 /**

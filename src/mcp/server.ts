@@ -1,4 +1,5 @@
-import { McpServer, ProtocolError, ProtocolErrorCode, type CallToolResult } from '@modelcontextprotocol/server';
+import { McpServer, ProtocolError, ProtocolErrorCode, type CallToolResult, type ElicitRequestFormParams, type ElicitResult } from '@modelcontextprotocol/server';
+import { confirmInClient } from './approval-elicitation.js';
 import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
 import { agentHint, BerthError, fromWire, toWire, unexpected, validationError, type HintContext } from '../errors.js';
@@ -114,6 +115,9 @@ interface RequestTable {
 const ok = (value: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value });
 
 type RunResult = { value: Record<string, unknown> } | { error: CallToolResult };
+type Elicit = (params: ElicitRequestFormParams) => Promise<ElicitResult>;
+/** A tool call's options: the core's, and the client's elicitation when it has one. */
+type ToolCallOptions = CallOptions & { elicit?: Elicit };
 type Handler = (args: unknown, ctx: never) => Promise<CallToolResult>;
 /** One tool on the wire, operation or meta: its texts, schemas and non-default hints. */
 /**
@@ -153,7 +157,7 @@ function tablesOf(catalogue: ToolCatalogue, all: readonly ToolDefinition[] = NO_
  * SDK; the HTTP fast path (fast-call.ts) calls one directly. `onEnable` registers the tools that
  * enable_toolsets adds (dynamic sessions only).
  */
-function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolDefinition) => void = () => {}) {
+function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolDefinition) => void = () => {}, clientCapabilities: () => { elicitation?: object } | undefined = () => undefined) {
   const { catalogue, logger } = session;
   const execute: ToolExecutor = 'execute' in session ? session.execute : async (tool, args, options) => session.core.run(tool.op, await session.callerFor(tool), args, options);
   const { byName, unreachable } = tablesOf(catalogue, session.all);
@@ -170,12 +174,23 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
   };
 
   /** One operation call, as its tool or through call_operation: the agent's view, errors with hints. */
-  async function runTool(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<RunResult> {
+  async function runTool(tool: ToolDefinition, rawArgs: unknown, options: ToolCallOptions): Promise<RunResult> {
+    let full = false;
+    const view = (output: unknown): RunResult => {
+      const value = agentOutputValue(tool.op, output, full);
+      return { value: (tool.wrapsArray ? { items: value } : value) as Record<string, unknown> };
+    };
     try {
-      const { args, full } = agentArgs(tool.op, (rawArgs ?? {}) as Record<string, unknown>);
-      const output = agentOutputValue(tool.op, await execute(tool, args, options), full);
-      return { value: (tool.wrapsArray ? { items: output } : output) as Record<string, unknown> };
+      const agent = agentArgs(tool.op, (rawArgs ?? {}) as Record<string, unknown>);
+      full = agent.full;
+      return view(await execute(tool, agent.args, options));
     } catch (err) {
+      // A held call: a client that can ask its person does, so the call can finish in this turn.
+      if (err instanceof BerthError && err.kind === 'approval_pending' && options.elicit && 'core' in session) {
+        const asked = await confirmInClient(session.core, await session.callerFor(tool), err, options.elicit).catch((e: unknown) => unexpected(e));
+        if (asked instanceof BerthError) return { error: errorResult(asked, hintFor(tool)) };
+        if (asked) return view(asked.ran);
+      }
       if (err instanceof BerthError) return { error: errorResult(err, hintFor(tool)) };
       if (err instanceof ToolCallError) {
         const known = err.status !== undefined && err.body.hint === undefined ? fromWire(err.status, err.body) : undefined;
@@ -196,13 +211,19 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
    * missing; a token whose holder's role has grown since runs it. Read-only mode refuses what
    * changes things without running anything.
    */
-  async function runUnreachable(tool: ToolDefinition, rawArgs: unknown, options: CallOptions): Promise<RunResult> {
+  async function runUnreachable(tool: ToolDefinition, rawArgs: unknown, options: ToolCallOptions): Promise<RunResult> {
     if (session.readOnly && !tool.op.annotations.readOnly) {
       const needed = tool.op.permission === 'authenticated' ? 'write' : tool.op.permission;
       return { error: errorResult(new BerthError('missing_permissions', { missingPermissions: [needed], readOnlySession: true }), hintFor(tool)) };
     }
     return runTool(tool, rawArgs, options);
   }
+
+  /** The client's elicitation, when it declared one: a held call is put to its person (approval-elicitation.ts). */
+  const elicitOf = (ctx: { mcpReq?: { elicitInput?: Elicit } }): Elicit | undefined => {
+    const caps = clientCapabilities();
+    return caps?.elicitation && ctx.mcpReq?.elicitInput ? ctx.mcpReq.elicitInput.bind(ctx.mcpReq) : undefined;
+  };
 
   const progressOf = (ctx: { mcpReq: { _meta?: { progressToken?: string | number }; notify: (n: never) => Promise<void> } }): ProgressReporter | undefined => {
     const token = ctx.mcpReq._meta?.progressToken;
@@ -212,7 +233,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
   const operationHandler =
     (tool: ToolDefinition): Handler =>
     async (args, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
-      const r = await runTool(tool, args, { progress: progressOf(ctx as never), signal: ctx.mcpReq.signal });
+      const r = await runTool(tool, args, { progress: progressOf(ctx as never), signal: ctx.mcpReq.signal, elicit: elicitOf(ctx as never) });
       return 'error' in r ? r.error : ok(r.value);
     };
 
@@ -256,7 +277,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
       const tool = byName.get(args.name as string) ?? unreachable.get(args.name as string);
       if (!tool) return unknownOperation(args.name as string);
       const run = byName.has(tool.name) ? runTool : runUnreachable;
-      const r = await run(tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
+      const r = await run(tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal, elicit: elicitOf(ctx) });
       return 'error' in r ? r.error : ok({ name: tool.name, result: r.value });
     },
   };
@@ -314,7 +335,11 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       },
       handler as never,
     );
-  const tools = sessionTools(session, (t) => register(t, tools.operationHandler(t)));
+  const tools = sessionTools(
+    session,
+    (t) => register(t, tools.operationHandler(t)),
+    () => server.server.getClientCapabilities(),
+  );
   for (const { def, handler } of tools.registered()) register(def, handler);
   guardToolCalls(server, tools.unreachable, tools.runUnreachable, tools.progressOf);
   return server;

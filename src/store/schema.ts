@@ -473,6 +473,9 @@ export interface Database {
   login_links: import('./schema-console.js').LoginLinksTable;
   passkeys: import('./schema-console.js').PasskeysTable;
   webauthn_challenges: import('./schema-console.js').WebauthnChallengesTable;
+
+  approval_policies: import('./schema-approvals.js').ApprovalPoliciesTable;
+  approvals: import('./schema-approvals.js').ApprovalsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

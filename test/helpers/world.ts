@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { Operation } from '../../src/core/operation.js';
 import { partUuid } from '../../src/core/operations/service-parts.js';
+import { newUuid } from '../../src/ids.js';
 import { call, type TestServer } from './server.js';
 
 /** One of everything a team can own, created through the REST API with a root token. */
@@ -48,6 +49,8 @@ export interface World {
   /** A scheduled task of the app, and of the service's web container. */
   appTaskUuid: string;
   serviceTaskUuid: string;
+  /** A call held for a person (approvals). */
+  approvalUuid: string;
 }
 
 export const TEST_KEY = `-----BEGIN PRIVATE KEY-----
@@ -145,7 +148,9 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   const tagUuid = (await ok(s, token, 'GET', '/api/v1/tags')).find((t: { name: string }) => t.name === 'web').uuid;
   const appTaskUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/scheduled-tasks`, { name: 'nightly', command: 'echo nightly', frequency: 'daily' })).uuid;
   const serviceTaskUuid = (await ok(s, token, 'POST', `/api/v1/services/${serviceUuid}/scheduled-tasks`, { name: 'flush', command: 'echo flush', frequency: '0 3 * * *', container: 'web' })).uuid;
+  const approvalUuid = await heldCall(s, token, projectUuid);
   return {
+    approvalUuid,
     appTaskUuid,
     serviceTaskUuid,
     backupUuid,
@@ -183,6 +188,41 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
     environmentEnvId,
     serverEnvId,
   };
+}
+
+/**
+ * A pending approval of a delete_project by this token, arranged in the store (a policy would hold
+ * the table-driven tests' own calls too). What the approvals operations read and decide.
+ */
+export async function heldCall(s: TestServer, token: string, projectUuid: string): Promise<string> {
+  const t = await s.db
+    .selectFrom('api_tokens')
+    .select(['id', 'team_id', 'user_id'])
+    .where('id', '=', Number(token.split('|')[0]))
+    .executeTakeFirstOrThrow();
+  const uuid = newUuid();
+  const now = new Date();
+  await s.db
+    .insertInto('approvals')
+    .values({
+      uuid,
+      team_id: t.team_id,
+      token_id: t.id,
+      user_id: t.user_id,
+      oauth_client_id: null,
+      operation: 'delete_project',
+      rule: 'delete',
+      target: projectUuid,
+      input: JSON.stringify({ uuid: projectUuid }),
+      shown_input: JSON.stringify({ uuid: projectUuid }),
+      permissions: JSON.stringify(['root']),
+      source_ip: '127.0.0.1',
+      status: 'pending',
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + 86_400_000).toISOString(),
+    })
+    .execute();
+  return uuid;
 }
 
 // ---- sample path parameters for operation-table-driven tests ----------------------------------
@@ -233,6 +273,8 @@ export function worldParams(path: string, x: World, teamId: number): Params {
       return { gitlab_app_id: x.gitlabAppId };
     case 'cloud-tokens':
       return { uuid: x.cloudTokenUuid };
+    case 'approvals':
+      return { uuid: x.approvalUuid };
     case 'applications':
       return parts.application;
     case 'databases':
@@ -287,6 +329,8 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
       return { ...place, docker_compose_raw: Buffer.from(COMPOSE).toString('base64') };
     case 'deploy':
       return { uuid: x.appUuid };
+    case 'update_approval_policy':
+      return { expires_in_seconds: 3600 };
   }
   let m: RegExpExecArray | null;
   if (/^create_\w+_database$/.test(name)) return place;

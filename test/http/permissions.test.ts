@@ -6,7 +6,21 @@ import { operations } from '../../src/core/operations/index.js';
 import * as admin from '../../src/core/admin.js';
 import { nowIso } from '../../src/store/db.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
-import { buildWorld, CLOUD_TOKEN_SAMPLE, COMPOSE, GITHUB_APP_SAMPLE, fillPath, freshKey, partsOf, S3_SAMPLE, sampleBody as bodyFor, worldParams, type Singular, type World } from '../helpers/world.js';
+import {
+  buildWorld,
+  heldCall,
+  CLOUD_TOKEN_SAMPLE,
+  COMPOSE,
+  GITHUB_APP_SAMPLE,
+  fillPath,
+  freshKey,
+  partsOf,
+  S3_SAMPLE,
+  sampleBody as bodyFor,
+  worldParams,
+  type Singular,
+  type World,
+} from '../helpers/world.js';
 
 /**
  * The permission matrix over real HTTP, for every operation of the operation table (a new
@@ -166,6 +180,8 @@ type Recipe = (x: World) => Promise<Record<string, string | undefined>>;
 /** Destructive operations act on an object made for the one call, so later cases keep their world. */
 function freshRecipe(name: string): Recipe | undefined {
   switch (name) {
+    case 'deny_approval':
+      return async (x) => ({ uuid: await heldCall(s, x.token, x.projectUuid) });
     case 'delete_private_key':
       return async () => ({ uuid: (await setup.ok('POST', '/api/v1/security/keys', { private_key: freshKey() })).uuid });
     case 'delete_server':
@@ -272,6 +288,8 @@ const NEVER_SUCCEEDS_HERE: Record<string, number> = {
   validate_cloud_token: 501,
   create_private_github_app_application: 501,
   rollback_application: 422,
+  // Tokens are agents: approving is a person's, in the console or the CLI (approval_not_allowed).
+  approve_approval: 403,
 };
 
 /** Destructive operations whose effect is harmless or undone right after the call. */
@@ -317,7 +335,8 @@ describe('permission matrix: one token per permission, every operation (root tea
         const params = allowed && recipe ? await recipe(w) : worldParams(op.http.path, w, s.rootTeamId);
         const r = await send(op, token, params, bodyFor(op.name, w));
         if (allowed) {
-          expect([401, 403], `${g} on ${op.name} is refused: ${r.text}`).not.toContain(r.status);
+          if (NEVER_SUCCEEDS_HERE[op.name] !== 403) expect([401, 403], `${g} on ${op.name} is refused: ${r.text}`).not.toContain(r.status);
+          else expect(r.text).not.toBe(missing(op.permission));
           expect(r.status, `${g} on ${op.name} should succeed with the sample input: ${r.text}`).toBe(NEVER_SUCCEEDS_HERE[op.name] ?? op.http.status ?? 200);
         } else {
           expect(r.status, `${g} on ${op.name}: ${r.text}`).toBe(403);

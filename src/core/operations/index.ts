@@ -30,6 +30,8 @@ import { settingsOperations } from './instance-settings.js';
 import { serviceStorageOperations } from './service-storages.js';
 import { environmentOperations, sharedVariableOperations } from './shared-variables.js';
 import { teamOperations } from './teams.js';
+import { approvalOperations } from './approvals.js';
+import { registerOperationNames } from './names.js';
 
 /** What every application, database and service offers beyond its own CRUD. */
 const resourceFamily = (c: Collection) => [
@@ -79,4 +81,6 @@ export const operations: readonly Operation[] = [
   ...environmentOperations,
   ...servicePartOperations,
   ...backupOperations,
+  ...approvalOperations,
 ] as unknown as readonly Operation[];
+registerOperationNames(operations.map((o) => o.name));

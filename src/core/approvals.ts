@@ -1,0 +1,312 @@
+import { capTo, isPermission, PERMISSIONS, type Permission, type Role } from '../auth/permissions.js';
+import { defaultPublicUrl, type Config } from '../config/config.js';
+import { BerthError, notFound, unexpected } from '../errors.js';
+import { newUuid } from '../ids.js';
+import type { Db } from '../store/db.js';
+import type { ApprovalStatus } from '../store/schema-approvals.js';
+import { readSettings } from '../store/settings.js';
+import type { Caller } from './caller.js';
+import type { Operation } from './operation.js';
+import { hasSensitive, redact } from './redact.js';
+
+/**
+ * Approvals (issue 26): an agent's call that the team's policy names waits for a person. The
+ * gate (holdForApproval, called by Core.run) records it and answers approval_pending; a person
+ * (console, CLI, or the MCP client's own elicitation) approves, and decide() claims it with one
+ * conditional UPDATE, so it runs at most once, on whichever instance, as the caller that asked.
+ */
+
+/** The classes a policy may name beside operation names. */
+export const APPROVAL_CLASSES = ['delete', 'migrate', 'stop', 'production_env'] as const;
+export type ApprovalClass = (typeof APPROVAL_CLASSES)[number];
+export const DEFAULT_EXPIRY_S = 3600;
+/** Who may approve: the roles that may also hold root. */
+export const APPROVER_ROLES: ReadonlySet<Role> = new Set(['owner', 'admin']);
+/** Changing the policy itself, while it holds anything, waits for a person too. */
+export const POLICY_RULE = 'approval_policy';
+const UPDATE_POLICY_OP = 'update_approval_policy';
+
+export interface ApprovalPolicy {
+  rules: string[];
+  expiresInSeconds: number;
+}
+
+/** The classes an operation belongs to (production_env also needs its target to be in production). */
+export function classesOf(op: Pick<Operation, 'name' | 'http' | 'annotations'>): ApprovalClass[] {
+  const out: ApprovalClass[] = [];
+  if (op.http.method === 'DELETE') out.push('delete');
+  if (op.name.startsWith('migrate_')) out.push('migrate');
+  if (op.name.startsWith('stop_')) out.push('stop');
+  if (!op.annotations.readOnly && /_envs?(_bulk)?$/.test(op.name)) out.push('production_env');
+  return out;
+}
+
+export async function readPolicy(db: Db, teamId: number): Promise<ApprovalPolicy> {
+  const row = await db.selectFrom('approval_policies').select(['rules', 'expires_in_seconds']).where('team_id', '=', teamId).executeTakeFirst();
+  return row ? { rules: JSON.parse(row.rules) as string[], expiresInSeconds: row.expires_in_seconds } : { rules: [], expiresInSeconds: DEFAULT_EXPIRY_S };
+}
+
+export async function writePolicy(db: Db, teamId: number, policy: ApprovalPolicy): Promise<ApprovalPolicy> {
+  const values = { rules: JSON.stringify([...new Set(policy.rules)].sort()), expires_in_seconds: policy.expiresInSeconds, updated_at: new Date().toISOString() };
+  await db
+    .insertInto('approval_policies')
+    .values({ team_id: teamId, ...values })
+    .onConflict((oc) => oc.column('team_id').doUpdateSet(values))
+    .execute();
+  return readPolicy(db, teamId);
+}
+
+/** Whether a resource env operation's target sits in an environment named production. */
+async function inProduction(db: Db, teamId: number, uuid: unknown): Promise<boolean> {
+  if (typeof uuid !== 'string') return false;
+  const row = await db
+    .selectFrom('resources as r')
+    .innerJoin('environments as e', 'e.id', 'r.environment_id')
+    .select('e.name')
+    .where('r.uuid', '=', uuid)
+    .where('r.team_id', '=', teamId)
+    .executeTakeFirst();
+  return row?.name.toLowerCase() === 'production';
+}
+
+/** The rule of the policy that holds this call, if any. */
+async function ruleFor(db: Db, op: Operation, caller: Caller, input: Record<string, unknown>, policy: ApprovalPolicy): Promise<string | undefined> {
+  if (op.name === UPDATE_POLICY_OP && policy.rules.length) return POLICY_RULE;
+  if (!policy.rules.length) return undefined;
+  if (policy.rules.includes(op.name)) return op.name;
+  for (const c of classesOf(op)) {
+    if (!policy.rules.includes(c)) continue;
+    if (c === 'production_env' && !(await inProduction(db, caller.teamId, input.uuid))) continue;
+    return c;
+  }
+  return undefined;
+}
+
+/** Field names whose values are secrets (or may hold them): shown as "[redacted]" to everyone. */
+const SECRET_FIELD = /pass|secret|token|private|credential|^value$|_value$|content|compose|dockerfile|certificate|^key_|webhook|^url$|dsn/i;
+
+export function redactInput(value: unknown, name = ''): unknown {
+  if (name && SECRET_FIELD.test(name) && value !== null && value !== undefined && typeof value !== 'boolean') return '[redacted]';
+  if (Array.isArray(value)) return value.map((v) => redactInput(v));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactInput(v, k)]));
+  return value;
+}
+
+const targetOf = (input: Record<string, unknown>): string | null => {
+  for (const k of ['uuid', 'id', 'application_uuid', 'database_uuid', 'service_uuid', 'server_uuid', 'project_uuid']) {
+    const v = input[k];
+    if (typeof v === 'string' || typeof v === 'number') return String(v);
+  }
+  return null;
+};
+
+export const approvalUrl = (config: Config, uuid: string) => `${config.publicUrl ?? defaultPublicUrl(config.host, config.port)}/approvals/${uuid}`;
+
+/**
+ * Core.run's hook: an agent's call (every token caller; people in the console and CLI are not
+ * held) that the team's policy names is recorded as pending and answered with approval_pending.
+ * Read-only operations are never held. Returns normally when the call may run now.
+ */
+export async function holdForApproval(deps: { db: Db; config: Config }, op: Operation, caller: Caller, input: Record<string, unknown>): Promise<void> {
+  if (op.annotations.readOnly || caller.person) return;
+  const policy = await readPolicy(deps.db, caller.teamId);
+  if (!policy.rules.length && op.name !== UPDATE_POLICY_OP) return;
+  const rule = await ruleFor(deps.db, op, caller, input, policy);
+  if (!rule) return;
+  const now = new Date();
+  const row = {
+    uuid: newUuid(),
+    team_id: caller.teamId,
+    token_id: caller.tokenId,
+    user_id: caller.userId,
+    oauth_client_id: caller.oauth?.clientId ?? null,
+    operation: op.name,
+    rule,
+    target: targetOf(input),
+    input: JSON.stringify(input),
+    shown_input: JSON.stringify(redactInput(input)),
+    permissions: JSON.stringify([...caller.permissions]),
+    source_ip: caller.sourceIp,
+    status: 'pending' as const,
+    created_at: now.toISOString(),
+    expires_at: new Date(now.getTime() + policy.expiresInSeconds * 1000).toISOString(),
+  };
+  await deps.db.insertInto('approvals').values(row).execute();
+  throw new BerthError('approval_pending', { approval: approvalView(deps.config, { ...row, decided_by_user_id: null, decided_via: null, decided_at: null, result: null, error: null }) });
+}
+
+type Row = {
+  uuid: string;
+  operation: string;
+  rule: string;
+  target: string | null;
+  shown_input: string;
+  user_id: number;
+  token_id: number;
+  oauth_client_id: string | null;
+  status: ApprovalStatus;
+  decided_by_user_id: number | null;
+  decided_via: string | null;
+  decided_at: string | null;
+  result: string | null;
+  error: string | null;
+  created_at: string;
+  expires_at: string;
+};
+
+const effectiveStatus = (r: Pick<Row, 'status' | 'expires_at'>): ApprovalStatus => (r.status === 'pending' && r.expires_at <= new Date().toISOString() ? 'expired' : r.status);
+
+/** What an approver, the agent and the console see: never the stored input, only its redacted copy. */
+export function approvalView(config: Config, r: Row) {
+  return {
+    uuid: r.uuid,
+    status: effectiveStatus(r),
+    operation: r.operation,
+    rule: r.rule,
+    target: r.target,
+    arguments: JSON.parse(r.shown_input) as Record<string, unknown>,
+    requested_by: { user_id: r.user_id, token_id: r.token_id, oauth_client_id: r.oauth_client_id },
+    created_at: r.created_at,
+    expires_at: r.expires_at,
+    decided_by_user_id: r.decided_by_user_id,
+    decided_via: r.decided_via,
+    decided_at: r.decided_at,
+    result: r.result === null ? null : (JSON.parse(r.result) as unknown),
+    error: r.error === null ? null : (JSON.parse(r.error) as { kind: string; message: string }),
+    approve_url: approvalUrl(config, r.uuid),
+  };
+}
+export type ApprovalView = ReturnType<typeof approvalView>;
+
+/** Pending approvals past their time become expired (the view says so already; this keeps the store honest). */
+async function expireDue(db: Db, teamId: number): Promise<void> {
+  await db.updateTable('approvals').set({ status: 'expired' }).where('team_id', '=', teamId).where('status', '=', 'pending').where('expires_at', '<=', new Date().toISOString()).execute();
+}
+
+export async function listApprovals(db: Db, config: Config, teamId: number, q: { status?: ApprovalStatus; page: number; perPage: number }) {
+  await expireDue(db, teamId);
+  let base = db.selectFrom('approvals').where('team_id', '=', teamId);
+  if (q.status) base = base.where('status', '=', q.status);
+  const { total } = await base.select((eb) => eb.fn.countAll<number | string>().as('total')).executeTakeFirstOrThrow();
+  const rows = await base
+    .selectAll()
+    .orderBy('id', 'desc')
+    .limit(q.perPage)
+    .offset((q.page - 1) * q.perPage)
+    .execute();
+  return { items: rows.map((r) => approvalView(config, r)), total: Number(total), page: q.page, per_page: q.perPage };
+}
+
+/** One approval of the team; another team's is the same 404 as a missing one. */
+export async function getApproval(db: Db, config: Config, teamId: number, uuid: string): Promise<ApprovalView> {
+  const row = await db.selectFrom('approvals').selectAll().where('uuid', '=', uuid).where('team_id', '=', teamId).executeTakeFirst();
+  if (!row) throw notFound();
+  return approvalView(config, row);
+}
+
+/** The role of a user in a team, or null when they are not a member. */
+export async function roleIn(db: Db, teamId: number, userId: number): Promise<Role | null> {
+  const m = await db.selectFrom('team_members').select('role').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst();
+  return m?.role ?? null;
+}
+
+/** A person acting for themselves in one team (console, CLI): the permissions their role may hold. */
+export async function personCaller(db: Db, teamId: number, userId: number, via: 'console' | 'cli', sourceIp: string): Promise<Caller> {
+  const role = await roleIn(db, teamId, userId);
+  if (!role) throw notFound();
+  const { rootTeamId } = await readSettings(db);
+  return { userId, teamId, tokenId: 0, permissions: capTo(role, PERMISSIONS), rootTeam: teamId === rootTeamId, sourceIp, person: via };
+}
+
+/**
+ * The caller that asked, as it stands now: its token must still exist, be unexpired and be held
+ * by a member of the team; its permissions are those it had when it asked, narrowed by what the
+ * token and the holder's role allow now. Null when it may no longer act.
+ */
+async function askingCaller(db: Db, row: { token_id: number; team_id: number; permissions: string; source_ip: string; oauth_client_id: string | null }): Promise<Caller | null> {
+  const t = await db
+    .selectFrom('api_tokens as t')
+    .innerJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
+    .select(['t.id', 't.user_id', 't.team_id', 't.permissions', 't.expires_at', 'm.role'])
+    .where('t.id', '=', row.token_id)
+    .where('t.team_id', '=', row.team_id)
+    .executeTakeFirst();
+  if (!t || (t.expires_at !== null && Date.parse(t.expires_at) <= Date.now())) return null;
+  const now = capTo(t.role, (JSON.parse(t.permissions) as string[]).filter(isPermission));
+  const asked = new Set((JSON.parse(row.permissions) as string[]).filter(isPermission));
+  const permissions = new Set<Permission>([...now].filter((p) => asked.has(p)));
+  const { rootTeamId } = await readSettings(db);
+  return {
+    userId: t.user_id,
+    teamId: t.team_id,
+    tokenId: t.id,
+    permissions,
+    rootTeam: t.team_id === rootTeamId,
+    sourceIp: row.source_ip,
+    ...(row.oauth_client_id ? { oauth: { clientId: row.oauth_client_id } } : {}),
+  };
+}
+
+export interface Decider {
+  userId: number;
+  teamId: number;
+  via: 'console' | 'cli' | 'mcp_elicitation';
+}
+
+/** Runs a held operation as its original caller, skipping the gate (Core.runHeld). */
+export type HeldRunner = (op: Operation, caller: Caller, input: unknown) => Promise<unknown>;
+
+let operationsByName: Map<string, Operation> | undefined;
+async function operationNamed(name: string): Promise<Operation | undefined> {
+  // Lazily: the operation table imports the approvals operations, which import this module.
+  operationsByName ??= new Map((await import('./operations/index.js')).operations.map((o) => [o.name, o]));
+  return operationsByName.get(name);
+}
+
+/**
+ * A person's decision. Approve: the one conditional UPDATE out of 'pending' (and unexpired) that
+ * any instance may race for; the winner runs the call, the others get 409. The caller that
+ * asked is re-checked now: a revoked token's call fails and never runs. Deny: the same claim.
+ */
+export async function decide(deps: { db: Db; config: Config }, runHeld: HeldRunner, who: Decider, uuid: string, decision: 'approve' | 'deny'): Promise<ApprovalView> {
+  const { db, config } = deps;
+  const existing = await db.selectFrom('approvals').selectAll().where('uuid', '=', uuid).where('team_id', '=', who.teamId).executeTakeFirst();
+  if (!existing) throw notFound();
+  if (decision === 'approve') {
+    const role = await roleIn(db, who.teamId, who.userId);
+    if (!role || !APPROVER_ROLES.has(role)) throw new BerthError('approval_not_allowed');
+  }
+  const now = new Date().toISOString();
+  const claimed = await db
+    .updateTable('approvals')
+    .set({ status: decision === 'approve' ? 'running' : 'denied', decided_by_user_id: who.userId, decided_via: who.via, decided_at: now })
+    .where('id', '=', existing.id)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', now)
+    .returningAll()
+    .executeTakeFirst();
+  if (!claimed) {
+    const state = effectiveStatus(existing);
+    if (state === 'expired') await expireDue(db, who.teamId);
+    throw new BerthError('conflict', { message: `This approval is ${state === 'running' ? 'already approved' : state}; it can be decided only once, while pending.` });
+  }
+  if (decision === 'deny') return approvalView(config, claimed);
+
+  const finish = async (set: { status: ApprovalStatus; result?: string | null; error?: string | null }) => {
+    const row = await db.updateTable('approvals').set(set).where('id', '=', claimed.id).returningAll().executeTakeFirstOrThrow();
+    return approvalView(config, row);
+  };
+  const op = await operationNamed(claimed.operation);
+  const caller = await askingCaller(db, claimed);
+  if (!op || !caller) {
+    return finish({ status: 'failed', error: JSON.stringify({ kind: 'invalid_token', message: 'The token that asked was revoked, expired or left the team: the call did not run.' }) });
+  }
+  try {
+    const output = await runHeld(op, caller, JSON.parse(claimed.input));
+    // Kept for whoever reads the approval (read tokens too): sensitive fields never stored.
+    return finish({ status: 'succeeded', result: JSON.stringify((hasSensitive(op.output) ? redact(op.output, output) : output) ?? null) });
+  } catch (err) {
+    const e = unexpected(err);
+    return finish({ status: 'failed', error: JSON.stringify({ kind: e.kind, message: e.message }) });
+  }
+}

@@ -1,0 +1,112 @@
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, errorBody, httpClient, stdioClient, type ToolResult } from '../helpers/mcp.js';
+import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { storeEnv } from '../helpers/store.js';
+
+/**
+ * Approvals over MCP (issue 26), through `berth mcp` on stdio (the built CLI) and /mcp over HTTP:
+ * a held call asks the person in a client that supports elicitation and finishes in the same
+ * call; a client without it gets the pending result naming where to approve.
+ */
+describe('approvals over MCP', { timeout: 90_000 }, () => {
+  let s: TestServer;
+
+  beforeAll(async () => {
+    s = await startTestServer();
+    const set = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: ['delete_project'] } });
+    expect(set.status).toBe(200);
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  const project = async (name: string) => (await call(s.url, 'POST', '/api/v1/projects', { token: s.rootToken, body: { name } })).json.uuid as string;
+  const exists = async (uuid: string) => (await call(s.url, 'GET', `/api/v1/projects/${uuid}`, { token: s.rootToken })).status === 200;
+
+  /** A real SDK client on `berth mcp` that declares form elicitation and answers with `answer`. */
+  async function elicitingClient(token: string, answer: (message: string) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean> }) {
+    const asked: string[] = [];
+    const c = new Client({ name: 'berth-test-elicit', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'legacy' } });
+    c.setRequestHandler('elicitation/create', async (req) => {
+      asked.push(req.params.message);
+      return answer(req.params.message);
+    });
+    await c.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, 'mcp', '--data', s.dataDir, '--toolsets', 'all'],
+        env: { BERTH_TOKEN: token, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir) },
+        stderr: 'pipe',
+      }),
+    );
+    return { c, asked };
+  }
+
+  const approvalOf = async (uuid: string) => {
+    const list = await call(s.url, 'GET', '/api/v1/approvals', { token: s.rootToken });
+    return (list.json as Array<{ target: string; status: string; decided_via: string | null }>).find((a) => a.target === uuid);
+  };
+
+  it('a client with elicitation asks its person and the call completes in one turn', async () => {
+    const p = await project('elicit-yes');
+    const { c, asked } = await elicitingClient(s.rootToken, () => ({ action: 'accept', content: { approve: true } }));
+    try {
+      const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: p } })) as ToolResult;
+      expect(r.isError).toBeFalsy();
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain('delete_project');
+      expect(asked[0]).toContain(p);
+    } finally {
+      await c.close();
+    }
+    expect(await exists(p)).toBe(false);
+    expect(await approvalOf(p)).toMatchObject({ status: 'succeeded', decided_via: 'mcp_elicitation' });
+  });
+
+  it('declined in the client, the call is denied and never runs', async () => {
+    const p = await project('elicit-no');
+    const { c } = await elicitingClient(s.rootToken, () => ({ action: 'decline' }));
+    try {
+      const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: p } })) as ToolResult;
+      expect(errorBody(r).message).toMatch(/denied/);
+    } finally {
+      await c.close();
+    }
+    expect(await exists(p)).toBe(true);
+    expect((await approvalOf(p))?.status).toBe('denied');
+  });
+
+  it('a member holder is not asked: the call stays pending for an owner or admin', async () => {
+    const member = await s.token({ permissions: ['read', 'write'], role: 'member' });
+    const p = await project('elicit-member');
+    const { c, asked } = await elicitingClient(member.token, () => ({ action: 'accept', content: { approve: true } }));
+    try {
+      const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: p } })) as ToolResult;
+      expect(errorBody(r).approval).toMatchObject({ status: 'pending', operation: 'delete_project' });
+      expect(asked).toEqual([]);
+    } finally {
+      await c.close();
+    }
+    expect(await exists(p)).toBe(true);
+  });
+
+  it('clients without elicitation get the pending result and where to approve (stdio and HTTP)', async () => {
+    for (const open of [() => stdioClient('v2-legacy', s.dataDir, s.rootToken), () => httpClient('v2-modern', s.url, s.rootToken)]) {
+      const p = await project('no-elicit');
+      const c = await open();
+      try {
+        const r = await c.callTool('delete_project', { uuid: p });
+        const body = errorBody(r);
+        expect(body.message).toMatch(/waits for a person's approval/);
+        expect(body.approval).toMatchObject({ status: 'pending', operation: 'delete_project', target: p });
+        expect(String((body.approval as { approve_url: string }).approve_url)).toMatch(/\/approvals\/[a-z0-9]{24}$/);
+        expect(String(body.hint)).toContain('get_approval');
+      } finally {
+        await c.close();
+      }
+      expect(await exists(p)).toBe(true);
+    }
+  });
+});

@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as admin from '../../src/core/admin.js';
+import { loadConfig } from '../../src/config/config.js';
+import { startServer, type RunningServer } from '../../src/serve.js';
+import { browse, signInByLink, type ConsoleSession } from '../helpers/console.js';
+import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { storeUrlFor } from '../helpers/store.js';
+import { freshKey } from '../helpers/world.js';
+
+/**
+ * Approvals over REST (issue 26): an agent's call the team's policy names answers 202 with a
+ * pending approval and runs only when a team owner or admin approves it in the console, once,
+ * as the token that asked. Runs on the store BERTH_TEST_STORE names (SQLite or PostgreSQL).
+ */
+describe('approvals over REST', { timeout: 60_000 }, () => {
+  let s: TestServer;
+  let owner: ConsoleSession;
+
+  beforeAll(async () => {
+    s = await startTestServer();
+    owner = await signInByLink(s.url, s.db, s.ownerEmail);
+    // No rule yet: setting the first policy runs at once.
+    const set = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: ['delete', 'stop_application', 'create_private_key'], expires_in_seconds: 600 } });
+    expect(set.status).toBe(200);
+    expect(set.json).toEqual({ rules: ['create_private_key', 'delete', 'stop_application'], expires_in_seconds: 600 });
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  const project = async (name: string, token = s.rootToken) => {
+    const r = await call(s.url, 'POST', '/api/v1/projects', { token, body: { name } });
+    expect(r.status).toBe(201);
+    return r.json.uuid as string;
+  };
+  const held = async (uuid: string, token = s.rootToken) => {
+    const r = await call(s.url, 'DELETE', `/api/v1/projects/${uuid}`, { token });
+    expect(r.status).toBe(202);
+    expect(r.headers.location).toBe(`/api/v1/approvals/${r.json.approval.uuid}`);
+    return r.json.approval as { uuid: string; status: string; approve_url: string };
+  };
+  const approveInConsole = (uuid: string, who = owner) => browse(s.url, who.jar, 'POST', `/approvals/${uuid}/approve`, { _csrf: who.csrf });
+  const approval = async (uuid: string) => (await call(s.url, 'GET', `/api/v1/approvals/${uuid}`, { token: s.rootToken })).json;
+
+  it('holds a delete with 202, shows what waits, and runs it once when a person approves', async () => {
+    const p = await project('held');
+    const a = await held(p);
+    expect(a.status).toBe('pending');
+    expect(a.approve_url).toMatch(new RegExp(`/approvals/${a.uuid}$`));
+    // Nothing ran.
+    expect((await call(s.url, 'GET', `/api/v1/projects/${p}`, { token: s.rootToken })).status).toBe(200);
+
+    const list = await call(s.url, 'GET', '/api/v1/approvals?status=pending', { token: s.rootToken });
+    expect(list.status).toBe(200);
+    expect(list.json.map((x: { uuid: string }) => x.uuid)).toContain(a.uuid);
+    const got = await approval(a.uuid);
+    expect(got).toMatchObject({ operation: 'delete_project', rule: 'delete', target: p, status: 'pending', arguments: { uuid: p } });
+
+    // The console page shows the exact operation, target and arguments.
+    const page = await browse(s.url, owner.jar, 'GET', `/approvals/${a.uuid}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('delete_project');
+    expect(page.text).toContain(p);
+
+    const done = await approveInConsole(a.uuid);
+    expect(done.status).toBe(303);
+    expect(await approval(a.uuid)).toMatchObject({ status: 'succeeded', decided_via: 'console', error: null });
+    expect((await call(s.url, 'GET', `/api/v1/projects/${p}`, { token: s.rootToken })).status).toBe(404);
+
+    // A second approval is refused and runs nothing.
+    const again = await approveInConsole(a.uuid);
+    expect(again.status).toBe(409);
+    expect((await approval(a.uuid)).status).toBe('succeeded');
+  });
+
+  it('shows secrets in held arguments to nobody, and runs the call with them', async () => {
+    const r = await call(s.url, 'POST', '/api/v1/security/keys', { token: s.rootToken, body: { name: 'held key', private_key: freshKey() } });
+    expect(r.status).toBe(202);
+    expect(r.text).not.toContain('PRIVATE KEY');
+    const uuid = r.json.approval.uuid as string;
+    const got = await call(s.url, 'GET', `/api/v1/approvals/${uuid}`, { token: s.rootToken });
+    expect(got.json.arguments).toEqual({ name: 'held key', private_key: '[redacted]' });
+    expect(got.text).not.toContain('PRIVATE KEY');
+    const page = await browse(s.url, owner.jar, 'GET', `/approvals/${uuid}`);
+    expect(page.text).not.toContain('PRIVATE KEY');
+    expect((await approveInConsole(uuid)).status).toBe(303);
+    const done = await approval(uuid);
+    expect(done.status).toBe('succeeded');
+    // The stored result is redacted for every reader, whatever the asking token could see.
+    expect(JSON.stringify(done.result)).not.toContain('PRIVATE KEY');
+    const keys = await call(s.url, 'GET', '/api/v1/security/keys', { token: s.rootToken });
+    expect(keys.json.map((k: { name: string }) => k.name)).toContain('held key');
+  });
+
+  it('never lets a token approve: not the one that asked, not another owner token', async () => {
+    const p = await project('tokens-cannot-approve');
+    const a = await held(p);
+    const other = await s.token({ permissions: ['root'], role: 'owner' });
+    for (const token of [s.rootToken, other.token]) {
+      const r = await call(s.url, 'POST', `/api/v1/approvals/${a.uuid}/approve`, { token });
+      expect(r.status).toBe(403);
+      expect(r.json.message).toMatch(/never by a token/);
+    }
+    expect((await approval(a.uuid)).status).toBe('pending');
+  });
+
+  it('a denied call never runs, and cannot be approved afterwards', async () => {
+    const p = await project('denied');
+    const a = await held(p);
+    const denied = await call(s.url, 'POST', `/api/v1/approvals/${a.uuid}/deny`, { token: s.rootToken });
+    expect(denied.status).toBe(200);
+    expect(denied.json.status).toBe('denied');
+    expect((await approveInConsole(a.uuid)).status).toBe(409);
+    expect((await call(s.url, 'GET', `/api/v1/projects/${p}`, { token: s.rootToken })).status).toBe(200);
+  });
+
+  it('an expired call never runs', async () => {
+    const p = await project('expired');
+    const a = await held(p);
+    // Its time passes (arranged in the store: the shortest policy is a minute).
+    await s.db
+      .updateTable('approvals')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('uuid', '=', a.uuid)
+      .execute();
+    expect((await approval(a.uuid)).status).toBe('expired');
+    expect((await approveInConsole(a.uuid)).status).toBe(409);
+    expect((await call(s.url, 'GET', `/api/v1/projects/${p}`, { token: s.rootToken })).status).toBe(200);
+    const listed = await call(s.url, 'GET', '/api/v1/approvals?status=expired', { token: s.rootToken });
+    expect(listed.json.map((x: { uuid: string }) => x.uuid)).toContain(a.uuid);
+  });
+
+  it("a revoked token's approved call does not run", async () => {
+    const agent = await s.token({ permissions: ['read', 'write'] });
+    const p = await project('revoked');
+    const a = await held(p, agent.token);
+    await admin.revokeToken(s.db, agent.id);
+    expect((await approveInConsole(a.uuid)).status).toBe(303);
+    expect(await approval(a.uuid)).toMatchObject({ status: 'failed', error: { kind: 'invalid_token' } });
+    expect((await call(s.url, 'GET', `/api/v1/projects/${p}`, { token: s.rootToken })).status).toBe(200);
+  });
+
+  it('a member cannot approve in the console; another team sees nothing of these approvals', async () => {
+    const p = await project('member');
+    const a = await held(p);
+    const member = await s.token({ permissions: ['read'], role: 'member', email: `member-${process.pid}@example.test` });
+    expect(member.id).toBeGreaterThan(0);
+    const m = await signInByLink(s.url, s.db, `member-${process.pid}@example.test`);
+    const page = await browse(s.url, m.jar, 'GET', `/approvals/${a.uuid}`);
+    expect(page.text).not.toContain('Approve and run');
+    expect((await approveInConsole(a.uuid, m)).status).toBe(403);
+
+    const other = await s.team('Elsewhere');
+    const missing = await call(s.url, 'GET', '/api/v1/approvals/nosuchapprovalxxxxxxxxxx', { token: other.rootToken });
+    const foreign = await call(s.url, 'GET', `/api/v1/approvals/${a.uuid}`, { token: other.rootToken });
+    expect(foreign.status).toBe(404);
+    expect(foreign.text).toBe(missing.text);
+    expect((await call(s.url, 'POST', `/api/v1/approvals/${a.uuid}/deny`, { token: other.rootToken })).status).toBe(404);
+    expect((await call(s.url, 'GET', '/api/v1/approvals', { token: other.rootToken })).json).toEqual([]);
+    const otherOwner = await signInByLink(s.url, s.db, other.ownerEmail);
+    expect((await browse(s.url, otherOwner.jar, 'GET', `/approvals/${a.uuid}`)).status).toBe(404);
+    expect((await approveInConsole(a.uuid, otherOwner)).status).toBe(404);
+    expect((await approval(a.uuid)).status).toBe('pending');
+  });
+
+  it('changing the policy while it holds anything waits for a person too', async () => {
+    const r = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: [] } });
+    expect(r.status).toBe(202);
+    expect(r.json.approval).toMatchObject({ operation: 'update_approval_policy', rule: 'approval_policy' });
+    expect((await call(s.url, 'GET', '/api/v1/approvals/policy', { token: s.rootToken })).json.rules).toEqual(['create_private_key', 'delete', 'stop_application']);
+    const bad = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: ['no_such_operation'] } });
+    expect(bad.status).toBe(422);
+  });
+
+  it('two instances approving the same call at once run it once', async () => {
+    // A second berth instance on the same store, as behind a load balancer.
+    const config = loadConfig({ LOG_LEVEL: 'silent' }, { dataDir: s.dataDir, databaseUrl: storeUrlFor(s.dataDir), host: '127.0.0.1', port: 0 });
+    const second: RunningServer = await startServer(config, () => {});
+    try {
+      for (let round = 0; round < 3; round++) {
+        const p = await project(`race-${round}`);
+        const a = await held(p);
+        const [one, two] = await Promise.all([
+          browse(s.url, owner.jar, 'POST', `/approvals/${a.uuid}/approve`, { _csrf: owner.csrf }),
+          browse(second.url, owner.jar, 'POST', `/approvals/${a.uuid}/approve`, { _csrf: owner.csrf }),
+        ]);
+        expect([one.status, two.status].sort()).toEqual([303, 409]);
+        expect(await approval(a.uuid)).toMatchObject({ status: 'succeeded' });
+      }
+    } finally {
+      await second.close();
+    }
+  });
+});
