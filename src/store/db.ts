@@ -43,6 +43,7 @@ import * as m026 from './migrations/026-migration-start-deployment.js';
 import * as m027 from './migrations/027-console.js';
 import * as m028 from './migrations/028-oauth.js';
 import * as m029 from './migrations/029-file-storages.js';
+import * as m030 from './migrations/030-audit.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
@@ -73,6 +74,7 @@ const migrations: Record<string, Migration> = {
   '027-console': m027,
   '028-oauth': m028,
   '029-file-storages': m029,
+  '030-audit': m030,
 
   '009-shared-variables': m009,
 

@@ -473,6 +473,8 @@ export interface Database {
   login_links: import('./schema-console.js').LoginLinksTable;
   passkeys: import('./schema-console.js').PasskeysTable;
   webauthn_challenges: import('./schema-console.js').WebauthnChallengesTable;
+
+  audit_log: import('./schema-audit.js').AuditLogTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -249,6 +249,11 @@ const explicit: Record<string, ToolText> = {
     title: 'Deploy resources',
     description: 'Deploy the resources named by uuid (comma-separated) or tag. Follow the returned deployment uuids with get_deployment.',
   },
+  list_audit_entries: {
+    title: "List the team's audit log",
+    description:
+      'Who changed what in this team, newest first: every call that changed something or tried to (from REST, MCP, the CLI), with the token or OAuth client, source address, operation, target uuids, arguments (secrets shown as [redacted]), result, duration and the deployment or migration it started. Filter by from/to (ISO-8601), user (id or e-mail), token (id), operation, resource (uuid), result (ok, error, forbidden, not_found...).',
+  },
   list_deployments: { title: 'List running deployments', description: "List the team's deployments that are queued or in progress." },
   get_deployment: { title: 'Get a deployment', description: 'A deployment\'s status and, with read:sensitive, its logs (full: "true" for all).' },
   cancel_deployment: { title: 'Cancel a deployment', description: 'Cancel a queued or running deployment. Finished ones cannot be cancelled.' },

@@ -30,6 +30,7 @@ import { settingsOperations } from './instance-settings.js';
 import { serviceStorageOperations } from './service-storages.js';
 import { environmentOperations, sharedVariableOperations } from './shared-variables.js';
 import { teamOperations } from './teams.js';
+import { auditOperations } from './audit.js';
 
 /** What every application, database and service offers beyond its own CRUD. */
 const resourceFamily = (c: Collection) => [
@@ -78,5 +79,6 @@ export const operations: readonly Operation[] = [
   ...sharedVariableOperations,
   ...environmentOperations,
   ...servicePartOperations,
+  ...auditOperations,
   ...backupOperations,
 ] as unknown as readonly Operation[];
