@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpClient, stdioClient, type AnyClient } from '../helpers/mcp.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { AuditDoor } from '../../src/store/schema-audit.js';
 
 /**
  * The audit log through both MCP transports with real SDK clients: each change is one entry
@@ -18,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-async function rows(door: string) {
+async function rows(door: AuditDoor) {
   return s.db.selectFrom('audit_log').selectAll().where('door', '=', door).orderBy('id').execute();
 }
 
