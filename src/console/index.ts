@@ -8,6 +8,7 @@ import { appPages } from './pages/apps.js';
 import { passkeyPages } from './pages/passkeys.js';
 import { signInPages } from './pages/sign-in.js';
 import { teamPages } from './pages/teams.js';
+import { auditPages } from './pages/audit.js';
 import { tokenPages } from './pages/tokens.js';
 
 export type { ConsoleDeps } from './context.js';
@@ -58,4 +59,5 @@ export const consolePlugin: FastifyPluginAsync<ConsoleDeps> = async (app: Fastif
   tokenPages(app, deps);
   appPages(app, deps);
   teamPages(app, deps);
+  auditPages(app, deps);
 };

@@ -9,7 +9,7 @@ export interface PageOptions {
   /** The CSRF token for the sign-out form (and for pages whose scripts post JSON). */
   csrf?: string;
   /** Which navigation entry is the current page. */
-  current?: 'tokens' | 'apps' | 'teams' | 'passkeys';
+  current?: 'tokens' | 'apps' | 'teams' | 'passkeys' | 'audit';
   /** Scripts to load (served by the console, never inline). */
   scripts?: readonly string[];
   /** Extra CSP form-action sources (a consent page that redirects to a client). */
@@ -22,6 +22,7 @@ const NAV: ReadonlyArray<{ key: NonNullable<PageOptions['current']>; href: strin
   { key: 'apps', href: '/apps', label: 'Connected apps' },
   { key: 'teams', href: '/teams', label: 'Teams' },
   { key: 'passkeys', href: '/passkeys', label: 'Passkeys' },
+  { key: 'audit', href: '/audit', label: 'Audit log' },
 ];
 
 /**

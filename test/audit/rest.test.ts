@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { freshKey } from '../helpers/world.js';
+import { browse, signInByLink } from '../helpers/console.js';
 
 /**
  * The audit log over REST (issue 26): one entry per changing call, whatever its outcome, with
@@ -11,7 +12,7 @@ import { freshKey } from '../helpers/world.js';
 let s: TestServer;
 let writer: { id: number; token: string };
 let reader: { id: number; token: string };
-let other: { id: number; rootToken: string };
+let other: { id: number; rootToken: string; ownerEmail: string };
 
 const SECRET = 'planted-secret-5f1c0a9e';
 
@@ -133,5 +134,20 @@ describe('audit log over REST', () => {
     const r = await call(s.url, 'PATCH', '/api/v1/settings', { token: s.rootToken, body: { audit_retention_days: 30 } });
     expect(r.json.audit_retention_days).toBe(30);
     expect((await call(s.url, 'PATCH', '/api/v1/settings', { token: s.rootToken, body: { audit_retention_days: 0 } })).status).toBe(422);
+  });
+
+  it("shows the console's audit page to the team's members only, secrets redacted", async () => {
+    const mine = await signInByLink(s.url, s.db, 'writer@example.test');
+    const page = await browse(s.url, mine.jar, 'GET', '/audit?operation=create_team_shared_env');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('create_team_shared_env');
+    expect(page.text).toContain('[redacted]');
+    expect(page.text).not.toContain(SECRET);
+    // Another team's owner picking this team sees their own team instead, and none of its entries.
+    const theirs = await signInByLink(s.url, s.db, other.ownerEmail);
+    const foreign = await browse(s.url, theirs.jar, 'GET', `/audit?team=${s.rootTeamId}`);
+    expect(foreign.status).toBe(200);
+    expect(foreign.text).not.toContain('create_team_shared_env');
+    expect(foreign.text).toContain('for Other');
   });
 });
