@@ -11,6 +11,7 @@ import type { Db } from './store/db.js';
 import { Scheduler } from './workers/scheduler.js';
 import { VolumeBackupRunner } from './workers/volume-backup-runner.js';
 import { DockerCleanupSchedule } from './workers/cleanup-schedule.js';
+import { AuditRetention } from './workers/audit-retention.js';
 
 export interface Assembled {
   core: Core;
@@ -42,7 +43,11 @@ export function assembleCore(
   const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs });
   const core = new Core({ db, config, logger, limits, runtime, jobs });
   // The one list of schedules: each claims its due runs once across instances (see Schedule).
-  const scheduler = new Scheduler([jobs.backups, jobs.tasks, new VolumeBackupRunner(db, runtime, logger), new DockerCleanupSchedule(db, runtime, logger)], logger, config.scheduleTickMs);
+  const scheduler = new Scheduler(
+    [jobs.backups, jobs.tasks, new VolumeBackupRunner(db, runtime, logger), new DockerCleanupSchedule(db, runtime, logger), new AuditRetention(db, logger)],
+    logger,
+    config.scheduleTickMs,
+  );
   return {
     core,
     jobs,

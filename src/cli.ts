@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { command, fail, print, requireInstance, withStore, type DataOpts } from './cli/command-helpers.js';
 import { registerMcpConfig } from './cli/mcp-config-command.js';
 import { registerApprovals } from './cli/approvals-command.js';
+import { registerAudit } from './cli/audit-command.js';
 import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
 import { BerthError } from './errors.js';
@@ -10,7 +11,7 @@ import { allowListOr422 } from './core/operations/instance-settings.js';
 import { issueLoginLink, linkUrl } from './auth/login-links.js';
 import { defaultPublicUrl } from './config/config.js';
 import { probeInstance } from './store/instance.js';
-import { readSettings, writeSettings } from './store/settings.js';
+import { readAuditRetentionDays, readSettings, writeAuditRetentionDays, writeSettings } from './store/settings.js';
 import { parseToolsets, TOOLSET_WORDS } from './mcp/tools/toolsets.js';
 import { BERTH_VERSION, COOLIFY_API_VERSION } from './version.js';
 
@@ -175,22 +176,30 @@ const settings = program.command('settings').description('instance settings');
 command(settings, 'get', 'show the settings').action(
   withStore<DataOpts>(async (db, o) => {
     const s = await readSettings(db);
-    const data = { api_enabled: s.apiEnabled, mcp_enabled: s.mcpEnabled, allowed_ips: s.allowedIps, root_team_id: s.rootTeamId };
-    print(o, data, `api-enabled: ${s.apiEnabled}\nmcp-enabled: ${s.mcpEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}\nroot-team: ${s.rootTeamId ?? '(not initialized)'}`);
+    const days = await readAuditRetentionDays(db);
+    const data = { api_enabled: s.apiEnabled, mcp_enabled: s.mcpEnabled, allowed_ips: s.allowedIps, root_team_id: s.rootTeamId, audit_retention_days: days };
+    print(
+      o,
+      data,
+      `api-enabled: ${s.apiEnabled}\nmcp-enabled: ${s.mcpEnabled}\nallowed-ips: ${s.allowedIps || '(all)'}\nroot-team: ${s.rootTeamId ?? '(not initialized)'}\naudit-retention-days: ${days}`,
+    );
   }),
 );
-command(settings, 'set', 'change a setting: api-enabled true|false, mcp-enabled true|false, allowed-ips "LIST"')
-  .argument('<key>', 'api-enabled, mcp-enabled or allowed-ips')
+command(settings, 'set', 'change a setting: api-enabled true|false, mcp-enabled true|false, allowed-ips "LIST", audit-retention-days DAYS')
+  .argument('<key>', 'api-enabled, mcp-enabled, allowed-ips or audit-retention-days')
   .argument('<value>', 'the new value')
   .action(async (key: string, value: string, o: DataOpts) =>
     withStore<DataOpts>(async (db) => {
       if (key === 'api-enabled' || key === 'mcp-enabled') {
         if (value !== 'true' && value !== 'false') throw new BerthError('validation', { errors: { [key]: ['Use true or false.'] } });
         await writeSettings(db, key === 'api-enabled' ? { apiEnabled: value === 'true' } : { mcpEnabled: value === 'true' });
+      } else if (key === 'audit-retention-days') {
+        if (!/^[0-9]{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 3650) throw new BerthError('validation', { errors: { [key]: ['Use a number of days from 1 to 3650.'] } });
+        await writeAuditRetentionDays(db, Number(value));
       } else if (key === 'allowed-ips') {
         await writeSettings(db, { allowedIps: allowListOr422(value, 'allowed-ips') });
       } else {
-        throw new BerthError('validation', { errors: { key: [`Unknown setting "${key}"; use api-enabled, mcp-enabled or allowed-ips.`] } });
+        throw new BerthError('validation', { errors: { key: [`Unknown setting "${key}"; use api-enabled, mcp-enabled, allowed-ips or audit-retention-days.`] } });
       }
       const s = await readSettings(db);
       print(
@@ -207,6 +216,7 @@ program
   .action(() => console.log(VERSION_LINE));
 
 registerMcpConfig(program);
+registerAudit(program);
 
 // `-v` is what people type first; commander takes one short flag for the version (-V).
 if (process.argv[2] === '-v' && process.argv.length === 3) process.argv[2] = '--version';

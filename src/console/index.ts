@@ -10,6 +10,7 @@ import { approvalPages } from './pages/approvals.js';
 import { passkeyPages } from './pages/passkeys.js';
 import { signInPages } from './pages/sign-in.js';
 import { teamPages } from './pages/teams.js';
+import { auditPages } from './pages/audit.js';
 import { tokenPages } from './pages/tokens.js';
 
 export type { ConsoleDeps } from './context.js';
@@ -62,4 +63,5 @@ export const consolePlugin: FastifyPluginAsync<ConsoleDeps> = async (app: Fastif
   teamPages(app, deps);
   livePages(app, deps);
   if (deps.core) approvalPages(app, { ...deps, core: deps.core });
+  auditPages(app, deps);
 };

@@ -9,7 +9,7 @@ export interface PageOptions {
   /** The CSRF token for the sign-out form (and for pages whose scripts post JSON). */
   csrf?: string;
   /** Which navigation entry is the current page. */
-  current?: 'resources' | 'tokens' | 'apps' | 'teams' | 'passkeys' | 'approvals';
+  current?: 'resources' | 'tokens' | 'apps' | 'teams' | 'passkeys' | 'approvals' | 'audit';
   /** Scripts to load (served by the console, never inline). */
   scripts?: readonly string[];
   /** Extra CSP form-action sources (a consent page that redirects to a client). */
@@ -24,6 +24,7 @@ const NAV: ReadonlyArray<{ key: NonNullable<PageOptions['current']>; href: strin
   { key: 'teams', href: '/teams', label: 'Teams' },
   { key: 'approvals', href: '/approvals', label: 'Approvals' },
   { key: 'passkeys', href: '/passkeys', label: 'Passkeys' },
+  { key: 'audit', href: '/audit', label: 'Audit log' },
 ];
 
 /**

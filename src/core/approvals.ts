@@ -1,3 +1,4 @@
+import type { AuditDoor } from '../store/schema-audit.js';
 import { capTo, isPermission, PERMISSIONS, type Permission, type Role } from '../auth/permissions.js';
 import { defaultPublicUrl, type Config } from '../config/config.js';
 import { BerthError, notFound, unexpected } from '../errors.js';
@@ -215,7 +216,7 @@ export async function personCaller(db: Db, teamId: number, userId: number, via: 
   const role = await roleIn(db, teamId, userId);
   if (!role) throw notFound();
   const { rootTeamId } = await readSettings(db);
-  return { userId, teamId, tokenId: 0, permissions: capTo(role, PERMISSIONS), rootTeam: teamId === rootTeamId, sourceIp, person: via };
+  return { userId, teamId, tokenId: 0, permissions: capTo(role, PERMISSIONS), rootTeam: teamId === rootTeamId, sourceIp, door: via, person: via };
 }
 
 /**
@@ -223,7 +224,7 @@ export async function personCaller(db: Db, teamId: number, userId: number, via: 
  * by a member of the team; its permissions are those it had when it asked, narrowed by what the
  * token and the holder's role allow now. Null when it may no longer act.
  */
-async function askingCaller(db: Db, row: { token_id: number; team_id: number; permissions: string; source_ip: string; oauth_client_id: string | null }): Promise<Caller | null> {
+async function askingCaller(db: Db, row: { token_id: number; team_id: number; permissions: string; source_ip: string; oauth_client_id: string | null }, door: AuditDoor): Promise<Caller | null> {
   const t = await db
     .selectFrom('api_tokens as t')
     .innerJoin('team_members as m', (j) => j.onRef('m.team_id', '=', 't.team_id').onRef('m.user_id', '=', 't.user_id'))
@@ -243,6 +244,7 @@ async function askingCaller(db: Db, row: { token_id: number; team_id: number; pe
     permissions,
     rootTeam: t.team_id === rootTeamId,
     sourceIp: row.source_ip,
+    door,
     ...(row.oauth_client_id ? { oauth: { clientId: row.oauth_client_id } } : {}),
   };
 }
@@ -251,6 +253,8 @@ export interface Decider {
   userId: number;
   teamId: number;
   via: 'console' | 'cli' | 'mcp_elicitation';
+  /** The door the decision came through (the approved call is audited there); default: via's. */
+  door?: AuditDoor;
 }
 
 /** Runs a held operation as its original caller, skipping the gate (Core.runHeld). */
@@ -297,7 +301,7 @@ export async function decide(deps: { db: Db; config: Config }, runHeld: HeldRunn
     return approvalView(config, row);
   };
   const op = await operationNamed(claimed.operation);
-  const caller = await askingCaller(db, claimed);
+  const caller = await askingCaller(db, claimed, who.door ?? (who.via === 'mcp_elicitation' ? 'mcp-stdio' : who.via));
   if (!op || !caller) {
     return finish({ status: 'failed', error: JSON.stringify({ kind: 'invalid_token', message: 'The token that asked was revoked, expired or left the team: the call did not run.' }) });
   }

@@ -6,6 +6,7 @@ import type { Db } from '../store/db.js';
 import { param, prepared } from '../store/prepared.js';
 import { decodeSettings, SETTING_KEYS, type InstanceSettings } from '../store/settings.js';
 import type { Caller, RequestAccess } from './caller.js';
+import type { AuditDoor } from '../store/schema-audit.js';
 import { BerthError } from '../errors.js';
 
 /** last_used_at is written at most this often per token, so reads do not turn into writes. */
@@ -91,10 +92,12 @@ export async function authenticate(db: Db, access: RequestAccess): Promise<Authe
   await noteUse(db, row.id, facts, now);
 
   return {
-    caller: { userId: row.user_id, teamId: row.team_id, tokenId: row.id, permissions: facts.permissions, sourceIp: access.sourceIp },
+    caller: { userId: row.user_id, teamId: row.team_id, tokenId: row.id, permissions: facts.permissions, sourceIp: access.sourceIp, door: doorOf(access) },
     settings: facts.settings,
   };
 }
+
+const doorOf = (access: RequestAccess): AuditDoor => access.door ?? (access.mcp ? 'mcp-http' : 'rest');
 
 async function noteUse(db: Db, id: number, facts: TokenFacts, now: number): Promise<void> {
   if (facts.lastUsedMs === null || now - facts.lastUsedMs >= LAST_USED_GRANULARITY_MS) {
@@ -127,7 +130,7 @@ async function authenticateOAuth(db: Db, access: RequestAccess, value: string, r
   const scopes = new Set(claims.scopes);
   const permissions = new Set([...facts.permissions].filter((p) => scopes.has(p)));
   return {
-    caller: { userId: row.user_id, teamId: row.team_id, tokenId: row.id, permissions, sourceIp: access.sourceIp, oauth: { clientId: claims.clientId } },
+    caller: { userId: row.user_id, teamId: row.team_id, tokenId: row.id, permissions, sourceIp: access.sourceIp, door: doorOf(access), oauth: { clientId: claims.clientId } },
     settings: facts.settings,
   };
 }

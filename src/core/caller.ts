@@ -1,5 +1,6 @@
 import type { Permission } from '../auth/permissions.js';
 import type { RateDecision } from '../limits/buckets.js';
+import type { AuditDoor } from '../store/schema-audit.js';
 
 /** Who is calling: the only way into the core. Built by authentication, never by a door. */
 export interface Caller {
@@ -10,6 +11,8 @@ export interface Caller {
   /** The token belongs to the instance's root team. */
   rootTeam: boolean;
   sourceIp: string;
+  /** Where the call came in, for the audit log. */
+  door: AuditDoor;
   /** Authenticated by an OAuth access token (its scopes already narrowed permissions). */
   oauth?: { clientId: string };
   /**
@@ -25,6 +28,8 @@ export interface RequestAccess {
   sourceIp: string;
   /** The MCP door (either transport), which the MCP toggle can close on its own. */
   mcp?: boolean;
+  /** Where the request came in (audit log); unset: 'mcp-http' when mcp, else 'rest'. */
+  door?: AuditDoor;
   /**
    * The door accepts OAuth access tokens bound to this resource (RFC 8707): set by /mcp only;
    * other doors take API tokens alone.

@@ -14,6 +14,7 @@ import type { CallOptions, Operation, OperationContext } from './operation.js';
 import { hasSensitive, redact } from './redact.js';
 import { holdForApproval } from './approvals.js';
 import { issuesToErrors } from './validation.js';
+import { appendAudit } from './audit/log.js';
 
 export interface CoreDeps {
   db: Db;
@@ -80,7 +81,21 @@ export class Core {
     return new BerthError(kind);
   }
 
-  /** The permission checks; a door calls it before it even reads the input. */
+  /**
+   * The permission checks, for a door that calls them before it even reads the input: a refused
+   * changing call is still audited (as forbidden, without its arguments).
+   */
+  async authorizeAudited(op: Operation, caller: Caller): Promise<void> {
+    const startedAt = performance.now();
+    try {
+      this.authorize(op, caller);
+    } catch (error) {
+      if (!op.annotations.readOnly) await this.audit({ op, caller, error, startedAt, endedAt: performance.now() });
+      throw error;
+    }
+  }
+
+  /** The permission checks. */
   authorize(op: Operation, caller: Caller): void {
     if (op.permission !== 'authenticated') {
       const missing = missingFor(caller.permissions, op.permission);
@@ -89,13 +104,36 @@ export class Core {
     if (op.access?.rootTeamOnly && !caller.rootTeam) throw new BerthError('root_team_only');
   }
 
-  /** Permission, validation, action and redaction for an already admitted caller. */
+  /**
+   * Permission, validation, action and redaction for an already admitted caller. A call that
+   * changes something (any operation not declared read-only) gets one audit entry, whatever its
+   * outcome, written before the door answers.
+   */
   async run(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions = {}): Promise<unknown> {
-    return this.execute(op, caller, rawInput, options, true);
+    return this.audited(op, caller, rawInput, () => this.execute(op, caller, rawInput, options, true));
   }
 
-  /** An approved call, re-run as the caller that asked: permissions and input checked again, not held again. */
-  readonly runHeld = (op: Operation, caller: Caller, input: unknown): Promise<unknown> => this.execute(op, caller, input, {}, false);
+  /** An approved call, re-run as the caller that asked: permissions and input checked again, not held again; audited as it runs. */
+  readonly runHeld = (op: Operation, caller: Caller, input: unknown): Promise<unknown> => this.audited(op, caller, input, () => this.execute(op, caller, input, {}, false));
+
+  private async audited(op: Operation, caller: Caller, rawInput: unknown, call: () => Promise<unknown>): Promise<unknown> {
+    if (op.annotations.readOnly) return call();
+    const startedAt = performance.now();
+    let output: unknown;
+    try {
+      output = await call();
+    } catch (error) {
+      const refused = error instanceof BerthError && (error.kind === 'missing_permissions' || error.kind === 'root_team_only');
+      await this.audit({ op, caller, input: refused ? undefined : (rawInput ?? {}), error, startedAt, endedAt: performance.now() });
+      throw error;
+    }
+    await this.audit({ op, caller, input: rawInput ?? {}, output, startedAt, endedAt: performance.now() });
+    return output;
+  }
+
+  private audit(call: Parameters<typeof appendAudit>[2]): Promise<void> {
+    return appendAudit(this.deps.db, this.deps.logger, call);
+  }
 
   private async execute(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions, gated: boolean): Promise<unknown> {
     this.authorize(op, caller);

@@ -23,6 +23,7 @@ export const TOOLSET_DESCRIPTIONS = {
   shared_variables: 'Shared variables of the team, a project, an environment or a server, referenced from resource variables as {{team.KEY}}.',
   backups: 'Database backups: scheduled and on-demand dumps, their executions, restore.',
   notifications: 'Team notifications: e-mail, Discord, Slack, Telegram, Pushover and webhook settings, and which events each sends.',
+  audit: "The team's audit log: who changed what, when, from which door, with what result.",
 } as const;
 export type Toolset = keyof typeof TOOLSET_DESCRIPTIONS;
 export const TOOLSETS = Object.keys(TOOLSET_DESCRIPTIONS) as Toolset[];

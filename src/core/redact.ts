@@ -58,3 +58,16 @@ export function redact(schema: z.ZodType, value: unknown): unknown {
   }
   return value;
 }
+
+/** Names of the sensitive fields anywhere in a schema (the audit log hides inputs of the same names). */
+export function sensitiveNames(schema: z.ZodType, into: Set<string> = new Set()): Set<string> {
+  const d = defOf(unwrap(schema));
+  if (d.type === 'object') {
+    for (const [k, field] of Object.entries(d.shape!)) {
+      if (isSensitive(field)) into.add(k);
+      sensitiveNames(field, into);
+    }
+  } else if (d.type === 'array') sensitiveNames(d.element!, into);
+  else if (d.type === 'union') for (const o of d.options!) sensitiveNames(o, into);
+  return into;
+}

@@ -184,7 +184,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
         handler: async (req, reply) => {
           const caller = await core.admit(accessOf(req), op);
           // Permission before the body is even read: a refused caller never learns about its input.
-          core.authorize(op, caller);
+          await core.authorizeAudited(op, caller);
           const output = (await core.run(op, caller, inputOf(req, op.http.bodyNames))) as Record<string, unknown>;
           reply.code(op.http.status ?? 200);
           if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));

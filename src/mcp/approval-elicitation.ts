@@ -41,7 +41,7 @@ export async function confirmInClient(core: Core, caller: Caller, pending: Berth
     return undefined;
   }
   if (answer.action === 'cancel') return undefined;
-  const who = { userId: caller.userId, teamId: caller.teamId, via: 'mcp_elicitation' as const };
+  const who = { userId: caller.userId, teamId: caller.teamId, via: 'mcp_elicitation' as const, door: caller.door };
   if (answer.action === 'accept' && answer.content?.approve === true) {
     const done = await decide(core.deps, core.runHeld, who, a.uuid, 'approve');
     if (done.status === 'succeeded') return { ran: done.result };

@@ -27,7 +27,7 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   const db = await openStore(config.dataDir, config.databaseUrl);
   const assembled = assembleCore(db, config, logger);
   const { core } = assembled;
-  const access: RequestAccess = { authorization: `Bearer ${opts.token}`, sourceIp: '127.0.0.1', mcp: true };
+  const access: RequestAccess = { authorization: `Bearer ${opts.token}`, sourceIp: '127.0.0.1', mcp: true, door: 'mcp-stdio' };
   let caller;
   try {
     caller = await core.identify(access);

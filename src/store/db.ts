@@ -44,6 +44,7 @@ import * as m027 from './migrations/027-console.js';
 import * as m028 from './migrations/028-oauth.js';
 import * as m029 from './migrations/029-file-storages.js';
 import * as m030 from './migrations/030-approvals.js';
+import * as m031 from './migrations/031-audit.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
@@ -75,6 +76,7 @@ const migrations: Record<string, Migration> = {
   '028-oauth': m028,
   '029-file-storages': m029,
   '030-approvals': m030,
+  '031-audit': m031,
 
   '009-shared-variables': m009,
 

@@ -49,3 +49,24 @@ export async function writeSettings(db: Db, patch: Partial<InstanceSettings>): P
   // Joins the caller's transaction when there is one (init writes settings inside its own).
   await (db.isTransaction ? write(db) : db.transaction().execute(write));
 }
+
+/**
+ * How long audit entries are kept (days): read by the retention worker and the settings
+ * operations only, so it stays out of SETTING_KEYS, which every authentication reads.
+ */
+export const AUDIT_RETENTION_KEY = 'audit_retention_days';
+export const AUDIT_RETENTION_DEFAULT_DAYS = 90;
+
+export async function readAuditRetentionDays(db: Db): Promise<number> {
+  const row = await db.selectFrom('settings').select('value').where('key', '=', AUDIT_RETENTION_KEY).executeTakeFirst();
+  const days = Number(row?.value);
+  return Number.isInteger(days) && days > 0 ? days : AUDIT_RETENTION_DEFAULT_DAYS;
+}
+
+export async function writeAuditRetentionDays(db: Db, days: number): Promise<void> {
+  await db
+    .insertInto('settings')
+    .values({ key: AUDIT_RETENTION_KEY, value: String(days) })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value: String(days) }))
+    .execute();
+}

@@ -370,7 +370,7 @@ describe('berth settings', MANY_RUNS, () => {
 
   it('get shows the defaults after init', async () => {
     const s = await okJson(dir, 'settings', 'get');
-    expect(s).toEqual({ api_enabled: true, mcp_enabled: true, allowed_ips: '', root_team_id: expect.any(Number) });
+    expect(s).toEqual({ api_enabled: true, mcp_enabled: true, allowed_ips: '', root_team_id: expect.any(Number), audit_retention_days: 90 });
     const human = await ok(dir, 'settings', 'get');
     expect(human).toMatch(/api-enabled: true/);
   });

@@ -77,7 +77,7 @@ describe('allow-list over HTTP', () => {
   it('a listed address gets 200, an unlisted one 403 with the contract body', async () => {
     const r = await setList(s, '127.0.0.1, 127.0.0.2');
     expect(r.status).toBe(200);
-    expect(r.json).toEqual({ api_enabled: true, mcp_enabled: true, allowed_ips: '127.0.0.1,127.0.0.2' });
+    expect(r.json).toEqual({ api_enabled: true, mcp_enabled: true, allowed_ips: '127.0.0.1,127.0.0.2', audit_retention_days: 90 });
 
     await expectAllowed('127.0.0.2');
     await expectAllowed('127.0.0.1');
@@ -169,7 +169,7 @@ describe('allow-list over HTTP', () => {
     expect(both.json).toEqual({ message: 'Validation error.', errors: { allowed_ips: [invalidMsg('junk')] } });
 
     const now = await call(s.url, 'GET', '/api/v1/settings', { token: s.rootToken });
-    expect(now.json).toEqual({ api_enabled: true, mcp_enabled: true, allowed_ips: '127.0.0.1,127.0.0.2' });
+    expect(now.json).toEqual({ api_enabled: true, mcp_enabled: true, allowed_ips: '127.0.0.1,127.0.0.2', audit_retention_days: 90 });
     await expectAllowed('127.0.0.2');
     await expectDenied('127.0.0.3');
 

@@ -32,6 +32,7 @@ import { environmentOperations, sharedVariableOperations } from './shared-variab
 import { teamOperations } from './teams.js';
 import { approvalOperations } from './approvals.js';
 import { registerOperationNames } from './names.js';
+import { auditOperations } from './audit.js';
 
 /** What every application, database and service offers beyond its own CRUD. */
 const resourceFamily = (c: Collection) => [
@@ -80,6 +81,7 @@ export const operations: readonly Operation[] = [
   ...sharedVariableOperations,
   ...environmentOperations,
   ...servicePartOperations,
+  ...auditOperations,
   ...backupOperations,
   ...approvalOperations,
 ] as unknown as readonly Operation[];

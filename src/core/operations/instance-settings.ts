@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AllowListError, normalizeAllowList } from '../../auth/allowlist.js';
-import { readSettings, writeSettings, type InstanceSettings } from '../../store/settings.js';
+import { readAuditRetentionDays, readSettings, writeAuditRetentionDays, writeSettings, type InstanceSettings } from '../../store/settings.js';
+import type { Db } from '../../store/db.js';
 import { validationError } from '../../errors.js';
 import { defineOperation } from '../operation.js';
 
@@ -11,6 +12,7 @@ export const settingsSchema = z.object({
   api_enabled: z.boolean(),
   mcp_enabled: z.boolean().describe('The MCP door (streamable HTTP at /mcp and stdio).'),
   allowed_ips: z.string().describe('Normalized comma-separated allow-list; empty allows every address.'),
+  audit_retention_days: z.number().int().describe('Audit log entries older than this are removed.'),
 });
 
 /** Validates and normalizes an allow-list, as a 422 on the given field when invalid. */
@@ -25,7 +27,12 @@ export function allowListOr422(value: string, field = 'allowed_ips'): string {
   }
 }
 
-const settingsView = (s: InstanceSettings) => ({ api_enabled: s.apiEnabled, mcp_enabled: s.mcpEnabled, allowed_ips: s.allowedIps });
+const settingsView = async (db: Db, s: InstanceSettings) => ({
+  api_enabled: s.apiEnabled,
+  mcp_enabled: s.mcpEnabled,
+  allowed_ips: s.allowedIps,
+  audit_retention_days: await readAuditRetentionDays(db),
+});
 
 /** Coolify's MCP toggle: the MCP door alone, instance-wide (the REST API stays as it is). */
 const mcpToggle = (on: boolean) =>
@@ -104,21 +111,22 @@ export const settingsOperations = [
     access: instanceWide,
     async run({ db }) {
       const s = await readSettings(db);
-      return settingsView(s);
+      return settingsView(db, s);
     },
   }),
   defineOperation({
     name: 'update_settings',
     title: 'Update instance settings',
     description:
-      'Change the source-address allow-list (comma-separated IPv4/IPv6 addresses and CIDR ranges; empty or 0.0.0.0 allows all; redundant entries are removed) or the API toggle. Make sure your own address stays allowed. Root token of the root team.',
-    summary: 'Change the IP allow-list (normalized on save) or the API toggle.',
+      'Change the source-address allow-list (comma-separated IPv4/IPv6 addresses and CIDR ranges; empty or 0.0.0.0 allows all; redundant entries are removed), the API toggle or the audit log retention (days). Make sure your own address stays allowed. Root token of the root team.',
+    summary: 'Change the IP allow-list (normalized on save), the API and MCP toggles or the audit log retention.',
     permission: 'root',
     toolset: 'settings',
     input: z.strictObject({
       api_enabled: z.boolean().optional(),
       mcp_enabled: z.boolean().optional(),
       allowed_ips: z.string().max(10_000).optional(),
+      audit_retention_days: z.number().int().min(1).max(3650).optional(),
     }),
     output: settingsSchema,
     annotations: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
@@ -127,8 +135,9 @@ export const settingsOperations = [
     async run({ db }, input) {
       const allowedIps = input.allowed_ips === undefined ? undefined : allowListOr422(input.allowed_ips);
       await writeSettings(db, { apiEnabled: input.api_enabled, mcpEnabled: input.mcp_enabled, allowedIps });
+      if (input.audit_retention_days !== undefined) await writeAuditRetentionDays(db, input.audit_retention_days);
       const s = await readSettings(db);
-      return settingsView(s);
+      return settingsView(db, s);
     },
   }),
 ];

@@ -32,6 +32,13 @@ const SUMMARY_FIELDS = [
   'fingerprint',
   'network',
   'destination_uuid',
+  // Audit entries: when, what, by whom, on what, and how it ended.
+  'at',
+  'operation',
+  'user_email',
+  'door',
+  'targets',
+  'result',
 ];
 /** Items this small are their own summary. */
 const SMALL_ITEM = 8;

@@ -1,0 +1,128 @@
+import { BerthError, errorCatalogue } from '../../errors.js';
+import { newUuid } from '../../ids.js';
+import type { AuditLogTable } from '../../store/schema-audit.js';
+import type { Caller } from '../caller.js';
+import type { Operation } from '../operation.js';
+import { sensitiveNames } from '../redact.js';
+
+/**
+ * What one audit row says about a call: built from the operation's declaration, the caller, the
+ * input it sent and the output or error, with no operation's help (so none can forget).
+ */
+
+export const REDACTED = '[redacted]';
+
+/**
+ * Argument names hidden whatever the operation declares: names that hold secrets by their nature
+ * (passwords, keys, tokens, webhook URLs, variable values, scripts and commands, compose files).
+ * Beside them, every name an operation marks sensitive in its output (sensitive(...)) is hidden
+ * in its input too: create_env's `value` is the value list_envs hides.
+ */
+const SECRET_NAME = /pass(word)?|secret|token|private_key|_key$|api_key|credential|^value$|^content$|script|command|compose|webhook|_url$|^url$|cert|dsn|authorization/i;
+const MAX_STRING = 500;
+const MAX_ITEMS = 50;
+const MAX_TARGETS = 20;
+
+const hiddenByOp = new WeakMap<Operation, Set<string>>();
+function hiddenNames(op: Operation): Set<string> {
+  let s = hiddenByOp.get(op);
+  if (!s) hiddenByOp.set(op, (s = sensitiveNames(op.output)));
+  return s;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Empty values and flags stay visible (nothing to hide); ids and uuids are names, never secrets. */
+const secretAt = (k: string, x: unknown, hidden: Set<string>): boolean =>
+  x !== null && x !== undefined && x !== '' && typeof x !== 'boolean' && !/(^|_)(uuid|id)s?$/.test(k) && (hidden.has(k) || SECRET_NAME.test(k));
+
+function scrub(v: unknown, hidden: Set<string>, depth: number): unknown {
+  if (typeof v === 'string') return v.length > MAX_STRING ? `${v.slice(0, MAX_STRING)}…(${v.length} chars)` : v;
+  if (depth > 6) return '…';
+  if (Array.isArray(v)) return v.slice(0, MAX_ITEMS).map((x) => scrub(x, hidden, depth + 1));
+  if (isObject(v)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = secretAt(k, x, hidden) ? REDACTED : scrub(x, hidden, depth + 1);
+    return out;
+  }
+  return v;
+}
+
+/** The arguments as stored: secrets replaced by "[redacted]", long strings and lists cut. */
+export function auditArguments(op: Operation, input: unknown): Record<string, unknown> {
+  return isObject(input) ? (scrub(input, hiddenNames(op), 0) as Record<string, unknown>) : {};
+}
+
+const UUID_KEY = /(^|_)uuid$/;
+const UUIDS_KEY = /(^|_)uuids$/;
+
+function uuidsOf(o: unknown, into: Set<string>): void {
+  if (!isObject(o)) return;
+  for (const [k, v] of Object.entries(o)) {
+    if (typeof v === 'string' && v && UUID_KEY.test(k)) into.add(v);
+    else if (Array.isArray(v) && UUIDS_KEY.test(k)) for (const x of v) if (typeof x === 'string') into.add(x);
+  }
+}
+
+/** The uuids a call named (path and body) or made (its output, a bulk deploy's deployments). */
+export function auditTargets(input: unknown, output: unknown): string[] {
+  const found = new Set<string>();
+  uuidsOf(input, found);
+  uuidsOf(output, found);
+  if (isObject(output) && Array.isArray(output.deployments)) for (const d of output.deployments) uuidsOf(d, found);
+  return [...found].slice(0, MAX_TARGETS);
+}
+
+/** The deployment or migration the call started: one its output names that its input did not. */
+export function startedUuid(input: unknown, output: unknown): string | null {
+  if (!isObject(output)) return null;
+  const named = new Set<string>();
+  uuidsOf(input, named);
+  const first = Array.isArray(output.deployments) && isObject(output.deployments[0]) ? output.deployments[0].deployment_uuid : undefined;
+  for (const v of [output.migration_uuid, output.deployment_uuid, first]) if (typeof v === 'string' && v && !named.has(v)) return v;
+  return null;
+}
+
+/** 'ok' or why not: 'forbidden' for a permission refusal, else the error's kind. */
+export function resultOf(op: Operation, error: unknown): { result: string; status: number } {
+  if (error === undefined) return { result: 'ok', status: op.http.status ?? 200 };
+  if (error instanceof BerthError) {
+    const forbidden = error.kind === 'missing_permissions' || error.kind === 'root_team_only';
+    return { result: forbidden ? 'forbidden' : error.kind, status: errorCatalogue[error.kind].status };
+  }
+  return { result: 'internal', status: 500 };
+}
+
+export interface AuditedCall {
+  op: Operation;
+  caller: Caller;
+  /** What the caller sent; undefined when refused before its input was read. */
+  input?: unknown;
+  output?: unknown;
+  error?: unknown;
+  startedAt: number;
+  endedAt: number;
+}
+
+/** The row for one call. */
+export function auditRow(call: AuditedCall): Omit<AuditLogTable, 'id'> {
+  const { op, caller, input, output, error } = call;
+  const { result, status } = resultOf(op, error);
+  return {
+    uuid: newUuid(),
+    at: new Date().toISOString(),
+    team_id: caller.teamId,
+    user_id: caller.userId,
+    token_id: caller.tokenId,
+    oauth_client_id: caller.oauth?.clientId ?? null,
+    source_ip: caller.sourceIp,
+    door: caller.door,
+    operation: op.name,
+    targets: JSON.stringify(auditTargets(input, output)),
+    arguments: input === undefined ? null : JSON.stringify(auditArguments(op, input)),
+    result,
+    status,
+    duration_ms: Math.max(0, Math.round(call.endedAt - call.startedAt)),
+    started_uuid: error === undefined ? startedUuid(input, output) : null,
+  };
+}
