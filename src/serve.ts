@@ -87,6 +87,8 @@ export async function startServer(config: Config, out: (line: string) => void = 
   core.deps.runtime.startWatching(assembled.jobs.instanceId);
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  // PORT=0 asks for any free port: links made from the config (approve_url) name the one it got.
+  if (config.port === 0) config.port = port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
   // The issuer is the URL people and clients use, the same one the console's sign-in uses (its

@@ -39,7 +39,8 @@ async function settle(token: string) {
 }
 
 beforeAll(async () => {
-  s = await startTestServer({ apiRateLimit: 0 });
+  // The console's address in approve_url: what a stdio berth mcp with no BERTH_PUBLIC_URL assumes (port 8000).
+  s = await startTestServer({ apiRateLimit: 0, publicUrl: 'http://localhost:8000' });
   w = await buildWorld(s);
   await settle(s.rootToken);
   [local, remote] = await Promise.all([stdioClient('v2-modern', s.dataDir, s.rootToken), remoteClient('v2-modern', s.url, s.rootToken)]);
@@ -59,7 +60,8 @@ describe('remote mode lists the same tools as local mode', () => {
 });
 
 /** Tools whose every answer here is an error: what needs a provider's network, and rollback (a record-only world keeps no images; test/e2e/deploy-key-rollback.test.ts runs it). */
-const ERROR_ONLY = ['list_github_app_repositories', 'list_github_app_branches', 'validate_cloud_token', 'create_private_github_app_application', 'rollback_application'];
+// approve_approval: refused for every token (a person approves in the console or the CLI).
+const ERROR_ONLY = ['list_github_app_repositories', 'list_github_app_branches', 'validate_cloud_token', 'create_private_github_app_application', 'rollback_application', 'approve_approval'];
 
 describe('read-only and instance-wide tools: identical structured output on one world', () => {
   const extra = {
@@ -93,6 +95,7 @@ describe('read-only and instance-wide tools: identical structured output on one 
         },
       ],
       ['rollback_application', { uuid: w.appUuid, commit: 'v1' }],
+      ['approve_approval', { uuid: w.approvalUuid }],
     ];
     expect(calls.map(([t]) => t).sort()).toEqual([...ERROR_ONLY].sort());
     for (const [tool, args] of calls) {
@@ -191,6 +194,10 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['list_application_scheduled_task_executions', { uuid: w.appUuid, task_uuid: w.appTaskUuid }],
     ['list_service_scheduled_tasks', { uuid: w.serviceUuid }],
     ['list_service_scheduled_task_executions', { uuid: w.serviceUuid, task_uuid: w.serviceTaskUuid }],
+    ['list_audit_entries', {}],
+    ['list_approvals', {}],
+    ['get_approval', { uuid: w.approvalUuid }],
+    ['get_approval_policy', {}],
   ];
 
   it('every read-only tool (and the idempotent settings tools) gives the same result in both modes', async () => {
@@ -274,6 +281,9 @@ const steps: Step[] = [
   { tool: 'create_server_destination', args: (c) => ({ uuid: c.made.server3, network: 'extra', name: 'extra net' }), save: uuidOf('dest3') },
   { tool: 'update_destination', args: (c) => ({ uuid: c.made.dest3, name: 'renamed' }) },
   { tool: 'delete_destination', args: (c) => ({ uuid: c.made.dest3 }) },
+  // A policy that holds nothing: the steps after it are not held for a person.
+  { tool: 'update_approval_policy', args: () => ({ rules: [], expires_in_seconds: 600 }) },
+  { tool: 'deny_approval', args: (c) => ({ uuid: c.w.approvalUuid }) },
   { tool: 'create_project', args: () => ({ name: 'second project', description: 'for parity' }), save: uuidOf('project2') },
   { tool: 'update_project', args: (c) => ({ uuid: c.made.project2, description: 'changed' }) },
   { tool: 'create_environment', args: (c) => ({ uuid: c.made.project2, name: 'staging' }), save: uuidOf('env2') },
