@@ -1,3 +1,4 @@
+import { auditArguments } from './audit/entry.js';
 import type { AuditDoor } from '../store/schema-audit.js';
 import { capTo, isPermission, PERMISSIONS, type Permission, type Role } from '../auth/permissions.js';
 import { defaultPublicUrl, type Config } from '../config/config.js';
@@ -83,16 +84,6 @@ async function ruleFor(db: Db, op: Operation, caller: Caller, input: Record<stri
   return undefined;
 }
 
-/** Field names whose values are secrets (or may hold them): shown as "[redacted]" to everyone. */
-const SECRET_FIELD = /pass|secret|token|private|credential|^value$|_value$|content|compose|dockerfile|certificate|^key_|webhook|^url$|dsn/i;
-
-export function redactInput(value: unknown, name = ''): unknown {
-  if (name && SECRET_FIELD.test(name) && value !== null && value !== undefined && typeof value !== 'boolean') return '[redacted]';
-  if (Array.isArray(value)) return value.map((v) => redactInput(v));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactInput(v, k)]));
-  return value;
-}
-
 const targetOf = (input: Record<string, unknown>): string | null => {
   for (const k of ['uuid', 'id', 'application_uuid', 'database_uuid', 'service_uuid', 'server_uuid', 'project_uuid']) {
     const v = input[k];
@@ -125,7 +116,7 @@ export async function holdForApproval(deps: { db: Db; config: Config }, op: Oper
     rule,
     target: targetOf(input),
     input: JSON.stringify(input),
-    shown_input: JSON.stringify(redactInput(input)),
+    shown_input: JSON.stringify(auditArguments(op, input)),
     permissions: JSON.stringify([...caller.permissions]),
     source_ip: caller.sourceIp,
     status: 'pending' as const,

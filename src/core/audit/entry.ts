@@ -18,7 +18,7 @@ export const REDACTED = '[redacted]';
  * Beside them, every name an operation marks sensitive in its output (sensitive(...)) is hidden
  * in its input too: create_env's `value` is the value list_envs hides.
  */
-const SECRET_NAME = /pass(word)?|secret|token|private_key|_key$|api_key|credential|^value$|^content$|script|command|compose|webhook|_url$|^url$|cert|dsn|authorization/i;
+const SECRET_NAME = /pass(word)?|secret|token|private|_key$|^key_|api_key|credential|^value$|_value$|content|script|command|compose|dockerfile|webhook|_url$|^url$|cert|dsn|authorization/i;
 const MAX_STRING = 500;
 const MAX_ITEMS = 50;
 const MAX_TARGETS = 20;
