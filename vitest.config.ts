@@ -18,6 +18,7 @@ const STORE_FREE = [
   'test/console/browser.test.ts',
   // Likewise: the live views' streams run on both stores in live.test.ts.
   'test/console/live-browser.test.ts',
+  'test/approvals/browser.test.ts',
 ];
 
 /**

@@ -1,8 +1,7 @@
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { issueLoginLink, linkUrl } from '../../src/auth/login-links.js';
-import { browserMissing, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
-import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { browserMissing, openPage, screenshot, useServerAndBrowser } from '../helpers/browser.js';
+import { call } from '../helpers/server.js';
 
 /**
  * A person approves an agent's held call in the console, in headless Chromium: the queue lists
@@ -10,18 +9,10 @@ import { call, startTestServer, type TestServer } from '../helpers/server.js';
  * Screenshots go to test-artifacts/console/.
  */
 describe.skipIf(browserMissing)('approving in the console (Chromium)', { timeout: 120_000 }, () => {
-  let s: TestServer;
-  let browser: Browser;
-
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-  }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
-  });
+  const env = useServerAndBrowser();
 
   it('queue → approval page → approve: the call ran once', async () => {
+    const { s, browser } = env;
     expect((await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: ['delete_project'] } })).status).toBe(200);
     const p = (await call(s.url, 'POST', '/api/v1/projects', { token: s.rootToken, body: { name: 'in the browser' } })).json.uuid as string;
     const held = await call(s.url, 'DELETE', `/api/v1/projects/${p}`, { token: s.rootToken });

@@ -1,8 +1,7 @@
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { issueLoginLink, linkUrl } from '../../src/auth/login-links.js';
-import { browserMissing, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
-import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { browserMissing, openPage, screenshot, useServerAndBrowser } from '../helpers/browser.js';
+import { call } from '../helpers/server.js';
 
 /**
  * The live pages in headless Chromium: the resource list gains a resource created through the
@@ -10,24 +9,17 @@ import { call, startTestServer, type TestServer } from '../helpers/server.js';
  * and EventSource under the console's CSP; any console or page error fails the test).
  */
 describe.skipIf(browserMissing)('live views in Chromium', { timeout: 120_000 }, () => {
-  let s: TestServer;
-  let browser: Browser;
-
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-  }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
-  });
+  const env = useServerAndBrowser();
 
   async function ok(method: string, path: string, body?: unknown) {
+    const { s } = env;
     const r = await call(s.url, method, `/api/v1${path}`, { token: s.rootToken, body });
     if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${r.text}`);
     return r.json;
   }
 
   it('the resource list updates in place as an app is created and deployed; its deployment page shows the log', async () => {
+    const { s, browser } = env;
     const server = (await ok('POST', '/servers', { name: 'live-one', ip: '10.0.0.1' })).uuid;
     const project = (await ok('POST', '/projects', { name: 'live project' })).uuid;
     const w = await openPage(browser);

@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import { startTestServer, type TestServer } from './server.js';
 
 /** Debian's chromium (CI installs it with .ci/run); CHROMIUM_PATH names another. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -18,6 +20,19 @@ export async function launchBrowser(): Promise<Browser> {
     // Root in a container: no user namespaces for the sandbox; /dev/shm may be small.
     args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
   });
+}
+
+/** beforeAll/afterAll: a berth server and one Chromium for the enclosing describe (read them inside tests). */
+export function useServerAndBrowser(): { readonly s: TestServer; readonly browser: Browser } {
+  const held = {} as { s: TestServer; browser: Browser };
+  beforeAll(async () => {
+    [held.s, held.browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  }, 120_000);
+  afterAll(async () => {
+    await held.browser?.close();
+    await held.s?.stop();
+  });
+  return held;
 }
 
 export interface WatchedPage {
