@@ -48,8 +48,10 @@ describe('start-up probe', () => {
       ['ftp://example.test', /^berth: --api-url must be an http:\/\/ or https:\/\/ URL/],
       [`http://user:pw@127.0.0.1:${port}`, /^berth: --api-url must not carry credentials/],
     ];
-    for (const [url, message] of cases) {
-      const r = await remoteStart(url, { BERTH_TOKEN: s.rootToken });
+    // Each case is its own process: started together, as each spawn takes seconds on a loaded machine.
+    const runs = await Promise.all(cases.map(([url]) => remoteStart(url, { BERTH_TOKEN: s.rootToken })));
+    for (const [i, [url, message]] of cases.entries()) {
+      const r = runs[i]!;
       expect(r.code, url).not.toBe(0);
       expect(r.out, url).toBe('');
       expect(r.err, url).toMatch(message);
