@@ -18,7 +18,9 @@ export const REDACTED = '[redacted]';
  * Beside them, every name an operation marks sensitive in its output (sensitive(...)) is hidden
  * in its input too: create_env's `value` is the value list_envs hides.
  */
-const SECRET_NAME = /pass(word)?|secret|token|private|_key$|^key_|api_key|credential|^value$|_value$|content|script|command|compose|dockerfile|webhook|_url$|^url$|cert|dsn|authorization/i;
+const SECRET_NAME = /pass(word)?|secret|token|private|_key$|^key_|api_key|credential|^value$|_value$|content|script|command|compose|dockerfile|webhook|_url$|^url$|cert|tls|dsn|authorization/i;
+/** A value that is a private key is hidden whatever its name (a nested `key` of a TLS pair). */
+const PRIVATE_KEY_VALUE = /PRIVATE KEY-----/;
 const MAX_STRING = 500;
 const MAX_ITEMS = 50;
 const MAX_TARGETS = 20;
@@ -37,7 +39,7 @@ const secretAt = (k: string, x: unknown, hidden: Set<string>): boolean =>
   x !== null && x !== undefined && x !== '' && typeof x !== 'boolean' && !/(^|_)(uuid|id)s?$/.test(k) && (hidden.has(k) || SECRET_NAME.test(k));
 
 function scrub(v: unknown, hidden: Set<string>, depth: number): unknown {
-  if (typeof v === 'string') return v.length > MAX_STRING ? `${v.slice(0, MAX_STRING)}…(${v.length} chars)` : v;
+  if (typeof v === 'string') return PRIVATE_KEY_VALUE.test(v) ? REDACTED : v.length > MAX_STRING ? `${v.slice(0, MAX_STRING)}…(${v.length} chars)` : v;
   if (depth > 6) return '…';
   if (Array.isArray(v)) return v.slice(0, MAX_ITEMS).map((x) => scrub(x, hidden, depth + 1));
   if (isObject(v)) {
@@ -46,6 +48,18 @@ function scrub(v: unknown, hidden: Set<string>, depth: number): unknown {
     return out;
   }
   return v;
+}
+
+/**
+ * The arguments as a caller without read:sensitive sees them: a field whose value was hidden is
+ * left out, name and all, as every response leaves sensitive fields out for such a caller.
+ */
+export function withoutHidden(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutHidden);
+  if (!isObject(v)) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) if (x !== REDACTED) out[k] = withoutHidden(x);
+  return out;
 }
 
 /** The arguments as stored: secrets replaced by "[redacted]", long strings and lists cut. */

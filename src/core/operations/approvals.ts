@@ -1,3 +1,5 @@
+import { seesSensitive } from '../../auth/permissions.js';
+import { withoutHidden } from '../audit/entry.js';
 import { z } from 'zod';
 import { BerthError } from '../../errors.js';
 import { APPROVAL_CLASSES, decide, getApproval, listApprovals, readPolicy, writePolicy } from '../approvals.js';
@@ -44,6 +46,9 @@ async function decideAs(ctx: OperationContext, uuid: string, what: 'approve' | '
   return decide(ctx, ctx.runHeld, { userId: caller.userId, teamId: caller.teamId, via: caller.person ?? 'cli' }, uuid, what);
 }
 
+/** A caller without read:sensitive sees no hidden argument's name either (as in every response). */
+const shownTo = <T extends { arguments: Record<string, unknown> }>(a: T): T => ({ ...a, arguments: withoutHidden(a.arguments) as Record<string, unknown> });
+
 export const approvalOperations = [
   defineOperation({
     name: 'list_approvals',
@@ -57,7 +62,8 @@ export const approvalOperations = [
     annotations: readOnly,
     http: { method: 'GET', path: '/api/v1/approvals', list: true },
     async run({ db, config, caller }, input) {
-      return listApprovals(db, config, caller.teamId, { status: input.status, page: input.page, perPage: input.per_page });
+      const list = await listApprovals(db, config, caller.teamId, { status: input.status, page: input.page, perPage: input.per_page });
+      return seesSensitive(caller.permissions) ? list : { ...list, items: list.items.map(shownTo) };
     },
   }),
   defineOperation({
@@ -116,7 +122,8 @@ export const approvalOperations = [
     annotations: readOnly,
     http: { method: 'GET', path: '/api/v1/approvals/{uuid}' },
     async run({ db, config, caller }, input) {
-      return getApproval(db, config, caller.teamId, input.uuid);
+      const a = await getApproval(db, config, caller.teamId, input.uuid);
+      return seesSensitive(caller.permissions) ? a : shownTo(a);
     },
   }),
   defineOperation({

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { seesSensitive } from '../../auth/permissions.js';
+import { withoutHidden } from '../audit/entry.js';
 import { listAudit } from '../audit/query.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput } from '../pagination.js';
@@ -58,7 +60,9 @@ export const auditOperations = [
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/audit', list: true },
     async run({ db, caller }, { page, per_page, ...filter }) {
-      return listAudit(db, caller.teamId, filter, { page, per_page });
+      const list = await listAudit(db, caller.teamId, filter, { page, per_page });
+      if (seesSensitive(caller.permissions)) return list;
+      return { ...list, items: list.items.map((e) => ({ ...e, arguments: e.arguments && (withoutHidden(e.arguments) as Record<string, unknown>) })) };
     },
   }),
 ];
