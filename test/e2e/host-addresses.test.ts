@@ -58,7 +58,15 @@ describe.skipIf(!enginesAvailable)(`an engine on the host's own interface addres
   });
 
   it('another team may not: create and update are the one 422, a record from before validates to the same answer, and nothing connects', async () => {
-    const before = relayed;
+    // A relay of its own: the root team's server of the test before is watched through the first
+    // one, and the watcher's reconnections are not this test's business.
+    let reached = 0;
+    const quiet = net.createServer((c) => {
+      reached++;
+      c.destroy();
+    });
+    await new Promise<void>((r) => quiet.listen(0, address, r));
+    const endpoint = `tcp://${address}:${(quiet.address() as net.AddressInfo).port}`;
     for (const e of [endpoint, endpoint.replace(/:\d+$/, ':2375'), endpoint.replace(/:\d+$/, ':1')]) {
       const r = await tenant.req('POST', '/servers', { ip: '203.0.113.9', engine_endpoint: e });
       expect(r.status).toBe(422);
@@ -69,7 +77,8 @@ describe.skipIf(!enginesAvailable)(`an engine on the host's own interface addres
     const { uuid } = await root.ok('POST', '/servers', { ip: address, engine_endpoint: endpoint });
     await s.db.updateTable('servers').set({ team_id: tenantId }).where('uuid', '=', uuid).execute();
     expect(await tenant.ok('POST', `/servers/${uuid}/validate`)).toMatchObject({ is_reachable: false, is_usable: false, validation_logs: TEAM_REFUSAL });
-    expect(relayed).toBe(before);
+    expect(reached).toBe(0);
+    quiet.close();
   });
 
   it('a name resolving to the host is refused when connecting, with the same words whatever the port', async () => {

@@ -83,7 +83,7 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
     }
     expect(truth(engines, 'b', dst)).toBe(truth(engines, 'a', src));
     expect(engines.podman('b', ['ps', '-a', '--filter', `label=berth.test-run=${RUN['berth.test-run']}`, '--format', '{{.ID}}']).trim()).toBe('');
-  });
+  }, 120_000);
 
   it('with a writer running during the rounds: exact after the writer stops and the final pass runs', async () => {
     const src = uniqueName('busy');

@@ -117,16 +117,21 @@ describe('health and feedback limits', () => {
     expect(h.status).toBe(200);
     expect(h.headers['x-ratelimit-limit']).toBe('1000');
     const agent = new Agent({ connections: 16, localAddress: '127.0.0.5' });
+    const started = Date.now();
     const codes = await Promise.all(
-      Array.from({ length: 1001 }, async () => {
+      Array.from({ length: 1050 }, async () => {
         const r = await request(`${s.url}/api/health`, { dispatcher: agent });
         await r.body.dump();
         return r.statusCode;
       }),
     );
+    const elapsed = Date.now() - started;
     await agent.close();
-    expect(codes.filter((c) => c === 200).length).toBe(1000);
-    expect(codes.filter((c) => c === 429).length).toBe(1);
+    // The bucket holds 1,000 and refills one every 60 ms while the burst is still arriving.
+    const ok = codes.filter((c) => c === 200).length;
+    expect(ok).toBeGreaterThanOrEqual(1000);
+    expect(ok).toBeLessThanOrEqual(1000 + Math.ceil(elapsed / 60));
+    expect(codes.filter((c) => c === 429).length).toBe(1050 - ok);
   });
 
   it('/api/feedback has a small per-address limit of its own', async () => {

@@ -51,7 +51,7 @@ describe('berth mcp (stdio)', () => {
     expect(err).toContain('berth mcp ready');
     const secret = s.rootToken.split('|')[1]!;
     expect(out.join('\n') + err).not.toContain(secret);
-  });
+  }, 90_000); // spawns berth mcp with debug logging: slow on a loaded machine
 
   it('deep tool arguments answer JSON-RPC invalid params (-32602); prototype keys the contract 422 (issue 22)', async () => {
     // Sent as text: the test's own JSON.stringify would overflow on it.
