@@ -167,7 +167,8 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: host key
         const r = await api.ok('GET', `/deployments/${d}`);
         return ['queued', 'in_progress'].includes(r.status) ? undefined : r;
       },
-      30_000,
+      // A first deployment over a new SSH connection took over 30 s in a loaded full run.
+      90_000,
     );
     return { app, deployment };
   }
