@@ -260,7 +260,7 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: host key
     expect((await api.ok('GET', `/security/keys/${k2Uuid}`)).fingerprint).toBe(k3.fingerprint);
     expect((await deployOn(srv, 'rot-3')).deployment.status).toBe('finished');
     sshd.setAuthorized('root', []);
-  }, 120_000); // three deployments over SSH and a validation: over 30 s on a loaded 2-core machine
+  }, 240_000); // three deployments over SSH and a validation: over 30 s on a loaded 2-core machine
 });
 
 describe.skipIf(!sshdAvailable)('servers over SSH: what went wrong, in words', () => {
