@@ -48,6 +48,13 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   await assembled.scheduler.start();
   logger.info({ tools: catalogue.listed.size, reachable: catalogue.reachable.length, teamId: caller.teamId }, 'berth mcp ready on stdio');
   process.stdin.once('end', () => {
+    // A client that closes stdin expects the process to end: the clean-up gets a few seconds, and
+    // one that hangs (seen on PostgreSQL, not yet understood) is said on stderr and cut short.
+    const deadline = setTimeout(() => {
+      logger.warn('berth mcp: clean-up after stdin closed took over 5 s; exiting without it');
+      process.exit(0);
+    }, 5_000);
+    deadline.unref();
     void handle.close().finally(async () => {
       await assembled.scheduler.stop();
       await core.deps.runtime.stopWatching().catch(() => undefined);
