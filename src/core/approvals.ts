@@ -5,7 +5,8 @@ import { defaultPublicUrl, type Config } from '../config/config.js';
 import { BerthError, notFound, unexpected } from '../errors.js';
 import { newUuid } from '../ids.js';
 import type { Db } from '../store/db.js';
-import type { ApprovalStatus } from '../store/schema-approvals.js';
+import type { Selectable } from 'kysely';
+import type { ApprovalStatus, ApprovalsTable } from '../store/schema-approvals.js';
 import { readSettings } from '../store/settings.js';
 import type { Caller } from './caller.js';
 import type { Operation } from './operation.js';
@@ -127,24 +128,8 @@ export async function holdForApproval(deps: { db: Db; config: Config }, op: Oper
   throw new BerthError('approval_pending', { approval: approvalView(deps.config, { ...row, decided_by_user_id: null, decided_via: null, decided_at: null, result: null, error: null }) });
 }
 
-type Row = {
-  uuid: string;
-  operation: string;
-  rule: string;
-  target: string | null;
-  shown_input: string;
-  user_id: number;
-  token_id: number;
-  oauth_client_id: string | null;
-  status: ApprovalStatus;
-  decided_by_user_id: number | null;
-  decided_via: string | null;
-  decided_at: string | null;
-  result: string | null;
-  error: string | null;
-  created_at: string;
-  expires_at: string;
-};
+/** The columns a view reads: the table's own, less what only the re-run needs. */
+type Row = Omit<Selectable<ApprovalsTable>, 'id' | 'team_id' | 'input' | 'permissions' | 'source_ip'>;
 
 const effectiveStatus = (r: Pick<Row, 'status' | 'expires_at'>): ApprovalStatus => (r.status === 'pending' && r.expires_at <= new Date().toISOString() ? 'expired' : r.status);
 
