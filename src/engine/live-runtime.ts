@@ -55,9 +55,6 @@ const PROGRESS_EVERY_MS = 250;
 /** Marks staging volumes with their migration, so only those are ever discarded. */
 const LABEL_MIGRATION = 'berth.migration';
 
-/** How long a stopped container is watched for a restart (see ensureStopped). */
-const RESTART_WATCH_MS = 400;
-
 /** How long a started container must stay up (without a health check) to count as running. */
 const SETTLE_MS = 1_000;
 /** How long a deploy waits for its containers to run (healthy, with a health check). */
@@ -677,35 +674,26 @@ export class LiveRuntime implements Runtime {
   /**
    * A stop must end the container even while its restart policy restarts it. podman (4.x) keeps
    * restarting a container that exits at once, whatever stop answered (304, or even 204 between
-   * two restarts), and cannot change a restart policy in place. A container still up, or
-   * restarted, shortly after the stop is removed: its volumes are kept, and a start (or deploy)
-   * recreates it from the records.
+   * two restarts), sometimes over a second later on a loaded machine, and cannot change a restart
+   * policy in place. So a container still up after the stop, or one its policy has restarted
+   * before, is removed at once rather than watched: its volumes are kept, and a start (or deploy)
+   * recreates it from the records. One that never restarted and is down stays as it is.
    */
   private async ensureStopped(engine: EngineClient, plan: Plan, signal?: AbortSignal, log?: (line: string) => Promise<void>): Promise<void> {
-    const look = async (name: string) => {
-      try {
-        const c = await engine.inspectContainer(name, { signal });
-        return { up: c.State.Running || c.State.Restarting === true, restarts: c.RestartCount ?? 0 };
-      } catch (err) {
-        if (err instanceof NotFoundError) return undefined;
-        throw err;
-      }
-    };
-    const first = await Promise.all(plan.containers.map((c) => look(c.name)));
-    // Stopped and never restarted by its policy: stopped for good (the watch below would add its
-    // wait to every migration's pause). Only a container its policy has restarted needs watching.
-    if (first.every((f) => f === undefined || (!f.up && f.restarts === 0))) return;
-    await new Promise((r) => setTimeout(r, RESTART_WATCH_MS));
-    for (const [i, c] of plan.containers.entries()) {
-      const before = first[i];
-      if (!before) continue;
-      const now = await look(c.name);
-      if (now && (before.up || now.up || now.restarts !== before.restarts)) {
-        this.logger.warn({ container: c.name }, 'container keeps restarting after stop; removing it (volumes kept)');
+    await Promise.all(
+      plan.containers.map(async (c) => {
+        try {
+          const { State: state, RestartCount: restarts } = await engine.inspectContainer(c.name, { signal });
+          if (!state.Running && state.Restarting !== true && !restarts) return;
+        } catch (err) {
+          if (err instanceof NotFoundError) return;
+          throw err;
+        }
+        this.logger.warn({ container: c.name }, 'container restarted by its policy around the stop; removing it (volumes kept)');
         await engine.removeContainer(c.name, { force: true, removeVolumes: false, signal });
-        await log?.(`${c.name} kept restarting after the stop: removed (its volumes are kept; start recreates it)`);
-      }
-    }
+        await log?.(`${c.name} was restarted by its policy: removed so that it stays stopped (its volumes are kept; start recreates it)`);
+      }),
+    );
   }
 
   private async migrationParts(migrationId: number) {

@@ -42,23 +42,34 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // next call: a tool the token lost answers the missing permission, one it gained runs.
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
   const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op) }));
-  // Resource status comes from the engines, backups and cleanups from their schedules: a
-  // desktop-only installation follows and runs them too.
-  core.deps.runtime.startWatching(assembled.jobs.instanceId);
-  await assembled.scheduler.start();
-  logger.info({ tools: catalogue.listed.size, reachable: catalogue.reachable.length, teamId: caller.teamId }, 'berth mcp ready on stdio');
+  // Listened for before anything else is awaited: a client may send its requests and close stdin
+  // while the scheduler is still starting, and a missed 'end' would keep the process alive.
+  const startedAt = performance.now();
+  const ready = startBackground();
   process.stdin.once('end', () => {
     // A client that closes stdin expects the process to end: the clean-up gets a few seconds, and
-    // one that hangs (seen on PostgreSQL, not yet understood) is said on stderr and cut short.
+    // one that hangs is said on stderr and cut short.
     const deadline = setTimeout(() => {
       logger.warn('berth mcp: clean-up after stdin closed took over 5 s; exiting without it');
       process.exit(0);
     }, 5_000);
     deadline.unref();
-    void handle.close().finally(async () => {
-      await assembled.scheduler.stop();
-      await core.deps.runtime.stopWatching().catch(() => undefined);
-      await Promise.all([db.destroy(), assembled.close()]);
-    });
+    void ready
+      .catch(() => undefined)
+      .then(() => handle.close())
+      .finally(async () => {
+        await assembled.scheduler.stop();
+        await core.deps.runtime.stopWatching().catch(() => undefined);
+        await Promise.all([db.destroy(), assembled.close()]);
+      });
   });
+  await ready;
+  logger.info({ tools: catalogue.listed.size, reachable: catalogue.reachable.length, teamId: caller.teamId, backgroundStartMs: Math.round(performance.now() - startedAt) }, 'berth mcp ready on stdio');
+
+  // Resource status comes from the engines, backups and cleanups from their schedules: a
+  // desktop-only installation follows and runs them too.
+  async function startBackground(): Promise<void> {
+    core.deps.runtime.startWatching(assembled.jobs.instanceId);
+    await assembled.scheduler.start();
+  }
 }
