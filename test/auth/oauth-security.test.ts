@@ -27,8 +27,9 @@ beforeAll(async () => {
   [server, short] = (
     await Promise.all([
       startTestServer(),
-      // Lifetimes short enough to watch them end: access tokens 1 s, grants 4 s.
-      startTestServer({ oauthAccessTtlS: 1, oauthGrantTtlS: 4 }),
+      // Lifetimes short enough to watch them end: access tokens 2 s, grants 5 s. Expiry is in whole
+      // seconds (a 1 s token issued late in a second lived a few ms: the first use failed).
+      startTestServer({ oauthAccessTtlS: 2, oauthGrantTtlS: 5 }),
     ])
   ).map(atLocalhost) as [TestServer, TestServer];
   owner = server.ownerEmail;
@@ -311,12 +312,12 @@ describe('codes and tokens', () => {
     const clientId = await register(short);
     const t = await tokensFor(short, short.ownerEmail, clientId);
     expect((await listTools(short, t.access_token)).status).toBe(200);
-    await sleep(1_300);
+    await sleep(2_300);
     expect((await listTools(short, t.access_token)).status).toBe(401);
     const r = await refresh(short, clientId, t.refresh_token);
     expect(r.status).toBe(200);
     expect((await listTools(short, r.json.access_token)).status).toBe(200);
-    await sleep(3_000);
+    await sleep(3_800);
     const late = await refresh(short, clientId, r.json.refresh_token);
     expect(late.status).toBe(400);
     expect(late.json.error).toBe('invalid_grant');
