@@ -15,6 +15,9 @@ import { storeEnv, storeUrlFor, TEST_STORE } from '../helpers/store.js';
  * BERTH_DATA must not leave an empty store behind (issue 23).
  */
 
+/** On PostgreSQL, databases without berth's tables: a new DATABASE_URL, which init then migrates from nothing. */
+const EMPTY = { empty: true };
+
 const dirs: string[] = [];
 function freshDir(): string {
   const d = tempDir('berth-noinst-');
@@ -63,7 +66,7 @@ describe('a store with no instance is refused', { timeout: 120_000 }, () => {
       for (const [i, cmd] of COMMANDS.entries()) {
         const rel = `typo-${i}`;
         const abs = path.join(runIn, rel);
-        const r = await runBerth([...cmd, ...way.args(rel, abs)], { cwd: runIn, env: { BERTH_TOKEN: '1|x', ...storeEnv(abs), ...way.env(rel, abs) } });
+        const r = await runBerth([...cmd, ...way.args(rel, abs)], { cwd: runIn, env: { BERTH_TOKEN: '1|x', ...storeEnv(abs, EMPTY), ...way.env(rel, abs) } });
         expect(r.code, `berth ${cmd.join(' ')}`).not.toBe(0);
         expect(r.stdout).toBe('');
         const lines = r.stderr.split('\n').filter(Boolean);
@@ -72,7 +75,7 @@ describe('a store with no instance is refused', { timeout: 120_000 }, () => {
           expect(lines[0]).toBe(`berth: no berth instance in ${abs}: run \`berth init\` or check --data`);
         } else {
           expect(lines[0]).toBe('berth: no berth instance in the PostgreSQL store (DATABASE_URL): run `berth init` or check DATABASE_URL');
-          expect(pgTables(storeUrlFor(abs)!)).toEqual([]);
+          expect(pgTables(storeUrlFor(abs, EMPTY)!)).toEqual([]);
         }
         expect(fs.existsSync(abs), `berth ${cmd.join(' ')} created ${abs}`).toBe(false);
       }
@@ -82,7 +85,7 @@ describe('a store with no instance is refused', { timeout: 120_000 }, () => {
 
   it('an existing empty directory stays empty; init then makes the instance and the same commands work', async () => {
     const dir = freshDir();
-    const env = storeEnv(dir);
+    const env = storeEnv(dir, EMPTY);
     const refused = await runBerth(['settings', 'get', '--data', dir], { cwd, env });
     expect(refused.code).not.toBe(0);
     expect(fs.readdirSync(dir)).toEqual([]);
@@ -96,7 +99,7 @@ describe('a store with no instance is refused', { timeout: 120_000 }, () => {
   it('remote mode (mcp --api-url) needs no local instance and is not refused for it', async () => {
     const dir = path.join(freshDir(), 'none');
     // Without a token remote mode stops at its own check, not at the data directory.
-    const r = await runBerth(['mcp', '--api-url', 'http://127.0.0.1:9', '--data', dir], { cwd, env: storeEnv(dir) });
+    const r = await runBerth(['mcp', '--api-url', 'http://127.0.0.1:9', '--data', dir], { cwd, env: storeEnv(dir, EMPTY) });
     expect(r.stderr).not.toMatch(/no berth instance/);
     expect(fs.existsSync(dir)).toBe(false);
   });
@@ -107,7 +110,7 @@ describe("serve's first start", { timeout: 60_000 }, () => {
     if (TEST_STORE === 'postgres') return; // the store is the database there; a directory is never its home
     const dir = freshDir();
     fs.writeFileSync(path.join(dir, 'notes.txt'), 'mine');
-    const r = await runBerth(['serve', '--port', '0', '--data', dir], { cwd, env: storeEnv(dir) });
+    const r = await runBerth(['serve', '--port', '0', '--data', dir], { cwd, env: storeEnv(dir, EMPTY) });
     expect(r.code).not.toBe(0);
     expect(r.stderr.trim()).toBe(`berth: ${dir} holds other files and no berth instance: give serve an empty or new directory, or check --data`);
     expect(fs.readdirSync(dir)).toEqual(['notes.txt']);

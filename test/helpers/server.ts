@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../../src/config/config.js';
 import * as admin from '../../src/core/admin.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/serve.js';
 import { openStore, type Db } from '../../src/store/db.js';
-import { storeUrlFor } from './store.js';
+import { seedStore, storeUrlFor } from './store.js';
 
 export function tempDir(prefix = 'berth-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -31,6 +31,7 @@ let seq = 0;
 /** A real berth server on an ephemeral loopback port over a fresh data directory. */
 export async function startTestServer(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}, options: ServerOptions = {}): Promise<TestServer> {
   const dataDir = tempDir();
+  seedStore(dataDir);
   const db = await openStore(dataDir, storeUrlFor(dataDir));
   const init = await admin.initInstance(db, { email: 'owner@example.test', team: 'Root Team' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ...env }, { dataDir, databaseUrl: storeUrlFor(dataDir), host: '127.0.0.1', port: 0, ...overrides });
