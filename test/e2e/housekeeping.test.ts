@@ -15,7 +15,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, deployAppWithVolume, deployed, ensureSleeperImage, registerEngines, until, volumeExists, writeVolume, type Platform } from './support.js';
 
 describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAvailable ? '' : `(skipped: ${enginesUnavailableReason})`}`, () => {
-  const engines = useEngines();
+  const engines = useEngines({ own: "it prunes engine a (unused volumes, networks, dangling images): other files' would go" });
   let s: TestServer;
   let api: Api;
   let p: Platform;

@@ -35,7 +35,7 @@ import {
 } from './support.js';
 
 describe.skipIf(!enginesAvailable)('migrating an application between two engines', () => {
-  const engines = useEngines();
+  const engines = useEngines({ own: "it checks that nothing at all was added to engine b's volumes" });
   let s: TestServer;
   let api: Api;
   let p: Platform;

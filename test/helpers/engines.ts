@@ -8,8 +8,11 @@
  *
  * When podman is missing, loading this module tries `scripts/engines.sh install` once. In CI
  * (`CI` set) an engine that still cannot be had throws, so the run fails; elsewhere the engine
- * tests are skipped. With BERTH_TEST_ENGINES_DIR pointing at engines already up (e.g. started by
- * a globalSetup with `engines.sh up`), they are used as they are and left running.
+ * tests are skipped. With BERTH_TEST_ENGINES_DIR pointing at engines already up (started once
+ * per run by test/engines-global-setup.ts), they are used as they are and left running: files
+ * then share one pair, at once (two workers), so each touches only what it made (its own
+ * resources, names, labels). A file that acts on a whole engine (prunes it, compares every
+ * volume on it) asks for a pair of its own: `useEngines({ own: 'why' })`.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -81,12 +84,21 @@ export function stopEngines(dir: string): void {
   }
 }
 
-/** beforeAll/afterAll: two engines for the enclosing describe (or file). */
-export function useEngines(): TestEngines {
+export interface UseEnginesOptions {
+  /**
+   * Why the file needs a pair no other file uses at the same time (it prunes an engine, or
+   * asserts on everything an engine holds): then it starts and stops its own even when a shared
+   * pair is up.
+   */
+  own?: string;
+}
+
+/** beforeAll/afterAll: two engines for the enclosing describe (or file): the run's shared pair, or its own. */
+export function useEngines(opts: UseEnginesOptions = {}): TestEngines {
   const engines = {} as TestEngines;
   let owned = false;
   beforeAll(() => {
-    const started = startEngines(process.env.BERTH_TEST_ENGINES_DIR);
+    const started = startEngines(opts.own ? undefined : process.env.BERTH_TEST_ENGINES_DIR);
     owned = started.owned;
     const dir = started.dir;
     Object.assign(engines, {
@@ -121,9 +133,10 @@ export function uniqueName(prefix: string): string {
 let globalDir: string | undefined;
 
 /**
- * For vitest's `globalSetup: ['test/helpers/engines.ts']`: one pair of engines for the whole
+ * For vitest's globalSetup (test/engines-global-setup.ts): one pair of engines for the whole
  * run, shared by every test file through BERTH_TEST_ENGINES_DIR (useEngines then neither starts
- * nor stops engines). Does nothing where engines are unavailable (outside CI).
+ * nor stops engines, unless asked for its own). Does nothing where engines are unavailable
+ * (outside CI), or when BERTH_TEST_ENGINES_DIR already names a pair.
  */
 export function setup(): void {
   if (!enginesAvailable || process.env.BERTH_TEST_ENGINES_DIR) return;
