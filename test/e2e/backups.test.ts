@@ -25,7 +25,7 @@ describe.skipIf(!enginesAvailable)('database backups on a real engine (PostgreSQ
     // Debian's postgresql package is the image's source (installed already where the store tests ran).
     execFileSync('bash', [path.join(path.dirname(ENGINES_SCRIPT), 'postgres.sh'), 'install'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
     execFileSync('bash', [ENGINES_SCRIPT, 'pg-image', engines.dir], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ENGINES_QUIET: '1' }, timeout: 300_000 });
-    s = await startTestServer({ helperImage: ENGINE_IMAGE });
+    s = await startTestServer({ apiRateLimit: 0, helperImage: ENGINE_IMAGE });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
   }, 360_000);

@@ -40,7 +40,7 @@ describe.skipIf(!enginesAvailable)(`an engine on the host's own interface addres
     });
     await new Promise<void>((r) => relay.listen(0, address, r));
     endpoint = `tcp://${address}:${(relay.address() as net.AddressInfo).port}`;
-    s = await startTestServer({ helperImage: engines.image });
+    s = await startTestServer({ apiRateLimit: 0, helperImage: engines.image });
     root = new Api(s.url, s.rootToken);
     const t = await s.team('Tenant');
     tenantId = t.id;

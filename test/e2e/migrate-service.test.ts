@@ -71,7 +71,7 @@ describe.skipIf(!enginesAvailable)('migrating a service (two containers, two vol
   let mcp: AnyClient;
 
   beforeAll(async () => {
-    s = await startTestServer({ helperImage: ENGINE_IMAGE });
+    s = await startTestServer({ apiRateLimit: 0, helperImage: ENGINE_IMAGE });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
     mcp = await httpClient('v1', s.url, s.rootToken);

@@ -18,7 +18,7 @@ describe.skipIf(!enginesAvailable)('runtime fields on a real engine', () => {
 
   beforeAll(async () => {
     ensureSleeperImage(engines);
-    s = await startTestServer();
+    s = await startTestServer({ apiRateLimit: 0 });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
   }, 60_000);

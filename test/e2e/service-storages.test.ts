@@ -21,7 +21,7 @@ describe.skipIf(!enginesAvailable)('service storages on a real engine', () => {
 
   beforeAll(async () => {
     ensureSleeperImage(engines);
-    s = await startTestServer({ helperImage: ENGINE_IMAGE });
+    s = await startTestServer({ apiRateLimit: 0, helperImage: ENGINE_IMAGE });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
   }, 120_000);

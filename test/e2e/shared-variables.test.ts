@@ -18,7 +18,7 @@ describe.skipIf(!enginesAvailable)('shared variables resolved at deploy, on a re
 
   beforeAll(async () => {
     ensureSleeperImage(engines);
-    s = await startTestServer();
+    s = await startTestServer({ apiRateLimit: 0 });
     api = new Api(s.url, s.rootToken);
   }, 60_000);
   afterAll(async () => {

@@ -30,7 +30,7 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH', () => {
 
   beforeAll(async () => {
     ensureSleeperImage(engines);
-    s = await startTestServer({ helperImage: ENGINE_IMAGE, sshTimeoutMs: 2_000 });
+    s = await startTestServer({ apiRateLimit: 0, helperImage: ENGINE_IMAGE, sshTimeoutMs: 2_000 });
     api = new Api(s.url, s.rootToken);
     key = makeKey();
     sshd.authorize('root', key.publicLine);
@@ -133,7 +133,7 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('servers over SSH: host key
 
   beforeAll(async () => {
     ensureSleeperImage(engines);
-    s = await startTestServer({ helperImage: ENGINE_IMAGE, sshTimeoutMs: 2_000 });
+    s = await startTestServer({ apiRateLimit: 0, helperImage: ENGINE_IMAGE, sshTimeoutMs: 2_000 });
     api = new Api(s.url, s.rootToken);
     project = (await api.ok('POST', '/projects', { name: 'ssh keys' })).uuid;
   }, 60_000);
@@ -272,7 +272,7 @@ describe.skipIf(!sshdAvailable)('servers over SSH: what went wrong, in words', (
   const closers: (() => void)[] = [];
 
   beforeAll(async () => {
-    s = await startTestServer({ helperImage: ENGINE_IMAGE, sshTimeoutMs: 1_500 });
+    s = await startTestServer({ apiRateLimit: 0, helperImage: ENGINE_IMAGE, sshTimeoutMs: 1_500 });
     api = new Api(s.url, s.rootToken);
     const k = makeKey();
     fingerprint = k.fingerprint;
@@ -371,7 +371,7 @@ describe.skipIf(!sshdAvailable)('a team other than the root team: the berth host
   let ports: number[];
 
   beforeAll(async () => {
-    s = await startTestServer({ helperImage: ENGINE_IMAGE, sshTimeoutMs: 1_500 });
+    s = await startTestServer({ apiRateLimit: 0, helperImage: ENGINE_IMAGE, sshTimeoutMs: 1_500 });
     root = new Api(s.url, s.rootToken);
     const t = await s.team('Tenant');
     tenantId = t.id;
