@@ -5,8 +5,9 @@
 // cheapest changing call there is, so the audit write is the largest share it can be.
 //   - "with" and "without": the same core, the same caller and input, in alternating blocks:
 //     Core.run (permission, validation, action, redaction, the audit entry) against the same
-//     steps without the entry (the core's own execute(), which run() wraps). The difference is
-//     the audit's cost per call.
+//     steps without the entry (the core's own execute(), gate included, which run() wraps; a
+//     store-only operation such as this one runs there without the entry's transaction around
+//     it, in its own). The difference is the audit's cost per call.
 //   - the request: the same PATCH over real HTTP to berth serving that store (in this process,
 //     one request at a time), so the cost is also shown as a share of a whole request.
 // Usage: npm run build && node bench/audit/run.mjs [calls per block=500] [blocks=10]
@@ -46,7 +47,9 @@ async function measure(label, databaseUrl) {
   let n = 0;
   const input = () => ({ uuid: project.uuid, description: `d${n++}` });
   const withAudit = () => core.run(op, caller, input());
-  const without = () => core.execute(op, caller, input(), {});
+  // The same steps as run() less the entry, the approval gate included (it reads the team's
+  // policy on every changing call: that is the gate's cost, not the audit's).
+  const without = () => core.execute(op, caller, input(), {}, true);
 
   const time = async (fn) => {
     const t = performance.now();

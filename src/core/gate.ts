@@ -14,7 +14,8 @@ import type { CallOptions, Operation, OperationContext } from './operation.js';
 import { hasSensitive, redact } from './redact.js';
 import { holdForApproval } from './approvals.js';
 import { issuesToErrors } from './validation.js';
-import { appendAudit } from './audit/log.js';
+import { appendAudit, appendAuditIn } from './audit/log.js';
+import { atomically } from '../store/atomic.js';
 
 export interface CoreDeps {
   db: Db;
@@ -107,21 +108,24 @@ export class Core {
   /**
    * Permission, validation, action and redaction for an already admitted caller. A call that
    * changes something (any operation not declared read-only) gets one audit entry, whatever its
-   * outcome, written before the door answers.
+   * outcome, written before the door answers; a store-only operation's in the same transaction
+   * as its change.
    */
   async run(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions = {}): Promise<unknown> {
-    return this.audited(op, caller, rawInput, () => this.execute(op, caller, rawInput, options, true));
+    return this.audited(op, caller, rawInput, options, true);
   }
 
   /** An approved call, re-run as the caller that asked: permissions and input checked again, not held again; audited as it runs. */
-  readonly runHeld = (op: Operation, caller: Caller, input: unknown): Promise<unknown> => this.audited(op, caller, input, () => this.execute(op, caller, input, {}, false));
+  readonly runHeld = (op: Operation, caller: Caller, input: unknown): Promise<unknown> => this.audited(op, caller, input, {}, false);
 
-  private async audited(op: Operation, caller: Caller, rawInput: unknown, call: () => Promise<unknown>): Promise<unknown> {
-    if (op.annotations.readOnly) return call();
+  private async audited(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions, gated: boolean): Promise<unknown> {
+    if (op.annotations.readOnly) return this.execute(op, caller, rawInput, options, gated);
     const startedAt = performance.now();
     let output: unknown;
     try {
-      output = await call();
+      // A store-only call writes its ok entry itself, with its change; any failure is written here.
+      if (op.storeOnly) return await this.executeWithEntry(op, caller, rawInput, options, gated, startedAt);
+      output = await this.execute(op, caller, rawInput, options, gated);
     } catch (error) {
       const refused = error instanceof BerthError && (error.kind === 'missing_permissions' || error.kind === 'root_team_only');
       await this.audit({ op, caller, input: refused ? undefined : (rawInput ?? {}), error, startedAt, endedAt: performance.now() });
@@ -135,16 +139,46 @@ export class Core {
     return appendAudit(this.deps.db, this.deps.logger, call);
   }
 
+  /** The action without its audit entry (the bench's "without"). */
   private async execute(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions, gated: boolean): Promise<unknown> {
+    const input = await this.admitInput(op, caller, rawInput, gated);
+    const output = await op.run(this.context(caller, options, this.deps.db), input);
+    return this.redactFor(op, caller, output);
+  }
+
+  /**
+   * A store-only action in one transaction with its ok entry: no change without its entry, no
+   * entry for a change rolled back, and no commit of its own for the entry. An entry that cannot
+   * be written rolls the change back (the call fails, and can be retried). The approval gate runs
+   * before, outside: it writes through its own handle.
+   */
+  private async executeWithEntry(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions, gated: boolean, startedAt: number): Promise<unknown> {
+    const input = await this.admitInput(op, caller, rawInput, gated);
+    const { db } = this.deps;
+    const output = await atomically(db, async (trx) => {
+      const out = await op.run(this.context(caller, options, trx), input);
+      await appendAuditIn(db, trx, { op, caller, input: rawInput ?? {}, output: out, startedAt, endedAt: performance.now() });
+      return out;
+    });
+    return this.redactFor(op, caller, output);
+  }
+
+  /** Permission, input validation and the approval gate: the parsed input, or why not. */
+  private async admitInput(op: Operation, caller: Caller, rawInput: unknown, gated: boolean): Promise<Record<string, unknown>> {
     this.authorize(op, caller);
     const parsed = op.input.safeParse(rawInput ?? {});
     if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues, op.unsupported));
     // An agent's call the team's approval policy names waits for a person (src/core/approvals.ts).
     if (gated && !op.annotations.readOnly) await holdForApproval(this.deps, op, caller, parsed.data as Record<string, unknown>);
+    return parsed.data as Record<string, unknown>;
+  }
+
+  private context(caller: Caller, options: CallOptions, db: Db): OperationContext {
     // The signal is read through, not copied: a door may make it only when an operation reads it
     // (an AbortController per MCP call cost more than some operations).
-    const ctx: OperationContext = {
+    return {
       ...this.deps,
+      db,
       caller,
       runHeld: this.runHeld,
       progress: options.progress,
@@ -152,8 +186,6 @@ export class Core {
         return options.signal;
       },
     };
-    const output = await op.run(ctx, parsed.data);
-    return this.redactFor(op, caller, output);
   }
 
   private redactFor(op: Operation, caller: Caller, output: unknown): unknown {

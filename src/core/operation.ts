@@ -114,6 +114,12 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
   /** A limit of its own per source address, instead of the general per-user bucket. */
   rateLimit?: LimitSpec;
   /**
+   * Changes only berth's store, every read and write through ctx.db (no engine, job, other
+   * handle or nested db.transaction(); atomically() joins): the call then runs in one
+   * transaction with its audit entry, which may be run again on a serialization retry.
+   */
+  storeOnly?: true;
+  /**
    * Coolify fields of this operation that berth knows but cannot apply yet, each with what to do
    * instead: sent, they are refused by name (422) rather than as unknown fields or dropped.
    */

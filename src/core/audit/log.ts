@@ -33,18 +33,35 @@ const compiledInsert = perStore((db): CompiledQuery => {
   return db.insertInto('audit_log').values(sample).compile();
 });
 
+/** The insert for one call, compiled by db's dialect, ready to run on db or on one of its transactions. */
+function insertFor(db: Db, call: AuditedCall): CompiledQuery {
+  const row = auditRow(call);
+  return { ...compiledInsert(db), parameters: COLUMNS.map((c) => row[c]) };
+}
+
 /**
- * Appends one call's entry. Committed before the door answers, so an answered change has its
- * entry even if the process dies right after (SQLite WAL and PostgreSQL both commit durably
- * against a process crash). A failed write does not turn an applied change into an error (the
- * caller would retry a change that happened): the entry goes to the operational log instead,
- * at error level, already redacted.
+ * Appends one call's entry on its own. Committed before the door answers, so an answered change
+ * has its entry even if the process dies right after (SQLite WAL and PostgreSQL both commit
+ * durably against a process crash). A failed write does not turn an applied change into an
+ * error (the caller would retry a change that happened): the entry goes to the operational log
+ * instead, at error level, already redacted. For callers outside a transaction (every door's
+ * failures, operations that are not store-only, the CLI, jobs).
  */
 export async function appendAudit(db: Db, logger: Logger, call: AuditedCall): Promise<void> {
-  const row = auditRow(call);
+  const query = insertFor(db, call);
   try {
-    await db.executeQuery({ ...compiledInsert(db), parameters: COLUMNS.map((c) => row[c]) });
+    await db.executeQuery(query);
   } catch (err) {
-    logger.error({ err: (err as Error).message, audit: row }, 'audit: could not store an entry');
+    logger.error({ err: (err as Error).message, audit: rowOf(query) }, 'audit: could not store an entry');
   }
 }
+
+/**
+ * Appends a store-only call's entry inside the call's own transaction trx (of db): it commits
+ * with the change or not at all. A failure throws, so the change rolls back with it.
+ */
+export async function appendAuditIn(db: Db, trx: Db, call: AuditedCall): Promise<void> {
+  await trx.executeQuery(insertFor(db, call));
+}
+
+const rowOf = (q: CompiledQuery): Record<string, unknown> => Object.fromEntries(COLUMNS.map((c, i) => [c, q.parameters[i]]));

@@ -173,6 +173,7 @@ export const keyOperations = [
     input: z.strictObject({ uuid: uuidParam }),
     output: messageSchema,
     annotations: DELETE,
+    storeOnly: true,
     http: { method: 'DELETE', path: '/api/v1/security/keys/{uuid}' },
     async run({ db, caller }, { uuid }) {
       const inUse = () => new BerthError('conflict', { message: 'Private Key is in use and cannot be deleted.' });

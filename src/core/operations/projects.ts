@@ -68,6 +68,7 @@ export const projectOperations = [
     input: z.strictObject({ name, description: description.optional() }),
     output: uuidSchema,
     annotations: CREATE,
+    storeOnly: true,
     http: { method: 'POST', path: '/api/v1/projects', status: 201 },
     async run({ db, caller }, i) {
       const uuid = newUuid();
@@ -112,6 +113,7 @@ export const projectOperations = [
     input: z.strictObject({ uuid: uuidParam, name: name.optional(), description: description.optional() }),
     output: z.object({ uuid: z.string(), name: z.string(), description: z.string().nullable() }),
     annotations: UPDATE,
+    storeOnly: true,
     http: { method: 'PATCH', path: '/api/v1/projects/{uuid}', status: 201 },
     async run({ db, caller }, { uuid, ...i }) {
       // Read and written in one transaction, so a concurrent change of the other field holds.
@@ -137,6 +139,7 @@ export const projectOperations = [
     input: z.strictObject({ uuid: uuidParam }),
     output: messageSchema,
     annotations: DELETE,
+    storeOnly: true,
     http: { method: 'DELETE', path: '/api/v1/projects/{uuid}' },
     async run({ db, caller }, { uuid }) {
       // 400 as Coolify answers it (the contract fixes no status for this).
@@ -189,6 +192,7 @@ export const projectOperations = [
     input: z.strictObject({ uuid: uuidParam, name, description: description.optional() }),
     output: uuidSchema,
     annotations: CREATE,
+    storeOnly: true,
     http: { method: 'POST', path: '/api/v1/projects/{uuid}/environments', status: 201 },
     async run({ db, caller }, i) {
       // Check and insert in one transaction: of racing creates of one name one answers 201 and

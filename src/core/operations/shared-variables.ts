@@ -180,6 +180,7 @@ function familyOf(spec: ScopeSpec) {
       input: z.strictObject({ ...params, key: envKey, value: envValue.optional(), ...flags }),
       output: z.object({ id: z.number().int() }),
       annotations: CREATE,
+      storeOnly: true,
       http: { method: 'POST', path: base, status: 201 },
       async run({ db, caller }, i) {
         // Scope, check and insert in one transaction (store/atomic.ts): of racing creates of one
@@ -220,6 +221,7 @@ function familyOf(spec: ScopeSpec) {
       input: z.strictObject({ ...params, env_id: envId, key: envKey.optional(), value: envValue.optional(), ...flags }),
       output: sharedEnvSchema,
       annotations: UPDATE,
+      storeOnly: true,
       http: { method: 'PATCH', path: `${base}/{env_id}`, status: 201 },
       async run({ db, caller }, i) {
         const fields = (['key', 'value', 'is_literal', 'is_multiline', 'is_shown_once', 'comment'] as const).filter((k) => i[k] !== undefined);
@@ -253,6 +255,7 @@ function familyOf(spec: ScopeSpec) {
       input: z.strictObject({ ...params, env_id: envId }),
       output: messageSchema,
       annotations: DELETE,
+      storeOnly: true,
       http: { method: 'DELETE', path: `${base}/{env_id}` },
       async run({ db, caller }, i) {
         const s = await spec.resolve(db, caller, i);
@@ -314,6 +317,7 @@ export const environmentOperations = [
     input: z.strictObject({ ...environmentRefInput, name: name.optional(), description: description.optional() }),
     output: z.object({ uuid: z.string(), name: z.string(), description: z.string().nullable() }),
     annotations: UPDATE,
+    storeOnly: true,
     http: { method: 'PATCH', path: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}' },
     async run({ db, caller }, i) {
       return atomically(db, async (trx) => {
@@ -343,6 +347,7 @@ export const environmentOperations = [
     input: z.strictObject(environmentRefInput),
     output: messageSchema,
     annotations: DELETE,
+    storeOnly: true,
     http: { method: 'DELETE', path: '/api/v1/projects/{uuid}/environments/{environment_name_or_uuid}' },
     async run({ db, caller }, i) {
       // 400 as Coolify answers it (the contract fixes no status for this).

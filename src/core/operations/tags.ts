@@ -97,6 +97,7 @@ export const tagOperations = [
     input: z.strictObject({ name: tagName }),
     output: tagSchema,
     annotations: CREATE,
+    storeOnly: true,
     http: { method: 'POST', path: '/api/v1/tags', status: 201 },
     async run({ db, caller }, { name }) {
       await syncRecords(db, caller.teamId);
@@ -122,6 +123,7 @@ export const tagOperations = [
     input: z.strictObject({ uuid: uuidParam, name: tagName }),
     output: tagSchema,
     annotations: UPDATE,
+    storeOnly: true,
     http: { method: 'PATCH', path: '/api/v1/tags/{uuid}' },
     async run({ db, caller }, { uuid, name }) {
       return atomically(db, async (trx) => {
@@ -145,6 +147,7 @@ export const tagOperations = [
     input: z.strictObject({ uuid: uuidParam }),
     output: messageSchema,
     annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
+    storeOnly: true,
     http: { method: 'DELETE', path: '/api/v1/tags/{uuid}' },
     async run({ db, caller }, { uuid }) {
       await atomically(db, async (trx) => {
@@ -191,6 +194,7 @@ export function resourceTagOperations(collection: Collection) {
       input: z.strictObject({ uuid: uuidParam, tag_name: tagName.optional(), tag_names: z.array(tagName).min(1).max(50).optional() }),
       output: z.array(tagSchema),
       annotations: UPDATE,
+      storeOnly: true,
       http: { method: 'POST', path: base, status: 201 },
       async run({ db, caller }, { uuid, tag_name, tag_names }) {
         if ((tag_name === undefined) === (tag_names === undefined)) throw validationError({ tag_name: ['Give tag_name or tag_names (one of them).'] });
@@ -223,6 +227,7 @@ export function resourceTagOperations(collection: Collection) {
       input: z.strictObject({ uuid: uuidParam, tag_uuid: uuidParam }),
       output: messageSchema,
       annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
+      storeOnly: true,
       http: { method: 'DELETE', path: `${base}/{tag_uuid}` },
       async run({ db, caller }, { uuid, tag_uuid }) {
         await atomically(db, async (trx) => {
