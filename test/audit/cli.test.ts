@@ -73,6 +73,11 @@ describe('audit log: the cli door', { timeout: 120_000 }, () => {
     expect(root[1]).toMatchObject({ user_id: users['alice@example.test'], arguments: { email: 'alice@example.test' } });
     expect(root[4]).toMatchObject({ user_id: users['root@example.test'], status: 201, arguments: { email: 'Root@Example.test', team: 'Root Team', api_enabled: true } });
 
+    // As an operator reads it: no token, nobody's address.
+    const human = await ok('audit', '--team', 'Ops');
+    expect(human).toMatch(/create_team\tok 201\tcli\talice@example.test\t/);
+    expect(human).not.toMatch(/token null/);
+
     const stored = JSON.stringify(await db.selectFrom('audit_log').selectAll().execute());
     for (const s of secrets) expect(stored).not.toContain(s);
   });
