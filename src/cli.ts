@@ -4,6 +4,8 @@ import { command, fail, print, requireInstance, withStore, type DataOpts } from 
 import { registerMcpConfig } from './cli/mcp-config-command.js';
 import { registerApprovals } from './cli/approvals-command.js';
 import { registerAudit } from './cli/audit-command.js';
+import { auditedChange, rootTeam } from './cli/cli-audit.js';
+import type { Db } from './store/db.js';
 import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
 import { BerthError } from './errors.js';
@@ -29,7 +31,13 @@ command(program, 'init', 'create the root team, its owner and a root token')
   .action(
     withStore<DataOpts & { email?: string; team: string; apiDisabled?: boolean }>(
       async (db, o) => {
-        const r = await admin.initInstance(db, { email: o.email, team: o.team, apiEnabled: !o.apiDisabled });
+        const args = { email: o.email, team: o.team, api_enabled: !o.apiDisabled };
+        const r = await auditedChange(db, (trx) => admin.initInstance(trx, { email: o.email, team: o.team, apiEnabled: !o.apiDisabled }), {
+          operation: 'init_instance',
+          args,
+          status: 201,
+          facts: (r) => ({ teamId: r.team.id, userId: r.user.id, targets: [`team:${r.team.id}`, `user:${r.user.id}`] }),
+        });
         print(o, r, `Created team "${r.team.name}" (id ${r.team.id}) owned by ${r.user.email}.\nRoot token (shown once, store it now):\n${r.token}`);
       },
       { init: true },
@@ -86,7 +94,12 @@ command(user, 'create', 'create a user')
   .option('--name <name>', 'display name')
   .action(
     withStore<DataOpts & { email: string; name?: string }>(async (db, o) => {
-      const u = await admin.createUser(db, { email: o.email, name: o.name });
+      const u = await auditedChange(db, (trx) => admin.createUser(trx, { email: o.email, name: o.name }), {
+        operation: 'create_user',
+        args: { email: o.email, name: o.name },
+        status: 201,
+        facts: async (u, trx) => ({ teamId: await rootTeam(trx), userId: u.id, targets: [`user:${u.id}`] }),
+      });
       print(o, u, `Created user ${u.email} (id ${u.id}).`);
     }),
   );
@@ -96,7 +109,12 @@ command(program, 'login-link', 'print a one-time sign-in link for the web consol
   .action(
     withStore<DataOpts & { email: string }>(async (db, o) => {
       const config = loadConfig({ ...process.env, BERTH_DATA: o.data });
-      const link = await issueLoginLink(db, o.email);
+      const link = await auditedChange(db, (trx) => issueLoginLink(trx, o.email), {
+        operation: 'issue_login_link',
+        args: { email: o.email },
+        status: 201,
+        facts: async (l, trx) => ({ teamId: await rootTeam(trx), userId: l.userId, targets: [`user:${l.userId}`] }),
+      });
       const url = linkUrl(config.publicUrl ?? defaultPublicUrl(config.host, config.port), link.token);
       print(o, { url, email: link.email, expires_at: link.expiresAt }, url);
     }),
@@ -108,7 +126,12 @@ command(team, 'create', 'create a team with an owner')
   .requiredOption('--owner <email>', "owner's e-mail")
   .action(
     withStore<DataOpts & { name: string; owner: string }>(async (db, o) => {
-      const t = await admin.createTeam(db, { name: o.name, owner: o.owner });
+      const t = await auditedChange(db, (trx) => admin.createTeam(trx, { name: o.name, owner: o.owner }), {
+        operation: 'create_team',
+        args: { name: o.name, owner: o.owner },
+        status: 201,
+        facts: async (t, trx) => ({ teamId: t.id, userId: await userIdOf(trx, o.owner), targets: [`team:${t.id}`] }),
+      });
       print(o, t, `Created team "${t.name}" (id ${t.id}).`);
     }),
   );
@@ -118,7 +141,8 @@ command(team, 'add-member', 'add a user to a team, or change their role')
   .requiredOption('--role <role>', 'owner, admin or member')
   .action(
     withStore<DataOpts & { team: string; email: string; role: string }>(async (db, o) => {
-      const r = await admin.addMember(db, o);
+      const args = { team: o.team, email: o.email, role: o.role };
+      const r = await auditedChange(db, (trx) => admin.addMember(trx, args), { operation: 'add_team_member', args, facts: membershipFacts });
       print(o, r, `${r.user.email} is now ${r.role} of "${r.team.name}".`);
     }),
   );
@@ -127,7 +151,8 @@ command(team, 'remove-member', 'remove a user from a team (their tokens for it s
   .requiredOption('--email <email>', "member's e-mail")
   .action(
     withStore<DataOpts & { team: string; email: string }>(async (db, o) => {
-      const r = await admin.removeMember(db, o);
+      const args = { team: o.team, email: o.email };
+      const r = await auditedChange(db, (trx) => admin.removeMember(trx, args), { operation: 'remove_team_member', args, facts: membershipFacts });
       print(o, r, `${r.user.email} left "${r.team.name}".`);
     }),
   );
@@ -145,7 +170,13 @@ command(token, 'create', 'create a token (its value is printed once)')
         .split(',')
         .map((p) => p.trim())
         .filter(Boolean);
-      const t = await admin.createToken(db, { email: o.email, team: o.team, name: o.name, permissions: permissions as never, expires: o.expires as never });
+      const args = { email: o.email, team: o.team, name: o.name, permissions, expires: o.expires };
+      const t = await auditedChange(db, (trx) => admin.createToken(trx, { ...args, permissions: permissions as never, expires: o.expires as never }), {
+        operation: 'create_token',
+        args,
+        status: 201,
+        facts: tokenFacts,
+      });
       print(o, t, `Token ${t.id} created (expires ${t.expires_at ?? 'never'}). Shown once, store it now:\n${t.token}`);
     }),
   );
@@ -165,7 +196,17 @@ command(token, 'revoke', 'delete a token; it stops working at once')
   .argument('<id>', 'token id')
   .action(async (id: string, o: DataOpts) =>
     withStore<DataOpts>(async (db) => {
-      await admin.revokeToken(db, /^[0-9]+$/.test(id) ? Number(id) : NaN);
+      const n = /^[0-9]+$/.test(id) ? Number(id) : NaN;
+      await auditedChange(
+        db,
+        async (trx) => {
+          // Read before it goes: the entry belongs to the token's team, and names its holder.
+          const held = Number.isSafeInteger(n) && n > 0 ? await trx.selectFrom('api_tokens').select(['team_id', 'user_id']).where('id', '=', n).executeTakeFirst() : undefined;
+          await admin.revokeToken(trx, n);
+          return held!;
+        },
+        { operation: 'revoke_token', args: { id }, facts: (held: { team_id: number; user_id: number }) => ({ teamId: held.team_id, userId: held.user_id, targets: [`token:${n}`] }) },
+      );
       print(o, { id: Number(id), revoked: true }, `Token ${id} revoked.`);
     })(o),
   );
@@ -190,17 +231,7 @@ command(settings, 'set', 'change a setting: api-enabled true|false, mcp-enabled 
   .argument('<value>', 'the new value')
   .action(async (key: string, value: string, o: DataOpts) =>
     withStore<DataOpts>(async (db) => {
-      if (key === 'api-enabled' || key === 'mcp-enabled') {
-        if (value !== 'true' && value !== 'false') throw new BerthError('validation', { errors: { [key]: ['Use true or false.'] } });
-        await writeSettings(db, key === 'api-enabled' ? { apiEnabled: value === 'true' } : { mcpEnabled: value === 'true' });
-      } else if (key === 'audit-retention-days') {
-        if (!/^[0-9]{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 3650) throw new BerthError('validation', { errors: { [key]: ['Use a number of days from 1 to 3650.'] } });
-        await writeAuditRetentionDays(db, Number(value));
-      } else if (key === 'allowed-ips') {
-        await writeSettings(db, { allowedIps: allowListOr422(value, 'allowed-ips') });
-      } else {
-        throw new BerthError('validation', { errors: { key: [`Unknown setting "${key}"; use api-enabled, mcp-enabled, allowed-ips or audit-retention-days.`] } });
-      }
+      await auditedChange(db, (trx) => setSetting(trx, key, value), { operation: 'update_settings', args: settingArgs(key, value), facts: async (_, trx) => ({ teamId: await rootTeam(trx) }) });
       const s = await readSettings(db);
       print(
         o,
@@ -209,6 +240,42 @@ command(settings, 'set', 'change a setting: api-enabled true|false, mcp-enabled 
       );
     })(o),
   );
+
+/** One setting, checked as update_settings checks it (its arguments name the same fields). */
+async function setSetting(db: Db, key: string, value: string): Promise<void> {
+  if (key === 'api-enabled' || key === 'mcp-enabled') {
+    if (value !== 'true' && value !== 'false') throw new BerthError('validation', { errors: { [key]: ['Use true or false.'] } });
+    await writeSettings(db, key === 'api-enabled' ? { apiEnabled: value === 'true' } : { mcpEnabled: value === 'true' });
+  } else if (key === 'audit-retention-days') {
+    if (!/^[0-9]{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 3650) throw new BerthError('validation', { errors: { [key]: ['Use a number of days from 1 to 3650.'] } });
+    await writeAuditRetentionDays(db, Number(value));
+  } else if (key === 'allowed-ips') {
+    await writeSettings(db, { allowedIps: allowListOr422(value, 'allowed-ips') });
+  } else {
+    throw new BerthError('validation', { errors: { key: [`Unknown setting "${key}"; use api-enabled, mcp-enabled, allowed-ips or audit-retention-days.`] } });
+  }
+}
+
+/** The audit entry's arguments: update_settings' field and the value as the operator typed it. */
+function settingArgs(key: string, value: string): Record<string, unknown> {
+  const field = { 'api-enabled': 'api_enabled', 'mcp-enabled': 'mcp_enabled', 'allowed-ips': 'allowed_ips', 'audit-retention-days': 'audit_retention_days' }[key];
+  if (!field) return { setting: key, to: value };
+  if (field === 'api_enabled' || field === 'mcp_enabled') return { [field]: value === 'true' ? true : value === 'false' ? false : value };
+  return { [field]: field === 'audit_retention_days' && /^[0-9]{1,4}$/.test(value) ? Number(value) : value };
+}
+
+async function userIdOf(db: Db, email: string): Promise<number | null> {
+  const u = await db.selectFrom('users').select('id').where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
+  return u?.id ?? null;
+}
+
+const membershipFacts = (r: { team: { id: number }; user: { id: number } }) => ({ teamId: r.team.id, userId: r.user.id, targets: [`team:${r.team.id}`, `user:${r.user.id}`] });
+
+/** A new token's entry: its team's log, its holder, and its id (never its value). */
+async function tokenFacts(t: { id: number }, trx: Db) {
+  const row = await trx.selectFrom('api_tokens').select(['team_id', 'user_id']).where('id', '=', t.id).executeTakeFirstOrThrow();
+  return { teamId: row.team_id, userId: row.user_id, targets: [`token:${t.id}`] };
+}
 
 program
   .command('version')

@@ -45,7 +45,7 @@ export function registerAudit(program: Command): void {
         const r = await listAudit(db, team.id, filter, { page: p, per_page });
         const lines = r.items.map(
           (e) =>
-            `${e.at}\t${e.operation}\t${e.result} ${e.status}\t${e.door}\t${e.user_email ?? `user ${e.user_id}`}${e.oauth_client_id ? ` via OAuth client ${e.oauth_client_id}` : ` token ${e.token_id}`}\t${e.source_ip ?? ''}\t${e.duration_ms} ms\t${e.targets.join(',')}${e.started_uuid ? `\tstarted ${e.started_uuid}` : ''}`,
+            `${e.at}\t${e.operation}\t${e.result} ${e.status}\t${e.door}\t${e.user_email ?? (e.user_id === null ? 'operator' : `user ${e.user_id}`)}${e.oauth_client_id ? ` via OAuth client ${e.oauth_client_id}` : e.token_id === null ? '' : ` token ${e.token_id}`}\t${e.source_ip ?? ''}\t${e.duration_ms} ms\t${e.targets.join(',')}${e.started_uuid ? `\tstarted ${e.started_uuid}` : ''}`,
         );
         const footer = r.total > r.items.length ? `\n(page ${r.page}: ${r.items.length} of ${r.total}; --page for more)` : '';
         print(o, r, lines.length ? lines.join('\n') + footer : 'No entries.');

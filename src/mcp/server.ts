@@ -1,5 +1,5 @@
-import { McpServer, ProtocolError, ProtocolErrorCode, type CallToolResult, type ElicitRequestFormParams, type ElicitResult } from '@modelcontextprotocol/server';
-import { confirmInClient } from './approval-elicitation.js';
+import { McpServer, ProtocolError, ProtocolErrorCode, type CallToolResult } from '@modelcontextprotocol/server';
+import { confirmInClient, type ClientAsker } from './approval-elicitation.js';
 import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
 import { agentHint, BerthError, fromWire, toWire, unexpected, validationError, type HintContext } from '../errors.js';
@@ -115,9 +115,8 @@ interface RequestTable {
 const ok = (value: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value });
 
 type RunResult = { value: Record<string, unknown> } | { error: CallToolResult };
-type Elicit = (params: ElicitRequestFormParams) => Promise<ElicitResult>;
 /** A tool call's options: the core's, and the client's elicitation when it has one. */
-type ToolCallOptions = CallOptions & { elicit?: Elicit };
+type ToolCallOptions = CallOptions & { elicit?: ClientAsker };
 type Handler = (args: unknown, ctx: never) => Promise<CallToolResult>;
 /** One tool on the wire, operation or meta: its texts, schemas and non-default hints. */
 /**
@@ -220,9 +219,18 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
   }
 
   /** The client's elicitation, when it declared one: a held call is put to its person (approval-elicitation.ts). */
-  const elicitOf = (ctx: { mcpReq?: { elicitInput?: Elicit } }): Elicit | undefined => {
-    const caps = clientCapabilities();
-    return caps?.elicitation && ctx.mcpReq?.elicitInput ? ctx.mcpReq.elicitInput.bind(ctx.mcpReq) : undefined;
+  const elicitOf = (ctx: { mcpReq?: { elicitInput?: ClientAsker['elicit']; notify?: (n: never) => Promise<void>; signal?: AbortSignal } }): ClientAsker | undefined => {
+    const e = clientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
+    const req = ctx.mcpReq;
+    if (!e || !req?.elicitInput) return undefined;
+    const url = Boolean(e.url);
+    return {
+      form: Boolean(e.form) || !url,
+      url,
+      elicit: req.elicitInput.bind(req),
+      complete: (elicitationId) => req.notify?.({ method: 'notifications/elicitation/complete', params: { elicitationId } } as never) ?? Promise.resolve(),
+      signal: req.signal,
+    };
   };
 
   const progressOf = (ctx: { mcpReq: { _meta?: { progressToken?: string | number }; notify: (n: never) => Promise<void> } }): ProgressReporter | undefined => {

@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBerth } from '../helpers/cli-run.js';
 import { CLI, errorBody, httpClient, stdioClient, type ToolResult } from '../helpers/mcp.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { storeEnv } from '../helpers/store.js';
@@ -26,12 +27,20 @@ describe('approvals over MCP', { timeout: 90_000 }, () => {
   const exists = async (uuid: string) => (await call(s.url, 'GET', `/api/v1/projects/${uuid}`, { token: s.rootToken })).status === 200;
 
   /** A real SDK client on `berth mcp` that declares form elicitation and answers with `answer`. */
-  async function elicitingClient(token: string, answer: (message: string) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean> }) {
+  async function elicitingClient(
+    token: string,
+    answer: (message: string, params: Record<string, unknown>) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean> },
+    modes: { form?: Record<string, never>; url?: Record<string, never> } = { form: {} },
+  ) {
     const asked: string[] = [];
-    const c = new Client({ name: 'berth-test-elicit', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'legacy' } });
+    const completed: string[] = [];
+    const c = new Client({ name: 'berth-test-elicit', version: '1.0.0' }, { capabilities: { elicitation: modes }, versionNegotiation: { mode: 'legacy' } });
     c.setRequestHandler('elicitation/create', async (req) => {
       asked.push(req.params.message);
-      return answer(req.params.message);
+      return answer(req.params.message, req.params as Record<string, unknown>);
+    });
+    c.setNotificationHandler('notifications/elicitation/complete', async (n) => {
+      completed.push(n.params.elicitationId);
     });
     await c.connect(
       new StdioClientTransport({
@@ -41,7 +50,7 @@ describe('approvals over MCP', { timeout: 90_000 }, () => {
         stderr: 'pipe',
       }),
     );
-    return { c, asked };
+    return { c, asked, completed };
   }
 
   const approvalOf = async (uuid: string) => {
@@ -63,6 +72,43 @@ describe('approvals over MCP', { timeout: 90_000 }, () => {
     }
     expect(await exists(p)).toBe(false);
     expect(await approvalOf(p)).toMatchObject({ status: 'succeeded', decided_via: 'mcp_elicitation' });
+  });
+
+  it('a client with URL elicitation opens the approval page; a person approves there and the call completes once', async () => {
+    // A member holds the token: no yes/no in the client would count, the page's sign-in decides who approves.
+    const member = await s.token({ permissions: ['read', 'write'], role: 'member', email: 'url-member@example.test' });
+    const p = await project('elicit-url');
+    const opened: Array<Record<string, unknown>> = [];
+    let decided: Promise<unknown> | undefined;
+    const { c, completed } = await elicitingClient(
+      member.token,
+      (_m, params) => {
+        opened.push(params);
+        // The person follows the link and an owner approves it (here through the CLI, on the same store).
+        decided = runBerth(['approvals', 'approve', String(params.elicitationId), '--email', s.ownerEmail, '--data', s.dataDir], {
+          cwd: s.dataDir,
+          env: { LOG_LEVEL: 'silent', ...storeEnv(s.dataDir) },
+        });
+        return { action: 'accept' };
+      },
+      { url: {} },
+    );
+    try {
+      const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: p } })) as ToolResult;
+      expect(r.isError, JSON.stringify(r)).toBeFalsy();
+      expect(opened).toHaveLength(1);
+      const a = await approvalOf(p);
+      expect(opened[0]).toMatchObject({ mode: 'url', elicitationId: expect.any(String), url: expect.stringMatching(/\/approvals\/[a-z0-9]{24}$/) });
+      expect(String(opened[0]!.url).endsWith(`/approvals/${String(opened[0]!.elicitationId)}`)).toBe(true);
+      expect(a).toMatchObject({ status: 'succeeded', decided_via: 'cli' });
+      await expect.poll(() => completed).toEqual([opened[0]!.elicitationId]);
+    } finally {
+      await decided;
+      await c.close();
+    }
+    expect(await exists(p)).toBe(false);
+    const runs = await call(s.url, 'GET', `/api/v1/audit?operation=delete_project&resource=${p}&result=ok`, { token: s.rootToken });
+    expect(runs.json).toHaveLength(1);
   });
 
   it('declined in the client, the call is denied and never runs', async () => {

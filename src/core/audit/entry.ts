@@ -64,7 +64,12 @@ export function withoutHidden(v: unknown): unknown {
 
 /** The arguments as stored: secrets replaced by "[redacted]", long strings and lists cut. */
 export function auditArguments(op: Operation, input: unknown): Record<string, unknown> {
-  return isObject(input) ? (scrub(input, hiddenNames(op), 0) as Record<string, unknown>) : {};
+  return scrubbedArguments(input, hiddenNames(op));
+}
+
+/** The same for a change that is no operation (the admin CLI): only the names that look secret are hidden. */
+export function scrubbedArguments(input: unknown, hidden: ReadonlySet<string> = new Set()): Record<string, unknown> {
+  return isObject(input) ? (scrub(input, hidden as Set<string>, 0) as Record<string, unknown>) : {};
 }
 
 const UUID_KEY = /(^|_)uuid$/;
@@ -127,7 +132,8 @@ export function auditRow(call: AuditedCall): Omit<AuditLogTable, 'id'> {
     at: new Date().toISOString(),
     team_id: caller.teamId,
     user_id: caller.userId,
-    token_id: caller.tokenId,
+    // A person in the console or the CLI holds no token (tokenId 0): none is named.
+    token_id: caller.tokenId || null,
     oauth_client_id: caller.oauth?.clientId ?? null,
     source_ip: caller.sourceIp,
     door: caller.door,
