@@ -170,5 +170,5 @@ describe.skipIf(!enginesAvailable)('migrating a service (two containers, two vol
     expect(sumsInContainer(engines, 'b', worker, '/srv/work')).toBe(before.work.sums);
     expect(sumsInContainer(engines, 'b', worker, '/srv/shared')).toBe(before.web.sums);
     expect(containerState(engines, 'a', web)).toBeNull();
-  }, 120_000);
+  }, 240_000);
 });

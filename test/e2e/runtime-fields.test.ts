@@ -48,8 +48,9 @@ describe.skipIf(!enginesAvailable)('runtime fields on a real engine', () => {
       health_check_path: '/index.html',
       health_check_response_text: 'berth-ok',
       health_check_interval: 2,
-      health_check_timeout: 3,
-      health_check_retries: 4,
+      // Room for a loaded machine: the check runs in a container limited to half a CPU.
+      health_check_timeout: 8,
+      health_check_retries: 6,
       health_check_start_period: 1,
       custom_docker_run_options: `--entrypoint "sh -c '${serve}'" --hostname web-1 --cap-drop NET_RAW --stop-timeout 3 --init --ulimit nofile=512:1024 --ulimit nproc=4096`,
       custom_labels: Buffer.from('team=shop\n').toString('base64'),
@@ -60,7 +61,7 @@ describe.skipIf(!enginesAvailable)('runtime fields on a real engine', () => {
     expect(c.State.Running).toBe(true);
     expect(c.HostConfig).toMatchObject({ Memory: 64 * 2 ** 20, MemorySwap: 128 * 2 ** 20, MemoryReservation: 32 * 2 ** 20, NanoCpus: 5e8, CpusetCpus: '0', CpuShares: 512 });
     const hc = c.Config.Healthcheck as { Test: string[]; Interval: number; Timeout: number; Retries: number; StartPeriod: number };
-    expect(hc).toMatchObject({ Interval: 2e9, Timeout: 3e9, Retries: 4, StartPeriod: 1e9 });
+    expect(hc).toMatchObject({ Interval: 2e9, Timeout: 8e9, Retries: 6, StartPeriod: 1e9 });
     expect(hc.Test[0]).toBe('CMD-SHELL');
     expect(hc.Test[1]).toContain('localhost\\:8080/index.html');
     expect(c.Config.Entrypoint).toEqual(['sh', '-c', serve]);
