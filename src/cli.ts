@@ -10,7 +10,7 @@ import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
 import { BerthError } from './errors.js';
 import { allowListOr422 } from './core/operations/instance-settings.js';
-import { issueLoginLink, linkUrl } from './auth/login-links.js';
+import { issueLoginLink, linkUrl, userByEmail } from './auth/login-links.js';
 import { defaultPublicUrl } from './config/config.js';
 import { probeInstance } from './store/instance.js';
 import { readAuditRetentionDays, readSettings, writeAuditRetentionDays, writeSettings } from './store/settings.js';
@@ -130,7 +130,7 @@ command(team, 'create', 'create a team with an owner')
         operation: 'create_team',
         args: { name: o.name, owner: o.owner },
         status: 201,
-        facts: async (t, trx) => ({ teamId: t.id, userId: await userIdOf(trx, o.owner), targets: [`team:${t.id}`] }),
+        facts: async (t, trx) => ({ teamId: t.id, userId: (await userByEmail(trx, o.owner.trim()))?.id ?? null, targets: [`team:${t.id}`] }),
       });
       print(o, t, `Created team "${t.name}" (id ${t.id}).`);
     }),
@@ -262,11 +262,6 @@ function settingArgs(key: string, value: string): Record<string, unknown> {
   if (!field) return { setting: key, to: value };
   if (field === 'api_enabled' || field === 'mcp_enabled') return { [field]: value === 'true' ? true : value === 'false' ? false : value };
   return { [field]: field === 'audit_retention_days' && /^[0-9]{1,4}$/.test(value) ? Number(value) : value };
-}
-
-async function userIdOf(db: Db, email: string): Promise<number | null> {
-  const u = await db.selectFrom('users').select('id').where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
-  return u?.id ?? null;
 }
 
 const membershipFacts = (r: { team: { id: number }; user: { id: number } }) => ({ teamId: r.team.id, userId: r.user.id, targets: [`team:${r.team.id}`, `user:${r.user.id}`] });

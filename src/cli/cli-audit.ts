@@ -1,10 +1,11 @@
-import { scrubbedArguments } from '../core/audit/entry.js';
+import { outcomeOf, scrubbedArguments } from '../core/audit/entry.js';
+import { userByEmail } from '../auth/login-links.js';
 import { teamByRef } from '../core/admin.js';
 import { atomically } from '../store/atomic.js';
 import type { Db } from '../store/db.js';
 import type { AuditLogTable } from '../store/schema-audit.js';
 import { readSettings } from '../store/settings.js';
-import { BerthError, errorCatalogue } from '../errors.js';
+import { BerthError } from '../errors.js';
 import { newUuid } from '../ids.js';
 
 /**
@@ -37,8 +38,7 @@ export interface CliChange<T> {
 type Row = Omit<AuditLogTable, 'id'>;
 
 function row(change: CliChange<unknown>, facts: ChangeFacts, startedAt: number, error?: unknown): Row {
-  const failed = error instanceof BerthError ? { result: error.kind, status: errorCatalogue[error.kind].status } : { result: 'internal', status: 500 };
-  const { result, status } = error === undefined ? { result: 'ok', status: change.status ?? 200 } : failed;
+  const { result, status } = outcomeOf(error, change.status ?? 200);
   return {
     uuid: newUuid(),
     at: new Date().toISOString(),
@@ -76,7 +76,7 @@ async function factsOfFailure(db: Db, args: Record<string, unknown>): Promise<Ch
   const teamId = team?.id ?? (await readSettings(db)).rootTeamId;
   if (teamId === null) return null;
   const address = [args.email, args.owner].find((x): x is string => typeof x === 'string');
-  const user = address ? await db.selectFrom('users').select('id').where('email', '=', address.trim().toLowerCase()).executeTakeFirst() : undefined;
+  const user = address ? await userByEmail(db, address.trim()) : undefined;
   return { teamId, userId: user?.id ?? null };
 }
 

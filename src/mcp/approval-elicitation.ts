@@ -68,10 +68,7 @@ async function askByForm(core: Core, caller: Caller, a: Pending, elicit: Elicit)
   if (answer.action === 'cancel') return undefined;
   const who = { userId: caller.userId, teamId: caller.teamId, via: 'mcp_elicitation' as const, door: caller.door };
   if (answer.action === 'accept' && answer.content?.approve === true) {
-    const done = await decide(core.deps, core.runHeld, who, a.uuid, 'approve');
-    if (done.status === 'succeeded') return { ran: done.result };
-    const kind = (done.error?.kind ?? 'internal') as ErrorKind;
-    return new BerthError(kind in errorCatalogue ? kind : 'internal', { message: done.error?.message });
+    return ranOrWhy(await decide(core.deps, core.runHeld, who, a.uuid, 'approve'));
   }
   await decide(core.deps, core.runHeld, who, a.uuid, 'deny');
   return new BerthError('conflict', { message: `Declined by the person in the client: approval ${a.uuid} is denied and the call did not run.` });
@@ -104,14 +101,17 @@ async function askByUrl(core: Core, caller: Caller, a: Pending, asker: ClientAsk
     const v = await getApproval(core.deps.db, core.deps.config, caller.teamId, a.uuid);
     if (v.status !== 'pending' && v.status !== 'running') {
       await asker.complete(a.uuid).catch(() => undefined);
-      if (v.status === 'succeeded') return { ran: v.result };
-      if (v.status === 'failed') {
-        const kind = (v.error?.kind ?? 'internal') as ErrorKind;
-        return new BerthError(kind in errorCatalogue ? kind : 'internal', { message: v.error?.message });
-      }
+      if (v.status === 'succeeded' || v.status === 'failed') return ranOrWhy(v);
       return new BerthError('conflict', { message: `Approval ${a.uuid} was ${v.status}: the call did not run.` });
     }
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
   return undefined;
+}
+
+/** An approved call's outcome as the tool answers it: its result, or its failure as an error. */
+function ranOrWhy(done: { status: string; result?: unknown; error?: { kind?: string; message?: string } | null }): { ran: unknown } | BerthError {
+  if (done.status === 'succeeded') return { ran: done.result };
+  const kind = (done.error?.kind ?? 'internal') as ErrorKind;
+  return new BerthError(kind in errorCatalogue ? kind : 'internal', { message: done.error?.message });
 }

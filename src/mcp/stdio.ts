@@ -42,10 +42,13 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // next call: a tool the token lost answers the missing permission, one it gained runs.
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
   const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op) }));
-  // Listened for before anything else is awaited: a client may send its requests and close stdin
-  // while the scheduler is still starting, and a missed 'end' would keep the process alive.
+  // Resource status comes from the engines, backups and cleanups from their schedules: a
+  // desktop-only installation follows and runs them too.
   const startedAt = performance.now();
-  const ready = startBackground();
+  core.deps.runtime.startWatching(assembled.jobs.instanceId);
+  const ready = assembled.scheduler.start();
+  // stdin's end is listened for before the start is awaited: a client may send its requests and
+  // close stdin while the scheduler is still starting, and a missed 'end' keeps the process alive.
   process.stdin.once('end', () => {
     // A client that closes stdin expects the process to end: the clean-up gets a few seconds, and
     // one that hangs is said on stderr and cut short.
@@ -65,11 +68,4 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   });
   await ready;
   logger.info({ tools: catalogue.listed.size, reachable: catalogue.reachable.length, teamId: caller.teamId, backgroundStartMs: Math.round(performance.now() - startedAt) }, 'berth mcp ready on stdio');
-
-  // Resource status comes from the engines, backups and cleanups from their schedules: a
-  // desktop-only installation follows and runs them too.
-  async function startBackground(): Promise<void> {
-    core.deps.runtime.startWatching(assembled.jobs.instanceId);
-    await assembled.scheduler.start();
-  }
 }

@@ -104,7 +104,12 @@ export function startedUuid(input: unknown, output: unknown): string | null {
 
 /** 'ok' or why not: 'forbidden' for a permission refusal, else the error's kind. */
 export function resultOf(op: Operation, error: unknown): { result: string; status: number } {
-  if (error === undefined) return { result: 'ok', status: op.http.status ?? 200 };
+  return outcomeOf(error, op.http.status ?? 200);
+}
+
+/** The same for a change that is no operation (the admin CLI): okStatus is what success answers. */
+export function outcomeOf(error: unknown, okStatus: number): { result: string; status: number } {
+  if (error === undefined) return { result: 'ok', status: okStatus };
   if (error instanceof BerthError) {
     const forbidden = error.kind === 'missing_permissions' || error.kind === 'root_team_only';
     return { result: forbidden ? 'forbidden' : error.kind, status: errorCatalogue[error.kind].status };
