@@ -244,7 +244,10 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     expect(await w.page.locator('#client-name').textContent()).toBe('Chromium Agent');
     await screenshot(w.page, 'consent');
     await w.page.getByRole('button', { name: 'Allow' }).click();
-    await expect.poll(() => back?.searchParams.get('code') ?? null).not.toBeNull();
+    // The redirect is caught as soon as it is requested; wait until the page has arrived there,
+    // or the next goto races the redirect's navigation.
+    await w.page.waitForURL((u) => u.href.startsWith(REDIRECT));
+    expect(back?.searchParams.get('code')).toBeTruthy();
     expect(back!.searchParams.get('state')).toBe('st-1');
 
     const token = await call(s.url, 'POST', '/oauth/token', {
