@@ -36,12 +36,6 @@ export async function startTestServer(overrides: Partial<Config> = {}, env: Node
   const init = await admin.initInstance(db, { email: 'owner@example.test', team: 'Root Team' });
   const config = loadConfig({ LOG_LEVEL: 'silent', ...env }, { dataDir, databaseUrl: storeUrlFor(dataDir), host: '127.0.0.1', port: 0, ...overrides });
   const server = await startServer(config, () => {}, options);
-  // This server shares the test's event loop, and tests block it (podman via spawnSync) for over
-  // a minute on a loaded machine: past Fastify's 72 s keep-alive the server's timer and the
-  // client's next request are then both due at once, the request is written on the idle socket
-  // first, and the server's close of that socket resets it (ECONNRESET in the test). A client
-  // in another process never meets this; here the server keeps idle sockets longer than any block.
-  server.app.server.keepAliveTimeout = 15 * 60_000;
   const helper: TestServer = {
     ...server,
     dataDir,
