@@ -31,6 +31,8 @@ export interface FastCall {
   id: string | number;
   name: string;
   args: Record<string, unknown> | undefined;
+  /** The client declared elicitation (2026 era): a call the approval policy may hold goes to the SDK, which can ask. */
+  elicits: boolean;
 }
 
 const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
@@ -59,7 +61,7 @@ export function fastCallOf(headers: IncomingHttpHeaders, body: unknown): FastCal
     // 2025 era: the stateless legacy leg, which checks only the header's version.
     if (version !== undefined && !LEGACY.has(version)) return undefined;
     if (headers['mcp-method'] !== undefined || headers['mcp-name'] !== undefined) return undefined;
-    return { era: 'legacy', id, name: params.name, args };
+    return { era: 'legacy', id, name: params.name, args, elicits: false };
   }
   // 2026 era: only the envelope's own keys (a progress token asks for a stream), headers that
   // say exactly what the body says, and the SDK's own classifier agreeing.
@@ -67,7 +69,8 @@ export function fastCallOf(headers: IncomingHttpHeaders, body: unknown): FastCal
   const name = params.name;
   if (version !== MODERN || headers['mcp-method'] !== 'tools/call' || headers['mcp-name'] !== name || name.startsWith('=?')) return undefined;
   if (!envelopeAccepted(meta, () => classifyInboundRequest({ httpMethod: 'POST', protocolVersionHeader: version, mcpMethodHeader: 'tools/call', mcpNameHeader: name, body }))) return undefined;
-  return { era: 'modern', id, name, args };
+  const capabilities = meta[CLIENT_CAPABILITIES_META_KEY];
+  return { era: 'modern', id, name, args, elicits: isPlain(capabilities) && capabilities.elicitation !== undefined };
 }
 
 /**

@@ -209,7 +209,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     // A plain tools/call is answered without the SDK's per-request server, byte for byte as it
     // would answer (fast-call.ts); anything else, or a call it would refuse, goes to the SDK.
     const fast = config.mcpFastCalls && !problem ? fastCallOf(req.headers, req.body) : undefined;
-    const answer = fast && fastToolCall({ core, logger, catalogue, all: tools, readOnly, callerFor: async () => caller }, fast.name, fast.args, lazyAbortOptions(reply.raw));
+    const answer = fast && fastToolCall({ core, logger, catalogue, all: tools, readOnly, callerFor: async () => caller }, fast.name, fast.args, lazyAbortOptions(reply.raw), fast.elicits);
     if (fast && answer) {
       const { result, raw } = await answer;
       reply.hijack();

@@ -1,5 +1,5 @@
-import { McpServer, ProtocolError, ProtocolErrorCode, type CallToolResult } from '@modelcontextprotocol/server';
-import { confirmInClient, type ClientAsker } from './approval-elicitation.js';
+import { CLIENT_CAPABILITIES_META_KEY, McpServer, PROTOCOL_VERSION_META_KEY, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import { confirmInClient, resumeInClient, type ClientAsker } from './approval-elicitation.js';
 import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
 import { agentHint, BerthError, fromWire, toWire, unexpected, validationError, type HintContext } from '../errors.js';
@@ -114,7 +114,10 @@ interface RequestTable {
 
 const ok = (value: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value });
 
-type RunResult = { value: Record<string, unknown> } | { error: CallToolResult };
+/** A call's outcome: its value, a tool error, or (2026 era) the question to put to the client's person. */
+type RunResult = { value: Record<string, unknown> } | { error: CallToolResult } | { ask: InputRequiredResult };
+/** A RunResult as the SDK's handler returns it (an input_required result passes through as it is). */
+const answerOf = (r: RunResult, value: (v: Record<string, unknown>) => CallToolResult): CallToolResult => ('error' in r ? r.error : 'ask' in r ? (r.ask as unknown as CallToolResult) : value(r.value));
 /** A tool call's options: the core's, and the client's elicitation when it has one. */
 type ToolCallOptions = CallOptions & { elicit?: ClientAsker };
 type Handler = (args: unknown, ctx: never) => Promise<CallToolResult>;
@@ -182,12 +185,20 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
     try {
       const agent = agentArgs(tool.op, (rawArgs ?? {}) as Record<string, unknown>);
       full = agent.full;
+      // A 2026-era call sent again with its person's answer decides the held call it names; it does not run anew.
+      const asker = options.elicit;
+      if (asker?.era === 'modern' && asker.state !== undefined && 'core' in session) {
+        const decided = await resumeInClient(session.core, await session.callerFor(tool), tool.op.name, asker);
+        if (decided instanceof BerthError) throw decided;
+        return view(decided.ran);
+      }
       return view(await execute(tool, agent.args, options));
     } catch (err) {
       // A held call: a client that can ask its person does, so the call can finish in this turn.
-      if (err instanceof BerthError && err.kind === 'approval_pending' && options.elicit && 'core' in session) {
+      if (err instanceof BerthError && err.kind === 'approval_pending' && options.elicit && !(options.elicit.era === 'modern' && options.elicit.state !== undefined) && 'core' in session) {
         const asked = await confirmInClient(session.core, await session.callerFor(tool), err, options.elicit).catch((e: unknown) => unexpected(e));
         if (asked instanceof BerthError) return { error: errorResult(asked, hintFor(tool)) };
+        if (asked && 'ask' in asked) return asked;
         if (asked) return view(asked.ran);
       }
       if (err instanceof BerthError) return { error: errorResult(err, hintFor(tool)) };
@@ -219,12 +230,37 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
   }
 
   /** The client's elicitation, when it declared one: a held call is put to its person (approval-elicitation.ts). */
-  const elicitOf = (ctx: { mcpReq?: { elicitInput?: ClientAsker['elicit']; notify?: (n: never) => Promise<void>; signal?: AbortSignal } }): ClientAsker | undefined => {
-    const e = clientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
+  const elicitOf = (ctx: {
+    mcpReq?: {
+      elicitInput?: Extract<ClientAsker, { era: 'legacy' }>['elicit'];
+      notify?: (n: never) => Promise<void>;
+      signal?: AbortSignal;
+      envelope?: Record<string, unknown>;
+      inputResponses?: Record<string, unknown>;
+      requestState?: () => unknown;
+    };
+  }): ClientAsker | undefined => {
     const req = ctx.mcpReq;
+    // 2026 era: the capabilities come with each request, the question goes back in its result.
+    const envelope = req?.envelope;
+    if (envelope?.[PROTOCOL_VERSION_META_KEY] !== undefined) {
+      const e = (envelope[CLIENT_CAPABILITIES_META_KEY] as { elicitation?: { form?: object; url?: object } } | undefined)?.elicitation;
+      if (!e) return undefined;
+      const state = req?.requestState?.();
+      return {
+        era: 'modern',
+        form: Boolean(e.form) || !e.url,
+        url: Boolean(e.url),
+        signal: req?.signal,
+        ...(typeof state === 'string' ? { state } : {}),
+        ...(req?.inputResponses ? { responses: req.inputResponses } : {}),
+      };
+    }
+    const e = clientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
     if (!e || !req?.elicitInput) return undefined;
     const url = Boolean(e.url);
     return {
+      era: 'legacy',
       form: Boolean(e.form) || !url,
       url,
       elicit: req.elicitInput.bind(req),
@@ -242,7 +278,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
     (tool: ToolDefinition): Handler =>
     async (args, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
       const r = await runTool(tool, args, { progress: progressOf(ctx as never), signal: ctx.mcpReq.signal, elicit: elicitOf(ctx as never) });
-      return 'error' in r ? r.error : ok(r.value);
+      return answerOf(r, ok);
     };
 
   const unknownOperation = (name: string) => errorResult(validationError({ name: [`No operation named ${name} is available to this token. list_toolsets shows the ones that are.`] }));
@@ -286,7 +322,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
       if (!tool) return unknownOperation(args.name as string);
       const run = byName.has(tool.name) ? runTool : runUnreachable;
       const r = await run(tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal, elicit: elicitOf(ctx) });
-      return 'error' in r ? r.error : ok({ name: tool.name, result: r.value });
+      return answerOf(r, (value) => ok({ name: tool.name, result: value }));
     },
   };
 
@@ -365,10 +401,14 @@ export function fastToolCall(
   name: string,
   args: Record<string, unknown> | undefined,
   options: { readonly signal: AbortSignal },
+  elicits = false,
 ): Promise<{ result: CallToolResult; raw: boolean }> | undefined {
   // Arguments were checked by the caller (http-mcp.ts walks the params once).
   const tools = sessionTools(session);
   const entry = tools.registeredNamed(name);
+  // A client that can ask its person: a call the approval policy may hold goes to the SDK's path,
+  // which puts the question to the client (the fast path has no way to ask).
+  if (elicits && !(entry?.tool ?? tools.unreachable.get(name))?.op.annotations.readOnly) return undefined;
   if (entry) {
     return (async () => {
       let result: CallToolResult;
@@ -376,7 +416,7 @@ export function fastToolCall(
         // A listed operation runs with the options as they are (their signal is made only if read).
         const tool = entry.tool;
         const r = tool ? await tools.runTool(tool, args ?? {}, options) : undefined;
-        result = r ? ('error' in r ? r.error : ok(r.value)) : await entry.handler(args ?? {}, { mcpReq: { signal: options.signal, notify: async () => {} } } as never);
+        result = r ? answerOf(r, ok) : await entry.handler(args ?? {}, { mcpReq: { signal: options.signal, notify: async () => {} } } as never);
         if (!result.isError) {
           if (result.structuredContent === undefined) throw new Error(`Output validation error: Tool ${name} has an output schema but no structured content was provided`);
           const v = await entry.def.outputSchema['~standard'].validate(result.structuredContent);
@@ -391,7 +431,7 @@ export function fastToolCall(
   const tool = tools.unreachable.get(name);
   if (!tool) return undefined;
   return tools.runUnreachable(tool, args ?? {}, options).then((r) => ({
-    result: 'error' in r ? r.error : { content: [{ type: 'text', text: render(r.value) }], structuredContent: r.value },
+    result: answerOf(r, (value) => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value })),
     raw: true,
   }));
 }
@@ -430,6 +470,6 @@ function guardToolCalls(
     const tool = typeof params?.name === 'string' ? unreachable.get(params.name) : undefined;
     if (!tool) return sdk(request, ctx);
     const r = await run(tool, params?.arguments ?? {}, { progress: progressOf(ctx as never), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
-    return 'error' in r ? r.error : { content: [{ type: 'text', text: render(r.value) }], structuredContent: r.value };
+    return answerOf(r, (value) => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value }));
   });
 }
