@@ -282,7 +282,7 @@ awk -v dir=${W} '
 # Each is fine only when neither side has it now (made and removed on the source since S).
 : > ${W}/dgone
 while IFS= read -r p; do
-  if grep -qxF -- "$p" ${W}/out/dstill || [ -e "$p" ] || [ -L "$p" ]; then bad=$((bad + 1)); echo "differs and was not sent again: $p" >&2; else printf '%s\n' "$p" >> ${W}/dgone; fi
+  if grep -qxF -- "$p" ${W}/out/dstill || [ -e "$p" ] || [ -L "$p" ]; then bad=$((bad + 1)); echo "differs and was not sent again: $p (source $(awk -v p="$p" '${AWK_LPATH} lpath($0) == p' ${W}/slist | head -n 1), here $(awk -v p="$p" '${AWK_LPATH} lpath($0) == p' ${W}/list | head -n 1))" >&2; else printf '%s\n' "$p" >> ${W}/dgone; fi
 done < ${W}/dleft
 totals=$(awk -F'|' -v dir=${W} '${AWK_LPATH}
   FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }

@@ -184,7 +184,8 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
       sh(engines, 'b', dst, 'printf damaged-longer > d/one');
       expect(await sync.prepareFinal()).toBe(1);
       sh(engines, 'a', src, 'printf 2 > two');
-      await expect(sync.finalPass()).rejects.toThrow(/does not match.*d\/one/);
+      // Named with both sides' lines (type, size, mode, owner), so the difference can be read off the error.
+      await expect(sync.finalPass()).rejects.toThrow(/does not match.*d\/one \(source f\|3\|[0-7]+\|[0-9]+:[0-9]+\|1\|\.\/d\/one, here f\|14\|/);
     } finally {
       await sync.close();
     }
