@@ -100,8 +100,15 @@ export async function call(base: string, method: string, path: string, opts: Cal
     body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await request(base + path, { method: method as never, headers, body, dispatcher: agentFor(opts.from) });
-  const text = await res.body.text();
+  let res: Dispatcher.ResponseData;
+  let text: string;
+  try {
+    res = await request(base + path, { method: method as never, headers, body, dispatcher: agentFor(opts.from) });
+    text = await res.body.text();
+  } catch (err) {
+    // A connection error names no request by itself (a bare "read ECONNRESET" was all a failed run showed).
+    throw new Error(`${method} ${base}${path}: ${(err as Error).message}`, { cause: err });
+  }
   let json: unknown;
   try {
     json = text ? JSON.parse(text) : undefined;
