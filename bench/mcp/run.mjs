@@ -16,6 +16,8 @@
 // a bare tools/call with the _meta envelope for the modern one), median of --spawns runs, then
 // --rtt sequential round trips on the same process (p50/p99). Baselines: the bare SDK server on
 // stdio (serveStdio) and a 10-line node script that answers one JSON-RPC line (Node's own floor).
+// Each spawn runs under GNU time when /usr/bin/time exists: the whole process's CPU, and berth's
+// ratio to the bare v1 server paired round by round (issue 28's cold-start measure).
 //
 // --profile DIR starts both HTTP servers with --cpu-prof (MCP targets only; modern era unless
 // --eras says otherwise) and prints where the CPU time went (bench/mcp/profile-summary.mjs).
@@ -271,10 +273,16 @@ const LIST_MODERN = (id) => ({ jsonrpc: '2.0', id, method: 'tools/list', params:
  * One spawned stdio server: time to the first tool result (after tools/list, as a client does
  * before it can call anything), then `rtt` sequential round trips. The list's size is kept too.
  */
+// The whole process's CPU (user + system, from the kernel when it is reaped), through GNU time
+// where it is installed: issue 28 compares cold starts by it, paired with the bare v1 server.
+const GNU_TIME = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : null;
+const CPU_MARK = 'berth-bench-cpu';
+
 function stdioSession(args, env, era, rtt) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const [cmd, argv] = GNU_TIME ? [GNU_TIME, ['-f', `\n${CPU_MARK} %U %S`, process.execPath, ...args]] : [process.execPath, args];
+    const child = spawn(cmd, argv, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const send = (m) => child.stdin.write(`${JSON.stringify(m)}\n`);
@@ -319,7 +327,10 @@ function stdioSession(args, env, era, rtt) {
       // has to go away by itself (issue 28 counts spawn → exit).
       child.stdin.end();
       await new Promise((res) => (child.exitCode !== null || child.signalCode !== null ? res() : child.once('exit', res)));
-      return { firstMs, exitMs: performance.now() - t0, rtts, listBytes, listCount: list.result.tools.length };
+      const exitMs = performance.now() - t0;
+      await new Promise((res) => (child.stderr.readableEnded ? res() : child.stderr.once('end', res)));
+      const cpu = new RegExp(`${CPU_MARK} ([\\d.]+) ([\\d.]+)`).exec(stderr);
+      return { firstMs, exitMs, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : NaN, rtts, listBytes, listCount: list.result.tools.length };
     })().then(
       (r) => {
         clearTimeout(timer);
@@ -347,6 +358,7 @@ async function stdioBench(token, dataDir) {
   ];
   const firsts = subjects.map(() => []);
   const exits = subjects.map(() => []);
+  const cpus = subjects.map(() => []);
   const rtts = subjects.map(() => []);
   const lists = subjects.map(() => null);
   // Interleaved, so machine noise spreads over every subject; the first round only warms the page cache.
@@ -356,6 +368,7 @@ async function stdioBench(token, dataDir) {
       const r = await stdioSession(s.args, s.env, s.era, i === SPAWNS + 1 ? RTT_COUNT : 0);
       if (i > 0 && i <= SPAWNS) firsts[k].push(r.firstMs);
       if (i > 0 && i <= SPAWNS) exits[k].push(r.exitMs);
+      if (i > 0 && i <= SPAWNS) cpus[k].push(r.cpuMs);
       rtts[k].push(...r.rtts);
       lists[k] = { tools: r.listCount, bytes: r.listBytes };
     }
@@ -365,6 +378,7 @@ async function stdioBench(token, dataDir) {
     era: s.era,
     spawnToFirstMs: { median: median(firsts[k]), min: Math.min(...firsts[k]), max: Math.max(...firsts[k]) },
     spawnToExitMs: { median: median(exits[k]), min: Math.min(...exits[k]), max: Math.max(...exits[k]) },
+    cpuMs: { median: median(cpus[k]), min: Math.min(...cpus[k]), max: Math.max(...cpus[k]), runs: cpus[k] },
     rtt: { p50: median(rtts[k]), p99: quantile(rtts[k], 0.99), count: rtts[k].length },
     list: lists[k],
   }));
@@ -422,17 +436,27 @@ async function main() {
   if (report.stdio) {
     out.push('');
     out.push(`stdio: spawn → initialize → tools/list → first tool result (median of ${SPAWNS} spawns, min–max), then ${RTT_COUNT} sequential round trips`);
-    out.push(`  ${pad('', 46)}${lpad('first ms', 10)}${lpad('min–max', 13)}${lpad('exit ms', 9)}${lpad('RTT p50', 10)}${lpad('RTT p99', 10)}${lpad('tools', 7)}${lpad('list KB', 9)}`);
+    out.push(
+      `  ${pad('', 46)}${lpad('first ms', 10)}${lpad('min–max', 13)}${lpad('exit ms', 9)}${lpad('CPU ms', 8)}${lpad('RTT p50', 10)}${lpad('RTT p99', 10)}${lpad('tools', 7)}${lpad('list KB', 9)}`,
+    );
     for (const s of report.stdio) {
       out.push(
-        `  ${pad(`${s.name}, ${s.era}`, 46)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f0(s.spawnToExitMs.median), 9)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}${lpad(s.list.tools, 7)}${lpad((s.list.bytes / 1024).toFixed(1), 9)}`,
+        `  ${pad(`${s.name}, ${s.era}`, 46)}${lpad(f0(s.spawnToFirstMs.median), 10)}${lpad(`${f0(s.spawnToFirstMs.min)}–${f0(s.spawnToFirstMs.max)}`, 13)}${lpad(f0(s.spawnToExitMs.median), 9)}${lpad(f0(s.cpuMs.median), 8)}${lpad(f2(s.rtt.p50), 10)}${lpad(f2(s.rtt.p99), 10)}${lpad(s.list.tools, 7)}${lpad((s.list.bytes / 1024).toFixed(1), 9)}`,
       );
     }
     // Issue 28: cold start against a bare SDK v1 server with one tool (the 2025 era: v1 speaks no other).
     const v1 = report.stdio.find((s) => s.name.startsWith('bare SDK v1'));
     const bl = report.stdio.find((s) => s.name === 'berth mcp' && s.era === 'legacy');
-    if (v1 && bl)
-      out.push(`  ratio berth / bare SDK v1, legacy: spawn→first ${f2(bl.spawnToFirstMs.median / v1.spawnToFirstMs.median)}, spawn→exit ${f2(bl.spawnToExitMs.median / v1.spawnToExitMs.median)}`);
+    if (v1 && bl) {
+      // Paired: the two ran one after the other in every round, so each round's ratio sees the same machine.
+      const paired = bl.cpuMs.runs.map((c, i) => c / v1.cpuMs.runs[i]).filter(Number.isFinite);
+      const cpu = paired.length
+        ? `, whole-process CPU ${f0(bl.cpuMs.median)} / ${f0(v1.cpuMs.median)} ms, paired ratio median ${f2(median(paired))} (${f2(Math.min(...paired))}–${f2(Math.max(...paired))})`
+        : '';
+      out.push(
+        `  ratio berth / bare SDK v1, legacy: spawn→first ${f2(bl.spawnToFirstMs.median / v1.spawnToFirstMs.median)}, spawn→exit ${f2(bl.spawnToExitMs.median / v1.spawnToExitMs.median)}${cpu}`,
+      );
+    }
     const get = (name, era) => report.stdio.find((s) => s.name.startsWith(name) && !s.name.startsWith('bare SDK v1') && s.era === era);
     for (const era of ['legacy', 'modern']) {
       const b = get('berth', era);

@@ -64,6 +64,9 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
         await assembled.scheduler.stop();
         await core.deps.runtime.stopWatching().catch(() => undefined);
         await Promise.all([db.destroy(), assembled.close()]);
+        // Everything is closed: end now, once the log and stdout are flushed, instead of after
+        // Node's own teardown of the isolate (measured: tens of ms of a client's spawn → exit).
+        logger.flush(() => process.stdout.write('', () => process.exit()));
       });
   });
   await ready;

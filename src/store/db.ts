@@ -96,6 +96,7 @@ export const DATABASE_FILE = 'berth.sqlite';
 export async function openStore(dataDir: string, databaseUrl: string | null = null): Promise<Db> {
   const db = databaseUrl ? await openPostgres(databaseUrl) : openSqlite(dataDir);
   setMigrationDialect(databaseUrl ? 'postgres' : 'sqlite');
+  if (await migratedExactly(db)) return db;
   // Several instances starting at once migrate one after another (Kysely locks on PostgreSQL).
   // Migrations are independent tables and columns; one written on a branch may land after a
   // higher-numbered one that a store has already run, and must still run there.
@@ -106,6 +107,24 @@ export async function openStore(dataDir: string, databaseUrl: string | null = nu
     throw new Error(`Store migration ${failed} failed: ${(error as Error).message}`);
   }
   return db;
+}
+
+/**
+ * Whether the store has run exactly this build's migrations: then the Migrator, which takes its
+ * lock, reads its tables and sorts the names with ICU (a sixth of a cold `berth mcp` before its
+ * first answer), has nothing to do. Kysely records a migration in the transaction that runs it,
+ * so a name present is a migration done; any difference (pending, or a store written by a newer
+ * build, which the Migrator refuses) goes to the Migrator as before.
+ */
+async function migratedExactly(db: Db): Promise<boolean> {
+  let done: Set<string>;
+  try {
+    done = new Set((await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name));
+  } catch {
+    return false; // a new store: no table yet
+  }
+  const names = Object.keys(migrations);
+  return done.size === names.length && names.every((n) => done.has(n));
 }
 
 function openSqlite(dataDir: string): Db {
