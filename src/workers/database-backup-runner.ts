@@ -2,9 +2,8 @@ import type { Logger } from 'pino';
 import { lastDue } from '../core/frequency.js';
 import type { Runtime } from '../core/runtime.js';
 import { newUuid } from '../ids.js';
-import { atomically } from '../store/atomic.js';
 import { nowIso, type Db } from '../store/db.js';
-import { appendJobEntry } from './job-audit.js';
+import { endRun } from './job-audit.js';
 import type { Schedule } from './scheduler.js';
 
 /** A running execution older than its backup's timeout plus this belongs to an instance that died. */
@@ -81,7 +80,7 @@ export class BackupRunner implements Schedule {
     executionId: number,
     v: { status: 'success' | 'failed'; message: string; logs?: string; filename?: string | null; size?: number | null; database_name?: string | null },
   ): Promise<void> {
-    await atomically(this.db, async (trx) => {
+    await endRun(this.db, this.logger, async (trx, audit) => {
       const r = await trx
         .updateTable('scheduled_database_backup_executions')
         .set({ ...v, finished_at: nowIso(), updated_at: nowIso() })
@@ -95,9 +94,10 @@ export class BackupRunner implements Schedule {
         .innerJoin('resources as r', 'r.id', 'b.resource_id')
         .select(['e.uuid', 'e.scheduled_for', 'e.created_at', 'b.uuid as backup_uuid', 'b.team_id', 'r.uuid as resource_uuid'])
         .where('e.id', '=', executionId)
-        .executeTakeFirstOrThrow();
-      if (e.scheduled_for === null) return;
-      await appendJobEntry(trx, {
+        .executeTakeFirst();
+      // Its resource gone meanwhile, or run on demand: the outcome stays on the record alone.
+      if (!e || e.scheduled_for === null) return;
+      await audit({
         teamId: e.team_id,
         operation: 'run_database_backup',
         targets: [e.resource_uuid, e.backup_uuid],

@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
 import { cleanupSettingsOf } from '../core/model/cleanup.js';
 import type { Runtime } from '../core/runtime.js';
-import { atomically } from '../store/atomic.js';
 import { nowIso, type Db } from '../store/db.js';
-import { appendJobEntry } from './job-audit.js';
+import { endRun } from './job-audit.js';
 import { notify } from './notify/notifier.js';
 
 /**
@@ -39,7 +38,7 @@ async function cleanup(deps: { db: Db; runtime: Runtime; logger: Logger }, execu
   const now = nowIso();
   // The run's one move out of `running`; a scheduled run's `job` entry in the same transaction
   // (a cleanup run on demand is its call's entry).
-  await atomically(db, async (trx) => {
+  await endRun(db, logger, async (trx, audit) => {
     const r = await trx
       .updateTable('docker_cleanup_executions')
       .set({ status, message, cleanup_log: log.join('\n'), finished_at: now, updated_at: now })
@@ -47,7 +46,7 @@ async function cleanup(deps: { db: Db; runtime: Runtime; logger: Logger }, execu
       .where('status', '=', 'running')
       .executeTakeFirst();
     if (r.numUpdatedRows === 0n || e.scheduled_for === null) return;
-    await appendJobEntry(trx, {
+    await audit({
       teamId: e.team_id,
       operation: 'run_server_docker_cleanup',
       targets: [e.server_uuid],

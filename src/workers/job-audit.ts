@@ -1,4 +1,6 @@
+import type { Logger } from 'pino';
 import { newUuid } from '../ids.js';
+import { atomically } from '../store/atomic.js';
 import type { Db } from '../store/db.js';
 
 /**
@@ -71,4 +73,25 @@ export async function appendJobEntry(trx: Db, run: JobRun): Promise<void> {
       started_uuid: run.recordUuid,
     })
     .execute();
+}
+
+/**
+ * Ends a run: fn makes its move out of `running` and hands its entry to `audit`, in one
+ * transaction. The run already happened on the engine, so an entry that cannot be stored must
+ * not leave it `running` for ever: the move is then made again without it, and the entry goes
+ * to the operational log at error level (as a call's entry does after its change committed).
+ */
+export async function endRun(db: Db, logger: Pick<Logger, 'error'>, fn: (trx: Db, audit: (run: JobRun) => Promise<void>) => Promise<void>): Promise<void> {
+  let lost: JobRun | undefined;
+  try {
+    await atomically(db, (trx) => fn(trx, (run) => appendJobEntry(trx, run)));
+  } catch (err) {
+    await atomically(db, (trx) =>
+      fn(trx, async (run) => {
+        lost = run;
+      }),
+    );
+    // Only the entry failed (the move alone went through): say so, with what it would have said.
+    logger.error({ err: (err as Error).message, audit: lost }, 'audit: could not store a job entry');
+  }
 }

@@ -5,7 +5,7 @@ import { newUuid } from '../ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { atomically } from '../store/atomic.js';
 import { nowIso, type Db } from '../store/db.js';
-import { appendJobEntry } from './job-audit.js';
+import { endRun } from './job-audit.js';
 
 /** The command output kept per execution (its tail). */
 export const TASK_OUTPUT_CHARS = 100_000;
@@ -104,7 +104,7 @@ export class TaskRunner implements Schedule {
    * so only the instance whose update took writes it (a run on demand is its call's entry).
    */
   private async finish(executionId: number, v: { status: 'success' | 'failed'; message: string; logs?: string | null; exit_code?: number | null }): Promise<void> {
-    await atomically(this.db, async (trx) => {
+    await endRun(this.db, this.logger, async (trx, audit) => {
       const r = await trx
         .updateTable('scheduled_task_executions')
         .set({ ...v, finished_at: nowIso(), updated_at: nowIso() })
@@ -118,10 +118,11 @@ export class TaskRunner implements Schedule {
         .innerJoin('resources as r', 'r.id', 't.resource_id')
         .select(['e.uuid', 'e.scheduled_for', 'e.started_at', 't.uuid as task_uuid', 't.team_id', 'r.uuid as resource_uuid', 'r.kind'])
         .where('e.id', '=', executionId)
-        .executeTakeFirstOrThrow();
-      if (e.scheduled_for === null) return;
+        .executeTakeFirst();
+      // Its resource gone meanwhile, or run on demand: the outcome stays on the record alone.
+      if (!e || e.scheduled_for === null) return;
       const singular = e.kind === 'service' ? 'service' : 'application';
-      await appendJobEntry(trx, {
+      await audit({
         teamId: e.team_id,
         operation: `execute_${singular}_scheduled_task`,
         targets: [e.resource_uuid, e.task_uuid],

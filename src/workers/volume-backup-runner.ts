@@ -2,9 +2,8 @@ import type { Logger } from 'pino';
 import { lastDue } from '../core/frequency.js';
 import { newUuid } from '../ids.js';
 import type { Runtime } from '../core/runtime.js';
-import { atomically } from '../store/atomic.js';
 import { nowIso, type Db } from '../store/db.js';
-import { appendJobEntry } from './job-audit.js';
+import { endRun } from './job-audit.js';
 import type { VolumeBackupSettings } from '../core/model/volume-backup.js';
 import type { Schedule } from './scheduler.js';
 
@@ -84,7 +83,7 @@ export class VolumeBackupRunner implements Schedule {
     if (!e) return;
     const settings = JSON.parse(e.settings) as VolumeBackupSettings;
     const finish = (v: { status: 'success' | 'failed'; message: string; logs: string; filename?: string; size?: number }) =>
-      atomically(this.db, async (trx) => {
+      endRun(this.db, this.logger, async (trx, audit) => {
         const r = await trx
           .updateTable('scheduled_volume_backup_executions')
           .set({ ...v, logs: v.logs.slice(-MAX_LOG_CHARS), finished_at: nowIso(), updated_at: nowIso() })
@@ -94,7 +93,7 @@ export class VolumeBackupRunner implements Schedule {
         // The run's one move out of `running` carries a scheduled run's `job` entry (on demand: its call's entry).
         if (r.numUpdatedRows === 0n || e.scheduled_for === null) return;
         const singular = e.kind === 'application' ? 'application' : e.kind === 'service' ? 'service' : 'database';
-        await appendJobEntry(trx, {
+        await audit({
           teamId: e.team_id,
           operation: `run_${singular}_storage_backup`,
           targets: [e.resource_uuid, e.storage_uuid],

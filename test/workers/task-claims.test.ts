@@ -6,6 +6,7 @@
  * its timeout has passed; the records of runs on a record-only server say why nothing ran. A
  * clone copies the tasks; a delete removes them.
  */
+import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordOnlyRuntime } from '../../src/core/runtime.js';
@@ -196,5 +197,26 @@ describe('scheduled task claims', () => {
     const theirs = await call(s.url, 'GET', '/api/v1/audit?per_page=100', { token: other.rootToken });
     expect(theirs.status).toBe(200);
     expect((theirs.json as { door: string }[]).filter((e) => e.door === 'job')).toEqual([]);
+  });
+
+  it('a run whose entry cannot be stored still ends (the entry goes to the operational log)', async () => {
+    const t = await task({ name: 'unaudited' });
+    const refuse =
+      TEST_STORE === 'postgres'
+        ? [
+            sql`CREATE OR REPLACE FUNCTION job_audit_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$ LANGUAGE plpgsql`,
+            sql`CREATE TRIGGER job_audit_refuse BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION job_audit_refuse()`,
+          ]
+        : [sql`CREATE TRIGGER job_audit_refuse BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit refused'); END`];
+    for (const q of refuse) await q.execute(s.db);
+    try {
+      const a = await runner();
+      await a.tick(new Date(Math.floor(Date.now() / 60_000) * 60_000 + 30_000));
+      await a.idle();
+    } finally {
+      await sql`DROP TRIGGER job_audit_refuse${sql.raw(TEST_STORE === 'postgres' ? ' ON audit_log' : '')}`.execute(s.db);
+    }
+    expect((await runsOf(t)).map((r) => r.status)).toEqual(['failed']);
+    expect(await s.db.selectFrom('audit_log').select('id').where('door', '=', 'job').where('targets', 'like', `%"${t}"%`).execute()).toEqual([]);
   });
 });
