@@ -5,7 +5,8 @@ import { hashSecret, mintSecret } from '../auth/token.js';
 import { permissionsOfScope, SCOPES } from '../auth/oauth/scopes.js';
 import { OAUTH_ROUTES } from '../auth/oauth/routes.js';
 import type { LoadedOAuth, OAuthServer } from '../auth/oauth/server.js';
-import { atomically } from '../store/atomic.js';
+import { BerthError } from '../errors.js';
+import { consoleChange } from './console-audit.js';
 import type { Db } from '../store/db.js';
 import { consentPage, messagePage } from './consent-page.js';
 import { loginPath, type CurrentPerson } from './person.js';
@@ -167,29 +168,44 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
       grant.addOIDCScope('openid');
     const grantId = await grant.save();
     const now = new Date();
-    const approved = await atomically(db, async (trx) => {
-      // The membership may have changed since the page was shown.
-      const m = await trx.selectFrom('team_members').select('role').where('team_id', '=', team.id).where('user_id', '=', person.userId).executeTakeFirst();
-      if (!m || !chosen.every((p) => ROLE_MAY_HOLD[m.role as Role].has(p))) return false;
-      await trx
-        .insertInto('api_tokens')
-        .values({
-          name: (client.clientName ?? clientId).slice(0, 255),
-          user_id: person.userId,
-          team_id: team.id,
-          // A secret nobody holds: this row is never an API token, only the approval's record.
-          token_hash: hashSecret(mintSecret()),
-          permissions: JSON.stringify(chosen),
-          expires_at: new Date(now.getTime() + oauth.grantTtlS * 1000).toISOString(),
-          last_used_at: null,
-          created_at: now.toISOString(),
-          oauth_grant_id: grantId,
-          oauth_client_id: clientId,
-        })
-        .execute();
-      return true;
-    });
-    if (!approved) return html(reply, 409, messagePage('Your role changed', 'Reload the page and answer again.'));
+    const approved = await consoleChange(
+      { db, logger: req.log },
+      req,
+      person.userId,
+      async (trx): Promise<number | null> => {
+        // The membership may have changed since the page was shown.
+        const m = await trx.selectFrom('team_members').select('role').where('team_id', '=', team.id).where('user_id', '=', person.userId).executeTakeFirst();
+        if (!m || !chosen.every((p) => ROLE_MAY_HOLD[m.role as Role].has(p))) return null;
+        const row = await trx
+          .insertInto('api_tokens')
+          .values({
+            name: (client.clientName ?? clientId).slice(0, 255),
+            user_id: person.userId,
+            team_id: team.id,
+            // A secret nobody holds: this row is never an API token, only the approval's record.
+            token_hash: hashSecret(mintSecret()),
+            permissions: JSON.stringify(chosen),
+            expires_at: new Date(now.getTime() + oauth.grantTtlS * 1000).toISOString(),
+            last_used_at: null,
+            created_at: now.toISOString(),
+            oauth_grant_id: grantId,
+            oauth_client_id: clientId,
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        return row.id;
+      },
+      // The console's door: the person approves a client; the row's id and the client are named.
+      {
+        operation: 'approve_oauth_client',
+        args: { client_id: clientId, team_id: team.id, permissions: chosen },
+        status: 201,
+        team: team.id,
+        facts: (id) => ({ teamId: team.id, targets: id === null ? [] : [`token:${id}`, `oauth_client:${clientId}`] }),
+        refused: (id) => (id === null ? new BerthError('conflict') : undefined),
+      },
+    );
+    if (approved === null) return html(reply, 409, messagePage('Your role changed', 'Reload the page and answer again.'));
     const to = await provider.interactionResult(req.raw, reply.raw, { login: { accountId: String(person.userId) }, consent: { grantId } }, { mergeWithLastSubmission: false });
     return reply.code(303).header('location', to).send();
   }

@@ -3,6 +3,7 @@ import { lastDue } from '../core/frequency.js';
 import type { Runtime } from '../core/runtime.js';
 import { newUuid } from '../ids.js';
 import { nowIso, type Db } from '../store/db.js';
+import { endRun } from './job-audit.js';
 import type { Schedule } from './scheduler.js';
 
 /** A running execution older than its backup's timeout plus this belongs to an instance that died. */
@@ -59,12 +60,7 @@ export class BackupRunner implements Schedule {
       .executeTakeFirst();
     if (!e) return;
     const finish = (v: { status: 'success' | 'failed'; message: string; logs: string; filename?: string | null; size?: number | null; database_name?: string | null }) =>
-      this.db
-        .updateTable('scheduled_database_backup_executions')
-        .set({ ...v, logs: v.logs.slice(-MAX_LOG_CHARS), finished_at: nowIso(), updated_at: nowIso() })
-        .where('id', '=', executionId)
-        .where('status', '=', 'running')
-        .execute();
+      this.finish(executionId, { ...v, logs: v.logs.slice(-MAX_LOG_CHARS) });
     try {
       const out = await this.runtime.runBackup(executionId, AbortSignal.timeout(e.timeout * 1000));
       await finish({ status: 'success', message: 'Backup completed.', logs: out.logs, filename: out.filename, size: out.size, database_name: out.databaseName });
@@ -74,6 +70,44 @@ export class BackupRunner implements Schedule {
       const message = timedOut ? `The backup did not finish within its timeout (${e.timeout} s) and was stopped.` : (err as Error).message;
       await finish({ status: 'failed', message, logs: (err as Error & { logs?: string }).logs ?? message }).catch(() => undefined);
     }
+  }
+
+  /**
+   * The run's one move out of `running`; a scheduled run's `job` entry in the same transaction,
+   * so only the instance whose update took writes it (a run on demand is its call's entry).
+   */
+  private async finish(
+    executionId: number,
+    v: { status: 'success' | 'failed'; message: string; logs?: string; filename?: string | null; size?: number | null; database_name?: string | null },
+  ): Promise<void> {
+    await endRun(this.db, this.logger, async (trx, audit) => {
+      const r = await trx
+        .updateTable('scheduled_database_backup_executions')
+        .set({ ...v, finished_at: nowIso(), updated_at: nowIso() })
+        .where('id', '=', executionId)
+        .where('status', '=', 'running')
+        .executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return;
+      const e = await trx
+        .selectFrom('scheduled_database_backup_executions as e')
+        .innerJoin('scheduled_database_backups as b', 'b.id', 'e.backup_id')
+        .innerJoin('resources as r', 'r.id', 'b.resource_id')
+        .select(['e.uuid', 'e.scheduled_for', 'e.created_at', 'b.uuid as backup_uuid', 'b.team_id', 'r.uuid as resource_uuid'])
+        .where('e.id', '=', executionId)
+        .executeTakeFirst();
+      // Its resource gone meanwhile, or run on demand: the outcome stays on the record alone.
+      if (!e || e.scheduled_for === null) return;
+      await audit({
+        teamId: e.team_id,
+        operation: 'run_database_backup',
+        targets: [e.resource_uuid, e.backup_uuid],
+        recordUuid: e.uuid,
+        schedule: { uuid: e.backup_uuid, setBy: ['create_database_backup', 'update_database_backup'] },
+        scheduledFor: e.scheduled_for,
+        startedAt: e.created_at,
+        ok: v.status === 'success',
+      });
+    });
   }
 
   /**
@@ -130,12 +164,7 @@ export class BackupRunner implements Schedule {
       .execute();
     for (const o of orphans) {
       if (this.active.has(o.id) || Date.parse(o.created_at) + o.timeout * 1000 + ORPHAN_GRACE_MS > now.getTime()) continue;
-      await this.db
-        .updateTable('scheduled_database_backup_executions')
-        .set({ status: 'failed', message: 'berth stopped during this backup; its file, if any, is incomplete. Run the backup again.', finished_at: nowIso(), updated_at: nowIso() })
-        .where('id', '=', o.id)
-        .where('status', '=', 'running')
-        .execute();
+      await this.finish(o.id, { status: 'failed', message: 'berth stopped during this backup; its file, if any, is incomplete. Run the backup again.' });
     }
     const backups = await this.db.selectFrom('scheduled_database_backups').select(['id', 'frequency', 'created_at']).where('enabled', '=', 1).execute();
     for (const b of backups) {

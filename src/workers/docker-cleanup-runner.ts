@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { cleanupSettingsOf } from '../core/model/cleanup.js';
 import type { Runtime } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
+import { endRun } from './job-audit.js';
 import { notify } from './notify/notifier.js';
 
 /**
@@ -21,7 +22,7 @@ async function cleanup(deps: { db: Db; runtime: Runtime; logger: Logger }, execu
   const e = await db
     .selectFrom('docker_cleanup_executions as x')
     .innerJoin('servers as s', 's.id', 'x.server_id')
-    .select(['x.uuid', 'x.server_id', 's.team_id', 's.name', 's.docker_cleanup'])
+    .select(['x.uuid', 'x.server_id', 'x.scheduled_for', 'x.created_at', 's.uuid as server_uuid', 's.team_id', 's.name', 's.docker_cleanup'])
     .where('x.id', '=', executionId)
     .executeTakeFirstOrThrow();
   let status: 'success' | 'failed' = 'success';
@@ -35,11 +36,27 @@ async function cleanup(deps: { db: Db; runtime: Runtime; logger: Logger }, execu
     message = `Docker cleanup failed: ${(err as Error).message}`;
   }
   const now = nowIso();
-  await db
-    .updateTable('docker_cleanup_executions')
-    .set({ status, message, cleanup_log: log.join('\n'), finished_at: now, updated_at: now })
-    .where('id', '=', executionId)
-    .execute();
+  // The run's one move out of `running`; a scheduled run's `job` entry in the same transaction
+  // (a cleanup run on demand is its call's entry).
+  await endRun(db, logger, async (trx, audit) => {
+    const r = await trx
+      .updateTable('docker_cleanup_executions')
+      .set({ status, message, cleanup_log: log.join('\n'), finished_at: now, updated_at: now })
+      .where('id', '=', executionId)
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    if (r.numUpdatedRows === 0n || e.scheduled_for === null) return;
+    await audit({
+      teamId: e.team_id,
+      operation: 'run_server_docker_cleanup',
+      targets: [e.server_uuid],
+      recordUuid: e.uuid,
+      schedule: { uuid: e.server_uuid, setBy: ['update_server_docker_cleanup', 'create_server'] },
+      scheduledFor: e.scheduled_for,
+      startedAt: e.created_at,
+      ok: status === 'success',
+    });
+  });
   logger.info({ server: e.name, execution: e.uuid, status }, 'docker cleanup ended');
   await notify(db, logger, e.team_id, `docker-cleanup:${e.uuid}`, {
     event: status === 'success' ? 'docker_cleanup_success' : 'docker_cleanup_failure',

@@ -5,6 +5,7 @@ import { newUuid } from '../ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { atomically } from '../store/atomic.js';
 import { nowIso, type Db } from '../store/db.js';
+import { endRun } from './job-audit.js';
 
 /** The command output kept per execution (its tail). */
 export const TASK_OUTPUT_CHARS = 100_000;
@@ -77,13 +78,7 @@ export class TaskRunner implements Schedule {
       .where('e.id', '=', executionId)
       .executeTakeFirst();
     if (!t) return;
-    const finish = (v: { status: 'success' | 'failed'; message: string; logs: string | null; exit_code: number | null }) =>
-      this.db
-        .updateTable('scheduled_task_executions')
-        .set({ ...v, finished_at: nowIso(), updated_at: nowIso() })
-        .where('id', '=', executionId)
-        .where('status', '=', 'running')
-        .execute();
+    const finish = (v: { status: 'success' | 'failed'; message: string; logs: string | null; exit_code: number | null }) => this.finish(executionId, v);
     try {
       const out = await this.runtime.execCommand(t.resource_id, t.container, t.command, { signal: AbortSignal.timeout(t.timeout * 1000), maxChars: TASK_OUTPUT_CHARS });
       const ok = out.exitCode === 0;
@@ -104,6 +99,42 @@ export class TaskRunner implements Schedule {
     await this.prune(t.id).catch((err: Error) => this.logger.warn({ err: err.message, task: t.id }, 'scheduled task execution pruning failed'));
   }
 
+  /**
+   * The run's one move out of `running`; a scheduled run's `job` entry in the same transaction,
+   * so only the instance whose update took writes it (a run on demand is its call's entry).
+   */
+  private async finish(executionId: number, v: { status: 'success' | 'failed'; message: string; logs?: string | null; exit_code?: number | null }): Promise<void> {
+    await endRun(this.db, this.logger, async (trx, audit) => {
+      const r = await trx
+        .updateTable('scheduled_task_executions')
+        .set({ ...v, finished_at: nowIso(), updated_at: nowIso() })
+        .where('id', '=', executionId)
+        .where('status', '=', 'running')
+        .executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return;
+      const e = await trx
+        .selectFrom('scheduled_task_executions as e')
+        .innerJoin('scheduled_tasks as t', 't.id', 'e.task_id')
+        .innerJoin('resources as r', 'r.id', 't.resource_id')
+        .select(['e.uuid', 'e.scheduled_for', 'e.started_at', 't.uuid as task_uuid', 't.team_id', 'r.uuid as resource_uuid', 'r.kind'])
+        .where('e.id', '=', executionId)
+        .executeTakeFirst();
+      // Its resource gone meanwhile, or run on demand: the outcome stays on the record alone.
+      if (!e || e.scheduled_for === null) return;
+      const singular = e.kind === 'service' ? 'service' : 'application';
+      await audit({
+        teamId: e.team_id,
+        operation: `execute_${singular}_scheduled_task`,
+        targets: [e.resource_uuid, e.task_uuid],
+        recordUuid: e.uuid,
+        schedule: { uuid: e.task_uuid, setBy: [`create_${singular}_scheduled_task`, `update_${singular}_scheduled_task`] },
+        scheduledFor: e.scheduled_for,
+        startedAt: e.started_at,
+        ok: v.status === 'success',
+      });
+    });
+  }
+
   private async prune(taskId: number): Promise<void> {
     const oldest = await this.db.selectFrom('scheduled_task_executions').select('id').where('task_id', '=', taskId).orderBy('id', 'desc').offset(TASK_EXECUTIONS_KEPT).limit(1).executeTakeFirst();
     if (oldest) await this.db.deleteFrom('scheduled_task_executions').where('task_id', '=', taskId).where('id', '<=', oldest.id).where('status', '!=', 'running').execute();
@@ -119,12 +150,7 @@ export class TaskRunner implements Schedule {
       .execute();
     for (const o of running) {
       if (this.active.has(o.id) || Date.parse(o.started_at) + o.timeout * 1000 + ORPHAN_GRACE_MS > now.getTime()) continue;
-      await this.db
-        .updateTable('scheduled_task_executions')
-        .set({ status: 'failed', message: 'berth stopped during this run; whether the command finished is unknown.', finished_at: nowIso(), updated_at: nowIso() })
-        .where('id', '=', o.id)
-        .where('status', '=', 'running')
-        .execute();
+      await this.finish(o.id, { status: 'failed', message: 'berth stopped during this run; whether the command finished is unknown.' });
     }
     const tasks = await this.db.selectFrom('scheduled_tasks').select(['id', 'frequency', 'created_at', 'last_due']).where('enabled', '=', 1).execute();
     for (const t of tasks) {

@@ -3,6 +3,7 @@ import { lastDue } from '../core/frequency.js';
 import { newUuid } from '../ids.js';
 import type { Runtime } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
+import { endRun } from './job-audit.js';
 import type { VolumeBackupSettings } from '../core/model/volume-backup.js';
 import type { Schedule } from './scheduler.js';
 
@@ -63,18 +64,46 @@ export class VolumeBackupRunner implements Schedule {
       .innerJoin('scheduled_volume_backups as b', 'b.id', 'e.backup_id')
       .innerJoin('storages as s', 's.id', 'b.storage_id')
       .innerJoin('resources as r', 'r.id', 's.resource_id')
-      .select(['e.created_at', 'b.id as backup_id', 'b.settings', 'b.storage_id', 'r.id as resource_id', 'r.status'])
+      .select([
+        'e.created_at',
+        'e.uuid',
+        'e.scheduled_for',
+        'b.id as backup_id',
+        'b.settings',
+        'b.storage_id',
+        's.uuid as storage_uuid',
+        'r.id as resource_id',
+        'r.uuid as resource_uuid',
+        'r.kind',
+        'r.team_id',
+        'r.status',
+      ])
       .where('e.id', '=', executionId)
       .executeTakeFirst();
     if (!e) return;
     const settings = JSON.parse(e.settings) as VolumeBackupSettings;
     const finish = (v: { status: 'success' | 'failed'; message: string; logs: string; filename?: string; size?: number }) =>
-      this.db
-        .updateTable('scheduled_volume_backup_executions')
-        .set({ ...v, logs: v.logs.slice(-MAX_LOG_CHARS), finished_at: nowIso(), updated_at: nowIso() })
-        .where('id', '=', executionId)
-        .where('status', '=', 'running')
-        .execute();
+      endRun(this.db, this.logger, async (trx, audit) => {
+        const r = await trx
+          .updateTable('scheduled_volume_backup_executions')
+          .set({ ...v, logs: v.logs.slice(-MAX_LOG_CHARS), finished_at: nowIso(), updated_at: nowIso() })
+          .where('id', '=', executionId)
+          .where('status', '=', 'running')
+          .executeTakeFirst();
+        // The run's one move out of `running` carries a scheduled run's `job` entry (on demand: its call's entry).
+        if (r.numUpdatedRows === 0n || e.scheduled_for === null) return;
+        const singular = e.kind === 'application' ? 'application' : e.kind === 'service' ? 'service' : 'database';
+        await audit({
+          teamId: e.team_id,
+          operation: `run_${singular}_storage_backup`,
+          targets: [e.resource_uuid, e.storage_uuid],
+          recordUuid: e.uuid,
+          schedule: { uuid: e.storage_uuid, setBy: [`update_${singular}_storage_backup`] },
+          scheduledFor: e.scheduled_for,
+          startedAt: e.created_at,
+          ok: v.status === 'success',
+        });
+      });
     const signal = AbortSignal.timeout(settings.timeout * 1000);
     const restart = settings.stop_during_backup && e.status === 'running';
     try {

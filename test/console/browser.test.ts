@@ -39,6 +39,10 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     return w;
   }
 
+  /** The console door's entries of an operation, oldest first, as stored (issue 26's audit log). */
+  const consoleEntries = (operation: string) => s.db.selectFrom('audit_log').selectAll().where('door', '=', 'console').where('operation', '=', operation).orderBy('id').execute();
+  const userId = async (email: string) => (await s.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirstOrThrow()).id;
+
   /** Opens a fresh login link; the page then asks to confirm. */
   async function openLink(w: WatchedPage, email: string) {
     const link = await issueLoginLink(s.db, email);
@@ -114,6 +118,20 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     await p.waitForURL(/\/tokens\?revoked=/);
     await screenshot(p, 'token-revoked');
     expect((await call(s.url, 'GET', '/api/v1/teams/current', { token: value })).status).toBe(401);
+
+    // Each change is one entry of the person, from this browser's address; the value shown once is in none.
+    const tokenId = Number(value.split('|')[0]);
+    const owner = await userId(s.ownerEmail);
+    const [created] = await consoleEntries('create_token');
+    const revoked = await consoleEntries('revoke_token');
+    expect(revoked).toHaveLength(1);
+    for (const e of [created!, revoked[0]!]) {
+      expect(e).toMatchObject({ team_id: s.rootTeamId, user_id: owner, token_id: null, source_ip: '127.0.0.1', result: 'ok', targets: JSON.stringify([`token:${tokenId}`]) });
+    }
+    expect(JSON.parse(revoked[0]!.arguments!)).toEqual({ id: tokenId });
+    expect((await consoleEntries('create_passkey')).map((e) => [e.user_id, JSON.parse(e.arguments!)])).toEqual([[owner, { name: 'CI authenticator' }]]);
+    const stored = JSON.stringify(await s.db.selectFrom('audit_log').selectAll().execute());
+    expect(stored).not.toContain(value.split('|')[1]);
   });
 
   it('a member cannot grant root: the form says so and nothing is made', async () => {
@@ -160,6 +178,15 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     await screenshot(w.page, 'members-removed');
     // Their token for the team stopped at once.
     expect((await call(s.url, 'GET', '/api/v1/teams/current', { token: memberToken.token })).status).toBe(401);
+    // One entry each, by the signed-in owner, visible to the team through the API.
+    const audit = await call(s.url, 'GET', '/api/v1/audit?per_page=100', { token: s.rootToken });
+    const mine = (audit.json as any[]).filter((e) => e.door === 'console' && ['update_team_member', 'remove_team_member'].includes(e.operation));
+    const removedId = await userId(memberEmail);
+    expect(mine.map((e) => [e.operation, e.user_email, e.result, e.targets])).toEqual([
+      ['remove_team_member', s.ownerEmail, 'ok', [`team:${s.rootTeamId}`, `user:${removedId}`]],
+      ['update_team_member', s.ownerEmail, 'ok', [`team:${s.rootTeamId}`, `user:${other.id}`]],
+    ]);
+    expect(mine[1].arguments).toEqual({ team_id: s.rootTeamId, user_id: other.id, role: 'admin' });
 
     // A plain member: no Members link, and the page itself is refused.
     const plainEmail = `plain-${process.pid}@example.test`;
@@ -268,5 +295,12 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     expect(await w.page.getByText('No connected apps.').count()).toBe(1);
     const refused = await call(s.url, 'POST', '/mcp', { token: access, body: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers: ACCEPT });
     expect(refused.status).toBe(401);
+    // The approval and its revocation: one console entry each, by this person, naming the client.
+    const person = await userId(email);
+    const [approved] = await consoleEntries('approve_oauth_client');
+    expect(approved).toMatchObject({ user_id: person, team_id: s.rootTeamId, result: 'ok', status: 201 });
+    expect(JSON.parse(approved!.arguments!)).toEqual({ client_id: clientId, team_id: s.rootTeamId, permissions: ['read', 'write'] });
+    const appRevoked = (await consoleEntries('revoke_token')).filter((e) => e.user_id === person);
+    expect(appRevoked.map((e) => JSON.parse(e.targets))).toEqual([JSON.parse(approved!.targets)]);
   });
 });

@@ -154,6 +154,10 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
     const after = await rows();
     expect(after).toHaveLength(1);
     expect(after[0]).toMatchObject({ status: 'success', scheduled_for: new Date(Math.floor(due.getTime() / 60_000) * 60_000).toISOString() });
+    // One `job` entry for the run, attributed to the token whose PATCH set the schedule.
+    const run = await s.db.selectFrom('docker_cleanup_executions').select('uuid').where('server_id', '=', server.id).executeTakeFirstOrThrow();
+    const entries = await s.db.selectFrom('audit_log').selectAll().where('door', '=', 'job').where('operation', '=', 'run_server_docker_cleanup').execute();
+    expect(entries.map((e) => [e.result, e.started_uuid, e.token_id, JSON.parse(e.targets)])).toEqual([['ok', run.uuid, Number(s.rootToken.split('|')[0]), [p.serverB]]]);
     for (const r of runtimes) await r.close();
   }, 60_000);
 });

@@ -97,6 +97,16 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
     await new Promise((r) => setTimeout(r, LEASE_MS * 2));
     const slots = (await executions('applications', app, task)).filter((e: { scheduled_for: string | null }) => e.scheduled_for === fired.scheduled_for);
     expect(slots).toHaveLength(1);
+
+    // The audit log's `job` door: the scheduled run is one entry, for the token that set the task;
+    // the run on demand is its call's entry (which names the execution), not a job entry.
+    const jobs = await s.db.selectFrom('audit_log').selectAll().where('door', '=', 'job').where('targets', 'like', `%"${task}"%`).execute();
+    const rootTokenId = Number(s.rootToken.split('|')[0]);
+    expect(jobs.map((e) => [e.operation, e.result, e.started_uuid, e.token_id, JSON.parse(e.targets), JSON.parse(e.arguments!)])).toEqual([
+      ['execute_application_scheduled_task', 'ok', fired.uuid, rootTokenId, [app, task], { scheduled_for: fired.scheduled_for }],
+    ]);
+    const onDemand = await s.db.selectFrom('audit_log').select(['door', 'operation']).where('targets', 'like', `%"${run.uuid}"%`).execute();
+    expect(onDemand).toEqual([{ door: 'rest', operation: 'execute_application_scheduled_task' }]);
   }, 90_000);
 
   it('a failing command, a timeout (its processes killed in the container) and a disabled task', async () => {
@@ -270,6 +280,9 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
           runs.filter((e: { status: string }) => e.status !== 'success'),
           JSON.stringify(runs),
         ).toEqual([]);
+        // One `job` entry per run, written by the instance that ran it.
+        const entries = await s.db.selectFrom('audit_log').select('started_uuid').where('door', '=', 'job').where('targets', 'like', `%"${t}"%`).execute();
+        expect(entries.map((e) => e.started_uuid).sort()).toEqual(runs.map((e: { uuid: string }) => e.uuid).sort());
       }
     } finally {
       await second.stop();

@@ -6,6 +6,7 @@
  * its timeout has passed; the records of runs on a record-only server say why nothing ran. A
  * clone copies the tasks; a delete removes them.
  */
+import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordOnlyRuntime } from '../../src/core/runtime.js';
@@ -141,5 +142,81 @@ describe('scheduled task claims', () => {
     const runs = await runsOf(t);
     expect(runs.map((r) => r.status)).toEqual(['failed', 'running']);
     expect(runs[0]!.message).toBe('berth stopped during this run; whether the command finished is unknown.');
+  });
+
+  it('each scheduled run that ends is one `job` entry, for whoever set the task, seen by its team only', async () => {
+    const writer = await s.token({ permissions: ['read', 'write'], email: `writer-${process.pid}@example.test` });
+    const [a, b] = [await runner(), await runner()];
+    const t = await task({ name: 'audited' });
+    const jobEntries = async () =>
+      (await s.db.selectFrom('audit_log').selectAll().where('door', '=', 'job').where('targets', 'like', `%"${t}"%`).orderBy('id').execute()).map((e) => ({
+        ...e,
+        targets: JSON.parse(e.targets),
+        arguments: JSON.parse(e.arguments!),
+      }));
+    const now = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 30_000);
+    await Promise.all([a.tick(now), b.tick(now), a.tick(now), b.tick(now)]);
+    await Promise.all([a.idle(), b.idle()]);
+    const [run] = await s.db
+      .selectFrom('scheduled_task_executions as e')
+      .innerJoin('scheduled_tasks as k', 'k.id', 'e.task_id')
+      .select(['e.uuid', 'e.scheduled_for'])
+      .where('k.uuid', '=', t)
+      .execute();
+    const rootTokenId = Number(s.rootToken.split('|')[0]);
+    const owner = (await s.db.selectFrom('users').select('id').where('email', '=', s.ownerEmail).executeTakeFirstOrThrow()).id;
+    // Record-only server: nothing ran, a failed run; still one entry, whichever instance wrote it.
+    expect(await jobEntries()).toMatchObject([
+      {
+        team_id: s.rootTeamId,
+        user_id: owner,
+        token_id: rootTokenId,
+        source_ip: null,
+        operation: 'execute_application_scheduled_task',
+        targets: [app, t],
+        arguments: { scheduled_for: run!.scheduled_for },
+        result: 'failed',
+        status: 500,
+        started_uuid: run!.uuid,
+      },
+    ]);
+
+    // Another token changes the schedule: the next firing is attributed to it.
+    const changed = await call(s.url, 'PATCH', `/api/v1/applications/${app}/scheduled-tasks/${t}`, { token: writer.token, body: { timeout: 60 } });
+    expect(changed.status, changed.text).toBe(200);
+    const next = new Date(now.getTime() + 60_000);
+    await Promise.all([b.tick(next), a.tick(next)]);
+    await Promise.all([a.idle(), b.idle()]);
+    const entries = await jobEntries();
+    expect(entries.map((e) => e.token_id)).toEqual([rootTokenId, writer.id]);
+
+    // Read through the API: the team sees them; another team never does.
+    const mine = await call(s.url, 'GET', `/api/v1/audit?resource=${t}&per_page=100`, { token: s.rootToken });
+    expect((mine.json as { door: string }[]).filter((e) => e.door === 'job')).toHaveLength(2);
+    const other = await s.team('Outsiders');
+    const theirs = await call(s.url, 'GET', '/api/v1/audit?per_page=100', { token: other.rootToken });
+    expect(theirs.status).toBe(200);
+    expect((theirs.json as { door: string }[]).filter((e) => e.door === 'job')).toEqual([]);
+  });
+
+  it('a run whose entry cannot be stored still ends (the entry goes to the operational log)', async () => {
+    const t = await task({ name: 'unaudited' });
+    const refuse =
+      TEST_STORE === 'postgres'
+        ? [
+            sql`CREATE OR REPLACE FUNCTION job_audit_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$ LANGUAGE plpgsql`,
+            sql`CREATE TRIGGER job_audit_refuse BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION job_audit_refuse()`,
+          ]
+        : [sql`CREATE TRIGGER job_audit_refuse BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit refused'); END`];
+    for (const q of refuse) await q.execute(s.db);
+    try {
+      const a = await runner();
+      await a.tick(new Date(Math.floor(Date.now() / 60_000) * 60_000 + 30_000));
+      await a.idle();
+    } finally {
+      await sql`DROP TRIGGER job_audit_refuse${sql.raw(TEST_STORE === 'postgres' ? ' ON audit_log' : '')}`.execute(s.db);
+    }
+    expect((await runsOf(t)).map((r) => r.status)).toEqual(['failed']);
+    expect(await s.db.selectFrom('audit_log').select('id').where('door', '=', 'job').where('targets', 'like', `%"${t}"%`).execute()).toEqual([]);
   });
 });

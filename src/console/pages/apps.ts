@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { BerthError } from '../../errors.js';
+import { consoleChange } from '../console-audit.js';
 import { field, formOf, personOrRedirect, type ConsoleDeps } from '../context.js';
 import { html } from '../html.js';
 import { sendPage } from '../layout.js';
@@ -37,7 +38,25 @@ ${
     const person = await personOrRedirect(deps, req, reply);
     if (!person) return reply;
     await deps.sessions.checkCsrf(req, field(formOf(req), CSRF_FIELD));
-    if (!(await deps.apps.revoke(deps.db, person.userId, (req.params as { id: string }).id))) throw new BerthError('not_found');
+    const id = (req.params as { id: string }).id;
+    const grantId = /^[1-9][0-9]{0,15}$/.test(id) ? Number(id) : null;
+    await consoleChange(
+      deps,
+      req,
+      person.userId,
+      async (trx) => {
+        // Read before it goes: the entry belongs to the approval's team and names its client.
+        const row = grantId === null ? undefined : await trx.selectFrom('api_tokens').select(['team_id', 'oauth_client_id']).where('id', '=', grantId).executeTakeFirst();
+        if (!row || !(await deps.apps.revoke(trx, person.userId, id))) throw new BerthError('not_found');
+        return row;
+      },
+      // An app's approval is a token row: revoking it is revoke_token from every door (the CLI's too).
+      {
+        operation: 'revoke_token',
+        args: { id: grantId ?? id },
+        facts: (row) => ({ teamId: row.team_id, targets: [`token:${grantId}`, `oauth_client:${row.oauth_client_id}`] }),
+      },
+    );
     return reply.redirect('/apps?revoked=1', 303);
   });
 }

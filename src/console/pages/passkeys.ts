@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { deletePasskey, finishRegistration, listPasskeys, registrationOptions } from '../../auth/passkeys.js';
 import { BerthError } from '../../errors.js';
 import { ASSET_PATHS } from '../assets.js';
+import { consoleChange, rootTeam } from '../console-audit.js';
 import { field, formOf, personOr401, personOrRedirect, relyingParty, safeNext, type ConsoleDeps } from '../context.js';
 import { html } from '../html.js';
 import { sendPage } from '../layout.js';
@@ -67,7 +68,15 @@ ${
     const body = (req.body ?? {}) as { response?: unknown; name?: unknown };
     const handle = sessions.readCookie(req, 'webauthn');
     sessions.clearCookie(req, reply, 'webauthn');
-    const key = await finishRegistration(db, relyingParty(deps, req), person.userId, handle, body.response as never, typeof body.name === 'string' ? body.name : '');
+    const name = typeof body.name === 'string' ? body.name : '';
+    const key = await consoleChange(deps, req, person.userId, (trx) => finishRegistration(trx, relyingParty(deps, req), person.userId, handle, body.response as never, name), {
+      // The name only: the credential and its public key are passkey material, never in an entry.
+      operation: 'create_passkey',
+      args: { name },
+      status: 201,
+      facts: async (_, trx) => ({ teamId: await rootTeam(trx), targets: [`user:${person.userId}`] }),
+      refused: (k) => (k ? undefined : new BerthError('bad_request')),
+    });
     if (!key) return reply.code(400).send({ message: 'The passkey could not be verified; try again.' });
     return reply.send(key);
   });
@@ -76,7 +85,19 @@ ${
     const person = await personOrRedirect(deps, req, reply);
     if (!person) return reply;
     await sessions.checkCsrf(req, field(formOf(req), CSRF_FIELD));
-    if (!(await deletePasskey(db, person.userId, (req.params as { id: string }).id))) throw new BerthError('not_found');
+    const id = (req.params as { id: string }).id;
+    await consoleChange(
+      deps,
+      req,
+      person.userId,
+      async (trx) => {
+        // Its name tells the person's passkeys apart in the entry; the credential id stays out.
+        const key = await trx.selectFrom('passkeys').select('name').where('user_id', '=', person.userId).where('credential_id', '=', id).executeTakeFirst();
+        if (!key || !(await deletePasskey(trx, person.userId, id))) throw new BerthError('not_found');
+        return key;
+      },
+      { operation: 'delete_passkey', args: {}, facts: async (key, trx) => ({ teamId: await rootTeam(trx), targets: [`user:${person.userId}`, `passkey:${key.name}`] }) },
+    );
     return reply.redirect('/passkeys', 303);
   });
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { consumeLoginLink, issueLoginLink, linkUrl, LOGIN_LINK_TTL_MS, loginLinkLive, userByEmail } from '../../auth/login-links.js';
 import { authenticationOptions, finishAuthentication } from '../../auth/passkeys.js';
+import { consoleChange, rootTeam } from '../console-audit.js';
 import { ASSET_PATHS } from '../assets.js';
 import { baseUrl, charge, field, formOf, LINKS_PER_EMAIL, relyingParty, safeNext, SIGN_IN_PER_ADDRESS, type ConsoleDeps } from '../context.js';
 import { html } from '../html.js';
@@ -55,7 +56,13 @@ export function signInPages(app: FastifyInstance, deps: ConsoleDeps): void {
       const next = safeNext(field(f, 'next'));
       void (async () => {
         if (!(await userByEmail(db, email))) return;
-        const link = await issueLoginLink(db, email);
+        // Nobody is signed in: the entry names the person the link is for (as `berth login-link`'s does).
+        const link = await consoleChange(deps, req, null, (trx) => issueLoginLink(trx, email), {
+          operation: 'issue_login_link',
+          args: { email },
+          status: 201,
+          facts: async (l, trx) => ({ teamId: await rootTeam(trx), userId: l.userId, targets: [`user:${l.userId}`] }),
+        });
         const url = linkUrl(base, link.token) + (next ? `&next=${encodeURIComponent(next)}` : '');
         await mailer.send({
           to: link.email,

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ROLES, type Role } from '../../auth/permissions.js';
 import * as admin from '../../core/admin.js';
 import { BerthError } from '../../errors.js';
+import { consoleChange } from '../console-audit.js';
 import { field, formOf, personOrRedirect, type ConsoleDeps } from '../context.js';
 import { html } from '../html.js';
 import { sendPage } from '../layout.js';
@@ -93,7 +94,14 @@ export function teamPages(app: FastifyInstance, deps: ConsoleDeps): void {
     await sessions.checkCsrf(req, field(f, CSRF_FIELD));
     const p = req.params as { id: string; userId: string };
     const teamId = positiveId(p.id);
-    await admin.changeRoleAs(db, { teamId, actorId: person.userId, userId: positiveId(p.userId), role: field(f, 'role') });
+    const userId = positiveId(p.userId);
+    const role = field(f, 'role');
+    await consoleChange(deps, req, person.userId, (trx) => admin.changeRoleAs(trx, { teamId, actorId: person.userId, userId, role }), {
+      operation: 'update_team_member',
+      args: { team_id: teamId, user_id: userId, role },
+      team: teamId,
+      facts: () => ({ teamId, targets: [`team:${teamId}`, `user:${userId}`] }),
+    });
     return reply.redirect(`/teams/${teamId}/members?changed=1`, 303);
   });
 
@@ -103,7 +111,13 @@ export function teamPages(app: FastifyInstance, deps: ConsoleDeps): void {
     await sessions.checkCsrf(req, field(formOf(req), CSRF_FIELD));
     const p = req.params as { id: string; userId: string };
     const teamId = positiveId(p.id);
-    await admin.removeMemberAs(db, { teamId, actorId: person.userId, userId: positiveId(p.userId) });
+    const userId = positiveId(p.userId);
+    await consoleChange(deps, req, person.userId, (trx) => admin.removeMemberAs(trx, { teamId, actorId: person.userId, userId }), {
+      operation: 'remove_team_member',
+      args: { team_id: teamId, user_id: userId },
+      team: teamId,
+      facts: () => ({ teamId, targets: [`team:${teamId}`, `user:${userId}`] }),
+    });
     // Removing oneself ends one's access to the page.
     return reply.redirect(Number(p.userId) === person.userId ? '/teams' : `/teams/${teamId}/members?removed=1`, 303);
   });

@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { EXPIRATIONS, type Expiration } from '../../auth/token.js';
 import { PERMISSIONS, ROLE_MAY_HOLD, type Role } from '../../auth/permissions.js';
 import * as admin from '../../core/admin.js';
-import { BerthError, type ValidationErrors } from '../../errors.js';
+import { BerthError, validationError, type ValidationErrors } from '../../errors.js';
 import type { Db } from '../../store/db.js';
+import { consoleChange } from '../console-audit.js';
 import { field, fields, formOf, personOrRedirect, type ConsoleDeps } from '../context.js';
 import { html, type Html } from '../html.js';
 import { sendPage } from '../layout.js';
@@ -127,7 +128,7 @@ ${teams.length ? createForm(person, teams, state) : html`<p>You are not a member
 
 /** My tokens: list (never their values), create (value shown once), revoke. */
 export function tokenPages(app: FastifyInstance, deps: ConsoleDeps): void {
-  const { sessions, db } = deps;
+  const { sessions } = deps;
 
   app.get('/tokens', async (req, reply) => {
     const person = await personOrRedirect(deps, req, reply);
@@ -142,35 +143,51 @@ export function tokenPages(app: FastifyInstance, deps: ConsoleDeps): void {
     const f = formOf(req);
     await sessions.checkCsrf(req, field(f, CSRF_FIELD));
     const state: FormState = { team: field(f, 'team'), name: field(f, 'name'), expires: field(f, 'expires'), permissions: fields(f, 'permissions') };
-    const teams = await membershipsOf(db, person.userId);
-    const team = teams.find((t) => String(t.teamId) === state.team);
-    // Only the person's own teams: another team's id is the same "choose one" (nothing about it leaks).
-    if (!team) return tokensPage(deps, reply, person, { ...state, errors: { team: ['Choose one of your teams.'] } });
-    const over = (state.permissions ?? []).filter((p) => !ROLE_MAY_HOLD[team.role].has(p as never));
-    if (over.length) {
-      return tokensPage(deps, reply, person, { ...state, errors: { permissions: [`As ${team.role} of ${team.teamName} you cannot grant ${over.join(', ')}.`] } });
-    }
+    const teamId = /^[1-9][0-9]{0,15}$/.test(state.team ?? '') ? Number(state.team) : undefined;
+    let created: { issued: admin.IssuedToken; team: Membership };
     try {
-      // The same rules as `berth token create` (role caps checked again in its transaction).
-      const issued = await admin.createToken(db, {
-        email: person.email,
-        team: String(team.teamId),
-        name: state.name ?? '',
-        permissions: (state.permissions ?? []) as never,
-        expires: (state.expires ?? '') as never,
-      });
-      return sendPage(
-        reply,
-        { title: 'Token created', person, csrf: person.csrf, current: 'tokens' },
-        html`<p class="notice" role="status">Token <strong>${state.name}</strong> for ${team.teamName} (expires ${day(issued.expires_at) ?? 'never'}).</p>
-<p><label for="token-value">Copy it now: it is shown only this once and cannot be recovered.</label></p>
-<output id="token-value" class="secret">${issued.token}</output>
-<p><a href="/tokens">Done</a></p>`,
+      created = await consoleChange(
+        deps,
+        req,
+        person.userId,
+        async (trx) => {
+          const team = (await membershipsOf(trx, person.userId)).find((t) => t.teamId === teamId);
+          // Only the person's own teams: another team's id is the same "choose one" (nothing about it leaks).
+          if (!team) throw validationError({ team: ['Choose one of your teams.'] });
+          const over = (state.permissions ?? []).filter((p) => !ROLE_MAY_HOLD[team.role].has(p as never));
+          if (over.length) throw validationError({ permissions: [`As ${team.role} of ${team.teamName} you cannot grant ${over.join(', ')}.`] });
+          // The same rules as `berth token create` (role caps checked again in its transaction).
+          const issued = await admin.createToken(trx, {
+            email: person.email,
+            team: String(team.teamId),
+            name: state.name ?? '',
+            permissions: (state.permissions ?? []) as never,
+            expires: (state.expires ?? '') as never,
+          });
+          return { issued, team };
+        },
+        // The value minted is output, shown once and never stored in the entry.
+        {
+          operation: 'create_token',
+          args: { team_id: teamId ?? state.team, name: state.name, permissions: state.permissions, expires: state.expires },
+          status: 201,
+          team: teamId,
+          facts: ({ issued, team }) => ({ teamId: team.teamId, targets: [`token:${issued.id}`] }),
+        },
       );
     } catch (err) {
       if (err instanceof BerthError && err.kind === 'validation') return tokensPage(deps, reply, person, { ...state, errors: err.details.errors });
       throw err;
     }
+    const { issued, team } = created;
+    return sendPage(
+      reply,
+      { title: 'Token created', person, csrf: person.csrf, current: 'tokens' },
+      html`<p class="notice" role="status">Token <strong>${state.name}</strong> for ${team.teamName} (expires ${day(issued.expires_at) ?? 'never'}).</p>
+<p><label for="token-value">Copy it now: it is shown only this once and cannot be recovered.</label></p>
+<output id="token-value" class="secret">${issued.token}</output>
+<p><a href="/tokens">Done</a></p>`,
+    );
   });
 
   app.post('/tokens/:id/revoke', async (req, reply) => {
@@ -179,9 +196,20 @@ export function tokenPages(app: FastifyInstance, deps: ConsoleDeps): void {
     await sessions.checkCsrf(req, field(formOf(req), CSRF_FIELD));
     const id = Number((req.params as { id: string }).id);
     if (!Number.isSafeInteger(id) || id <= 0) throw new BerthError('not_found');
-    // Only the person's own token; anyone else's is the same 404 as a missing one.
-    const r = await db.deleteFrom('api_tokens').where('id', '=', id).where('user_id', '=', person.userId).where('oauth_grant_id', 'is', null).executeTakeFirst();
-    if (r.numDeletedRows === 0n) throw new BerthError('not_found');
+    await consoleChange(
+      deps,
+      req,
+      person.userId,
+      async (trx) => {
+        // Only the person's own token; anyone else's is the same 404 as a missing one. Read before
+        // it goes: the entry belongs to the token's team.
+        const held = await trx.selectFrom('api_tokens').select('team_id').where('id', '=', id).where('user_id', '=', person.userId).where('oauth_grant_id', 'is', null).executeTakeFirst();
+        if (!held) throw new BerthError('not_found');
+        await trx.deleteFrom('api_tokens').where('id', '=', id).execute();
+        return held;
+      },
+      { operation: 'revoke_token', args: { id }, facts: (held) => ({ teamId: held.team_id, targets: [`token:${id}`] }) },
+    );
     return reply.redirect(`/tokens?revoked=${id}`, 303);
   });
 }

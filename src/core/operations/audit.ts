@@ -24,10 +24,10 @@ export const auditEntrySchema = z.object({
   operation: z.string(),
   targets: z.array(z.string()).describe('Uuids the call named or made.'),
   arguments: z.record(z.string(), z.unknown()).nullable().describe('As sent, secrets "[redacted]"; null when refused before the input was read.'),
-  result: z.string().describe('ok, forbidden, or the error kind (validation, not_found, conflict…).'),
+  result: z.string().describe('ok, forbidden, the error kind (validation, not_found, conflict…), or failed for a job run.'),
   status: z.number().int().describe('The HTTP status of the answer.'),
   duration_ms: z.number().int(),
-  started_uuid: z.string().nullable().describe('The deployment or migration the call started.'),
+  started_uuid: z.string().nullable().describe("The deployment or migration the call started; a job entry's run record."),
 });
 
 export const auditOperations = [
@@ -35,7 +35,7 @@ export const auditOperations = [
     name: 'list_audit_entries',
     title: "List the team's audit log",
     description:
-      'Who changed what in this team, newest first: every call that changed something or tried to (from REST, MCP, the CLI), with the token or OAuth client, source address, operation, target uuids, arguments (secrets shown as [redacted]), result, duration and the deployment or migration it started. Filter by from/to (ISO-8601), user (id or e-mail), token (id), operation, resource (uuid), result (ok, error, forbidden, not_found...).',
+      'Who changed what in this team, newest first: every call that changed something or tried to (from REST, MCP, the CLI, the console; scheduled runs as door job), with the token or OAuth client, source address, operation, target uuids, arguments (secrets shown as [redacted]), result, duration and the deployment or migration it started. Filter by from/to (ISO-8601), user (id or e-mail), token (id), operation, resource (uuid), result (ok, error, forbidden, not_found...).',
     summary: "The team's audit log, newest first: every call that changed something (or tried to), from every door, with who, what, the result and its duration.",
     permission: 'read',
     toolset: 'audit',
