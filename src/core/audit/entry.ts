@@ -32,13 +32,31 @@ function hiddenNames(op: Operation): Set<string> {
   return s;
 }
 
+/**
+ * Whether a name hides its value, decided once per name and set of hidden names: the two regular
+ * expressions were most of an entry's row building, and arguments repeat the same few names.
+ * Bounded, since names come from callers (a strict input refuses unknown ones, the CLI's do not).
+ */
+const NAMES_MAX = 2_000;
+const secretNameBySet = new WeakMap<ReadonlySet<string>, Map<string, boolean>>();
+function secretName(k: string, hidden: ReadonlySet<string>): boolean {
+  let known = secretNameBySet.get(hidden);
+  if (!known) secretNameBySet.set(hidden, (known = new Map()));
+  let secret = known.get(k);
+  if (secret === undefined) {
+    secret = !/(^|_)(uuid|id)s?$/.test(k) && (hidden.has(k) || SECRET_NAME.test(k));
+    if (known.size >= NAMES_MAX) known.clear();
+    known.set(k, secret);
+  }
+  return secret;
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Empty values and flags stay visible (nothing to hide); ids and uuids are names, never secrets. */
-const secretAt = (k: string, x: unknown, hidden: Set<string>): boolean =>
-  x !== null && x !== undefined && x !== '' && typeof x !== 'boolean' && !/(^|_)(uuid|id)s?$/.test(k) && (hidden.has(k) || SECRET_NAME.test(k));
+const secretAt = (k: string, x: unknown, hidden: ReadonlySet<string>): boolean => x !== null && x !== undefined && x !== '' && typeof x !== 'boolean' && secretName(k, hidden);
 
-function scrub(v: unknown, hidden: Set<string>, depth: number): unknown {
+function scrub(v: unknown, hidden: ReadonlySet<string>, depth: number): unknown {
   if (typeof v === 'string') return PRIVATE_KEY_VALUE.test(v) ? REDACTED : v.length > MAX_STRING ? `${v.slice(0, MAX_STRING)}…(${v.length} chars)` : v;
   if (depth > 6) return '…';
   if (Array.isArray(v)) return v.slice(0, MAX_ITEMS).map((x) => scrub(x, hidden, depth + 1));
@@ -67,9 +85,12 @@ export function auditArguments(op: Operation, input: unknown): Record<string, un
   return scrubbedArguments(input, hiddenNames(op));
 }
 
+/** One empty set, so the per-name decisions above are kept for callers that name none. */
+const NONE_HIDDEN: ReadonlySet<string> = new Set();
+
 /** The same for a change that is no operation (the admin CLI): only the names that look secret are hidden. */
-export function scrubbedArguments(input: unknown, hidden: ReadonlySet<string> = new Set()): Record<string, unknown> {
-  return isObject(input) ? (scrub(input, hidden as Set<string>, 0) as Record<string, unknown>) : {};
+export function scrubbedArguments(input: unknown, hidden: ReadonlySet<string> = NONE_HIDDEN): Record<string, unknown> {
+  return isObject(input) ? (scrub(input, hidden, 0) as Record<string, unknown>) : {};
 }
 
 const UUID_KEY = /(^|_)uuid$/;

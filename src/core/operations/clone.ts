@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { validationError } from '../../errors.js';
 import { newUuid } from '../../ids.js';
+import { atomically } from '../../store/atomic.js';
 import { owned, ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { name, uuidParam } from '../validators.js';
@@ -28,13 +29,16 @@ export function cloneOperation(collection: Collection) {
     input: z.strictObject({ uuid: uuidParam, destination_uuid: uuidParam, name: name.nullable().optional(), clone_volumes: z.boolean().optional() }),
     output: z.object({ uuid: z.string(), message: z.string() }),
     annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: false },
+    storeOnly: true,
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/clone`, status: 201 },
     async run({ db, caller }, i) {
       const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       const dest = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (i.clone_volumes) throw validationError({ clone_volumes: ['berth does not copy volume data on clone yet: the copy starts with empty volumes (migrate moves data between servers).'] });
       const uuid = newUuid();
-      await db.transaction().execute(async (trx) => {
+      // atomically(), not db.transaction(): it joins the call's transaction (storeOnly), which a nested
+      // transaction() cannot.
+      await atomically(db, async (trx) => {
         const { id: _id, uuid: _uuid, created_at: _c, updated_at: _u, ...rest } = r;
         const { id } = await trx
           .insertInto('resources')

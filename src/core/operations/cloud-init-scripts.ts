@@ -63,6 +63,7 @@ export const cloudInitScriptOperations = [
     input: z.strictObject({ name, script }),
     output: scriptSchema,
     annotations: CREATE,
+    storeOnly: true,
     http: { method: 'POST', path: '/api/v1/cloud-init-scripts', status: 201 },
     async run({ db, caller }, i) {
       checkScript(i.script);
@@ -96,6 +97,7 @@ export const cloudInitScriptOperations = [
     input: z.strictObject({ uuid: uuidParam, name: name.optional(), script: script.optional() }),
     output: scriptSchema,
     annotations: UPDATE,
+    storeOnly: true,
     http: { method: 'PATCH', path: '/api/v1/cloud-init-scripts/{uuid}' },
     async run({ db, caller }, { uuid, ...i }) {
       if (i.name === undefined && i.script === undefined) throw validationError({ name: ['At least one field must be provided.'] });
@@ -116,6 +118,7 @@ export const cloudInitScriptOperations = [
     input: z.strictObject({ uuid: uuidParam }),
     output: messageSchema,
     annotations: DELETE,
+    storeOnly: true,
     http: { method: 'DELETE', path: '/api/v1/cloud-init-scripts/{uuid}' },
     async run({ db, caller }, { uuid }) {
       const r = await owned(db, 'cloud_init_scripts', uuid, caller.teamId);

@@ -110,6 +110,7 @@ export const serviceStorageOperations = [
     }),
     output: storageSchema,
     annotations: CREATE,
+    storeOnly: true,
     http: { method: 'POST', path: '/api/v1/services/{uuid}/storages', status: 201 },
     async run({ db, caller }, i) {
       refuseUnsupported(i);
@@ -157,6 +158,7 @@ export const serviceStorageOperations = [
     }),
     output: storageSchema,
     annotations: UPDATE,
+    storeOnly: true,
     http: { method: 'PATCH', path: '/api/v1/services/{uuid}/storages', bodyNames: { uuid: 'storage_uuid' } },
     async run({ db, caller }, i) {
       refuseUnsupported(i);
@@ -193,6 +195,7 @@ export const serviceStorageOperations = [
     input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
     output: messageSchema,
     annotations: DELETE,
+    storeOnly: true,
     http: { method: 'DELETE', path: '/api/v1/services/{uuid}/storages/{storage_uuid}' },
     async run({ db, caller }, i) {
       return atomically(db, async (trx) => {
