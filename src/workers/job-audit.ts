@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { newUuid } from '../ids.js';
+import { entryRow } from '../core/audit/entry.js';
 import { atomically } from '../store/atomic.js';
 import type { Db } from '../store/db.js';
 
@@ -52,26 +52,24 @@ async function setter(trx: Db, run: JobRun): Promise<{ user_id: number | null; t
 /** Appends a finished run's entry inside trx, the transaction that moved the run out of `running`. */
 export async function appendJobEntry(trx: Db, run: JobRun): Promise<void> {
   const who = await setter(trx, run);
-  const now = new Date();
   await trx
     .insertInto('audit_log')
-    .values({
-      uuid: newUuid(),
-      at: now.toISOString(),
-      team_id: run.teamId,
-      user_id: who?.user_id ?? null,
-      token_id: who?.token_id ?? null,
-      oauth_client_id: who?.oauth_client_id ?? null,
-      source_ip: null,
-      door: 'job',
-      operation: run.operation,
-      targets: JSON.stringify(run.targets),
-      arguments: JSON.stringify({ scheduled_for: run.scheduledFor }),
-      result: run.ok ? 'ok' : 'failed',
-      status: run.ok ? 200 : 500,
-      duration_ms: Math.max(0, now.getTime() - Date.parse(run.startedAt)),
-      started_uuid: run.recordUuid,
-    })
+    .values(
+      entryRow({
+        team_id: run.teamId,
+        user_id: who?.user_id ?? null,
+        token_id: who?.token_id ?? null,
+        oauth_client_id: who?.oauth_client_id ?? null,
+        door: 'job',
+        operation: run.operation,
+        targets: JSON.stringify(run.targets),
+        arguments: JSON.stringify({ scheduled_for: run.scheduledFor }),
+        result: run.ok ? 'ok' : 'failed',
+        status: run.ok ? 200 : 500,
+        duration_ms: Math.max(0, Date.now() - Date.parse(run.startedAt)),
+        started_uuid: run.recordUuid,
+      }),
+    )
     .execute();
 }
 

@@ -1,10 +1,9 @@
-import { newUuid } from '../../ids.js';
 import { atomically } from '../../store/atomic.js';
 import type { Db } from '../../store/db.js';
 import type { AuditDoor, AuditLogTable } from '../../store/schema-audit.js';
 import { readSettings } from '../../store/settings.js';
 import { BerthError } from '../../errors.js';
-import { outcomeOf, scrubbedArguments } from './entry.js';
+import { entryRow, outcomeOf, scrubbedArguments } from './entry.js';
 
 /**
  * An audited change that is no core operation: the admin CLI's and the console's own changes
@@ -50,25 +49,18 @@ export interface Actor {
 type Row = Omit<AuditLogTable, 'id'>;
 
 function row(change: StoreChange<unknown>, actor: Actor, facts: ChangeFacts, startedAt: number, error?: unknown): Row {
-  const { result, status } = outcomeOf(error, change.status ?? 200);
-  return {
-    uuid: newUuid(),
-    at: new Date().toISOString(),
+  // A person in the console or the operator holds no token: none is named.
+  return entryRow({
+    ...outcomeOf(error, change.status ?? 200),
     team_id: facts.teamId,
     user_id: actor.userId ?? facts.userId ?? null,
-    // A person in the console or the operator holds no token.
-    token_id: null,
-    oauth_client_id: null,
     source_ip: actor.sourceIp,
     door: actor.door,
     operation: change.operation,
     targets: JSON.stringify(facts.targets ?? []),
     arguments: JSON.stringify(scrubbedArguments(change.args)),
-    result,
-    status,
     duration_ms: Math.max(0, Math.round(performance.now() - startedAt)),
-    started_uuid: null,
-  };
+  });
 }
 
 const insert = (db: Db, r: Row) => db.insertInto('audit_log').values(r).execute();

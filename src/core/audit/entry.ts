@@ -149,6 +149,16 @@ export interface AuditedCall {
   endedAt: number;
 }
 
+type EntryRow = Omit<AuditLogTable, 'id'>;
+
+/**
+ * An entry of a change that is no core call (the CLI's and the console's own changes, a scheduled
+ * run's end): its identity and time, and every column it does not name empty.
+ */
+export function entryRow(e: Pick<EntryRow, 'team_id' | 'door' | 'operation' | 'result' | 'status' | 'duration_ms'> & Partial<EntryRow>): EntryRow {
+  return { uuid: newUuid(), at: new Date().toISOString(), user_id: null, token_id: null, oauth_client_id: null, source_ip: null, targets: '[]', arguments: null, started_uuid: null, ...e };
+}
+
 /** The row for one call. */
 export function auditRow(call: AuditedCall): Omit<AuditLogTable, 'id'> {
   const { op, caller, input, output, error } = call;
