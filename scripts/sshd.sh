@@ -79,11 +79,16 @@ alive() { # pid: running, and not a zombie left for a parent that does not reap
   [ -n "$st" ] && [ "${st#Z}" = "$st" ]
 }
 
+ours() { # pid dir: the pid is this directory's sshd (pids are reused: a stale pid file names another process)
+  grep -qF "$2/sshd_config" "/proc/$1/cmdline" 2>/dev/null
+}
+
 stop() { # dir
-  local dir="$1" pid pids=()
+  local dir pid pids=()
+  dir="$(cd "$1" && pwd)"
   for f in "$dir/sshd.pid.launcher" "$dir/sshd.pid"; do
     pid="$(cat "$f" 2>/dev/null || true)"
-    [ -n "$pid" ] && pids+=("$pid")
+    [ -n "$pid" ] && ours "$pid" "$dir" && pids+=("$pid")
   done
   for pid in "${pids[@]}"; do
     # The listener and its per-connection children.

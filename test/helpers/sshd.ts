@@ -78,6 +78,8 @@ export interface TestSshd {
 
 function children(dir: string): string[] {
   const listener = readFileSync(path.join(dir, 'sshd.pid.launcher'), 'utf8').trim();
+  // Pids are reused: a listener that has gone would name another process's children.
+  if (!readFileSync(`/proc/${listener}/cmdline`, 'utf8').includes(`${dir}/sshd_config`)) throw new Error(`sshd of ${dir} is not running`);
   return spawnSync('pgrep', ['-P', listener], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
 }
 
