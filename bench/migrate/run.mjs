@@ -71,7 +71,7 @@ const SIZES = opt('sizes', process.env.BENCH_MIGRATE_SIZES || '128,1024,4096')
 const REPEAT = Number(opt('repeat', process.env.BENCH_MIGRATE_REPEAT || '3'));
 const RELAYS = (process.env.BENCH_MIGRATE_RELAYS ?? '1') !== '0';
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-const log = (...a) => console.error('[bench:migrate]', ...a);
+const log = (...a) => console.error(`[bench:migrate ${new Date().toISOString().slice(11, 19)}]`, ...a);
 const mb = (bytes, ms) => bytes / 1e6 / (ms / 1000);
 
 let engDir = opt('engines', undefined);
@@ -94,6 +94,10 @@ const podman = (engine, args) => execFileSync('bash', [ENGINES, 'podman', engine
 const rss = (pid) => Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
 
 async function api(url, token, method, p, body) {
+  // The fills and relays block this process (execFileSync) for minutes on a loaded machine, while
+  // berth closes idle keep-alive connections: one loop turn lets fetch see the close before it
+  // would write a request into a dead socket (EPIPE).
+  await new Promise((r) => setImmediate(r));
   const r = await fetch(`${url}/api/v1${p}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -345,6 +349,10 @@ try {
     }
   }
   console.log('goals: pause (last write on the source → done) ≤ 500 ms at every size; bulk / tar relay ≥ 1.0x; RSS growth < 64 MiB');
+} catch (err) {
+  // Said before the cleanup: stopping berth serve makes requests still in flight fail too.
+  log('failed:', err);
+  throw err;
 } finally {
   await cleanup();
 }
