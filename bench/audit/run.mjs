@@ -3,14 +3,15 @@
 //
 // The operation is update_project (PATCH /api/v1/projects/{uuid}): a store-only change, the
 // cheapest changing call there is, so the audit write is the largest share it can be.
-//   - "with" and "without": the same core, the same caller and input, in alternating blocks:
+//   - "with" and "without": the same core, the same caller and input, interleaved call by call:
 //     Core.run (permission, validation, action, redaction, the audit entry) against the same
 //     steps without the entry (the core's own execute(), gate included, which run() wraps; a
 //     store-only operation such as this one runs there without the entry's transaction around
 //     it, in its own). The difference is the audit's cost per call.
 //   - the request: the same PATCH over real HTTP to berth serving that store (in this process,
-//     one request at a time), so the cost is also shown as a share of a whole request.
-// Usage: npm run build && node bench/audit/run.mjs [calls per block=500] [blocks=10]
+//     one request at a time), interleaved with the two above, so the cost is also shown as a
+//     share of a whole request: cost / (request - cost), from the medians of each kind.
+// Usage: npm run build && node bench/audit/run.mjs [rounds=3000]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,8 +28,7 @@ const { operations } = await import(path.join(dist, 'core/operations/index.js'))
 const { loadConfig } = await import(path.join(dist, 'config/config.js'));
 const { startServer } = await import(path.join(dist, 'serve.js'));
 
-const perBlock = Number(process.argv[2] ?? 500);
-const blocks = Number(process.argv[3] ?? 10);
+const rounds = Number(process.argv[2] ?? 3000);
 const op = operations.find((o) => o.name === 'update_project');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -51,20 +51,6 @@ async function measure(label, databaseUrl) {
   // policy on every changing call: that is the gate's cost, not the audit's).
   const without = () => core.execute(op, caller, input(), {}, true);
 
-  const time = async (fn) => {
-    const t = performance.now();
-    for (let i = 0; i < perBlock; i++) await fn();
-    return ((performance.now() - t) * 1000) / perBlock;
-  };
-  await time(withAudit);
-  await time(without);
-  const w = [];
-  const wo = [];
-  for (let b = 0; b < blocks; b++) {
-    w.push(await time(withAudit));
-    wo.push(await time(without));
-  }
-
   // The same change as a whole request, over HTTP.
   const server = await startServer(config, () => {});
   const patch = async () => {
@@ -76,9 +62,21 @@ async function measure(label, databaseUrl) {
     await res.body.text();
     if (res.statusCode !== 201) throw new Error(`PATCH answered ${res.statusCode}`);
   };
-  await time(patch);
-  const http = [];
-  for (let b = 0; b < Math.max(3, blocks / 2); b++) http.push(await time(patch));
+
+  // with, without and the request one call each per round, in a random order, and medians per
+  // kind: on a shared machine the load moves by more than the effect within seconds, so blocks
+  // of one kind measured apart (as this bench did before) compared different loads.
+  const kinds = { with: withAudit, without, http: patch };
+  const times = { with: [], without: [], http: [] };
+  const order = Object.keys(kinds);
+  for (let round = -Math.min(200, rounds / 10); round < rounds; round++) {
+    order.sort(() => Math.random() - 0.5);
+    for (const k of order) {
+      const t = performance.now();
+      await kinds[k]();
+      if (round >= 0) times[k].push((performance.now() - t) * 1000);
+    }
+  }
   await server.close();
 
   const entries = (
@@ -91,13 +89,13 @@ async function measure(label, databaseUrl) {
   await db.destroy();
   fs.rmSync(dataDir, { recursive: true, force: true });
 
-  const mw = median(w);
-  const mwo = median(wo);
+  const mw = median(times.with);
+  const mwo = median(times.without);
   const cost = mw - mwo;
-  const req = median(http);
+  const req = median(times.http);
   console.log(
     `${label.padEnd(10)} core call without audit ${mwo.toFixed(0)} µs, with ${mw.toFixed(0)} µs: +${cost.toFixed(0)} µs (${((cost / mwo) * 100).toFixed(1)} % of the call); ` +
-      `HTTP PATCH ${req.toFixed(0)} µs: audit ${((cost / (req - cost)) * 100).toFixed(1)} % of the request without it (${entries} entries written)`,
+      `HTTP PATCH ${req.toFixed(0)} µs: audit ${((cost / (req - cost)) * 100).toFixed(1)} % of the request without it (${rounds} rounds, ${entries} entries written)`,
   );
 }
 

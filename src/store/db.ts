@@ -17,6 +17,7 @@ import {
   type MigrationProvider,
   type PostgresDialectConfig,
   type SqliteDialectConfig,
+  type TransactionSettings,
 } from 'kysely';
 import type { Database } from './schema.js';
 import { BerthError } from '../errors.js';
@@ -47,6 +48,7 @@ import * as m030 from './migrations/030-approvals.js';
 import * as m031 from './migrations/031-audit.js';
 import * as m032 from './migrations/032-audit-lean.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
+import { carryCommits, commitText, takePending } from './with-commit.js';
 
 import * as m009 from './migrations/009-shared-variables.js';
 
@@ -173,7 +175,7 @@ async function openPostgres(url: string): Promise<Db> {
   // query, which the request answers with 503, and is released.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new KeepErrorPostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new KeepErrorPostgresDialect({ pool }, pg.escapeLiteral) });
   try {
     await sql`select 1`.execute(db);
   } catch (err) {
@@ -211,19 +213,52 @@ async function quietRollback(rollback: () => Promise<void>): Promise<void> {
   }
 }
 
+/**
+ * PostgresDriver that keeps the original error (quietRollback) and sends what withCommit left
+ * for a transaction together with its COMMIT, in one round trip (src/store/with-commit.ts).
+ */
 class KeepErrorPostgresDriver extends PostgresDriver {
+  constructor(
+    settings: PostgresDialectConfig,
+    private readonly escapeLiteral: (s: string) => string,
+  ) {
+    super(settings);
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await super.acquireConnection();
+    carryCommits(connection);
+    return connection;
+  }
+
+  override async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    // Nothing left over from a transaction that ended without commit or rollback rides on this one.
+    takePending(connection);
+    await super.beginTransaction(connection, settings);
+  }
+
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    const carried = takePending(connection);
+    if (!carried) return super.commitTransaction(connection);
+    await connection.executeQuery(CompiledQuery.raw(commitText(carried, this.escapeLiteral)));
+  }
+
   override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    takePending(connection);
     await quietRollback(() => super.rollbackTransaction(connection));
   }
 }
 
 class KeepErrorPostgresDialect extends PostgresDialect {
-  constructor(private readonly settings: PostgresDialectConfig) {
+  constructor(
+    private readonly settings: PostgresDialectConfig,
+    private readonly escapeLiteral: (s: string) => string,
+  ) {
     super(settings);
   }
 
   override createDriver(): Driver {
-    return new KeepErrorPostgresDriver(this.settings);
+    return new KeepErrorPostgresDriver(this.settings, this.escapeLiteral);
   }
 }
 

@@ -111,4 +111,14 @@ describe('audit entry in the change transaction', () => {
     expect(await description()).toBe('two');
     expect((await entries()).slice(before).map((e) => e.result)).toEqual(['ok']);
   });
+
+  it('concurrent calls on one row: each applied change has exactly one entry (on PostgreSQL they conflict and are retried)', async () => {
+    const before = (await entries()).length;
+    const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => assembled.core.run(updateProject, caller, { uuid: projectUuid, description: `racer-${i}` })));
+    const applied = results.filter((r) => r.status === 'fulfilled').length;
+    expect(applied).toBe(12);
+    const added = (await entries()).slice(before);
+    expect(added.map((e) => e.result)).toEqual(Array(12).fill('ok'));
+    expect(await description()).toMatch(/^racer-\d+$/);
+  });
 });

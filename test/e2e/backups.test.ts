@@ -9,6 +9,10 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupVolumeName } from '../../src/engine/backup-plan.js';
+import { LiveRuntime } from '../../src/engine/live-runtime.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { BackupRunner } from '../../src/workers/database-backup-runner.js';
+import { VolumeBackupRunner } from '../../src/workers/volume-backup-runner.js';
 import { ENGINE_IMAGE, ENGINES_SCRIPT, enginesAvailable, useEngines } from '../helpers/engines.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, deployed, registerEngines, until, type Platform } from './support.js';
@@ -89,6 +93,12 @@ describe.skipIf(!enginesAvailable)('database backups on a real engine (PostgreSQ
     expect(restored.message).toBe('Backup restored.');
     expect(psql(db, 'select item from orders where id = 1')).toBe('kept-by-backup');
 
+    // Scheduled runs (a database backup and a volume backup of its storage) by two instances
+    // ticking at once: each slot runs once, on the engine, and its end is one `job` audit entry,
+    // ok, for the token that set the schedule. A yearly slot made due by backdating: one slot only,
+    // whoever (this server's own scheduler included) claims it.
+    const scheduledFiles = await scheduledRuns(db);
+
     // A stopped database: the run fails with the reason, and is never a success.
     const stop = await api.ok('POST', `/databases/${db}/stop`);
     await deployed(api, stop.deployment_uuid ?? stop.deployments?.[0]?.deployment_uuid, 90_000);
@@ -100,6 +110,46 @@ describe.skipIf(!enginesAvailable)('database backups on a real engine (PostgreSQ
     // Deleting the successful run removes its file from the volume.
     await api.ok('DELETE', `/databases/${db}/backups/${b.uuid}/executions/${b.execution_uuid}`);
     const left = engines.podman('a', ['run', '--rm', '--network', 'none', '-v', `${backupVolumeName(db)}:/b`, ENGINE_IMAGE, 'ls', '/b']).trim();
-    expect(left).toBe('');
+    expect(left.split(/\s+/).filter(Boolean).sort()).toEqual(scheduledFiles.sort());
   }, 240_000);
+
+  /** See the call above: the scheduled runs' ends and their entries; the files they left. */
+  async function scheduledRuns(db: string): Promise<string[]> {
+    const logger = createLogger({ level: 'silent', destination: 'stderr' });
+    const runtimes = [new LiveRuntime(s.db, logger, ENGINE_IMAGE, false), new LiveRuntime(s.db, logger, ENGINE_IMAGE, false)];
+    const longAgo = new Date(Date.now() - 2 * 366 * 86_400_000).toISOString();
+    const backup = (await api.ok('POST', `/databases/${db}/backups`, { frequency: 'yearly' })).uuid as string;
+    await s.db.updateTable('scheduled_database_backups').set({ created_at: longAgo }).where('uuid', '=', backup).execute();
+    const storage = (await api.ok('GET', `/databases/${db}/storages`)).persistent_storages[0].uuid as string;
+    const volumeBackup = await api.ok('PUT', `/databases/${db}/storages/${storage}/backups`, { frequency: 'yearly' });
+    await s.db.updateTable('scheduled_volume_backups').set({ created_at: longAgo }).where('uuid', '=', volumeBackup.uuid).execute();
+
+    const backupRunners = runtimes.map((r) => new BackupRunner(s.db, r, logger));
+    await Promise.all(backupRunners.map((r) => r.tick()));
+    await Promise.all(backupRunners.map((r) => r.idle()));
+    const [dbRun, ...moreDbRuns] = await runs(db, backup);
+    expect(moreDbRuns).toEqual([]);
+    const dbEnded = await ended(db, backup, dbRun.uuid);
+    expect(dbEnded, JSON.stringify(dbEnded)).toMatchObject({ status: 'success', database_name: 'shop' });
+    await Promise.all(runtimes.map((r) => new VolumeBackupRunner(s.db, r, logger).tick()));
+    // The server's own scheduler may have claimed the slot first: wait for its run to end.
+    const volumeRuns = await until(
+      'the volume backup ends',
+      async () => {
+        const e = (await api.ok('GET', `/databases/${db}/storages/${storage}/backups`)).executions;
+        return e.length && e.every((x: { status: string }) => x.status !== 'running') ? e : undefined;
+      },
+      60_000,
+    );
+    expect(volumeRuns, JSON.stringify(volumeRuns)).toMatchObject([{ status: 'success' }]);
+    for (const r of runtimes) await r.close();
+
+    const rootTokenId = Number(s.rootToken.split('|')[0]);
+    const entries = await s.db.selectFrom('audit_log').selectAll().where('door', '=', 'job').orderBy('id').execute();
+    expect(entries.map((e) => [e.operation, JSON.parse(e.targets), e.started_uuid, e.result, e.status, e.token_id])).toEqual([
+      ['run_database_backup', [db, backup], dbRun.uuid, 'ok', 200, rootTokenId],
+      ['run_database_storage_backup', [db, storage], volumeRuns[0].uuid, 'ok', 200, rootTokenId],
+    ]);
+    return [dbEnded.filename, volumeRuns[0].filename];
+  }
 });

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { CompiledQuery } from 'kysely';
 import { perStore } from '../../store/cached.js';
 import type { Db } from '../../store/db.js';
+import { withCommit } from '../../store/with-commit.js';
 import type { AuditLogTable } from '../../store/schema-audit.js';
 import { auditRow, type AuditedCall } from './entry.js';
 
@@ -58,10 +59,11 @@ export async function appendAudit(db: Db, logger: Logger, call: AuditedCall): Pr
 
 /**
  * Appends a store-only call's entry inside the call's own transaction trx (of db): it commits
- * with the change or not at all. A failure throws, so the change rolls back with it.
+ * with the change or not at all. On PostgreSQL the insert is sent with the COMMIT, in one round
+ * trip (withCommit); a failed insert fails the commit, so the change rolls back with it.
  */
 export async function appendAuditIn(db: Db, trx: Db, call: AuditedCall): Promise<void> {
-  await trx.executeQuery(insertFor(db, call));
+  await withCommit(trx, insertFor(db, call));
 }
 
 const rowOf = (q: CompiledQuery): Record<string, unknown> => Object.fromEntries(COLUMNS.map((c, i) => [c, q.parameters[i]]));
