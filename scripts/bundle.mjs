@@ -3,6 +3,7 @@
 //                    resolving, loading and compiling hundreds of ES modules (Kysely, the MCP SDK);
 //   berth.cjs.cache  a V8 code cache of it, made by a training run of `berth mcp` below;
 //   cli.js           the launcher (src/launcher.ts) that runs berth.cjs through that cache.
+//   tool-schemas.json  the default tool list's JSON Schemas embedded in berth.cjs (a record of them).
 // Modules reached only by a dynamic import (serve, the engine runtime) are evaluated only when used.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
