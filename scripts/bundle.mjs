@@ -3,6 +3,7 @@
 //                    resolving, loading and compiling hundreds of ES modules (Kysely, the MCP SDK);
 //   berth.cjs.cache  a V8 code cache of it, made by a training run of `berth mcp` below;
 //   cli.js           the launcher (src/launcher.ts) that runs berth.cjs through that cache.
+//   tool-schemas.json  the default tool list's JSON Schemas embedded in berth.cjs (a record of them).
 // Modules reached only by a dynamic import (serve, the engine runtime) are evaluated only when used.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,6 +17,25 @@ const LAUNCHER = `${OUT}/cli.js`;
 
 // Names are fixed but a previous layout's files (chunks) must not linger.
 fs.rmSync(OUT, { recursive: true, force: true });
+
+// The default tool list's JSON Schemas, computed from the declarations (tsc's output) and
+// embedded: a session lists them without building those operations' zod schemas
+// (src/mcp/tools/json-schema.ts reads them; test/bundle/tool-schemas.test.ts checks them).
+const { defaultListSchemas } = await import('../dist/mcp/tools/schema-table.js');
+const toolSchemas = JSON.stringify(defaultListSchemas());
+
+/**
+ * zod exports every language's error messages as `z.locales` (300 KB, a ninth of the bundle, read
+ * at every start); berth and the MCP SDK only use the English default, which zod's schemas import
+ * themselves. The namespace keeps `en` alone.
+ */
+const zodWithoutLocales = {
+  name: 'zod-without-locales',
+  setup(b) {
+    b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) => (/[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: 'zod-locales', namespace: 'berth-zod-locales' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'berth-zod-locales' }, () => ({ contents: "export { default as en } from 'zod/v4/locales/en.js';", resolveDir: process.cwd(), loader: 'js' }));
+  },
+};
 
 await build({
   entryPoints: ['dist/cli.js'],
@@ -38,11 +58,14 @@ await build({
   // serve's alone as well, and so is the OAuth server (oidc-provider with Koa and jose: 0.7 MB,
   // a fifth of the bundle every `berth mcp` spawn read; Node 20.19+ requires it as an ES module).
   external: ['better-sqlite3', 'pg', 'pino-pretty', 'ioredis', 'nodemailer', 'ssh2', 'fastify', 'tar', 'undici', '@simplewebauthn/server', 'oidc-provider'],
-  define: { 'import.meta.url': '__berthModuleUrl' },
+  define: { 'import.meta.url': '__berthModuleUrl', __BERTH_TOOL_SCHEMAS__: JSON.stringify(toolSchemas) },
   // Strict, as the ES modules it is made of were (esbuild's own "use strict" comes after this line).
   banner: { js: "'use strict'; var __berthModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  plugins: [zodWithoutLocales],
   logLevel: 'warning',
 });
+// What was embedded, for the test that holds it to the declarations and for a reader.
+fs.writeFileSync(`${OUT}/tool-schemas.json`, toolSchemas);
 // esbuild escapes non-ASCII text in strings but not in regular expressions or template literals:
 // one such character (a µ in a compose regex, a · in a console page) made V8 hold the whole 2.7 MB
 // source as two-byte text at every start. Written as \u escapes, it means the same in a regex, a

@@ -14,7 +14,9 @@ import vm from 'node:vm';
 const dir = import.meta.dirname;
 const file = path.join(dir, 'berth.cjs');
 const cacheFile = `${file}.cache`;
-const source = fs.readFileSync(file, 'utf8');
+// The build writes the bundle as ASCII (scripts/bundle.mjs), so latin1 reads the same text without
+// UTF-8 decoding: measured, a quarter less CPU for the 2.7 MB read at every start.
+const source = fs.readFileSync(file, 'latin1');
 
 // V8 checks a cache against the source's length only: the cache starts with the size and
 // modification time of the bundle it was made from, so an edited bundle never runs another

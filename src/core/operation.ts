@@ -127,9 +127,22 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
   run(ctx: OperationContext, input: z.infer<I>): Promise<z.infer<O>>;
 }
 
-/** Identity function that keeps the input/output types of one declaration tied together. */
-export function defineOperation<I extends z.ZodObject, O extends z.ZodType>(op: Operation<I, O>): Operation<I, O> {
-  return op;
+/**
+ * An operation as its module declares it: the input and output schemas as functions, built on
+ * first use. A `berth mcp` session calls one or two operations; building every operation's
+ * schemas when the table loads was the largest part of its cold start.
+ */
+export type OperationDeclaration<I extends z.ZodObject, O extends z.ZodType> = Omit<Operation<I, O>, 'input' | 'output'> & { input: () => I; output: () => O };
+
+/** Keeps the input/output types of one declaration tied together; its schemas are made once, when first read. */
+export function defineOperation<I extends z.ZodObject, O extends z.ZodType>(decl: OperationDeclaration<I, O>): Operation<I, O> {
+  const { input, output, ...op } = decl;
+  let i: I | undefined;
+  let o: O | undefined;
+  return Object.defineProperties(op, {
+    input: { get: () => (i ??= input()), enumerable: true },
+    output: { get: () => (o ??= output()), enumerable: true },
+  }) as Operation<I, O>;
 }
 
 /** Path parameter names of a path template, in order. */

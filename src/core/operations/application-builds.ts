@@ -127,8 +127,8 @@ export const applicationBuildOperations = [
     summary: "Create an application built from an inline Dockerfile (base64) on the server's engine at each deploy.",
     permission: 'write',
     toolset: 'applications',
-    input: z.strictObject({ ...shared, dockerfile: z.string().min(1).max(200_000) }),
-    output,
+    input: () => z.strictObject({ ...shared, dockerfile: z.string().min(1).max(200_000) }),
+    output: () => output,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/dockerfile', status: 201 },
     async run(ctx, { dockerfile, ...i }) {
@@ -146,15 +146,16 @@ export const applicationBuildOperations = [
     summary: "Create an application built from a public git repository's Dockerfile on the server's engine at each deploy.",
     permission: 'write',
     toolset: 'applications',
-    input: z.strictObject({
-      ...shared,
-      git_repository: gitRepository,
-      git_branch: gitBranch,
-      build_pack: z.string(),
-      base_directory: repoPath.optional(),
-      dockerfile_location: repoPath.optional(),
-    }),
-    output,
+    input: () =>
+      z.strictObject({
+        ...shared,
+        git_repository: gitRepository,
+        git_branch: gitBranch,
+        build_pack: z.string(),
+        base_directory: repoPath.optional(),
+        dockerfile_location: repoPath.optional(),
+      }),
+    output: () => output,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/public', status: 201 },
     async run(ctx, { git_repository, git_branch, build_pack, base_directory, dockerfile_location, ...i }) {
@@ -172,15 +173,16 @@ export const applicationBuildOperations = [
     summary: "Create an application built from a private repository cloned over SSH with one of the team's private keys (a deploy key).",
     permission: 'write',
     toolset: 'applications',
-    input: z.strictObject({
-      ...shared,
-      ...gitFields,
-      private_key_uuid: uuidParam,
-      git_repository: sshRepository,
-      /** berth's own: the git host's key, else pinned at the first clone. */
-      git_host_key: hostKeys.optional(),
-    }),
-    output,
+    input: () =>
+      z.strictObject({
+        ...shared,
+        ...gitFields,
+        private_key_uuid: uuidParam,
+        git_repository: sshRepository,
+        /** berth's own: the git host's key, else pinned at the first clone. */
+        git_host_key: hostKeys.optional(),
+      }),
+    output: () => output,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/private-deploy-key', status: 201 },
     async run(ctx, { git_repository, git_branch, build_pack, base_directory, dockerfile_location, private_key_uuid, git_host_key, ...i }) {
@@ -204,8 +206,8 @@ export const applicationBuildOperations = [
     summary: "Create an application from a private repository through a GitHub app: needs GitHub's network (answers 501 saying so).",
     permission: 'write',
     toolset: 'applications',
-    input: z.strictObject({ ...shared, ...gitFields, github_app_uuid: uuidParam, git_repository: z.string().max(2048) }),
-    output,
+    input: () => z.strictObject({ ...shared, ...gitFields, github_app_uuid: uuidParam, git_repository: z.string().max(2048) }),
+    output: () => output,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/private-github-app', status: 201 },
     async run({ db, caller }, i) {

@@ -128,8 +128,8 @@ export const applicationOperations = [
     summary: 'List the applications of the team.',
     permission: 'read',
     toolset: 'applications',
-    input: z.strictObject({ ...pageInput, tag: z.string().max(64).optional() }),
-    output: listOf(applicationSchema),
+    input: () => z.strictObject({ ...pageInput, tag: z.string().max(64).optional() }),
+    output: () => listOf(applicationSchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/applications', list: true },
     async run({ db, caller }, { tag, ...p }) {
@@ -147,8 +147,8 @@ export const applicationOperations = [
     summary: 'Create an application from a Docker image (not deployed unless instant_deploy).',
     permission: 'write',
     toolset: 'applications',
-    input: z.strictObject({ ...placementInput, ...appFields, instant_deploy: z.boolean().optional() }),
-    output: z.object({ uuid: z.string(), domains: z.string().nullable(), deployment_uuid: z.string().optional() }),
+    input: () => z.strictObject({ ...placementInput, ...appFields, instant_deploy: z.boolean().optional() }),
+    output: () => z.object({ uuid: z.string(), domains: z.string().nullable(), deployment_uuid: z.string().optional() }),
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/dockerimage', status: 201 },
     async run(ctx, i) {
@@ -180,8 +180,8 @@ export const applicationOperations = [
     summary: 'Get an application.',
     permission: 'read',
     toolset: 'applications',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: applicationSchema,
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => applicationSchema,
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/applications/{uuid}' },
     async run({ db, caller }, { uuid }) {
@@ -196,8 +196,8 @@ export const applicationOperations = [
     summary: 'Change an application; redeploy for the change to reach the running container.',
     permission: 'write',
     toolset: 'applications',
-    input: z.strictObject({ uuid: uuidParam, ...appFields, docker_registry_image_name: imageName.optional() }),
-    output: z.object({ uuid: z.string() }),
+    input: () => z.strictObject({ uuid: uuidParam, ...appFields, docker_registry_image_name: imageName.optional() }),
+    output: () => z.object({ uuid: z.string() }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/applications/{uuid}' },
     async run({ db: store, caller }, { uuid, ...i }) {

@@ -57,8 +57,8 @@ export const approvalOperations = [
     summary: "List the team's approvals (calls by agents held for a person), newest first.",
     permission: 'read',
     toolset: 'teams',
-    input: z.strictObject({ status: z.enum(STATUSES).optional(), ...pageInput }),
-    output: listOf(approvalSchema),
+    input: () => z.strictObject({ status: z.enum(STATUSES).optional(), ...pageInput }),
+    output: () => listOf(approvalSchema),
     annotations: readOnly,
     http: { method: 'GET', path: '/api/v1/approvals', list: true },
     async run({ db, config, caller }, input) {
@@ -73,8 +73,8 @@ export const approvalOperations = [
     summary: 'Get which calls by agents wait for a person, and for how long.',
     permission: 'read',
     toolset: 'teams',
-    input: z.strictObject({}),
-    output: policySchema,
+    input: () => z.strictObject({}),
+    output: () => policySchema,
     annotations: readOnly,
     http: { method: 'GET', path: '/api/v1/approvals/policy' },
     async run({ db, caller }) {
@@ -89,19 +89,20 @@ export const approvalOperations = [
     summary: 'Set which calls by agents wait for a person. While the policy holds anything, changing it waits for a person too.',
     permission: 'write',
     toolset: 'teams',
-    input: z.strictObject({
-      rules: z
-        .array(z.string().refine((r) => (APPROVAL_CLASSES as readonly string[]).includes(r) || operationNames().has(r), { message: `Name an operation or a class: ${APPROVAL_CLASSES.join(', ')}.` }))
-        .max(200)
-        .optional(),
-      expires_in_seconds: z
-        .number()
-        .int()
-        .min(60)
-        .max(30 * 86400)
-        .optional(),
-    }),
-    output: policySchema,
+    input: () =>
+      z.strictObject({
+        rules: z
+          .array(z.string().refine((r) => (APPROVAL_CLASSES as readonly string[]).includes(r) || operationNames().has(r), { message: `Name an operation or a class: ${APPROVAL_CLASSES.join(', ')}.` }))
+          .max(200)
+          .optional(),
+        expires_in_seconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(30 * 86400)
+          .optional(),
+      }),
+    output: () => policySchema,
     annotations: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
     http: { method: 'PATCH', path: '/api/v1/approvals/policy' },
     async run({ db, caller }, input) {
@@ -117,8 +118,8 @@ export const approvalOperations = [
     summary: 'Get one approval: the held operation, its target, its redacted arguments, its state and, once run, its result.',
     permission: 'read',
     toolset: 'teams',
-    input: uuidInput,
-    output: approvalSchema,
+    input: () => uuidInput,
+    output: () => approvalSchema,
     annotations: readOnly,
     http: { method: 'GET', path: '/api/v1/approvals/{uuid}' },
     async run({ db, config, caller }, input) {
@@ -133,8 +134,8 @@ export const approvalOperations = [
     summary: 'Approve a held call: it runs once, as the caller that asked. Only a team owner or admin in the console or CLI; a token is refused.',
     permission: 'write',
     toolset: 'teams',
-    input: uuidInput,
-    output: approvalSchema,
+    input: () => uuidInput,
+    output: () => approvalSchema,
     annotations: decision,
     http: { method: 'POST', path: '/api/v1/approvals/{uuid}/approve' },
     async run(ctx, input) {
@@ -148,8 +149,8 @@ export const approvalOperations = [
     summary: 'Deny a held call (an agent may withdraw its own): it never runs.',
     permission: 'write',
     toolset: 'teams',
-    input: uuidInput,
-    output: approvalSchema,
+    input: () => uuidInput,
+    output: () => approvalSchema,
     annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: false },
     http: { method: 'POST', path: '/api/v1/approvals/{uuid}/deny' },
     async run(ctx, input) {

@@ -39,24 +39,25 @@ export const auditOperations = [
     summary: "The team's audit log, newest first: every call that changed something (or tried to), from every door, with who, what, the result and its duration.",
     permission: 'read',
     toolset: 'audit',
-    input: z.strictObject({
-      from: isoTime.optional(),
-      to: isoTime.optional(),
-      user: z.string().trim().min(1).max(254).optional().describe('A user id or e-mail.'),
-      token: z.coerce.number().int().min(1).optional().describe('A token id.'),
-      operation: z
-        .string()
-        .regex(/^[a-z][a-z0-9_]{0,63}$/, 'Must be an operation name.')
-        .optional(),
-      resource: uuidParam.optional().describe('A uuid the call named, made or started.'),
-      result: z
-        .string()
-        .regex(/^[a-z_]{1,32}$/, 'Must be ok, error or an error kind.')
-        .optional()
-        .describe('ok, error (any failure), forbidden or an error kind.'),
-      ...pageInput,
-    }),
-    output: listOf(auditEntrySchema),
+    input: () =>
+      z.strictObject({
+        from: isoTime.optional(),
+        to: isoTime.optional(),
+        user: z.string().trim().min(1).max(254).optional().describe('A user id or e-mail.'),
+        token: z.coerce.number().int().min(1).optional().describe('A token id.'),
+        operation: z
+          .string()
+          .regex(/^[a-z][a-z0-9_]{0,63}$/, 'Must be an operation name.')
+          .optional(),
+        resource: uuidParam.optional().describe('A uuid the call named, made or started.'),
+        result: z
+          .string()
+          .regex(/^[a-z_]{1,32}$/, 'Must be ok, error or an error kind.')
+          .optional()
+          .describe('ok, error (any failure), forbidden or an error kind.'),
+        ...pageInput,
+      }),
+    output: () => listOf(auditEntrySchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/audit', list: true },
     async run({ db, caller }, { page, per_page, ...filter }) {

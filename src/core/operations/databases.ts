@@ -154,8 +154,8 @@ function createOperation(kind: DatabaseKind) {
     summary: `Create a ${kind} database with a persistent volume (not started unless instant_deploy).`,
     permission: 'write',
     toolset: 'databases',
-    input: z.strictObject({ ...placementInput, ...common, ...typeFields[kind], instant_deploy: z.boolean().optional() }),
-    output: z.object({ uuid: z.string(), internal_db_url: sensitive(z.string()), deployment_uuid: z.string().optional() }),
+    input: () => z.strictObject({ ...placementInput, ...common, ...typeFields[kind], instant_deploy: z.boolean().optional() }),
+    output: () => z.object({ uuid: z.string(), internal_db_url: sensitive(z.string()), deployment_uuid: z.string().optional() }),
     annotations: CREATE,
     http: { method: 'POST', path: `/api/v1/databases/${kind}`, status: 201 },
     async run(ctx, i) {
@@ -202,8 +202,8 @@ export const databaseOperations = [
     summary: 'List the databases of the team.',
     permission: 'read',
     toolset: 'databases',
-    input: z.strictObject({ ...pageInput }),
-    output: listOf(databaseSchema),
+    input: () => z.strictObject({ ...pageInput }),
+    output: () => listOf(databaseSchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/databases', list: true },
     async run({ db, caller }, p) {
@@ -228,8 +228,8 @@ export const databaseOperations = [
     summary: 'Get a database (passwords and URLs need read:sensitive).',
     permission: 'read',
     toolset: 'databases',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: databaseSchema,
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => databaseSchema,
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/databases/{uuid}' },
     async run({ db, caller }, { uuid }) {
@@ -243,8 +243,8 @@ export const databaseOperations = [
     summary: 'Change a database; restart it for the change to apply.',
     permission: 'write',
     toolset: 'databases',
-    input: z.strictObject({ uuid: uuidParam, ...common, ...allTypeFields }),
-    output: messageSchema,
+    input: () => z.strictObject({ uuid: uuidParam, ...common, ...allTypeFields }),
+    output: () => messageSchema,
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/databases/{uuid}' },
     async run({ db: store, caller }, { uuid, name: n, description: d, image, is_public, public_port, tags: t, ...rest }) {

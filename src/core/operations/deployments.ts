@@ -115,20 +115,21 @@ export const deploymentOperations = [
     summary: 'Queue deployments of resources by uuid (comma list) or tag.',
     permission: 'deploy',
     toolset: 'deployments',
-    input: z.strictObject({
-      uuid: z
-        .string()
-        .max(4096)
-        .regex(/^[A-Za-z0-9]+(,[A-Za-z0-9]+)*$/, 'Comma-separated uuids.')
-        .optional(),
-      tag: z
-        .string()
-        .max(1024)
-        .regex(/^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$/, 'Comma-separated tag names.')
-        .optional(),
-      force: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
-    }),
-    output: deployResult,
+    input: () =>
+      z.strictObject({
+        uuid: z
+          .string()
+          .max(4096)
+          .regex(/^[A-Za-z0-9]+(,[A-Za-z0-9]+)*$/, 'Comma-separated uuids.')
+          .optional(),
+        tag: z
+          .string()
+          .max(1024)
+          .regex(/^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$/, 'Comma-separated tag names.')
+          .optional(),
+        force: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
+      }),
+    output: () => deployResult,
     annotations: ENGINE,
     http: { method: 'POST', path: '/api/v1/deploy' },
     async run(ctx, i) {
@@ -153,8 +154,8 @@ export const deploymentOperations = [
     summary: 'List the team’s deployments that are queued or in progress.',
     permission: 'read',
     toolset: 'deployments',
-    input: z.strictObject({ ...pageInput }),
-    output: listOf(deploymentSchema),
+    input: () => z.strictObject({ ...pageInput }),
+    output: () => listOf(deploymentSchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/deployments', list: true },
     async run({ db, caller }, p) {
@@ -175,14 +176,15 @@ export const deploymentOperations = [
     summary: 'Get a deployment with its status (and logs with read:sensitive).',
     permission: 'read',
     toolset: 'deployments',
-    input: z.strictObject({
-      uuid: uuidParam,
-      full: z
-        .enum(['true', 'false'])
-        .transform((v) => v === 'true')
-        .optional(),
-    }),
-    output: deploymentSchema,
+    input: () =>
+      z.strictObject({
+        uuid: uuidParam,
+        full: z
+          .enum(['true', 'false'])
+          .transform((v) => v === 'true')
+          .optional(),
+      }),
+    output: () => deploymentSchema,
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/deployments/{uuid}' },
     async run({ db, caller }, { uuid, full }) {
@@ -197,8 +199,8 @@ export const deploymentOperations = [
     summary: 'Cancel a queued or running deployment.',
     permission: 'deploy',
     toolset: 'deployments',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: z.object({ message: z.string(), deployment_uuid: z.string(), status: z.literal(CANCELLED) }),
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => z.object({ message: z.string(), deployment_uuid: z.string(), status: z.literal(CANCELLED) }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     http: { method: 'POST', path: '/api/v1/deployments/{uuid}/cancel' },
     async run({ db, caller, jobs }, { uuid }) {
@@ -217,8 +219,8 @@ export const deploymentOperations = [
     permission: 'read',
     toolset: 'deployments',
     // Coolify's paging for this one list: skip/take, answered as {count, deployments}.
-    input: z.strictObject({ uuid: uuidParam, skip: z.coerce.number().int().min(0).default(0), take: z.coerce.number().int().min(1).max(100).default(10) }),
-    output: z.object({ count: z.number().int(), deployments: z.array(deploymentSchema) }),
+    input: () => z.strictObject({ uuid: uuidParam, skip: z.coerce.number().int().min(0).default(0), take: z.coerce.number().int().min(1).max(100).default(10) }),
+    output: () => z.object({ count: z.number().int(), deployments: z.array(deploymentSchema) }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/deployments/applications/{uuid}' },
     async run({ db, caller }, { uuid, skip, take }) {
@@ -273,8 +275,8 @@ export function lifecycleOperations(collection: Collection) {
       permission: 'deploy',
       toolset,
       // Coolify's restart of a service may pull its images first (latest=true) and recreate the containers.
-      input: z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.meta({ 'berth.brief': true }).optional() } : {}) }),
-      output: z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string() }),
+      input: () => z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.meta({ 'berth.brief': true }).optional() } : {}) }),
+      output: () => z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string() }),
       annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
       http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}` },
       async run(ctx, i) {

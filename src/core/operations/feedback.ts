@@ -37,8 +37,8 @@ export const feedbackOperations = [
     summary: 'Send feedback about berth to the instance operators.',
     permission: 'authenticated',
     toolset: 'feedback',
-    input: z.strictObject({ content: z.string().trim().min(10).max(2000) }),
-    output: z.object({ message: z.string(), id: z.number().int() }),
+    input: () => z.strictObject({ content: z.string().trim().min(10).max(2000) }),
+    output: () => z.object({ message: z.string(), id: z.number().int() }),
     annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: true },
     http: { method: 'POST', path: '/api/feedback', status: 201 },
     // Outside /api/v1: not in the general bucket, but a small per-address limit of its own.

@@ -102,8 +102,8 @@ export const gitlabAppOperations = [
     summary: "List the team's GitLab app records (secrets need read:sensitive).",
     permission: 'read',
     toolset: 'applications',
-    input: z.strictObject({}),
-    output: z.array(appSchema),
+    input: () => z.strictObject({}),
+    output: () => z.array(appSchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/gitlab-apps' },
     async run({ db, caller }) {
@@ -118,8 +118,8 @@ export const gitlabAppOperations = [
     summary: 'Record a GitLab app (name, html_url; api_url defaults to html_url/api/v4, SSH user git and port 22, a webhook token is generated when none is given).',
     permission: 'write',
     toolset: 'applications',
-    input: z.strictObject(fields),
-    output: appSchema,
+    input: () => z.strictObject(fields),
+    output: () => appSchema,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/gitlab-apps', status: 201 },
     async run({ db, caller }, i) {
@@ -151,8 +151,8 @@ export const gitlabAppOperations = [
     summary: 'Change a GitLab app record by id; a new html_url without api_url moves api_url with it.',
     permission: 'write',
     toolset: 'applications',
-    input: z.strictObject({ gitlab_app_id: idParam, ...fields, name: fields.name.optional(), html_url: fields.html_url.optional() }),
-    output: z.object({ message: z.string(), data: appSchema }),
+    input: () => z.strictObject({ gitlab_app_id: idParam, ...fields, name: fields.name.optional(), html_url: fields.html_url.optional() }),
+    output: () => z.object({ message: z.string(), data: appSchema }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/gitlab-apps/{gitlab_app_id}' },
     async run({ db, caller }, { gitlab_app_id, ...i }) {
@@ -188,8 +188,8 @@ export const gitlabAppOperations = [
     summary: 'Delete a GitLab app record by id.',
     permission: 'write',
     toolset: 'applications',
-    input: z.strictObject({ gitlab_app_id: idParam }),
-    output: messageSchema,
+    input: () => z.strictObject({ gitlab_app_id: idParam }),
+    output: () => messageSchema,
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/gitlab-apps/{gitlab_app_id}' },
     async run({ db, caller }, { gitlab_app_id }) {

@@ -143,30 +143,34 @@ export function migrateOperation(collection: Collection) {
     summary: `Move ${one} to another destination/server with its volume data (copied while it runs, stopped for the last pass), does not redeploy.`,
     permission: 'write',
     toolset,
-    input: z.strictObject({
-      uuid: uuidParam,
-      destination_uuid: uuidParam,
-      migrate_volumes: z.boolean().default(true),
-      // The two opt-ins are left out of MCP schemas (the tool list's size budget; the tool
-      // description names start_on_destination); accepted on every door.
-      keep_source_volumes: brief(z.boolean().default(false).describe('Keep the source copies of moved volumes (default: removed once verified).')),
-      wait: z.boolean().optional().describe(`Wait up to ${WAIT_LIMIT_S} s for the end.`),
-      start_on_destination: brief(z.boolean().default(false).describe('Start it on the target right after the switch (one short pause in all); by default it stays stopped and the caller redeploys.')),
-    }),
-    output: z.object({
-      message: z.string(),
-      uuid: z.string(),
-      destination_uuid: z.string(),
-      migrate_volumes: z.boolean(),
-      moves_data: z.boolean(),
-      async: z.boolean(),
-      volume_jobs: z.number().int(),
-      migration_uuid: z.string(),
-      status: z.string(),
-      downtime_ms: z.number().int().nullable().optional(),
-      started_on_destination: z.boolean().optional(),
-      start_deployment_uuid: brief(z.string().optional().describe('The start deployment queued on the target (start_on_destination).')),
-    }),
+    input: () =>
+      z.strictObject({
+        uuid: uuidParam,
+        destination_uuid: uuidParam,
+        migrate_volumes: z.boolean().default(true),
+        // The two opt-ins are left out of MCP schemas (the tool list's size budget; the tool
+        // description names start_on_destination); accepted on every door.
+        keep_source_volumes: brief(z.boolean().default(false).describe('Keep the source copies of moved volumes (default: removed once verified).')),
+        wait: z.boolean().optional().describe(`Wait up to ${WAIT_LIMIT_S} s for the end.`),
+        start_on_destination: brief(
+          z.boolean().default(false).describe('Start it on the target right after the switch (one short pause in all); by default it stays stopped and the caller redeploys.'),
+        ),
+      }),
+    output: () =>
+      z.object({
+        message: z.string(),
+        uuid: z.string(),
+        destination_uuid: z.string(),
+        migrate_volumes: z.boolean(),
+        moves_data: z.boolean(),
+        async: z.boolean(),
+        volume_jobs: z.number().int(),
+        migration_uuid: z.string(),
+        status: z.string(),
+        downtime_ms: z.number().int().nullable().optional(),
+        started_on_destination: z.boolean().optional(),
+        start_deployment_uuid: brief(z.string().optional().describe('The start deployment queued on the target (start_on_destination).')),
+      }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/migrate` },
     async run(ctx, i) {
@@ -313,8 +317,8 @@ export const migrationOperations = [
     summary: 'List the team’s migrations, newest first.',
     permission: 'read',
     toolset: 'deployments',
-    input: z.strictObject({ ...pageInput }),
-    output: listOf(migrationSchema),
+    input: () => z.strictObject({ ...pageInput }),
+    output: () => listOf(migrationSchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/migrations', list: true },
     async run({ db, caller }, p) {
@@ -335,8 +339,8 @@ export const migrationOperations = [
     summary: 'Get a migration: its status and volume transfer progress.',
     permission: 'read',
     toolset: 'deployments',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: migrationSchema,
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => migrationSchema,
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/migrations/{uuid}' },
     async run({ db, caller }, { uuid }) {
@@ -350,8 +354,8 @@ export const migrationOperations = [
     summary: 'Cancel a migration before its switch: the copy stops, what it wrote on the target is removed, the resource stays as it was.',
     permission: 'write',
     toolset: 'deployments',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: messageSchema,
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => messageSchema,
     annotations: ENGINE,
     http: { method: 'POST', path: '/api/v1/migrations/{uuid}/cancel' },
     async run({ db, caller, jobs }, { uuid }) {

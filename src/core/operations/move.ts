@@ -22,8 +22,8 @@ export function moveOperation(collection: Collection) {
     summary: `Move ${one} to another environment (environment_uuid, any project of the team); its server, containers and data stay.`,
     permission: 'write',
     toolset,
-    input: z.strictObject({ uuid: uuidParam, environment_uuid: uuidParam }),
-    output: z.object({ message: z.string(), uuid: z.string(), project_uuid: z.string(), environment_uuid: z.string() }),
+    input: () => z.strictObject({ uuid: uuidParam, environment_uuid: uuidParam }),
+    output: () => z.object({ message: z.string(), uuid: z.string(), project_uuid: z.string(), environment_uuid: z.string() }),
     annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: false },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/move` },
     async run({ db, caller }, { uuid, environment_uuid }) {

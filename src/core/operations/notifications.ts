@@ -33,7 +33,7 @@ const OUTPUT: Record<FieldKind, z.ZodType> = {
  * The event switches (14 per channel, and Telegram's 14 thread ids) are not listed one by one: a
  * tool's schema stays small for agents, and the names follow one pattern that is checked here.
  */
-function shapes(channel: Channel) {
+function buildShapes(channel: Channel) {
   const spec = CHANNEL_SPECS[channel];
   const fields = Object.entries(spec.fields).filter(([k]) => !THREAD.test(k));
   const input: Record<string, z.ZodType> = {};
@@ -72,6 +72,13 @@ function shapes(channel: Channel) {
       .catchall(echoed)
       .describe(`The settings as changed; every input field is echoed. ${events}`),
   };
+}
+
+/** A channel's input and output schemas, built when an operation of that channel first needs them. */
+function shapes(channel: Channel): { input: () => z.ZodObject; output: () => z.ZodType } {
+  let built: ReturnType<typeof buildShapes> | undefined;
+  const get = () => (built ??= buildShapes(channel));
+  return { input: () => get().input, output: () => get().output };
 }
 
 const THREAD = /^telegram_notifications_\w+_thread_id$/;
@@ -122,7 +129,7 @@ function channelOperations(channel: Channel) {
       summary: `The team's ${TITLES[channel]} notification settings (credentials need read:sensitive).`,
       permission: 'read',
       toolset: 'notifications',
-      input: z.strictObject({}),
+      input: () => z.strictObject({}),
       output,
       annotations: READ,
       http: { method: 'GET', path },

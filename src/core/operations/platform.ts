@@ -16,9 +16,9 @@ export const platformOperations = [
     summary: "The Coolify API version berth matches (plain text over REST, as Coolify answers); berth's own version is in berth_version, the X-Berth-Version header and openapi.json.",
     permission: 'read',
     toolset: 'teams',
-    input: z.strictObject({}),
+    input: () => z.strictObject({}),
     // berth_version: absent when remote mode reads a text answer (Coolify's, or another berth's).
-    output: z.object({ version: z.string(), berth_version: z.string().optional() }),
+    output: () => z.object({ version: z.string(), berth_version: z.string().optional() }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/version', text: 'version' },
     async run() {
@@ -33,8 +33,8 @@ export const platformOperations = [
     summary: 'Every application, database and service of the team, in one list.',
     permission: 'read',
     toolset: 'teams',
-    input: z.strictObject({ ...pageInput }),
-    output: listOf(z.object({ ...placedSchema, type: z.string() })),
+    input: () => z.strictObject({ ...pageInput }),
+    output: () => listOf(z.object({ ...placedSchema, type: z.string() })),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/resources', list: true },
     async run({ db, caller }, p) {

@@ -33,8 +33,8 @@ export function deleteOperation(collection: Collection) {
     summary: `Delete ${one}: its containers on the engine, its volumes unless delete_volumes=false, then its records.`,
     permission: 'write',
     toolset,
-    input: z.strictObject({ uuid: uuidParam, delete_configurations: flag, delete_volumes: flag, docker_cleanup: flag, delete_connected_networks: flag }),
-    output: z.object({ message: z.string(), removed: z.array(z.string()).optional() }),
+    input: () => z.strictObject({ uuid: uuidParam, delete_configurations: flag, delete_volumes: flag, docker_cleanup: flag, delete_connected_networks: flag }),
+    output: () => z.object({ message: z.string(), removed: z.array(z.string()).optional() }),
     annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: true },
     http: { method: 'DELETE', path: `/api/v1/${collection}/{uuid}` },
     async run({ db, caller, jobs }, i) {

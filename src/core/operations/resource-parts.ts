@@ -100,8 +100,8 @@ export function envOperations(collection: Collection) {
       summary: `List the environment variables of ${one} (values need read:sensitive).`,
       permission: 'read',
       toolset,
-      input: z.strictObject({ uuid: uuidParam }),
-      output: z.array(envSchema),
+      input: () => z.strictObject({ uuid: uuidParam }),
+      output: () => z.array(envSchema),
       annotations: READ,
       http: { method: 'GET', path: base },
       async run({ db, caller }, { uuid }) {
@@ -117,8 +117,8 @@ export function envOperations(collection: Collection) {
       summary: `Add an environment variable to ${one}; redeploy to apply it.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({ uuid: uuidParam, key: envKey, value: envValue.optional(), ...envFlags }),
-      output: z.object({ uuid: z.string() }),
+      input: () => z.strictObject({ uuid: uuidParam, key: envKey, value: envValue.optional(), ...envFlags }),
+      output: () => z.object({ uuid: z.string() }),
       annotations: CREATE,
       http: { method: 'POST', path: base, status: 201 },
       async run({ db, caller }, { uuid, key, ...i }) {
@@ -141,8 +141,8 @@ export function envOperations(collection: Collection) {
       summary: `Change an environment variable of ${one}, found by its key.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({ uuid: uuidParam, key: envKey, value: envValue.optional(), ...envFlags }),
-      output: envSchema,
+      input: () => z.strictObject({ uuid: uuidParam, key: envKey, value: envValue.optional(), ...envFlags }),
+      output: () => envSchema,
       annotations: UPDATE,
       http: { method: 'PATCH', path: base, status: 201 },
       async run({ db, caller }, { uuid, key, ...i }) {
@@ -161,14 +161,15 @@ export function envOperations(collection: Collection) {
       summary: `Create or change several environment variables of ${one} at once, by key: all of them or, on any error, none.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({
-        uuid: uuidParam,
-        data: z
-          .array(z.strictObject({ key: envKey, value: envValue.optional(), ...envFlags }))
-          .min(1)
-          .max(500),
-      }),
-      output: z.array(envSchema),
+      input: () =>
+        z.strictObject({
+          uuid: uuidParam,
+          data: z
+            .array(z.strictObject({ key: envKey, value: envValue.optional(), ...envFlags }))
+            .min(1)
+            .max(500),
+        }),
+      output: () => z.array(envSchema),
       annotations: UPDATE,
       http: { method: 'PATCH', path: `${base}/bulk`, status: 201 },
       async run({ db, caller }, { uuid, data }) {
@@ -208,8 +209,8 @@ export function envOperations(collection: Collection) {
       summary: `Delete an environment variable of ${one} by its uuid.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({ uuid: uuidParam, env_uuid: uuidParam }),
-      output: messageSchema,
+      input: () => z.strictObject({ uuid: uuidParam, env_uuid: uuidParam }),
+      output: () => messageSchema,
       annotations: DELETE,
       http: { method: 'DELETE', path: `${base}/{env_uuid}` },
       async run({ db, caller }, { uuid, env_uuid }) {
@@ -306,8 +307,8 @@ export function storageOperations(collection: Collection) {
       summary: `List the persistent volumes and file storages of ${one} (file contents need read:sensitive).`,
       permission: 'read',
       toolset,
-      input: z.strictObject({ uuid: uuidParam }),
-      output: z.object({ persistent_storages: z.array(storageSchema), file_storages: z.array(fileStorageSchema) }),
+      input: () => z.strictObject({ uuid: uuidParam }),
+      output: () => z.object({ persistent_storages: z.array(storageSchema), file_storages: z.array(fileStorageSchema) }),
       annotations: READ,
       http: { method: 'GET', path: base },
       async run({ db, caller }, { uuid }) {
@@ -330,15 +331,16 @@ export function storageOperations(collection: Collection) {
       summary: `Add a persistent volume (type "persistent", name) or a file storage (type "file": content, or is_directory) to ${one} at mount_path; redeploy to apply.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({
-        uuid: uuidParam,
-        type: z.enum(['persistent', 'file']),
-        name: engineName.optional(),
-        mount_path: mountPath,
-        content: z.string().max(1_048_576).nullable().optional(),
-        is_directory: z.boolean().optional(),
-      }),
-      output: anyStorageSchema,
+      input: () =>
+        z.strictObject({
+          uuid: uuidParam,
+          type: z.enum(['persistent', 'file']),
+          name: engineName.optional(),
+          mount_path: mountPath,
+          content: z.string().max(1_048_576).nullable().optional(),
+          is_directory: z.boolean().optional(),
+        }),
+      output: () => anyStorageSchema,
       annotations: CREATE,
       http: { method: 'POST', path: base, status: 201 },
       unsupported: STORAGE_UNSUPPORTED,
@@ -380,15 +382,16 @@ export function storageOperations(collection: Collection) {
       summary: `Change a storage of ${one}, named by storage_uuid (REST body: uuid) or id: a volume's mount_path (its name stays: it names the engine volume), a file's mount_path or content. Redeploy to apply.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({
-        uuid: uuidParam,
-        storage_uuid: uuidParam.optional(),
-        id: z.number().int().min(1).optional(),
-        type: z.enum(['persistent', 'file']).optional(),
-        mount_path: mountPath.optional(),
-        content: z.string().max(1_048_576).nullable().optional(),
-      }),
-      output: anyStorageSchema,
+      input: () =>
+        z.strictObject({
+          uuid: uuidParam,
+          storage_uuid: uuidParam.optional(),
+          id: z.number().int().min(1).optional(),
+          type: z.enum(['persistent', 'file']).optional(),
+          mount_path: mountPath.optional(),
+          content: z.string().max(1_048_576).nullable().optional(),
+        }),
+      output: () => anyStorageSchema,
       annotations: UPDATE,
       http: { method: 'PATCH', path: base, bodyNames: { uuid: 'storage_uuid' } },
       unsupported: { ...STORAGE_UNSUPPORTED, name: "a volume's name names its engine volume and stays; create another storage instead" },
@@ -425,8 +428,8 @@ export function storageOperations(collection: Collection) {
       summary: `Remove a storage from ${one}: a volume from the records (the engine volume is kept), or a file storage; redeploy to apply.`,
       permission: 'write',
       toolset,
-      input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
-      output: messageSchema,
+      input: () => z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
+      output: () => messageSchema,
       annotations: DELETE,
       http: { method: 'DELETE', path: `${base}/{storage_uuid}` },
       async run({ db, caller }, { uuid, storage_uuid }) {
@@ -458,17 +461,18 @@ export function logOperation(collection: Collection) {
     summary: `Recent container logs of ${one} (read:sensitive)${collection === 'services' ? '; sub_service_name picks one compose container' : ''}.`,
     permission: 'read:sensitive',
     toolset,
-    input: z.strictObject({
-      uuid: uuidParam,
-      ...logInput,
-      full: z
-        .enum(['true', 'false'])
-        .transform((v) => v === 'true')
-        .optional(),
-      // Coolify requires it on service logs; berth without it gives every container's, each line prefixed.
-      ...(collection === 'services' ? { sub_service_name: z.string().min(1).max(255).meta({ 'berth.brief': true }).optional() } : {}),
-    }),
-    output: z.object({ logs: sensitive(z.string()), truncated: z.boolean() }),
+    input: () =>
+      z.strictObject({
+        uuid: uuidParam,
+        ...logInput,
+        full: z
+          .enum(['true', 'false'])
+          .transform((v) => v === 'true')
+          .optional(),
+        // Coolify requires it on service logs; berth without it gives every container's, each line prefixed.
+        ...(collection === 'services' ? { sub_service_name: z.string().min(1).max(255).meta({ 'berth.brief': true }).optional() } : {}),
+      }),
+    output: () => z.object({ logs: sensitive(z.string()), truncated: z.boolean() }),
     annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: true },
     http: { method: 'GET', path: `/api/v1/${collection}/{uuid}/logs` },
     async run({ db, caller, runtime }, i) {

@@ -24,11 +24,12 @@ export const rollbackOperations = [
     summary: "The images of an application its server's engine keeps (what rollback can run), newest first.",
     permission: 'read',
     toolset: 'deployments',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: z.object({
-      current: z.string().nullable(),
-      images: z.array(z.object({ tag: z.string(), created_at: z.string(), is_current: z.boolean() })),
-    }),
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () =>
+      z.object({
+        current: z.string().nullable(),
+        images: z.array(z.object({ tag: z.string(), created_at: z.string(), is_current: z.boolean() })),
+      }),
     annotations: { ...READ, openWorld: true },
     http: { method: 'GET', path: '/api/v1/applications/{uuid}/rollback-images' },
     async run({ db, caller, runtime }, { uuid }) {
@@ -46,8 +47,8 @@ export const rollbackOperations = [
     summary: 'Queue a deployment that runs a kept image of the application again (commit: its tag from list_application_rollback_images).',
     permission: 'deploy',
     toolset: 'deployments',
-    input: z.strictObject({ uuid: uuidParam, commit: imageTag.max(128) }),
-    output: z.object({ message: z.string(), deployment_uuid: z.string() }),
+    input: () => z.strictObject({ uuid: uuidParam, commit: imageTag.max(128) }),
+    output: () => z.object({ message: z.string(), deployment_uuid: z.string() }),
     annotations: ENGINE,
     http: { method: 'POST', path: '/api/v1/applications/{uuid}/rollback' },
     async run(ctx, { uuid, commit }) {

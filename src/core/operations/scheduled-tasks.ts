@@ -145,8 +145,8 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       summary: `List the scheduled tasks of ${one} (commands run in its container on a schedule).`,
       permission: 'read',
       toolset,
-      input: z.strictObject({ uuid: uuidParam }),
-      output: z.array(taskSchema),
+      input: () => z.strictObject({ uuid: uuidParam }),
+      output: () => z.array(taskSchema),
       annotations: READ,
       http: { method: 'GET', path: base },
       async run({ db, caller }, { uuid }) {
@@ -161,8 +161,8 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       summary: `Schedule a shell command inside ${one}'s container (cron or hourly/daily/…, timeout in seconds).`,
       permission: 'write',
       toolset,
-      input: z.strictObject({ uuid: uuidParam, ...fields }),
-      output: taskSchema,
+      input: () => z.strictObject({ uuid: uuidParam, ...fields }),
+      output: () => taskSchema,
       annotations: CREATE,
       http: { method: 'POST', path: base, status: 201 },
       async run({ db, caller }, { uuid, ...i }) {
@@ -194,8 +194,8 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       summary: `Change a scheduled task of ${one} (name, command, frequency, container, timeout, enabled).`,
       permission: 'write',
       toolset,
-      input: z.strictObject({ ...taskParams, ...fields, name: fields.name.optional(), command: fields.command.optional(), frequency: fields.frequency.optional() }),
-      output: taskSchema,
+      input: () => z.strictObject({ ...taskParams, ...fields, name: fields.name.optional(), command: fields.command.optional(), frequency: fields.frequency.optional() }),
+      output: () => taskSchema,
       annotations: UPDATE,
       http: { method: 'PATCH', path: `${base}/{task_uuid}` },
       async run({ db, caller }, { uuid, task_uuid, ...i }) {
@@ -224,8 +224,8 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       summary: `Delete a scheduled task of ${one} and its executions.`,
       permission: 'write',
       toolset,
-      input: z.strictObject(taskParams),
-      output: messageSchema,
+      input: () => z.strictObject(taskParams),
+      output: () => messageSchema,
       annotations: DELETE,
       http: { method: 'DELETE', path: `${base}/{task_uuid}` },
       async run({ db, caller }, { uuid, task_uuid }) {
@@ -241,14 +241,15 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       summary: `The runs of a scheduled task, latest first: status, exit code, output (read:sensitive; the tail unless full=true).`,
       permission: 'read',
       toolset,
-      input: z.strictObject({
-        ...taskParams,
-        full: z
-          .enum(['true', 'false'])
-          .transform((v) => v === 'true')
-          .optional(),
-      }),
-      output: z.array(executionSchema),
+      input: () =>
+        z.strictObject({
+          ...taskParams,
+          full: z
+            .enum(['true', 'false'])
+            .transform((v) => v === 'true')
+            .optional(),
+        }),
+      output: () => z.array(executionSchema),
       annotations: READ,
       http: { method: 'GET', path: `${base}/{task_uuid}/executions` },
       async run({ db, caller }, { uuid, task_uuid, full }) {
@@ -264,8 +265,8 @@ export function scheduledTaskOperations(collection: 'applications' | 'services')
       summary: `Run a scheduled task once now, in the background; follow it with list_${singular}_scheduled_task_executions.`,
       permission: 'write',
       toolset,
-      input: z.strictObject(taskParams),
-      output: z.object({ message: z.string(), execution_uuid: z.string() }),
+      input: () => z.strictObject(taskParams),
+      output: () => z.object({ message: z.string(), execution_uuid: z.string() }),
       annotations: ENGINE,
       http: { method: 'POST', path: `${base}/{task_uuid}/execute` },
       async run({ db, caller, jobs }, { uuid, task_uuid }) {

@@ -164,8 +164,8 @@ export const serverOperations = [
     summary: 'List the servers of the team.',
     permission: 'read',
     toolset: 'servers',
-    input: z.strictObject({ ...pageInput }),
-    output: listOf(serverSchema),
+    input: () => z.strictObject({ ...pageInput }),
+    output: () => listOf(serverSchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/servers', list: true },
     async run({ db, caller }, p) {
@@ -186,8 +186,8 @@ export const serverOperations = [
     summary: 'Register a server (and its Docker engine endpoint); it gets a default destination.',
     permission: 'write',
     toolset: 'servers',
-    input: z.strictObject(serverFields),
-    output: uuidSchema,
+    input: () => z.strictObject(serverFields),
+    output: () => uuidSchema,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/servers', status: 201 },
     async run({ db, caller }, i) {
@@ -239,8 +239,8 @@ export const serverOperations = [
     summary: 'Get a server with its engine endpoint and managed state.',
     permission: 'read',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: serverSchema,
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => serverSchema,
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/servers/{uuid}' },
     async run({ db, caller }, { uuid }) {
@@ -254,18 +254,19 @@ export const serverOperations = [
     summary: 'Change a server’s fields; a new engine endpoint clears its validation.',
     permission: 'write',
     toolset: 'servers',
-    input: z.strictObject({
-      uuid: uuidParam,
-      ...serverFields,
-      ip: hostAddress.optional(),
-      host_access: z
-        .boolean()
-        .optional()
-        .describe(
-          "Let containers on this server reach into the host (privileged, capabilities, devices, host namespaces, host bind mounts). Only a root token of the instance's root team may change it.",
-        ),
-    }),
-    output: uuidSchema,
+    input: () =>
+      z.strictObject({
+        uuid: uuidParam,
+        ...serverFields,
+        ip: hostAddress.optional(),
+        host_access: z
+          .boolean()
+          .optional()
+          .describe(
+            "Let containers on this server reach into the host (privileged, capabilities, devices, host namespaces, host bind mounts). Only a root token of the instance's root team may change it.",
+          ),
+      }),
+    output: () => uuidSchema,
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/servers/{uuid}', status: 201 },
     async run({ db, caller }, { uuid, host_access, ...i }) {
@@ -308,8 +309,8 @@ export const serverOperations = [
     summary: 'Delete a server that has no resources left on it.',
     permission: 'write',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: messageSchema,
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => messageSchema,
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/servers/{uuid}' },
     async run({ db, caller }, { uuid }) {
@@ -337,11 +338,12 @@ export const serverOperations = [
     summary: 'Check the server’s Docker engine and mark it reachable and managed.',
     permission: 'write',
     toolset: 'servers',
-    input: z.strictObject({
-      uuid: uuidParam,
-      accept_host_key: z.boolean().optional().describe('Trust the SSH host key the server presents now, replacing the pinned one (after a reinstall, say). Check its fingerprint first.'),
-    }),
-    output: z.object({ message: z.string(), is_reachable: z.boolean(), is_usable: z.boolean(), validation_logs: z.string(), host_key_fingerprint: z.string().nullable() }),
+    input: () =>
+      z.strictObject({
+        uuid: uuidParam,
+        accept_host_key: z.boolean().optional().describe('Trust the SSH host key the server presents now, replacing the pinned one (after a reinstall, say). Check its fingerprint first.'),
+      }),
+    output: () => z.object({ message: z.string(), is_reachable: z.boolean(), is_usable: z.boolean(), validation_logs: z.string(), host_key_fingerprint: z.string().nullable() }),
     annotations: ENGINE,
     http: { method: 'POST', path: '/api/v1/servers/{uuid}/validate', status: 201 },
     async run({ db, caller, runtime }, { uuid, accept_host_key }) {
@@ -373,8 +375,8 @@ export const serverOperations = [
     summary: 'List the destinations (Docker networks) of a server.',
     permission: 'read',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam, ...pageInput }),
-    output: listOf(destinationSchema),
+    input: () => z.strictObject({ uuid: uuidParam, ...pageInput }),
+    output: () => listOf(destinationSchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/servers/{uuid}/destinations', list: true },
     async run({ db, caller }, { uuid, ...p }) {
@@ -395,8 +397,8 @@ export const serverOperations = [
     summary: 'Add a destination (a Docker network) to a server.',
     permission: 'write',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam, network: engineName, name: name.optional(), type: z.literal('standalone').optional() }),
-    output: destinationSchema,
+    input: () => z.strictObject({ uuid: uuidParam, network: engineName, name: name.optional(), type: z.literal('standalone').optional() }),
+    output: () => destinationSchema,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/servers/{uuid}/destinations', status: 201 },
     async run({ db, caller }, i) {
@@ -421,11 +423,12 @@ export const serverOperations = [
     summary: 'List berth-labelled containers and volumes on a server that no record names (left by a delete that could not finish, or by hand).',
     permission: 'read',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: z.object({
-      containers: z.array(z.object({ name: z.string(), resource_uuid: z.string().nullable(), state: z.string() })),
-      volumes: z.array(z.object({ name: z.string(), resource_uuid: z.string().nullable() })),
-    }),
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () =>
+      z.object({
+        containers: z.array(z.object({ name: z.string(), resource_uuid: z.string().nullable(), state: z.string() })),
+        volumes: z.array(z.object({ name: z.string(), resource_uuid: z.string().nullable() })),
+      }),
     annotations: { ...READ, openWorld: true },
     http: { method: 'GET', path: '/api/v1/servers/{uuid}/orphans' },
     async run({ db, caller, runtime }, { uuid }) {
@@ -440,8 +443,8 @@ export const serverOperations = [
     summary: 'List the applications, databases and services on a server.',
     permission: 'read',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam, ...pageInput }),
-    output: listOf(z.object({ uuid: z.string(), name: z.string(), type: z.string(), status: z.string(), created_at: z.string(), updated_at: z.string() })),
+    input: () => z.strictObject({ uuid: uuidParam, ...pageInput }),
+    output: () => listOf(z.object({ uuid: z.string(), name: z.string(), type: z.string(), status: z.string(), created_at: z.string(), updated_at: z.string() })),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/servers/{uuid}/resources', list: true },
     async run({ db, caller }, { uuid, ...p }) {
@@ -462,8 +465,8 @@ export const serverOperations = [
     summary: 'The domains the applications on a server answer to, with the server address (what DNS should point at).',
     permission: 'read',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: z.array(z.object({ ip: z.string(), domain: z.array(z.string()) })),
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => z.array(z.object({ ip: z.string(), domain: z.array(z.string()) })),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/servers/{uuid}/domains' },
     async run({ db, caller }, { uuid }) {
@@ -509,8 +512,8 @@ export const destinationOperations = [
     summary: 'List every destination (Docker network) on the team’s servers.',
     permission: 'read',
     toolset: 'servers',
-    input: z.strictObject({ ...pageInput }),
-    output: listOf(destinationSchema),
+    input: () => z.strictObject({ ...pageInput }),
+    output: () => listOf(destinationSchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/destinations', list: true },
     async run({ db, caller }, p) {
@@ -530,8 +533,8 @@ export const destinationOperations = [
     summary: 'Get a destination.',
     permission: 'read',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: destinationSchema,
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => destinationSchema,
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/destinations/{uuid}' },
     async run({ db, caller }, { uuid }) {
@@ -547,8 +550,8 @@ export const destinationOperations = [
     summary: 'Rename a destination.',
     permission: 'write',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam, name }),
-    output: destinationSchema,
+    input: () => z.strictObject({ uuid: uuidParam, name }),
+    output: () => destinationSchema,
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/destinations/{uuid}' },
     async run({ db, caller }, { uuid, name: newName }) {
@@ -565,8 +568,8 @@ export const destinationOperations = [
     summary: 'Delete a destination that has no resources.',
     permission: 'write',
     toolset: 'servers',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: messageSchema,
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => messageSchema,
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/destinations/{uuid}' },
     async run({ db, caller }, { uuid }) {

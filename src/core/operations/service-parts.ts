@@ -127,8 +127,8 @@ function partsOf(kind: 'application' | 'database') {
     summary: `List a service's ${kind}s (its compose containers ${kind === 'database' ? 'running a database image' : 'not running a database image'}).`,
     permission: 'read',
     toolset: 'services',
-    input: z.strictObject({ uuid: uuidParam, ...pageInput }),
-    output: listOf(partSchema),
+    input: () => z.strictObject({ uuid: uuidParam, ...pageInput }),
+    output: () => listOf(partSchema),
     annotations: READ,
     http: { method: 'GET', path: `/api/v1/services/{uuid}/${kind}s`, list: true },
     async run({ db, caller }, i) {
@@ -155,8 +155,8 @@ function partOperations(kind: Kind) {
       summary: `${effect[action]} one ${kind} container of a service; the others are left as they are.`,
       permission: 'deploy',
       toolset: 'services',
-      input: z.strictObject(ids),
-      output: z.object({ message: z.string() }),
+      input: () => z.strictObject(ids),
+      output: () => z.object({ message: z.string() }),
       annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
       http: { method: 'POST', path: `${base}/${action}` },
       async run({ db, caller, runtime }, i) {
@@ -177,8 +177,8 @@ function partOperations(kind: Kind) {
       summary: `Get one ${kind} of a service (a compose container) by its uuid.`,
       permission: 'read',
       toolset: 'services',
-      input: z.strictObject(ids),
-      output: partSchema,
+      input: () => z.strictObject(ids),
+      output: () => partSchema,
       annotations: READ,
       http: { method: 'GET', path: base },
       async run({ db, caller }, i) {
@@ -192,14 +192,15 @@ function partOperations(kind: Kind) {
       summary: `Name or describe one ${kind} of a service (human_name, description)${kind === 'application' ? '; url sets its URLs (force_domain_override=true to share one with another resource)' : ''}.`,
       permission: 'write',
       toolset: 'services',
-      input: z.strictObject({
-        ...ids,
-        human_name: z.string().max(255).nullable().optional(),
-        description: z.string().max(1000).nullable().optional(),
-        ...coolifyPartSwitches,
-        ...(kind === 'application' ? { url: domains.nullable().optional(), force_domain_override: flag.optional() } : {}),
-      }),
-      output: partSchema,
+      input: () =>
+        z.strictObject({
+          ...ids,
+          human_name: z.string().max(255).nullable().optional(),
+          description: z.string().max(1000).nullable().optional(),
+          ...coolifyPartSwitches,
+          ...(kind === 'application' ? { url: domains.nullable().optional(), force_domain_override: flag.optional() } : {}),
+        }),
+      output: () => partSchema,
       annotations: UPDATE,
       http: { method: 'PATCH', path: base },
       async run({ db: store, caller }, input) {
@@ -239,8 +240,8 @@ function partOperations(kind: Kind) {
       summary: `Recent logs of one ${kind} container of a service (read:sensitive).`,
       permission: 'read:sensitive',
       toolset: 'services',
-      input: z.strictObject({ ...ids, ...logInput }),
-      output: z.object({ logs: sensitive(z.string()) }),
+      input: () => z.strictObject({ ...ids, ...logInput }),
+      output: () => z.object({ logs: sensitive(z.string()) }),
       annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: true },
       http: { method: 'GET', path: `${base}/logs` },
       async run({ db, caller, runtime }, i) {

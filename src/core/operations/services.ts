@@ -72,8 +72,8 @@ export const serviceOperations = [
     summary: 'List the services (compose stacks) of the team.',
     permission: 'read',
     toolset: 'services',
-    input: z.strictObject({ ...pageInput }),
-    output: listOf(serviceSchema),
+    input: () => z.strictObject({ ...pageInput }),
+    output: () => listOf(serviceSchema),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/services', list: true },
     async run({ db, caller }, p) {
@@ -94,16 +94,17 @@ export const serviceOperations = [
     summary: 'Create a service from a docker compose file (base64 or YAML).',
     permission: 'write',
     toolset: 'services',
-    input: z.strictObject({
-      ...placementInput,
-      name: name.optional(),
-      description: description.optional(),
-      docker_compose_raw: composeInput,
-      instant_deploy: z.boolean().optional(),
-      is_container_label_escape_enabled: labelEscape,
-      tags: tags.optional(),
-    }),
-    output: z.object({ uuid: z.string(), domains: z.array(z.string()), deployment_uuid: z.string().optional() }),
+    input: () =>
+      z.strictObject({
+        ...placementInput,
+        name: name.optional(),
+        description: description.optional(),
+        docker_compose_raw: composeInput,
+        instant_deploy: z.boolean().optional(),
+        is_container_label_escape_enabled: labelEscape,
+        tags: tags.optional(),
+      }),
+    output: () => z.object({ uuid: z.string(), domains: z.array(z.string()), deployment_uuid: z.string().optional() }),
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/services', status: 201 },
     unsupported: {
@@ -138,8 +139,8 @@ export const serviceOperations = [
     summary: 'Get a service with its containers and volumes (the compose file needs read:sensitive).',
     permission: 'read',
     toolset: 'services',
-    input: z.strictObject({ uuid: uuidParam }),
-    output: serviceSchema,
+    input: () => z.strictObject({ uuid: uuidParam }),
+    output: () => serviceSchema,
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/services/{uuid}' },
     async run({ db, caller }, { uuid }) {
@@ -153,19 +154,20 @@ export const serviceOperations = [
     summary: 'Change a service or replace its compose file; redeploy to apply.',
     permission: 'write',
     toolset: 'services',
-    input: z.strictObject({
-      uuid: uuidParam,
-      name: name.optional(),
-      description: description.optional(),
-      docker_compose_raw: composeInput.optional(),
-      connect_to_docker_network: z
-        .boolean()
-        .optional()
-        .describe("true: the containers join the destination's network (other resources there reach them by name); false: a network of the service's own. Applied at the next deploy."),
-      is_container_label_escape_enabled: labelEscape,
-      tags: tags.optional(),
-    }),
-    output: z.object({ uuid: z.string(), domains: z.array(z.string()) }),
+    input: () =>
+      z.strictObject({
+        uuid: uuidParam,
+        name: name.optional(),
+        description: description.optional(),
+        docker_compose_raw: composeInput.optional(),
+        connect_to_docker_network: z
+          .boolean()
+          .optional()
+          .describe("true: the containers join the destination's network (other resources there reach them by name); false: a network of the service's own. Applied at the next deploy."),
+        is_container_label_escape_enabled: labelEscape,
+        tags: tags.optional(),
+      }),
+    output: () => z.object({ uuid: z.string(), domains: z.array(z.string()) }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/services/{uuid}' },
     unsupported: { urls: "set each application's url with PATCH /services/{uuid}/applications/{app_uuid}" },

@@ -84,8 +84,8 @@ export function volumeBackupOperations(collection: Collection) {
       summary: `The backup schedule of ${one}'s volume and its 20 latest runs (archives in the server's backup volume).`,
       permission: 'read',
       toolset: 'backups',
-      input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
-      output: scheduleSchema.extend({ executions: z.array(executionSchema) }),
+      input: () => z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
+      output: () => scheduleSchema.extend({ executions: z.array(executionSchema) }),
       annotations: READ,
       http: { method: 'GET', path: base },
       async run({ db, caller }, { uuid, storage_uuid }) {
@@ -115,8 +115,8 @@ export function volumeBackupOperations(collection: Collection) {
       summary: `Create or change the backup schedule of ${one}'s volume (frequency, retention, stop_during_backup).`,
       permission: 'write',
       toolset: 'backups',
-      input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam, ...upsertInput }),
-      output: scheduleSchema.extend({ message: z.string() }),
+      input: () => z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam, ...upsertInput }),
+      output: () => scheduleSchema.extend({ message: z.string() }),
       annotations: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
       http: { method: 'PUT', path: base },
       async run({ db, caller }, { uuid, storage_uuid, ...i }) {
@@ -161,8 +161,8 @@ export function volumeBackupOperations(collection: Collection) {
       summary: `Remove the backup schedule of ${one}'s volume (the archives already made stay in the backup volume).`,
       permission: 'write',
       toolset: 'backups',
-      input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
-      output: messageSchema,
+      input: () => z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
+      output: () => messageSchema,
       annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
       http: { method: 'DELETE', path: base },
       async run({ db, caller }, { uuid, storage_uuid }) {
@@ -179,8 +179,8 @@ export function volumeBackupOperations(collection: Collection) {
       summary: `Back up ${one}'s volume now (it needs a schedule); follow the run with get_${singular}_storage_backup.`,
       permission: 'write',
       toolset: 'backups',
-      input: z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
-      output: z.object({ message: z.string(), uuid: z.string(), execution_uuid: z.string() }),
+      input: () => z.strictObject({ uuid: uuidParam, storage_uuid: uuidParam }),
+      output: () => z.object({ message: z.string(), uuid: z.string(), execution_uuid: z.string() }),
       annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: true },
       http: { method: 'POST', path: `${base}/run` },
       async run({ db, caller, jobs }, { uuid, storage_uuid }) {

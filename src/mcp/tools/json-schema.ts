@@ -143,37 +143,54 @@ export function dropBriefFields(root: Json): Json {
   return walk(root) as Json;
 }
 
+/** A tool's JSON Schemas as a client is shown them (draft 2020-12), computed from its zod schema. */
+export function computeJsonSchema(schema: z.ZodType, kind: 'input' | 'output', target = 'draft-2020-12'): Json {
+  // A subschema used more than once (a password rule, a uuid) is written once under $defs.
+  return compactJsonSchema(sharedDefinitions(dropBriefFields(z.toJSONSchema(schema, { target: target as 'draft-2020-12', io: kind, reused: 'ref', unrepresentable: 'any' }) as Json)), kind) as Json;
+}
+
+/** The JSON Schemas the build computed (scripts/bundle.mjs): by tool name, input and output. */
+export type SchemaTable = Record<string, { input: Json; output: Json }>;
+
+// Replaced by the build with the JSON of the default tool list's schemas, computed from the
+// declarations by computeJsonSchema (scripts/bundle.mjs); absent outside the bundle.
+declare const __BERTH_TOOL_SCHEMAS__: string | undefined;
+let built: SchemaTable | undefined;
+/** The build's table, parsed on first use; empty where there is none (tests, the unbundled dist). */
+function buildTable(): SchemaTable {
+  built ??= typeof __BERTH_TOOL_SCHEMAS__ === 'string' ? (JSON.parse(__BERTH_TOOL_SCHEMAS__) as SchemaTable) : {};
+  return built;
+}
+
 /**
- * A zod schema as the SDK sees it, with its JSON Schema computed (and compacted) once per process
- * instead of on every request (the SDK converts again for each new server; HTTP builds a server
- * per request).
+ * A zod schema as the SDK sees it, made only when it is first needed: a `berth mcp` session lists
+ * a few tools and calls fewer, and building every operation's agent view at start was most of a
+ * cold start's zod work. Its JSON Schema comes from the build's table when the build made one for
+ * this tool (the default list), otherwise it is computed (and compacted) once per process instead
+ * of on every request (the SDK converts again for each new server; HTTP builds a server per request).
  *
  * `validate: 'core'` lets arguments through unchecked here, because the core validates them in
  * the contract's order (after the permission check) and with the contract's error shape, the
  * same as the REST door.
  */
-export function toolSchema(schema: z.ZodType, validate: 'zod' | 'core'): StandardSchemaWithJSON {
-  const std = (schema as unknown as StandardSchemaWithJSON)['~standard'];
+export function toolSchema(make: () => z.ZodType, validate: 'zod' | 'core', name?: string): StandardSchemaWithJSON {
+  let schema: z.ZodType | undefined;
+  const zod = () => (schema ??= make());
   const memo = new Map<string, Json>();
   const cached = (kind: 'input' | 'output') => (o: Target) => {
     const key = `${kind}:${o.target}`;
     let v = memo.get(key);
-    // A subschema used more than once (a password rule, a uuid) is written once under $defs.
-    if (!v)
-      memo.set(
-        key,
-        (v = compactJsonSchema(
-          sharedDefinitions(dropBriefFields(z.toJSONSchema(schema, { target: o.target as 'draft-2020-12', io: kind, reused: 'ref', unrepresentable: 'any' }) as Json)),
-          kind,
-        ) as Json),
-      );
+    if (!v) {
+      const pre = name !== undefined && o.target === 'draft-2020-12' ? buildTable()[name]?.[kind] : undefined;
+      memo.set(key, (v = pre ?? computeJsonSchema(zod(), kind, o.target)));
+    }
     return v;
   };
   return {
     '~standard': {
       version: 1,
-      vendor: std.vendor,
-      validate: validate === 'zod' ? std.validate : (value: unknown) => ({ value }),
+      vendor: 'zod',
+      validate: validate === 'zod' ? (value: unknown) => (zod() as unknown as StandardSchemaWithJSON)['~standard'].validate(value) : (value: unknown) => ({ value }),
       jsonSchema: { input: cached('input'), output: cached('output') },
     },
   } as StandardSchemaWithJSON;

@@ -83,8 +83,8 @@ export const META_TOOLS: readonly MetaTool[] = [
   },
 ].map((t) => ({
   ...t,
-  inputSchema: toolSchema(metaInputs[t.name as keyof typeof metaInputs], 'core'),
-  outputSchema: toolSchema(outputs[t.name as keyof typeof outputs], 'zod'),
+  inputSchema: toolSchema(() => metaInputs[t.name as keyof typeof metaInputs], 'core', t.name),
+  outputSchema: toolSchema(() => outputs[t.name as keyof typeof outputs], 'zod', t.name),
 }));
 
 /** The hint context of a tool's errors: what it is about and where to find its ids. */

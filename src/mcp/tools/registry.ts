@@ -36,10 +36,15 @@ function wireHints(h: ToolDefinition['hints']): Partial<ToolDefinition['hints']>
 
 const isArraySchema = (s: z.ZodType) => (s as unknown as { _zod: { def: { type: string } } })._zod.def.type === 'array';
 
+/**
+ * The tools of an operation table. Only what listing and routing need is worked out here; a
+ * tool's agent-view schemas are built on first use (toolSchema), so a process that lists a few
+ * tools and calls one builds a few schemas, not every operation's.
+ */
 export function buildToolDefinitions(operations: readonly Operation[]): ToolDefinition[] {
   return operations.map((op) => {
-    const wrapsArray = isArraySchema(op.output);
-    const output = wrapsArray ? z.object({ items: op.output }) : agentOutput(op);
+    let wraps: boolean | undefined;
+    const wrapsArray = () => (wraps ??= isArraySchema(op.output));
     const hints = {
       readOnlyHint: op.annotations.readOnly,
       destructiveHint: op.annotations.destructive,
@@ -51,9 +56,11 @@ export function buildToolDefinitions(operations: readonly Operation[]): ToolDefi
       title: op.title,
       description: op.description,
       op,
-      inputSchema: toolSchema(agentInput(op), 'core'),
-      outputSchema: toolSchema(output, 'zod'),
-      wrapsArray,
+      inputSchema: toolSchema(() => agentInput(op), 'core', op.name),
+      outputSchema: toolSchema(() => (wrapsArray() ? z.object({ items: op.output }) : agentOutput(op)), 'zod', op.name),
+      get wrapsArray() {
+        return wrapsArray();
+      },
       hints,
       annotations: wireHints(hints),
     };
