@@ -81,7 +81,9 @@ describe.concurrent('429 from a real berth (8 requests per 6 s window)', () => {
     const c = await remoteClient('v1', proxy.url, t.token, ['--toolsets', 'projects']);
     try {
       proxy.seen.length = 0; // forget the start-up probe
-      await exhaust(s, t.token);
+      // A fresh window, all spent: the call lands well inside it even on a loaded machine (the
+      // probe's window may be nearly over by now, and the POST would then simply go through).
+      await exhaustFresh(s, t.token);
       const progress: unknown[] = [];
       const r = await c.callTool('create_project', { name: 'never twice' }, (p) => progress.push(p));
       const body = errorOf(r);
