@@ -7,7 +7,7 @@ import { SERVER_INFO } from '../../src/mcp/server.js';
 import { runBerth } from '../helpers/cli-run.js';
 import { CLI } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/server.js';
-import { storeEnv, storeUrlFor, TEST_STORE } from '../helpers/store.js';
+import { storeEnv, TEST_STORE } from '../helpers/store.js';
 
 /**
  * A data directory (or PostgreSQL store) that holds no instance is refused by every command but
@@ -63,10 +63,14 @@ describe('a store with no instance is refused', { timeout: 120_000 }, () => {
   for (const way of ways) {
     it(`named by ${way.name}: every command but init exits non-zero with one line and creates nothing`, async () => {
       const runIn = freshDir();
+      // On PostgreSQL one empty database per way, checked for tables after every command: the same
+      // "a new DATABASE_URL" each time (a command that made tables fails the check at once), without
+      // a CREATE DATABASE per command.
+      const pgEnv = storeEnv(runIn, EMPTY);
       for (const [i, cmd] of COMMANDS.entries()) {
         const rel = `typo-${i}`;
         const abs = path.join(runIn, rel);
-        const r = await runBerth([...cmd, ...way.args(rel, abs)], { cwd: runIn, env: { BERTH_TOKEN: '1|x', ...storeEnv(abs, EMPTY), ...way.env(rel, abs) } });
+        const r = await runBerth([...cmd, ...way.args(rel, abs)], { cwd: runIn, env: { BERTH_TOKEN: '1|x', ...pgEnv, ...way.env(rel, abs) } });
         expect(r.code, `berth ${cmd.join(' ')}`).not.toBe(0);
         expect(r.stdout).toBe('');
         const lines = r.stderr.split('\n').filter(Boolean);
@@ -75,7 +79,7 @@ describe('a store with no instance is refused', { timeout: 120_000 }, () => {
           expect(lines[0]).toBe(`berth: no berth instance in ${abs}: run \`berth init\` or check --data`);
         } else {
           expect(lines[0]).toBe('berth: no berth instance in the PostgreSQL store (DATABASE_URL): run `berth init` or check DATABASE_URL');
-          expect(pgTables(storeUrlFor(abs, EMPTY)!)).toEqual([]);
+          expect(pgTables(pgEnv.DATABASE_URL!), `berth ${cmd.join(' ')}`).toEqual([]);
         }
         expect(fs.existsSync(abs), `berth ${cmd.join(' ')} created ${abs}`).toBe(false);
       }

@@ -7,11 +7,15 @@ export interface Run {
   stderr: string;
 }
 
-/** The environment minus everything berth reads, so the machine's settings cannot leak in. */
+/**
+ * The environment minus everything berth reads, so the machine's settings cannot leak in; also
+ * minus NODE_EXTRA_CA_CERTS, which Node 20 loads at every start (a whole CA bundle here: ~60 ms of
+ * CPU per process, and these tests run hundreds; none of them makes a TLS connection).
+ */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (/^(BERTH_|HOST$|PORT$|LOG_LEVEL$|TRUST_PROXY$|SMTP_|FEEDBACK_|REDIS_|API_RATE|MCP_|DATABASE_URL$)/.test(k)) continue;
+    if (/^(BERTH_|HOST$|PORT$|LOG_LEVEL$|TRUST_PROXY$|SMTP_|FEEDBACK_|REDIS_|API_RATE|MCP_|DATABASE_URL$|NODE_EXTRA_CA_CERTS$)/.test(k)) continue;
     env[k] = v;
   }
   return { ...env, ...extra };

@@ -48,7 +48,7 @@ export async function remoteClient(kind: ClientKind, apiUrl: string, token: stri
 }
 
 /** Runs `berth mcp --api-url` with stdin closed at once: for start-up failures. */
-export function remoteStart(apiUrl: string | undefined, env: Record<string, string>, timeoutMs = 20_000): Promise<{ out: string; err: string; code: number | null }> {
+export function remoteStart(apiUrl: string | undefined, env: Record<string, string>, timeoutMs = 60_000): Promise<{ out: string; err: string; code: number | null }> {
   return new Promise((resolve, reject) => {
     const args = apiUrl === undefined ? [CLI, 'mcp'] : [CLI, 'mcp', '--api-url', apiUrl];
     const p = spawn(process.execPath, args, { env: { PATH: process.env.PATH, LOG_LEVEL: 'info', ...env } });

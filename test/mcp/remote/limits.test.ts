@@ -10,6 +10,12 @@ import { countingProxy } from './fake-upstream.js';
 import { CLIENT_KINDS } from '../../helpers/mcp.js';
 import { remoteClient } from './helpers.js';
 
+/**
+ * Each session lists only the toolsets its calls need: these tests are about waits and retries, and
+ * listing all ~250 tools costs a session seconds of CPU (a v1 client compiles every output schema).
+ */
+const TEAMS = ['--toolsets', 'teams'];
+
 const errorOf = (r: { isError?: boolean; content: Array<{ text?: string }> }) => {
   expect(r.isError).toBe(true);
   return JSON.parse(r.content[0]!.text!) as Record<string, unknown>;
@@ -31,7 +37,9 @@ async function exhaustFresh(s: TestServer, token: string): Promise<number> {
   return exhaust(s, token);
 }
 
-describe('429 from a real berth (8 requests per 6 s window)', () => {
+// Concurrent: each case spends its own user's bucket (a token per case, a user per token), so the
+// cases' waits for a fresh window and for Retry-After overlap instead of adding up (~40 s of sleep).
+describe.concurrent('429 from a real berth (8 requests per 6 s window)', () => {
   let s: TestServer;
   beforeAll(async () => {
     // A window long enough that a loaded machine still makes the call inside the spent one.
@@ -39,11 +47,13 @@ describe('429 from a real berth (8 requests per 6 s window)', () => {
   });
   afterAll(() => s.stop());
 
-  it.each(CLIENT_KINDS)(
+  it.for(CLIENT_KINDS)(
     'a GET tool waits Retry-After, reports progress while it waits, then succeeds (%s client)',
-    async (kind) => {
+    // Four cases at once: room for a loaded machine (they take ~15 s on an idle one).
+    { timeout: 120_000 },
+    async (kind, { expect }) => {
       const t = await s.token({ permissions: ['read', 'write'] });
-      const c = await remoteClient(kind, s.url, t.token);
+      const c = await remoteClient(kind, s.url, t.token, TEAMS);
       try {
         // Ready (probe done) before the budget is spent: a modern client connects without a round trip.
         expect((await c.listTools()).tools.length).toBeGreaterThan(0);
@@ -63,16 +73,17 @@ describe('429 from a real berth (8 requests per 6 s window)', () => {
         await c.close();
       }
     },
-    60_000,
   );
 
-  it('a POST tool is not retried: the error says retry after N s, and the upstream saw the request once', async () => {
+  it('a POST tool is not retried: the error says retry after N s, and the upstream saw the request once', async ({ expect }) => {
     const t = await s.token({ permissions: ['read', 'write'] });
     const proxy = await countingProxy(s.url);
-    const c = await remoteClient('v1', proxy.url, t.token);
+    const c = await remoteClient('v1', proxy.url, t.token, ['--toolsets', 'projects']);
     try {
       proxy.seen.length = 0; // forget the start-up probe
-      await exhaust(s, t.token);
+      // A fresh window, all spent: the call lands well inside it even on a loaded machine (the
+      // probe's window may be nearly over by now, and the POST would then simply go through).
+      await exhaustFresh(s, t.token);
       const progress: unknown[] = [];
       const r = await c.callTool('create_project', { name: 'never twice' }, (p) => progress.push(p));
       const body = errorOf(r);
@@ -94,7 +105,7 @@ describe('429 from a real berth (8 requests per 6 s window)', () => {
       await c.close();
       await proxy.close();
     }
-  });
+  }, 120_000);
 });
 
 describe('past the wait bound', () => {
@@ -107,7 +118,7 @@ describe('past the wait bound', () => {
 
   it('a GET tool whose Retry-After exceeds BERTH_API_MAX_WAIT_MS gives up at once with "retry after N s"', async () => {
     const t = await s.token({ permissions: ['read'] });
-    const c = await remoteClient('v2-legacy', s.url, t.token, [], { BERTH_API_MAX_WAIT_MS: '20000' });
+    const c = await remoteClient('v2-legacy', s.url, t.token, ['--toolsets', 'projects'], { BERTH_API_MAX_WAIT_MS: '20000' });
     try {
       expect((await c.listTools()).tools.length).toBeGreaterThan(0);
       await exhaust(s, t.token);
@@ -132,7 +143,7 @@ describe('upstream down mid-session', () => {
 
   it('a clear tool error (GET and POST), no crash, and calls work again once the upstream is back', async () => {
     const proxy = await countingProxy(s.url);
-    const c = await remoteClient('v2-modern', proxy.url, s.rootToken);
+    const c = await remoteClient('v2-modern', proxy.url, s.rootToken, ['--toolsets', 'teams,projects']);
     try {
       expect((await c.callTool('get_current_team')).isError).toBeFalsy();
       await proxy.down();
