@@ -130,10 +130,12 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('migrations across SSH', ()
 
   it('the SSH connection cut mid-copy: the migration either carries on over a new connection to a verified copy, or fails cleanly with the app running on the source as before', async () => {
     const src = at.sshA;
-    const app = await runningApp('cut-mid-copy', src, (v) => writeVolume(engines, src.engine, v, LARGE_MIXED, ['400']));
+    // 160 MiB: the full copy over SSH takes seconds here even unloaded (about 90 MB/s), and the
+    // cut comes within a progress save (250 ms) of the first 4 MiB.
+    const app = await runningApp('cut-mid-copy', src, (v) => writeVolume(engines, src.engine, v, LARGE_MIXED, ['160']));
     const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: at.localB.dest });
     // Wait until bytes are moving, then kill every SSH connection (the listener stays up).
-    await until(
+    const moving = await until(
       'bytes moving',
       async () => {
         const m = await api.ok('GET', `/migrations/${r.migration_uuid}`);
@@ -144,6 +146,9 @@ describe.skipIf(!enginesAvailable || !sshdAvailable)('migrations across SSH', ()
       20,
     );
     expect(sshd.dropConnections()).toBeGreaterThanOrEqual(1);
+    // The cut came in the middle of the full copy, not after it.
+    expect(moving.progress, JSON.stringify(moving.progress)).toMatchObject({ phase: 'pre-copy', round: 1 });
+    expect(moving.progress.bytes).toBeLessThan(app.before.bytes);
 
     const m = await migrationEnded(api, r.migration_uuid, 90_000);
     if (m.status === 'finished') {

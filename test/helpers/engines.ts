@@ -58,6 +58,34 @@ export interface TestEngines {
   b: EngineClient;
   /** Runs `podman` on engine a or b (for ground truth independent of the client under test). */
   podman(engine: 'a' | 'b', args: string[], input?: string | Buffer): string;
+  /**
+   * One request to engine a's or b's API with curl (ground truth too, and a fraction of a podman
+   * CLI call's cost): its status and body. Libpod paths (/libpod/…) answer as the CLI does.
+   */
+  api(engine: 'a' | 'b', method: string, path: string): { status: number; body: string };
+}
+
+interface PodmanArgs {
+  env: Record<string, string>;
+  flags: string[];
+}
+
+/** The environment and global flags of podman for one engine, as engines.sh declares them. */
+function podmanArgsOf(engine: 'a' | 'b', dir: string): PodmanArgs {
+  const lines = execFileSync('bash', [ENGINES_SCRIPT, 'podman-args', engine, dir], { encoding: 'utf8', timeout: 60_000 }).split('\n').filter(Boolean);
+  const cut = lines.indexOf('--');
+  const env = Object.fromEntries(lines.slice(0, cut).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  return { env, flags: lines.slice(cut + 1) };
+}
+
+function engineApi(socket: string, method: string, apiPath: string): { status: number; body: string } {
+  const out = execFileSync('curl', ['-sS', '--max-time', '60', '--unix-socket', socket, '-X', method, '-w', '\n%{http_code}', `http://d/v4.0.0${apiPath}`], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 90_000,
+  });
+  const cut = out.lastIndexOf('\n');
+  return { status: Number(out.slice(cut + 1)), body: out.slice(0, cut) };
 }
 
 export function startEngines(dir?: string): { dir: string; owned: boolean } {
@@ -97,6 +125,7 @@ export interface UseEnginesOptions {
 export function useEngines(opts: UseEnginesOptions = {}): TestEngines {
   const engines = {} as TestEngines;
   let owned = false;
+  const podmanArgs: Partial<Record<'a' | 'b', PodmanArgs>> = {};
   beforeAll(() => {
     const started = startEngines(opts.own ? undefined : process.env.BERTH_TEST_ENGINES_DIR);
     owned = started.owned;
@@ -108,13 +137,17 @@ export function useEngines(opts: UseEnginesOptions = {}): TestEngines {
       image: ENGINE_IMAGE,
       a: new EngineClient({ endpoint: `unix://${path.join(dir, 'a/engine.sock')}`, retry: { baseDelayMs: 20, maxDelayMs: 200 } }),
       b: new EngineClient({ endpoint: `unix://${path.join(dir, 'b/engine.sock')}`, retry: { baseDelayMs: 20, maxDelayMs: 200 } }),
-      podman: (engine: 'a' | 'b', args: string[], input?: string | Buffer) =>
-        execFileSync('bash', [ENGINES_SCRIPT, 'podman', engine, dir, ...args], {
+      podman: (engine: 'a' | 'b', args: string[], input?: string | Buffer) => {
+        const how = (podmanArgs[engine] ??= podmanArgsOf(engine, dir));
+        return execFileSync('podman', [...how.flags, ...args], {
           encoding: 'utf8',
           input,
+          env: { ...process.env, ...how.env },
           maxBuffer: 64 * 1024 * 1024,
           timeout: 120_000,
-        }),
+        });
+      },
+      api: (engine: 'a' | 'b', method: string, apiPath: string) => engineApi(path.join(dir, engine, 'engine.sock'), method, apiPath),
     } satisfies TestEngines);
   }, 120_000);
   afterAll(async () => {
