@@ -151,7 +151,7 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
       health_check_path: '/',
       health_check_port: '8080',
       health_check_interval: 2,
-      health_check_timeout: 2,
+      health_check_timeout: 10, // a check answers at once; 10 s leaves room for podman's exec on a loaded machine
       health_check_retries: 2,
       health_check_start_period: 1,
     });
@@ -208,7 +208,7 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
         health_check_path: '/',
         health_check_port: '8080',
         health_check_interval: 1,
-        health_check_timeout: 2,
+        health_check_timeout: 10,
         health_check_retries: 5,
         health_check_start_period: 1,
       });
