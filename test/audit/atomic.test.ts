@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import { Writable } from 'node:stream';
-import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assembleCore, type Assembled } from '../../src/assemble.js';
@@ -12,7 +11,8 @@ import { operations } from '../../src/core/operations/index.js';
 import { BerthError } from '../../src/errors.js';
 import { openStore, type Db } from '../../src/store/db.js';
 import { tempDir } from '../helpers/server.js';
-import { storeUrlFor, TEST_STORE } from '../helpers/store.js';
+import { refusingAuditInserts } from '../helpers/audit-refusal.js';
+import { storeUrlFor } from '../helpers/store.js';
 
 /**
  * A store-only call's audit entry is written in the call's own transaction (issue 26, item 1):
@@ -32,21 +32,6 @@ const createProject = operations.find((o) => o.name === 'create_project')!;
 
 const description = async () => (await db.selectFrom('projects').select('description').where('uuid', '=', projectUuid).executeTakeFirstOrThrow()).description;
 const entries = () => db.selectFrom('audit_log').select(['operation', 'result', 'targets']).where('operation', '=', 'update_project').orderBy('id').execute();
-
-/** Makes every audit insert fail while fn runs, as a full disk or a broken column would. */
-async function refusingAuditInserts(fn: () => Promise<void>): Promise<void> {
-  if (TEST_STORE === 'postgres') {
-    await sql`CREATE OR REPLACE FUNCTION audit_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$ LANGUAGE plpgsql`.execute(db);
-    await sql`CREATE TRIGGER audit_refuse BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_refuse()`.execute(db);
-  } else {
-    await sql`CREATE TRIGGER audit_refuse BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit refused'); END`.execute(db);
-  }
-  try {
-    await fn();
-  } finally {
-    await sql`DROP TRIGGER audit_refuse${sql.raw(TEST_STORE === 'postgres' ? ' ON audit_log' : '')}`.execute(db);
-  }
-}
 
 beforeAll(async () => {
   dataDir = tempDir('berth-audit-atomic-');
@@ -96,7 +81,7 @@ describe('audit entry in the change transaction', () => {
   it('applies no change whose entry cannot be written: the call fails and says so in the log', async () => {
     const before = (await entries()).length;
     logged.length = 0;
-    await refusingAuditInserts(async () => {
+    await refusingAuditInserts(db, async () => {
       await expect(assembled.core.run(updateProject, caller, { uuid: projectUuid, description: 'unaudited' })).rejects.toThrow(/audit refused/);
     });
     expect(await description()).toBe('one');

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assembleCore, type Assembled } from '../../src/assemble.js';
@@ -11,7 +10,8 @@ import { partUuid } from '../../src/core/operations/service-parts.js';
 import { openStore, type Db } from '../../src/store/db.js';
 import { COMPOSE } from '../helpers/world.js';
 import { tempDir } from '../helpers/server.js';
-import { storeUrlFor, TEST_STORE } from '../helpers/store.js';
+import { refusingAuditInserts } from '../helpers/audit-refusal.js';
+import { storeUrlFor } from '../helpers/store.js';
 
 /**
  * Operations declared store-only since clone's transaction joins the call's (atomically()): a
@@ -39,20 +39,6 @@ const count = async (table: 'resources' | 'cloud_init_scripts' | 'storages') =>
   );
 const results = async (operation: string) => (await db.selectFrom('audit_log').select('result').where('operation', '=', operation).orderBy('id').execute()).map((r) => r.result);
 const compose = async () => (await db.selectFrom('resources').select('config').where('uuid', '=', serviceUuid).executeTakeFirstOrThrow()).config;
-
-async function refusingAuditInserts(fn: () => Promise<void>): Promise<void> {
-  if (TEST_STORE === 'postgres') {
-    await sql`CREATE OR REPLACE FUNCTION audit_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$ LANGUAGE plpgsql`.execute(db);
-    await sql`CREATE TRIGGER audit_refuse BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_refuse()`.execute(db);
-  } else {
-    await sql`CREATE TRIGGER audit_refuse BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit refused'); END`.execute(db);
-  }
-  try {
-    await fn();
-  } finally {
-    await sql`DROP TRIGGER audit_refuse${sql.raw(TEST_STORE === 'postgres' ? ' ON audit_log' : '')}`.execute(db);
-  }
-}
 
 beforeAll(async () => {
   dataDir = tempDir('berth-audit-store-only-');
@@ -93,7 +79,7 @@ describe('newly store-only operations', () => {
 
   it('clone_service: no copy without its entry, and one ok entry with it', async () => {
     const before = await count('resources');
-    await refusingAuditInserts(async () => {
+    await refusingAuditInserts(db, async () => {
       await expect(run('clone_service', { uuid: serviceUuid, destination_uuid: destinationUuid })).rejects.toThrow(/audit refused/);
     });
     expect(await count('resources')).toBe(before);
@@ -112,7 +98,7 @@ describe('newly store-only operations', () => {
 
   it('create_cloud_init_script: no script without its entry', async () => {
     const input = { name: 'init', script: '#!/bin/sh\necho hello\n' };
-    await refusingAuditInserts(async () => {
+    await refusingAuditInserts(db, async () => {
       await expect(run('create_cloud_init_script', input)).rejects.toThrow(/audit refused/);
     });
     expect(await count('cloud_init_scripts')).toBe(0);
@@ -124,7 +110,7 @@ describe('newly store-only operations', () => {
   it('create_service_storage: the compose file and storages unchanged without its entry', async () => {
     const input = { uuid: serviceUuid, type: 'persistent', name: 'api-vol', mount_path: '/api-vol', resource_uuid: partUuid(serviceUuid, 'web') };
     const [storages, before] = [await count('storages'), await compose()];
-    await refusingAuditInserts(async () => {
+    await refusingAuditInserts(db, async () => {
       await expect(run('create_service_storage', input)).rejects.toThrow(/audit refused/);
     });
     expect(await count('storages')).toBe(storages);
