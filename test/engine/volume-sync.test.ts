@@ -164,7 +164,7 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
     } finally {
       await sync.close();
     }
-  });
+  }, 120_000);
 
   it('the final pass fails verification when the copy differs where the source did not change', async () => {
     const src = uniqueName('tamper');
