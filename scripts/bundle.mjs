@@ -3,7 +3,8 @@
 //                    resolving, loading and compiling hundreds of ES modules (Kysely, the MCP SDK);
 //   berth.cjs.cache  a V8 code cache of it, made by a training run of `berth mcp` below;
 //   cli.js           the launcher (src/launcher.ts) that runs berth.cjs through that cache.
-//   tool-schemas.json  the default tool list's JSON Schemas embedded in berth.cjs (a record of them).
+//   tool-schemas.json  the default tool list's JSON Schemas embedded in berth.cjs (a record of them);
+//   tool-schemas-more.json  every other tool's, read by berth.cjs when one of them is first listed.
 // Modules reached only by a dynamic import (serve, the engine runtime) are evaluated only when used.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,7 +22,8 @@ fs.rmSync(OUT, { recursive: true, force: true });
 // The default tool list's JSON Schemas, computed from the declarations (tsc's output) and
 // embedded: a session lists them without building those operations' zod schemas
 // (src/mcp/tools/json-schema.ts reads them; test/bundle/tool-schemas.test.ts checks them).
-const { defaultListSchemas } = await import('../dist/mcp/tools/schema-table.js');
+const { defaultListSchemas, moreListSchemas } = await import('../dist/mcp/tools/schema-table.js');
+const { MORE_TOOL_SCHEMAS_FILE } = await import('../dist/mcp/tools/json-schema.js');
 const toolSchemas = JSON.stringify(defaultListSchemas());
 
 /**
@@ -66,6 +68,8 @@ await build({
 });
 // What was embedded, for the test that holds it to the declarations and for a reader.
 fs.writeFileSync(`${OUT}/tool-schemas.json`, toolSchemas);
+// The rest: every tool of `--toolsets all` listed without building its zod schemas (json-schema.ts).
+fs.writeFileSync(`${OUT}/${MORE_TOOL_SCHEMAS_FILE}`, JSON.stringify(moreListSchemas()));
 // esbuild escapes non-ASCII text in strings but not in regular expressions or template literals:
 // one such character (a µ in a compose regex, a · in a console page) made V8 hold the whole 2.7 MB
 // source as two-byte text at every start. Written as \u escapes, it means the same in a regex, a

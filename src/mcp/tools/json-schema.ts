@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { UUID_PATTERN } from '../../core/validators.js';
@@ -155,18 +156,40 @@ export type SchemaTable = Record<string, { input: Json; output: Json }>;
 // Replaced by the build with the JSON of the default tool list's schemas, computed from the
 // declarations by computeJsonSchema (scripts/bundle.mjs); absent outside the bundle.
 declare const __BERTH_TOOL_SCHEMAS__: string | undefined;
+/** The file beside the bundle holding every other tool's schemas (scripts/bundle.mjs). */
+export const MORE_TOOL_SCHEMAS_FILE = 'tool-schemas-more.json';
 let built: SchemaTable | undefined;
+let more: SchemaTable | undefined;
 /** The build's table, parsed on first use; empty where there is none (tests, the unbundled dist). */
 function buildTable(): SchemaTable {
   built ??= typeof __BERTH_TOOL_SCHEMAS__ === 'string' ? (JSON.parse(__BERTH_TOOL_SCHEMAS__) as SchemaTable) : {};
   return built;
 }
+/**
+ * The build's schemas of the tools outside the default list, read from beside the bundle the first
+ * time one of them is listed (`--toolsets all`, an enabled toolset): computing them from zod costs
+ * over a second of CPU for the whole set, reading them a few milliseconds. Kept out of the bundle
+ * itself, which every start reads. A missing or unreadable file only costs that computation.
+ */
+function moreTable(): SchemaTable {
+  if (more) return more;
+  more = {};
+  if (typeof __BERTH_TOOL_SCHEMAS__ === 'string') {
+    try {
+      more = JSON.parse(fs.readFileSync(new URL(`./${MORE_TOOL_SCHEMAS_FILE}`, import.meta.url), 'utf8')) as SchemaTable;
+    } catch {
+      // Computed instead (below).
+    }
+  }
+  return more;
+}
+const prebuilt = (name: string): SchemaTable[string] | undefined => buildTable()[name] ?? moreTable()[name];
 
 /**
  * A zod schema as the SDK sees it, made only when it is first needed: a `berth mcp` session lists
  * a few tools and calls fewer, and building every operation's agent view at start was most of a
- * cold start's zod work. Its JSON Schema comes from the build's table when the build made one for
- * this tool (the default list), otherwise it is computed (and compacted) once per process instead
+ * cold start's zod work. Its JSON Schema comes from the build's tables (every tool, in the bundle),
+ * otherwise it is computed (and compacted) once per process instead
  * of on every request (the SDK converts again for each new server; HTTP builds a server per request).
  *
  * `validate: 'core'` lets arguments through unchecked here, because the core validates them in
@@ -181,7 +204,7 @@ export function toolSchema(make: () => z.ZodType, validate: 'zod' | 'core', name
     const key = `${kind}:${o.target}`;
     let v = memo.get(key);
     if (!v) {
-      const pre = name !== undefined && o.target === 'draft-2020-12' ? buildTable()[name]?.[kind] : undefined;
+      const pre = name !== undefined && o.target === 'draft-2020-12' ? prebuilt(name)?.[kind] : undefined;
       memo.set(key, (v = pre ?? computeJsonSchema(zod(), kind, o.target)));
     }
     return v;
