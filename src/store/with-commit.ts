@@ -48,11 +48,14 @@ export function takePending(connection: DatabaseConnection): CompiledQuery[] | u
  */
 export function commitText(queries: readonly CompiledQuery[], escapeLiteral: (s: string) => string): string {
   const literal = (v: unknown): string => {
-    if (v === null || v === undefined) return 'null';
-    if (typeof v === 'string') return escapeLiteral(v);
+    // undefined is no SQL value: a caller that passed one meant something else than null.
+    if (v === null) return 'null';
+    // PostgreSQL refuses NUL in text anyway; refused here, the error names the cause.
+    if (typeof v === 'string' && !v.includes('\0')) return escapeLiteral(v);
     if (typeof v === 'boolean') return v ? 'true' : 'false';
-    if (typeof v === 'number' && Number.isFinite(v)) return String(v);
-    throw new Error(`withCommit: cannot inline a ${typeof v} value`);
+    // In parentheses: a negative number after an operator would otherwise start a `--` comment.
+    if (typeof v === 'number' && Number.isFinite(v)) return v < 0 ? `(${String(v)})` : String(v);
+    throw new Error(`withCommit: cannot inline ${typeof v === 'string' ? 'a string with a NUL character' : `a value of type ${typeof v}`}`);
   };
   const statements = queries.map((q) =>
     q.sql.replace(/\$(\d+)/g, (_, n: string) => {

@@ -104,7 +104,10 @@ describe('statements sent with the commit', () => {
     const q = (parameters: unknown[]) => ({ sql: 'insert into t (a) values ($1)', parameters, query: undefined as never, queryId: undefined as never });
     const esc = (s: string) => `'${s}'`;
     expect(commitText([q([1.5]), q([null]), q([true])], esc)).toBe('insert into t (a) values (1.5);\ninsert into t (a) values (null);\ninsert into t (a) values (true);\ncommit');
+    expect(commitText([q([-2])], esc)).toBe('insert into t (a) values ((-2));\ncommit');
     expect(() => commitText([q([{}])], esc)).toThrow(/cannot inline/);
+    expect(() => commitText([q([undefined])], esc)).toThrow(/cannot inline a value of type undefined/);
+    expect(() => commitText([q(['a\0b'])], esc)).toThrow(/NUL/);
     expect(() => commitText([q([Number.NaN])], esc)).toThrow(/cannot inline/);
     expect(() => commitText([q([])], esc)).toThrow(/no parameter/);
   });
