@@ -215,12 +215,15 @@ LC_ALL=C sort ${W}/cd > ${W}/cd.sorted; mv ${W}/cd.sorted ${W}/cd`;
  * - their verification lines and owners, and their tars; all in W/out, sent as one tar on stdout.
  */
 export const sourceFinal = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.*
+: T:src-begin
 since=$(cat ${W}/start)
 m=$(( ($(date +%s) - $(cat ${W}/start_s)) / 60 + 2 ))
 nl='
 '
 if [ -n "$(find . -cmin -$m -name "*$nl*" | head -n 1)" ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi
+: T:src-newline-walk
 find . -cmin -$m ! -type s -exec stat -c '%F|%z|%s|%n' {} + > ${W}/cand
+: T:src-cand-walk
 awk -F'|' -v since="$since" -v dir=${W} '${AWK_PATH}
   function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
   NR == FNR { old[path($0)] = $1; next }
@@ -228,8 +231,10 @@ awk -F'|' -v since="$since" -v dir=${W} '${AWK_PATH}
     print ty "|" $3 "|" p > (dir "/changed1")
     if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old)) print p > (dir "/newdirs") } }' ${W}/snap ${W}/cand
 touch ${W}/changed1 ${W}/cdirs ${W}/newdirs
+: T:src-awk-snap-changed
 while IFS= read -r d; do find "$d" -mindepth 1 ! -type s -exec stat -c '%F|%z|%s|%n' {} +; done < ${W}/newdirs > ${W}/sub
 while IFS= read -r d; do find "$d" -mindepth 1 -maxdepth 1 ! -type s; done < ${W}/cdirs > ${W}/kids
+: T:src-sub-kids
 awk -F'|' -v dir=${W} '${AWK_PATH}
   function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
   function parent(p,  i) { i = length(p); while (i > 0 && substr(p, i, 1) != "/") i--; return i > 1 ? substr(p, 1, i - 1) : "." }
@@ -241,16 +246,20 @@ awk -F'|' -v dir=${W} '${AWK_PATH}
   END { for (p in line) print line[p] > (dir "/out/changed") }' ${W}/changed1 ${W}/sub ${W}/kids ${W}/snap
 touch ${W}/removed1 ${W}/out/changed
 LC_ALL=C sort -r ${W}/removed1 > ${W}/out/removed
+: T:src-awk-snap-removed
 ${SPLIT_CHANGED}
 ${LIST_OF(`${W}/cf`, `${W}/cd`, `${W}/co`)} | LC_ALL=C sort > ${W}/out/plist
 cat ${W}/cd ${W}/cf ${W}/co | tr '\\n' '\\0' | xargs -0 -r stat -c '%u:%g:%a:%n' > ${W}/out/meta
+: T:src-lists-meta
 cat ${W}/cd ${W}/cf ${W}/co | awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { if (b > 0 && b + length($0) > 131072) { n++; b = 0 } print > (dir "/batch." n); b += length($0) + 1 }'
 n=0; for b in ${W}/batch.*; do [ -e "$b" ] || break; (${BATCH_ARGS('"$b"')}; exec tar -cf ${W}/out/delta.$n.tar --no-recursion -- "$@"); n=$((n + 1)); done
+: T:src-delta-tars
 # Paths the lists differed on at the preparation (W/dpaths, from the target) that are not sent
 # again but exist: unchanged since S, so still different (the target reports them).
 touch ${W}/dpaths
 awk -v dir=${W} 'FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next } !($0 in ok)' ${W}/out/changed ${W}/dpaths |
   while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then printf '%s\n' "$p"; fi; done > ${W}/out/dstill
+: T:src-dstill
 echo "$(wc -l < ${W}/out/changed) $(awk -F'|' '$1 == "f" { s += $2 } END { printf "%.0f", s }' ${W}/out/changed)" > ${W}/out/stats
 exec tar -cf - -C ${W} out`;
 
@@ -262,28 +271,36 @@ exec tar -cf - -C ${W} out`;
  * (the totals: the prepared source list with the pass applied); the problems on stderr.
  */
 export const targetFinal = `${STRICT}; cd ${MOUNT}; rm -f ${W}/c?
+: T:tgt-begin
 while IFS= read -r p; do rm -rf -- "$p"; done < ${W}/out/removed
+: T:tgt-removed
 for t in ${W}/out/delta.*.tar; do [ -e "$t" ] || break; tar -xf "$t" -C ${MOUNT}; done
+: T:tgt-extract
 while IFS= read -r line; do
   u=\${line%%:*}; r=\${line#*:}; g=\${r%%:*}; r=\${r#*:}; m=\${r%%:*}; p=\${r#*:}
   chown -h "$u:$g" "$p" || exit 3
   if [ ! -L "$p" ]; then chmod "$m" "$p" || exit 4; fi
 done < ${W}/out/meta
+: T:tgt-chown
 ${SPLIT_CHANGED}
 ${LIST_OF(`${W}/cf`, `${W}/cd`, `${W}/co`)} 2>&1 | LC_ALL=C sort > ${W}/plist
+: T:tgt-plist
 bad=0
 if ! cmp -s ${W}/out/plist ${W}/plist; then bad=1; diff ${W}/out/plist ${W}/plist | grep '^[-+][^-+]' | head -n 20 >&2 || true; fi
 while IFS= read -r p; do if { [ -e "$p" ] || [ -L "$p" ]; } && ! grep -qxF -- "$p" ${W}/cd ${W}/cf ${W}/co; then bad=$((bad + 1)); echo "removed on the source, still here: $p" >&2; fi; done < ${W}/out/removed
+: T:tgt-check-removed
 awk -v dir=${W} '
   FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
   FILENAME == dir "/out/removed" { gone[$0] = 1; next }
   { if ($0 in ok) next; p = $0; while (p != "." && p != "") { if (p in gone) next; i = length(p); while (i > 0 && substr(p, i, 1) != "/") i--; p = i > 1 ? substr(p, 1, i - 1) : "." }
     print }' ${W}/out/changed ${W}/out/removed ${W}/dpaths > ${W}/dleft
+: T:tgt-dleft
 # Each is fine only when neither side has it now (made and removed on the source since S).
 : > ${W}/dgone
 while IFS= read -r p; do
   if grep -qxF -- "$p" ${W}/out/dstill || [ -e "$p" ] || [ -L "$p" ]; then bad=$((bad + 1)); echo "differs and was not sent again: $p (source $(awk -v p="$p" '${AWK_LPATH} lpath($0) == p' ${W}/slist | head -n 1), here $(awk -v p="$p" '${AWK_LPATH} lpath($0) == p' ${W}/list | head -n 1))" >&2; else printf '%s\n' "$p" >> ${W}/dgone; fi
 done < ${W}/dleft
+: T:tgt-dgone
 totals=$(awk -F'|' -v dir=${W} '${AWK_LPATH}
   FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
   FILENAME == dir "/dgone" { ok[$0] = 1; next }
@@ -292,6 +309,7 @@ totals=$(awk -F'|' -v dir=${W} '${AWK_LPATH}
   { p = lpath($0); if (p in ok) next; q = p; while (q != "." && q != "") { if (q in gone) next; i = length(q); while (i > 0 && substr(q, i, 1) != "/") i--; q = i > 1 ? substr(q, 1, i - 1) : "." }
     e++; if ($1 == "f") { f++; b += $2 } }
   END { printf "%d %d %.0f", e, f, b }' ${W}/out/changed ${W}/dgone ${W}/out/removed ${W}/out/plist ${W}/slist)
+: T:tgt-totals
 echo "$(cat ${W}/out/stats) $(wc -l < ${W}/out/removed) $(wc -l < ${W}/out/meta) $totals $bad"`;
 
 /** Source, before the first round: about what a tar of the whole volume takes (a progress total; it may be in use). */

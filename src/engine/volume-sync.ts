@@ -20,6 +20,7 @@
  * The source volume is mounted read-only and only read.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
 import { ensureImage, type EngineClient } from './engine-client.js';
 import { NotFoundError, VerificationError } from './engine-errors.js';
@@ -46,6 +47,18 @@ import {
 import { transferArchive } from './archive-relay.js';
 
 export const HELPER_LABEL = 'berth.volume-copy';
+
+/**
+ * BERTH_SYNC_TRACE=1: the final pass writes on stderr when each step begins and ends (JS side)
+ * and the scripts' own stage marks (`: T:name` lines), all as the host's uptime (containers share
+ * /proc/uptime), so where the pause goes can be read off one run. Off: the marks stay no-ops.
+ */
+const TRACE = process.env.BERTH_SYNC_TRACE === '1';
+const uptime = (): string => readFileSync('/proc/uptime', 'utf8').split(' ')[0] ?? '';
+const trace = (what: string): void => {
+  if (TRACE) process.stderr.write(`T ${uptime()} ${what}\n`);
+};
+const traced = (script: string): string => (TRACE ? script.replace(/^: T:(\S+)$/gm, 'read u _ < /proc/uptime; echo "T $u $1" >&2') : script);
 
 export interface SyncSide {
   engine: EngineClient;
@@ -260,7 +273,9 @@ export class VolumeSync {
    */
   private async pipeExec(script: string, path: string, onBytes: (n: number) => void, vanishing: boolean): Promise<number> {
     const { from, to, signal } = this.o;
-    const { output, exitCode } = await from.engine.exec(this.src, ['sh', '-c', script], { signal });
+    trace('source exec: create + start');
+    const { output, exitCode } = await from.engine.exec(this.src, ['sh', '-c', traced(script)], { signal });
+    trace('source exec: started (answer headers)');
     const tar = new PassThrough({ highWaterMark: 1024 * 1024 });
     let stderr = '';
     let moved = 0;
@@ -279,12 +294,18 @@ export class VolumeSync {
       try {
         for await (const f of output) {
           if (f.stream === 'stdout') {
+            if (moved === 0) trace('source exec: first stdout byte');
             moved += f.data.length;
             if (!tar.write(f.data)) await writable();
             if (tar.destroyed) break;
             onBytes(moved);
-          } else if (f.stream === 'stderr' && stderr.length < 2000) stderr += f.data.toString('utf8');
+          } else if (f.stream === 'stderr') {
+            const text = f.data.toString('utf8');
+            if (TRACE) process.stderr.write(text.replace(/^(?!T ).*\n?/gm, ''));
+            if (stderr.length < 2000) stderr += text.replace(/^T .*\n?/gm, '');
+          }
         }
+        trace('source exec: stdout ended');
         tar.end();
       } catch (err) {
         tar.destroy(err as Error);
@@ -299,7 +320,9 @@ export class VolumeSync {
       await output.return(undefined).catch(() => undefined);
       throw err;
     }
+    trace('target archive: PUT answered');
     const code = await exitCode();
+    trace('source exec: exit code read');
     const vanished =
       vanishing &&
       stderr
@@ -344,9 +367,14 @@ export class VolumeSync {
     const withChecksums = opts.checksums ?? false;
     if (!this.prepared) await this.prepareFinal();
     const round = ++this.rounds;
+    trace('final pass: begin');
     const transferredBytes = await this.pipeExec(sourceFinal, WORK_DIR, (n) => opts.onProgress?.({ round, transferredBytes: n }), false);
     opts.onUploaded?.();
-    const r = await this.run(to, this.dst, targetFinal);
+    trace('target exec: create + start');
+    const r = await this.run(to, this.dst, traced(targetFinal));
+    trace('target exec: exit code read');
+    if (TRACE) process.stderr.write(r.stderr.replace(/^(?!T ).*\n?/gm, ''));
+    r.stderr = r.stderr.replace(/^T .*\n?/gm, '');
     const [sentEntries = 0, sentBytes = 0, removed = 0, mended = 0, entries = 0, files = 0, bytes = 0, problems = 0] = summaryOf(to.engine, r.stdout, 8);
     if (problems > 0) {
       const lines = r.stderr.split('\n').filter(Boolean);
