@@ -57,6 +57,8 @@ try {
   for (let r = 0; r < REPEAT; r++) {
     await sync.round(undefined, { sourceInUse: true });
     await sync.prepareFinal();
+    // As live-runtime does: the last pass's execs start before the stop (older builds lack it).
+    if (sync.armFinal) await sync.armFinal();
     await new Promise((res) => setTimeout(res, 500));
     podman('a', ['stop', '-t', '2', `${tag}-w`]);
     const t0 = performance.now();

@@ -173,7 +173,7 @@ const LIVE = (script: string) =>
  * for the target to mend owners and note where the two differ now. Off the pause: the final pass
  * then checks only what changed after this round's snapshot began.
  */
-export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out
+export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/go
 ${LIVE(LIST(`${W}/out/list`))}
 ${LIVE(META(`${W}/out/meta`))}
 echo "${SUMMARY(`${W}/out/list`)}"`;
@@ -205,6 +205,16 @@ for t in f d o; do touch ${W}/c$t; done
 LC_ALL=C sort ${W}/cd > ${W}/cd.sorted; mv ${W}/cd.sorted ${W}/cd`;
 
 /**
+ * The final pass's execs start before the source is stopped (starting one costs 0.3–0.7 s of
+ * podman and runc on a busy machine, all of it inside the pause otherwise) and wait here until
+ * a file appears: polled every 10 ms by the shell alone (a read with a timeout on a FIFO nobody
+ * writes), no process per poll. Bounded (an hour) in case berth never sends it; close() removes
+ * the helpers anyway.
+ */
+const AWAIT = (file: string) => `mkdir -p ${W}; [ -p ${W}/tick ] || mkfifo ${W}/tick
+i=0; while [ ! -e ${file} ]; do i=$((i + 1)); if [ $i -gt 360000 ]; then echo 'the final pass was never started' >&2; exit 9; fi; read -t 0.01 x <> ${W}/tick || true; done`;
+
+/**
  * Source, the last pass (it is stopped, so nothing moves), in time proportional to what changed
  * since the last round's snapshot began (second S), not to the volume:
  * - candidates: one walk (lstat only) for entries whose ctime is within the last minutes, then
@@ -214,15 +224,18 @@ LC_ALL=C sort ${W}/cd > ${W}/cd.sorted; mv ${W}/cd.sorted ${W}/cd`;
  *   entry changes its directory) that it no longer has, and entries whose type changed;
  * - their verification lines and owners, and their tars; all in W/out, sent as one tar on stdout.
  */
-export const sourceFinal = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.*
+export const sourceFinal = (pass: number) => `${STRICT}; cd ${MOUNT}
+${AWAIT(`${W}/go`)}
+rm -f ${W}/go
 : T:src-begin
+rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.* ${W}/end.* ${W}/newline
 since=$(cat ${W}/start)
 m=$(( ($(date +%s) - $(cat ${W}/start_s)) / 60 + 2 ))
 nl='
 '
-if [ -n "$(find . -cmin -$m -name "*$nl*" | head -n 1)" ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi
-: T:src-newline-walk
-find . -cmin -$m ! -type s -exec stat -c '%F|%z|%s|%n' {} + > ${W}/cand
+# One walk: names with a newline are only marked (lines are entries), the rest listed.
+find . -cmin -$m -name "*$nl*" -exec touch ${W}/newline \\; -o -cmin -$m ! -type s -exec stat -c '%F|%z|%s|%n' {} + > ${W}/cand
+if [ -e ${W}/newline ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi
 : T:src-cand-walk
 awk -F'|' -v since="$since" -v dir=${W} '${AWK_PATH}
   function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
@@ -261,7 +274,8 @@ awk -v dir=${W} 'FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0,
   while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then printf '%s\n' "$p"; fi; done > ${W}/out/dstill
 : T:src-dstill
 echo "$(wc -l < ${W}/out/changed) $(awk -F'|' '$1 == "f" { s += $2 } END { printf "%.0f", s }' ${W}/out/changed)" > ${W}/out/stats
-exec tar -cf - -C ${W} out`;
+: > ${W}/end.${pass}
+exec tar -cf - -C ${W} out end.${pass}`;
 
 /**
  * Target, the last pass: removes what the source removed, extracts the changes, sets their owners
@@ -270,8 +284,10 @@ exec tar -cf - -C ${W} out`;
  * Prints `<sent entries> <sent bytes> <removed> <mended> <entries> <files> <bytes> <problems>`
  * (the totals: the prepared source list with the pass applied); the problems on stderr.
  */
-export const targetFinal = `${STRICT}; cd ${MOUNT}; rm -f ${W}/c?
+export const targetFinal = (pass: number) => `${STRICT}; cd ${MOUNT}
+${AWAIT(`${W}/end.${pass}`)}
 : T:tgt-begin
+rm -f ${W}/c?
 while IFS= read -r p; do rm -rf -- "$p"; done < ${W}/out/removed
 : T:tgt-removed
 for t in ${W}/out/delta.*.tar; do [ -e "$t" ] || break; tar -xf "$t" -C ${MOUNT}; done
@@ -324,8 +340,12 @@ echo "$(wc -l < ${W}/sums) $(sha256sum < ${W}/sums | cut -d ' ' -f 1)"`;
 /** Target, before the first round: whether the volume holds anything. */
 export const isEmpty = `cd ${MOUNT} && [ -z "$(find . -mindepth 1 | head -n 1)" ] && echo empty || echo not-empty`;
 
-/** The helpers' long-running command: idle until removed (a TERM ends it at once). */
-export const IDLE = ['sh', '-c', "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"];
+/**
+ * The helpers' long-running command: idle until removed (a TERM ends it at once). A USR1 (the
+ * engine's kill call, far cheaper than starting an exec) marks W/go: the source's final pass,
+ * started before the stop, waits for it (AWAIT).
+ */
+export const IDLE = ['sh', '-c', `trap 'exit 0' TERM INT; trap ': > ${W}/go' USR1; while :; do sleep 3600 & wait $!; done`];
 
 /** Where the target takes the source's W/out (archive PUT of that directory into W). */
 export const OUT_DIR = `${W}/out`;
