@@ -173,7 +173,7 @@ const LIVE = (script: string) =>
  * for the target to mend owners and note where the two differ now. Off the pause: the final pass
  * then checks only what changed after this round's snapshot began.
  */
-export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out
+export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/go
 ${LIVE(LIST(`${W}/out/list`))}
 ${LIVE(META(`${W}/out/meta`))}
 echo "${SUMMARY(`${W}/out/list`)}"`;
@@ -191,6 +191,8 @@ awk '${AWK_LPATH}
   NR == FNR { s[$0] = 1; next }
   { if ($0 in s) delete s[$0]; else d[lpath($0)] = 1 }
   END { for (l in s) d[lpath(l)] = 1; for (p in d) print p }' ${W}/slist ${W}/list > ${W}/dpaths
+awk -F'|' '${AWK_LPATH}
+  { print ($1 == "f" ? "f|" $2 : "x|0") "|" lpath($0) }' ${W}/slist > ${W}/sidx
 wc -l < ${W}/dpaths`;
 
 /** Lines of LIST for the paths in files (one a line) of regular files, directories and the rest. */
@@ -205,6 +207,28 @@ for t in f d o; do touch ${W}/c$t; done
 LC_ALL=C sort ${W}/cd > ${W}/cd.sorted; mv ${W}/cd.sorted ${W}/cd`;
 
 /**
+ * The snapshot's lines that can concern the paths in a file (lines `<a>|<b>|<c>|path`, as the
+ * walk writes them): every line containing `|<path>` — the path's own line, and its children's, which
+ * start with it. Picked by grep -F (C, one pass) so the awk that decides reads a handful of lines,
+ * not the whole snapshot: the last pass stays proportional to the change. A superset (a longer
+ * name that starts with the same characters) is harmless: the awk compares whole paths. busybox
+ * grep tries every pattern on every line: past a few hundred paths the whole snapshot is cheaper.
+ */
+const SNAP_LINES_OF = (file: string, out: string) => `awk '{ i = index($0, "|"); i += index(substr($0, i + 1), "|"); i += index(substr($0, i + 1), "|"); print substr($0, i) }' ${file} > ${out}.pat
+n=$(wc -l < ${out}.pat)
+if [ "$n" -gt 256 ]; then cp ${W}/snap ${out}; elif [ "$n" -gt 0 ]; then grep -F -f ${out}.pat ${W}/snap > ${out} || [ $? -eq 1 ]; else : > ${out}; fi`;
+
+/**
+ * The final pass's execs start before the source is stopped (starting one costs 0.3–0.7 s of
+ * podman and runc on a busy machine, all of it inside the pause otherwise) and wait here until
+ * a file appears: polled every 10 ms by the shell alone (a read with a timeout on a FIFO nobody
+ * writes), no process per poll. Bounded (an hour) in case berth never sends it; close() removes
+ * the helpers anyway.
+ */
+const AWAIT = (file: string) => `mkdir -p ${W}; [ -p ${W}/tick ] || mkfifo ${W}/tick
+i=0; while [ ! -e ${file} ]; do i=$((i + 1)); if [ $i -gt 360000 ]; then echo 'the final pass was never started' >&2; exit 9; fi; read -t 0.01 x <> ${W}/tick || true; done`;
+
+/**
  * Source, the last pass (it is stopped, so nothing moves), in time proportional to what changed
  * since the last round's snapshot began (second S), not to the volume:
  * - candidates: one walk (lstat only) for entries whose ctime is within the last minutes, then
@@ -214,22 +238,35 @@ LC_ALL=C sort ${W}/cd > ${W}/cd.sorted; mv ${W}/cd.sorted ${W}/cd`;
  *   entry changes its directory) that it no longer has, and entries whose type changed;
  * - their verification lines and owners, and their tars; all in W/out, sent as one tar on stdout.
  */
-export const sourceFinal = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.*
+export const sourceFinal = (pass: number) => `${STRICT}; cd ${MOUNT}
+${AWAIT(`${W}/go`)}
+rm -f ${W}/go
+: T:src-begin
+rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.* ${W}/end.* ${W}/newline
 since=$(cat ${W}/start)
 m=$(( ($(date +%s) - $(cat ${W}/start_s)) / 60 + 2 ))
 nl='
 '
-if [ -n "$(find . -cmin -$m -name "*$nl*" | head -n 1)" ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi
-find . -cmin -$m ! -type s -exec stat -c '%F|%z|%s|%n' {} + > ${W}/cand
+# One walk: names with a newline are only marked (lines are entries), the rest listed.
+find . -cmin -$m -name "*$nl*" -exec touch ${W}/newline \\; -o -cmin -$m ! -type s -exec stat -c '%F|%z|%s|%n' {} + > ${W}/cand
+if [ -e ${W}/newline ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi
+: T:src-cand-walk
+${SNAP_LINES_OF(`${W}/cand`, `${W}/oldc`)}
+: T:src-grep-snap
 awk -F'|' -v since="$since" -v dir=${W} '${AWK_PATH}
   function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
   NR == FNR { old[path($0)] = $1; next }
   { p = path($0); ty = t($1); if ((p in old) && ("" $2) < since) next
     print ty "|" $3 "|" p > (dir "/changed1")
-    if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old)) print p > (dir "/newdirs") } }' ${W}/snap ${W}/cand
+    if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old)) print p > (dir "/newdirs") } }' ${W}/oldc ${W}/cand
 touch ${W}/changed1 ${W}/cdirs ${W}/newdirs
+: T:src-awk-snap-changed
 while IFS= read -r d; do find "$d" -mindepth 1 ! -type s -exec stat -c '%F|%z|%s|%n' {} +; done < ${W}/newdirs > ${W}/sub
 while IFS= read -r d; do find "$d" -mindepth 1 -maxdepth 1 ! -type s; done < ${W}/cdirs > ${W}/kids
+# changed1 is \`t|size|path\`: one field short of the walk's lines, so one is added.
+{ awk '{ print "-|" $0 }' ${W}/changed1; cat ${W}/sub; } > ${W}/chsub
+${SNAP_LINES_OF(`${W}/chsub`, `${W}/oldch`)}
+: T:src-sub-kids
 awk -F'|' -v dir=${W} '${AWK_PATH}
   function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
   function parent(p,  i) { i = length(p); while (i > 0 && substr(p, i, 1) != "/") i--; return i > 1 ? substr(p, 1, i - 1) : "." }
@@ -238,21 +275,26 @@ awk -F'|' -v dir=${W} '${AWK_PATH}
   FILENAME == dir "/kids" { kid[$0] = 1; next }
   { p = path($0); if (p == ".") next
     if ((p in ch) ? ch[p] != $1 : (parent(p) in ch) && ch[parent(p)] == "d" && !(p in kid)) print p > (dir "/removed1") }
-  END { for (p in line) print line[p] > (dir "/out/changed") }' ${W}/changed1 ${W}/sub ${W}/kids ${W}/snap
+  END { for (p in line) print line[p] > (dir "/out/changed") }' ${W}/changed1 ${W}/sub ${W}/kids ${W}/oldch
 touch ${W}/removed1 ${W}/out/changed
 LC_ALL=C sort -r ${W}/removed1 > ${W}/out/removed
+: T:src-awk-snap-removed
 ${SPLIT_CHANGED}
 ${LIST_OF(`${W}/cf`, `${W}/cd`, `${W}/co`)} | LC_ALL=C sort > ${W}/out/plist
 cat ${W}/cd ${W}/cf ${W}/co | tr '\\n' '\\0' | xargs -0 -r stat -c '%u:%g:%a:%n' > ${W}/out/meta
+: T:src-lists-meta
 cat ${W}/cd ${W}/cf ${W}/co | awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { if (b > 0 && b + length($0) > 131072) { n++; b = 0 } print > (dir "/batch." n); b += length($0) + 1 }'
 n=0; for b in ${W}/batch.*; do [ -e "$b" ] || break; (${BATCH_ARGS('"$b"')}; exec tar -cf ${W}/out/delta.$n.tar --no-recursion -- "$@"); n=$((n + 1)); done
+: T:src-delta-tars
 # Paths the lists differed on at the preparation (W/dpaths, from the target) that are not sent
 # again but exist: unchanged since S, so still different (the target reports them).
 touch ${W}/dpaths
 awk -v dir=${W} 'FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next } !($0 in ok)' ${W}/out/changed ${W}/dpaths |
   while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then printf '%s\n' "$p"; fi; done > ${W}/out/dstill
+: T:src-dstill
 echo "$(wc -l < ${W}/out/changed) $(awk -F'|' '$1 == "f" { s += $2 } END { printf "%.0f", s }' ${W}/out/changed)" > ${W}/out/stats
-exec tar -cf - -C ${W} out`;
+: > ${W}/end.${pass}
+exec tar -cf - -C ${W} out end.${pass}`;
 
 /**
  * Target, the last pass: removes what the source removed, extracts the changes, sets their owners
@@ -261,38 +303,57 @@ exec tar -cf - -C ${W} out`;
  * Prints `<sent entries> <sent bytes> <removed> <mended> <entries> <files> <bytes> <problems>`
  * (the totals: the prepared source list with the pass applied); the problems on stderr.
  */
-export const targetFinal = `${STRICT}; cd ${MOUNT}; rm -f ${W}/c?
+export const targetFinal = (pass: number) => `${STRICT}; cd ${MOUNT}
+${AWAIT(`${W}/end.${pass}`)}
+: T:tgt-begin
+rm -f ${W}/c?
 while IFS= read -r p; do rm -rf -- "$p"; done < ${W}/out/removed
+: T:tgt-removed
 for t in ${W}/out/delta.*.tar; do [ -e "$t" ] || break; tar -xf "$t" -C ${MOUNT}; done
+: T:tgt-extract
+# Owners and modes: tar as root mostly set them already; only lines that still differ are mended
+# (one stat for all, instead of a chown and a chmod process per entry).
+awk '{ p = $0; for (k = 0; k < 3; k++) p = substr(p, index(p, ":") + 1); print p }' ${W}/out/meta | tr '\\n' '\\0' | xargs -0 -r stat -c '%u:%g:%a:%n' > ${W}/meta.now
+awk 'NR == FNR { m[$0] = 1; next } !($0 in m)' ${W}/meta.now ${W}/out/meta > ${W}/mend
 while IFS= read -r line; do
   u=\${line%%:*}; r=\${line#*:}; g=\${r%%:*}; r=\${r#*:}; m=\${r%%:*}; p=\${r#*:}
   chown -h "$u:$g" "$p" || exit 3
   if [ ! -L "$p" ]; then chmod "$m" "$p" || exit 4; fi
-done < ${W}/out/meta
+done < ${W}/mend
+: T:tgt-chown
 ${SPLIT_CHANGED}
 ${LIST_OF(`${W}/cf`, `${W}/cd`, `${W}/co`)} 2>&1 | LC_ALL=C sort > ${W}/plist
+: T:tgt-plist
 bad=0
 if ! cmp -s ${W}/out/plist ${W}/plist; then bad=1; diff ${W}/out/plist ${W}/plist | grep '^[-+][^-+]' | head -n 20 >&2 || true; fi
 while IFS= read -r p; do if { [ -e "$p" ] || [ -L "$p" ]; } && ! grep -qxF -- "$p" ${W}/cd ${W}/cf ${W}/co; then bad=$((bad + 1)); echo "removed on the source, still here: $p" >&2; fi; done < ${W}/out/removed
+: T:tgt-check-removed
 awk -v dir=${W} '
   FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
   FILENAME == dir "/out/removed" { gone[$0] = 1; next }
   { if ($0 in ok) next; p = $0; while (p != "." && p != "") { if (p in gone) next; i = length(p); while (i > 0 && substr(p, i, 1) != "/") i--; p = i > 1 ? substr(p, 1, i - 1) : "." }
     print }' ${W}/out/changed ${W}/out/removed ${W}/dpaths > ${W}/dleft
+: T:tgt-dleft
 # Each is fine only when neither side has it now (made and removed on the source since S).
 : > ${W}/dgone
 while IFS= read -r p; do
   if grep -qxF -- "$p" ${W}/out/dstill || [ -e "$p" ] || [ -L "$p" ]; then bad=$((bad + 1)); echo "differs and was not sent again: $p (source $(awk -v p="$p" '${AWK_LPATH} lpath($0) == p' ${W}/slist | head -n 1), here $(awk -v p="$p" '${AWK_LPATH} lpath($0) == p' ${W}/list | head -n 1))" >&2; else printf '%s\n' "$p" >> ${W}/dgone; fi
 done < ${W}/dleft
-totals=$(awk -F'|' -v dir=${W} '${AWK_LPATH}
+: T:tgt-dgone
+# W/sidx (the prepared source list as \`t|size|path\`, made before the stop) instead of the list
+# itself: no per-line path parsing; a line is dropped when sent again, gone, or under a gone path.
+totals=$(awk -F'|' -v dir=${W} '
   FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
   FILENAME == dir "/dgone" { ok[$0] = 1; next }
-  FILENAME == dir "/out/removed" { gone[$0] = 1; next }
+  FILENAME == dir "/out/removed" { gone[$0] = 1; g[++ng] = $0 "/"; gl[ng] = length($0) + 1; next }
   FILENAME == dir "/out/plist" { e++; if ($1 == "f") { f++; b += $2 }; next }
-  { p = lpath($0); if (p in ok) next; q = p; while (q != "." && q != "") { if (q in gone) next; i = length(q); while (i > 0 && substr(q, i, 1) != "/") i--; q = i > 1 ? substr(q, 1, i - 1) : "." }
-    e++; if ($1 == "f") { f++; b += $2 } }
-  END { printf "%d %d %.0f", e, f, b }' ${W}/out/changed ${W}/dgone ${W}/out/removed ${W}/out/plist ${W}/slist)
-echo "$(cat ${W}/out/stats) $(wc -l < ${W}/out/removed) $(wc -l < ${W}/out/meta) $totals $bad"`;
+  { r = substr($0, 3); i = index(r, "|"); p = substr(r, i + 1); if ((p in ok) || (p in gone)) next
+    if (ng > 64) { q = p; while (q != "." && q != "") { if (q in gone) next; k = length(q); while (k > 0 && substr(q, k, 1) != "/") k--; q = k > 1 ? substr(q, 1, k - 1) : "." } }
+    else for (k = 1; k <= ng; k++) if (substr(p, 1, gl[k]) == g[k]) next
+    e++; if ($1 == "f") { f++; b += substr(r, 1, i - 1) } }
+  END { printf "%d %d %.0f", e, f, b }' ${W}/out/changed ${W}/dgone ${W}/out/removed ${W}/out/plist ${W}/sidx)
+: T:tgt-totals
+echo "$(cat ${W}/out/stats) $(wc -l < ${W}/out/removed) $(wc -l < ${W}/mend) $totals $bad"`;
 
 /** Source, before the first round: about what a tar of the whole volume takes (a progress total; it may be in use). */
 export const sourceMeasure = `${STRICT}; cd ${MOUNT}
@@ -306,8 +367,12 @@ echo "$(wc -l < ${W}/sums) $(sha256sum < ${W}/sums | cut -d ' ' -f 1)"`;
 /** Target, before the first round: whether the volume holds anything. */
 export const isEmpty = `cd ${MOUNT} && [ -z "$(find . -mindepth 1 | head -n 1)" ] && echo empty || echo not-empty`;
 
-/** The helpers' long-running command: idle until removed (a TERM ends it at once). */
-export const IDLE = ['sh', '-c', "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"];
+/**
+ * The helpers' long-running command: idle until removed (a TERM ends it at once). A USR1 (the
+ * engine's kill call, far cheaper than starting an exec) marks W/go: the source's final pass,
+ * started before the stop, waits for it (AWAIT).
+ */
+export const IDLE = ['sh', '-c', `trap 'exit 0' TERM INT; trap ': > ${W}/go' USR1; while :; do sleep 3600 & wait $!; done`];
 
 /** Where the target takes the source's W/out (archive PUT of that directory into W). */
 export const OUT_DIR = `${W}/out`;

@@ -20,6 +20,7 @@
  * The source volume is mounted read-only and only read.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
 import { ensureImage, type EngineClient } from './engine-client.js';
 import { NotFoundError, VerificationError } from './engine-errors.js';
@@ -46,6 +47,18 @@ import {
 import { transferArchive } from './archive-relay.js';
 
 export const HELPER_LABEL = 'berth.volume-copy';
+
+/**
+ * BERTH_SYNC_TRACE=1: the final pass writes on stderr when each step begins and ends (JS side)
+ * and the scripts' own stage marks (`: T:name` lines), all as the host's uptime (containers share
+ * /proc/uptime), so where the pause goes can be read off one run. Off: the marks stay no-ops.
+ */
+const TRACE = process.env.BERTH_SYNC_TRACE === '1';
+const uptime = (): string => readFileSync('/proc/uptime', 'utf8').split(' ')[0] ?? '';
+const trace = (what: string): void => {
+  if (TRACE) process.stderr.write(`T ${uptime()} ${what}\n`);
+};
+const traced = (script: string): string => (TRACE ? script.replace(/^: T:(\S+)$/gm, 'read u _ < /proc/uptime; echo "T $u $1" >&2') : script);
 
 export interface SyncSide {
   engine: EngineClient;
@@ -121,8 +134,32 @@ const summaryOf = (engine: EngineClient, text: string, count: number): number[] 
   return nums;
 };
 
+type Started = Awaited<ReturnType<EngineClient['exec']>>;
+
+/** A started exec's output (bounded) and exit code. */
+async function collect(x: Started, max = 64 * 1024): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const out: Record<'stdout' | 'stderr', Buffer[]> = { stdout: [], stderr: [] };
+  const size = { stdout: 0, stderr: 0 };
+  for await (const f of x.output) {
+    if (f.stream === 'stdin' || size[f.stream] >= max) continue;
+    out[f.stream].push(f.data);
+    size[f.stream] += f.data.length;
+  }
+  const text = (k: 'stdout' | 'stderr') => Buffer.concat(out[k]).toString('utf8').slice(0, max);
+  return { exitCode: await x.exitCode(), stdout: text('stdout'), stderr: text('stderr') };
+}
+
+/** Reads a started exec's output to its end in the background (it ends when its helper goes). */
+const drain = (x: Started): void => {
+  void (async () => {
+    for await (const _ of x.output);
+  })().catch(() => undefined);
+};
+
 export class VolumeSync {
   private src = '';
+  /** The final pass's two execs, started before the source stops and waiting (armFinal). */
+  private armed: { pass: number; source: Started; target: Started } | undefined;
   private dst = '';
   private rounds = 0;
   /** Whether prepareFinal ran after the latest round (the final pass needs it). */
@@ -175,6 +212,14 @@ export class VolumeSync {
     await this.run(to, this.dst, `mkdir -p ${WORK_DIR}`);
   }
 
+  /** Starts a script in a helper; its output must be consumed (collect, pipeExec) or drained. */
+  private async startExec(side: SyncSide, id: string, script: string): Promise<Started> {
+    trace(`exec on ${side === this.o.from ? 'source' : 'target'}: create + start`);
+    const started = await side.engine.exec(id, ['sh', '-c', traced(script)], { signal: this.o.signal });
+    trace(`exec on ${side === this.o.from ? 'source' : 'target'}: started (answer headers)`);
+    return started;
+  }
+
   /** Runs a script in a helper; its stdout, or an error with its output. */
   private async run(side: SyncSide, id: string, script: string): Promise<{ stdout: string; stderr: string }> {
     const r = await side.engine.execScript(id, script, { signal: this.o.signal });
@@ -198,6 +243,7 @@ export class VolumeSync {
    */
   async round(onProgress?: (p: SyncProgress) => void, opts: { sourceInUse?: boolean; count?: boolean } = {}): Promise<RoundResult> {
     const { from, to, signal } = this.o;
+    if (this.armed) throw new Error('a round after armFinal: the final pass is armed');
     const round = ++this.rounds;
     this.prepared = false;
     if (round === 1) {
@@ -258,9 +304,9 @@ export class VolumeSync {
    * as it comes. Resolves the bytes moved. `vanishing`: tar's complaints about entries removed
    * while it ran are not failures (the source is in use; the next round sees them gone).
    */
-  private async pipeExec(script: string, path: string, onBytes: (n: number) => void, vanishing: boolean): Promise<number> {
+  private async pipeExec(script: string | Started, path: string, onBytes: (n: number) => void, vanishing: boolean): Promise<number> {
     const { from, to, signal } = this.o;
-    const { output, exitCode } = await from.engine.exec(this.src, ['sh', '-c', script], { signal });
+    const { output, exitCode } = typeof script === 'string' ? await this.startExec(from, this.src, script) : script;
     const tar = new PassThrough({ highWaterMark: 1024 * 1024 });
     let stderr = '';
     let moved = 0;
@@ -279,12 +325,18 @@ export class VolumeSync {
       try {
         for await (const f of output) {
           if (f.stream === 'stdout') {
+            if (moved === 0) trace('source exec: first stdout byte');
             moved += f.data.length;
             if (!tar.write(f.data)) await writable();
             if (tar.destroyed) break;
             onBytes(moved);
-          } else if (f.stream === 'stderr' && stderr.length < 2000) stderr += f.data.toString('utf8');
+          } else if (f.stream === 'stderr') {
+            const text = f.data.toString('utf8');
+            if (TRACE) process.stderr.write(text.replace(/^(?!T ).*\n?/gm, ''));
+            if (stderr.length < 2000) stderr += text.replace(/^T .*\n?/gm, '');
+          }
         }
+        trace('source exec: stdout ended');
         tar.end();
       } catch (err) {
         tar.destroy(err as Error);
@@ -299,7 +351,9 @@ export class VolumeSync {
       await output.return(undefined).catch(() => undefined);
       throw err;
     }
+    trace('target archive: PUT answered');
     const code = await exitCode();
+    trace('source exec: exit code read');
     const vanished =
       vanishing &&
       stderr
@@ -332,6 +386,24 @@ export class VolumeSync {
   }
 
   /**
+   * Right before the source stops (after prepareFinal): starts the final pass's exec on both
+   * sides, each waiting (sync-scripts.ts AWAIT) — the source for finalPass's signal, the target
+   * for the end of the archive the source sends — so the pause holds no exec start-up.
+   */
+  async armFinal(): Promise<void> {
+    const { from, to } = this.o;
+    if (!this.prepared) await this.prepareFinal();
+    if (this.armed) return;
+    const pass = this.rounds + 1;
+    const [source, target] = await Promise.allSettled([this.startExec(from, this.src, sourceFinal(pass)), this.startExec(to, this.dst, targetFinal(pass))]);
+    if (source.status === 'rejected' || target.status === 'rejected') {
+      for (const x of [source, target]) if (x.status === 'fulfilled') drain(x.value);
+      throw source.status === 'rejected' ? source.reason : (target as PromiseRejectedResult).reason;
+    }
+    this.armed = { pass, source: source.value, target: target.value };
+  }
+
+  /**
    * The last pass, with the source stopped (after prepareFinal): one exec on the source picks
    * what changed since the last round's snapshot began and packs it with its verification lines,
    * one upload carries that, one exec on the target applies it and checks it; each in time
@@ -342,11 +414,30 @@ export class VolumeSync {
   async finalPass(opts: { checksums?: boolean; onProgress?: (p: SyncProgress) => void; onUploaded?: () => void } = {}): Promise<RoundResult & VerifyResult> {
     const { from, to } = this.o;
     const withChecksums = opts.checksums ?? false;
-    if (!this.prepared) await this.prepareFinal();
+    if (!this.armed) await this.armFinal();
+    const { source, target } = this.armed as NonNullable<typeof this.armed>;
+    this.armed = undefined;
     const round = ++this.rounds;
-    const transferredBytes = await this.pipeExec(sourceFinal, WORK_DIR, (n) => opts.onProgress?.({ round, transferredBytes: n }), false);
+    trace('final pass: go');
+    let transferredBytes = 0;
+    try {
+      if (!(await from.engine.killContainer(this.src, { signalName: 'SIGUSR1', signal: this.o.signal })))
+        throw new Error(`volume helper on ${from.engine.endpoint} (volume ${from.volume}) is not running`);
+      trace('final pass: signal sent');
+      transferredBytes = await this.pipeExec(source, WORK_DIR, (n) => opts.onProgress?.({ round, transferredBytes: n }), false);
+    } catch (err) {
+      drain(source);
+      drain(target);
+      throw err;
+    }
     opts.onUploaded?.();
-    const r = await this.run(to, this.dst, targetFinal);
+    const r = await collect(target);
+    trace('exec on target: exit code read');
+    if (r.exitCode !== 0) {
+      throw new Error(`volume helper on ${to.engine.endpoint} (volume ${to.volume}) exited with ${r.exitCode}: ${`${r.stdout}\n${r.stderr}`.trim().slice(0, 500)}`);
+    }
+    if (TRACE) process.stderr.write(r.stderr.replace(/^(?!T ).*\n?/gm, ''));
+    r.stderr = r.stderr.replace(/^T .*\n?/gm, '');
     const [sentEntries = 0, sentBytes = 0, removed = 0, mended = 0, entries = 0, files = 0, bytes = 0, problems = 0] = summaryOf(to.engine, r.stdout, 8);
     if (problems > 0) {
       const lines = r.stderr.split('\n').filter(Boolean);
@@ -394,9 +485,13 @@ export class VolumeSync {
   /** Removes both helpers (never the volumes), whatever state they are in. */
   async close(): Promise<void> {
     const { from, to } = this.o;
+    const armed = this.armed;
+    this.armed = undefined;
     await Promise.allSettled([
       this.src ? from.engine.removeContainer(this.src, { force: true, removeVolumes: false }) : undefined,
       this.dst ? to.engine.removeContainer(this.dst, { force: true, removeVolumes: false }) : undefined,
     ]);
+    // Execs armed for a final pass that never ran end with their helpers.
+    if (armed) for (const x of [armed.source, armed.target]) drain(x);
   }
 }
