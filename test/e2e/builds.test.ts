@@ -16,7 +16,7 @@ import { freePort } from '../helpers/process.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, deployed, registerEngines, until, type Platform } from './support.js';
 
-const KEEP_RUNNING = `["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]`;
+const KEEP_RUNNING = `["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]`;
 
 describe.skipIf(!enginesAvailable)(`builds from source ${enginesAvailable ? '' : `(skipped: ${enginesUnavailableReason})`}`, () => {
   const engines = useEngines();

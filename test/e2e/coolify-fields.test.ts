@@ -63,10 +63,10 @@ describe.skipIf(!enginesAvailable)("Coolify's fields on a real engine", () => {
       'services:',
       '  web:',
       `    image: ${SLEEPER_IMAGE}`,
-      `    command: ["sh", "-c", "echo hello-from-web; trap 'exit 0' TERM INT; while :; do sleep 1; done"]`,
+      `    command: ["sh", "-c", "echo hello-from-web; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]`,
       '  worker:',
       `    image: ${SLEEPER_IMAGE}`,
-      `    command: ["sh", "-c", "echo hello-from-worker; trap 'exit 0' TERM INT; while :; do sleep 1; done"]`,
+      `    command: ["sh", "-c", "echo hello-from-worker; trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]`,
       '',
     ].join('\n');
     const { uuid } = await api.ok('POST', '/services', {
@@ -102,7 +102,7 @@ describe.skipIf(!enginesAvailable)("Coolify's fields on a real engine", () => {
   }, 120_000);
 
   it("connect_to_docker_network: false gives a service a network of its own; true puts it back on the destination's; delete removes its own", async () => {
-    const compose = ['services:', '  web:', `    image: ${SLEEPER_IMAGE}`, `    command: ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 1; done"]`, ''].join('\n');
+    const compose = ['services:', '  web:', `    image: ${SLEEPER_IMAGE}`, `    command: ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]`, ''].join('\n');
     const { uuid } = await api.ok('POST', '/services', {
       project_uuid: p.project,
       server_uuid: p.serverA,

@@ -15,7 +15,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { makeKey, sshdAvailable, useSshd } from '../helpers/sshd.js';
 import { Api, deployed, registerEngines, type Platform } from './support.js';
 
-const KEEP_RUNNING = `["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]`;
+const KEEP_RUNNING = `["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]`;
 const available = enginesAvailable && sshdAvailable;
 
 describe.skipIf(!available)(`private repositories by deploy key, and rollback ${available ? '' : `(skipped: ${enginesUnavailableReason || 'no sshd'})`}`, () => {

@@ -123,7 +123,7 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
   }, 180_000);
 
   it('a service part is started and stopped alone; its logs are its own', async () => {
-    const compose = `services:\n  web:\n    image: ${engines.image}\n    command: ["sh", "-c", "echo from-web; trap 'exit 0' TERM; while :; do sleep 1; done"]\n  worker:\n    image: ${engines.image}\n    command: ["sh", "-c", "echo from-worker; trap 'exit 0' TERM; while :; do sleep 1; done"]\n`;
+    const compose = `services:\n  web:\n    image: ${engines.image}\n    command: ["sh", "-c", "echo from-web; trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]\n  worker:\n    image: ${engines.image}\n    command: ["sh", "-c", "echo from-worker; trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]\n`;
     const { uuid } = await api.ok('POST', '/services', { project_uuid: p.project, server_uuid: p.serverA, destination_uuid: p.destA, environment_name: 'production', docker_compose_raw: compose });
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
     const parts = await api.ok('GET', `/services/${uuid}/applications`);

@@ -47,6 +47,15 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
     await s?.stop();
   });
 
+  /**
+   * Deletes a writer app: left running, it would fork four processes every 20 ms on the run's
+   * shared engines for the rest of the suite (measured: minutes of CPU).
+   */
+  async function stopWriter(uuid: string, on: 'a' | 'b') {
+    await api.ok('DELETE', `/applications/${uuid}`);
+    await until('the writer gone', async () => (containerState(engines, on, uuid) === null ? true : undefined), 30_000);
+  }
+
   async function writingApp(name: string, mib: number) {
     const app = await deployAppWithVolume(api, p, name, WRITER_IMAGE);
     writeVolume(engines, 'a', app.volume, `dd if=/dev/urandom of=/data/big.bin bs=1048576 count=${mib} 2>/dev/null`);
@@ -115,6 +124,7 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${app.uuid}`)).deployments[0].deployment_uuid);
     await until('the app to write on b', async () => (Number(engines.podman('b', ['exec', app.uuid, 'sh', '-c', 'wc -l < /data/logs/app.log']).trim()) > lines ? true : undefined), 20_000);
     expect(sumsInContainer(engines, 'b', app.uuid, '/data/logs')).toContain('app.log');
+    await stopWriter(app.uuid, 'b');
   }, 300_000);
 
   it('cancel before the switch: the copy stops, nothing stays on b, the app keeps running on a with its volume; a second cancel is 409', async () => {
@@ -154,5 +164,6 @@ describe.skipIf(!enginesAvailable)('live migration of an application that keeps 
     const foreign = await new Api(s.url, other.rootToken).req('POST', `/migrations/${r.migration_uuid}/cancel`);
     expect(foreign.status).toBe(404);
     expect(foreign.text).toBe('{"message":"Resource not found."}');
+    await stopWriter(app.uuid, 'a');
   }, 300_000);
 });

@@ -12,7 +12,7 @@ import { call, type Reply } from '../helpers/server.js';
 
 /** An image whose default command keeps running and stops at once on SIGTERM (apps have no command field). */
 export const SLEEPER_IMAGE = 'localhost/berth-sleeper:latest';
-export const KEEP_RUNNING = `trap 'exit 0' TERM INT; while :; do sleep 1; done`;
+export const KEEP_RUNNING = `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`;
 
 /**
  * An image whose command keeps writing to /data until SIGTERM: appends to a log, rewrites a small
