@@ -14,6 +14,7 @@ import { BackupRunner } from '../../src/workers/database-backup-runner.js';
 import { VolumeBackupRunner } from '../../src/workers/volume-backup-runner.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { storeUrlFor, TEST_STORE } from '../helpers/store.js';
+import { until } from '../helpers/wait.js';
 
 let s: TestServer;
 let database: string;
@@ -136,13 +137,17 @@ describe('scheduled backups: one `job` entry per ended run', () => {
 
     // A run on demand (the server's own runner) is its call's entry, not a job entry.
     const before = (await jobEntries(backup)).length;
+    const callEntries = (uuid: string) => s.db.selectFrom('audit_log').select('id').where('door', '=', 'rest').where('targets', 'like', `%"${uuid}"%`).execute();
+    const callsBefore = (await callEntries(backup)).length;
     const onDemand = await api('PATCH', `/databases/${database}/backups/${backup}`, { backup_now: true });
-    for (let i = 0; i < 100; i++) {
+    // Only once the run has ended does "no job entry" mean anything.
+    const onDemandEnded = await until('the run on demand to end', async () => {
       const e = await s.db.selectFrom('scheduled_database_backup_executions').select('status').where('uuid', '=', onDemand.execution_uuid).executeTakeFirst();
-      if (e?.status !== 'running') break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+      return e && e.status !== 'running' ? e.status : undefined;
+    });
+    expect(['success', 'failed']).toContain(onDemandEnded);
     expect((await jobEntries(backup)).length).toBe(before);
+    expect((await callEntries(backup)).length).toBe(callsBefore + 1);
   });
 
   it('volume backup: two instances, one failed run, one entry for whoever set the schedule', async () => {
