@@ -1020,17 +1020,7 @@ export class EngineClient {
 
   /** Runs a shell script in a running container; its output (bounded) and exit code. */
   async execScript(idOrName: string, script: string, opts: CallOptions & { maxBytes?: number } = {}): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-    const { output, exitCode } = await this.exec(idOrName, ['sh', '-c', script], opts);
-    const max = opts.maxBytes ?? 64 * 1024;
-    const out: Record<'stdout' | 'stderr', Buffer[]> = { stdout: [], stderr: [] };
-    const size = { stdout: 0, stderr: 0 };
-    for await (const f of output) {
-      if (f.stream === 'stdin' || size[f.stream] >= max) continue;
-      out[f.stream].push(f.data);
-      size[f.stream] += f.data.length;
-    }
-    const text = (k: 'stdout' | 'stderr') => Buffer.concat(out[k]).toString('utf8').slice(0, max);
-    return { exitCode: await exitCode(), stdout: text('stdout'), stderr: text('stderr') };
+    return collectExec(await this.exec(idOrName, ['sh', '-c', script], opts), opts.maxBytes);
   }
 
   // ---------------------------------------------------------------- archives
@@ -1139,4 +1129,17 @@ export async function ensureImage(engine: EngineClient, ref: string, opts: CallO
   }
   await engine.pullImage(ref, opts);
   return engine.inspectImage(ref, opts);
+}
+
+/** A started exec's output (each stream kept up to `max` bytes) and its exit code, once it has ended. */
+export async function collectExec(started: Awaited<ReturnType<EngineClient['exec']>>, max = 64 * 1024): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const out: Record<'stdout' | 'stderr', Buffer[]> = { stdout: [], stderr: [] };
+  const size = { stdout: 0, stderr: 0 };
+  for await (const f of started.output) {
+    if (f.stream === 'stdin' || size[f.stream] >= max) continue;
+    out[f.stream].push(f.data);
+    size[f.stream] += f.data.length;
+  }
+  const text = (k: 'stdout' | 'stderr') => Buffer.concat(out[k]).toString('utf8').slice(0, max);
+  return { exitCode: await started.exitCode(), stdout: text('stdout'), stderr: text('stderr') };
 }

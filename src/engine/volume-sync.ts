@@ -22,7 +22,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
-import { ensureImage, type EngineClient } from './engine-client.js';
+import { collectExec, ensureImage, type EngineClient } from './engine-client.js';
 import { NotFoundError, VerificationError } from './engine-errors.js';
 import {
   checksums,
@@ -136,17 +136,10 @@ const summaryOf = (engine: EngineClient, text: string, count: number): number[] 
 
 type Started = Awaited<ReturnType<EngineClient['exec']>>;
 
-/** A started exec's output (bounded) and exit code. */
-async function collect(x: Started, max = 64 * 1024): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-  const out: Record<'stdout' | 'stderr', Buffer[]> = { stdout: [], stderr: [] };
-  const size = { stdout: 0, stderr: 0 };
-  for await (const f of x.output) {
-    if (f.stream === 'stdin' || size[f.stream] >= max) continue;
-    out[f.stream].push(f.data);
-    size[f.stream] += f.data.length;
-  }
-  const text = (k: 'stdout' | 'stderr') => Buffer.concat(out[k]).toString('utf8').slice(0, max);
-  return { exitCode: await x.exitCode(), stdout: text('stdout'), stderr: text('stderr') };
+/** A helper script's output, or an error with it when the script failed. */
+function exitedZero<T extends { exitCode: number; stdout: string; stderr: string }>(side: SyncSide, r: T): T {
+  if (r.exitCode !== 0) throw new Error(`volume helper on ${side.engine.endpoint} (volume ${side.volume}) exited with ${r.exitCode}: ${`${r.stdout}\n${r.stderr}`.trim().slice(0, 500)}`);
+  return r;
 }
 
 /** Reads a started exec's output to its end in the background (it ends when its helper goes). */
@@ -222,11 +215,7 @@ export class VolumeSync {
 
   /** Runs a script in a helper; its stdout, or an error with its output. */
   private async run(side: SyncSide, id: string, script: string): Promise<{ stdout: string; stderr: string }> {
-    const r = await side.engine.execScript(id, script, { signal: this.o.signal });
-    if (r.exitCode !== 0) {
-      throw new Error(`volume helper on ${side.engine.endpoint} (volume ${side.volume}) exited with ${r.exitCode}: ${`${r.stdout}\n${r.stderr}`.trim().slice(0, 500)}`);
-    }
-    return r;
+    return exitedZero(side, await side.engine.execScript(id, script, { signal: this.o.signal }));
   }
 
   /** Copies the source's W/out directory (snapshot, lists) into the target's W. */
@@ -431,11 +420,9 @@ export class VolumeSync {
       throw err;
     }
     opts.onUploaded?.();
-    const r = await collect(target);
+    const r = await collectExec(target);
     trace('exec on target: exit code read');
-    if (r.exitCode !== 0) {
-      throw new Error(`volume helper on ${to.engine.endpoint} (volume ${to.volume}) exited with ${r.exitCode}: ${`${r.stdout}\n${r.stderr}`.trim().slice(0, 500)}`);
-    }
+    exitedZero(to, r);
     if (TRACE) process.stderr.write(r.stderr.replace(/^(?!T ).*\n?/gm, ''));
     r.stderr = r.stderr.replace(/^T .*\n?/gm, '');
     const [sentEntries = 0, sentBytes = 0, removed = 0, mended = 0, entries = 0, files = 0, bytes = 0, problems = 0] = summaryOf(to.engine, r.stdout, 8);
