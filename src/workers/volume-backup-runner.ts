@@ -106,20 +106,24 @@ export class VolumeBackupRunner implements Schedule {
       });
     const signal = AbortSignal.timeout(settings.timeout * 1000);
     const restart = settings.stop_during_backup && e.status === 'running';
+    let outcome: Parameters<typeof finish>[0];
     try {
       if (restart) await this.runtime.stopResource(e.resource_id, signal);
       const out = await this.runtime.runVolumeBackup(e.storage_id, new Date(e.created_at), signal);
-      await finish({ status: 'success', message: 'Backup completed.', logs: out.logs, filename: out.filename, size: out.size });
-      await this.retain(e.backup_id, settings).catch((err: Error) => this.logger.warn({ err: err.message, backup: e.backup_id }, 'volume backup retention failed'));
+      outcome = { status: 'success', message: 'Backup completed.', logs: out.logs, filename: out.filename, size: out.size };
     } catch (err) {
       const message = (err as Error).name === 'TimeoutError' ? `The backup did not finish within its timeout (${settings.timeout} s).` : (err as Error).message;
-      await finish({ status: 'failed', message, logs: (err as Error & { logs?: string }).logs ?? message }).catch(() => undefined);
-    } finally {
-      if (restart)
-        await this.runtime
-          .startResource(e.resource_id)
-          .catch((err: Error) => this.logger.error({ err: err.message, resource: e.resource_id }, 'could not start a resource again after its volume backup'));
+      outcome = { status: 'failed', message, logs: (err as Error & { logs?: string }).logs ?? message };
     }
+    // The run ends only once the resource runs again: a caller who sees the execution end finds its app up.
+    if (restart)
+      await this.runtime.startResource(e.resource_id).catch((err: Error) => {
+        this.logger.error({ err: err.message, resource: e.resource_id }, 'could not start a resource again after its volume backup');
+        outcome.message += ` Starting the ${e.kind} again failed: ${err.message}`;
+      });
+    await finish(outcome).catch(() => undefined);
+    if (outcome.status === 'success')
+      await this.retain(e.backup_id, settings).catch((err: Error) => this.logger.warn({ err: err.message, backup: e.backup_id }, 'volume backup retention failed'));
   }
 
   /** Keeps the newest `retention_amount_locally` archives (0: all) and drops older ones than `retention_days_locally`. */
