@@ -122,8 +122,7 @@ export class VolumeBackupRunner implements Schedule {
         outcome.message += ` Starting the ${e.kind} again failed: ${err.message}`;
       });
     await finish(outcome).catch(() => undefined);
-    if (outcome.status === 'success')
-      await this.retain(e.backup_id, settings).catch((err: Error) => this.logger.warn({ err: err.message, backup: e.backup_id }, 'volume backup retention failed'));
+    if (outcome.status === 'success') await this.retain(e.backup_id, settings).catch((err: Error) => this.logger.warn({ err: err.message, backup: e.backup_id }, 'volume backup retention failed'));
   }
 
   /** Keeps the newest `retention_amount_locally` archives (0: all) and drops older ones than `retention_days_locally`. */
