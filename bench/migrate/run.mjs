@@ -195,9 +195,16 @@ try {
     const s = await startServer({
       label: 'berth serve',
       args: [cli, 'serve', '--port', '0', '--data', dataDir],
-      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', BERTH_HELPER_IMAGE: IMAGE, API_RATE_LIMIT: '0' },
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', BERTH_HELPER_IMAGE: IMAGE, API_RATE_LIMIT: '0', ...(process.env.BERTH_SYNC_TRACE ? { BERTH_SYNC_TRACE: process.env.BERTH_SYNC_TRACE } : {}) },
     });
     serves.push(s.proc);
+    // BERTH_SYNC_TRACE=1: the final pass's marks (volume-sync.ts) go to a file per build, to read the pause's parts.
+    if (process.env.BERTH_SYNC_TRACE === '1') {
+      const traceFile = path.join(os.tmpdir(), `bench-migrate-trace-${label.replace(/\W+/g, '-')}.log`);
+      fs.writeFileSync(traceFile, '');
+      s.proc.stderr.on('data', (d) => fs.appendFileSync(traceFile, d));
+      log(`final-pass trace: ${traceFile}`);
+    }
     s.proc.once('exit', (code, sig) => log(`berth serve (${label}) exited (${code ?? sig}); its last output:\n${s.output().slice(-4000)}`));
     const reg = async (name, sock) => {
       const { uuid } = await api(s.url, token, 'POST', '/servers', { ip: '127.0.0.1', name: `${name}-${label}`, engine_endpoint: `unix://${sock}` });

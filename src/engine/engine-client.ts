@@ -994,12 +994,7 @@ export class EngineClient {
    * Not retried. The output must be consumed (or the call aborted).
    */
   async exec(idOrName: string, cmd: string[], opts: CallOptions = {}): Promise<{ output: AsyncGenerator<StreamFrame>; exitCode: () => Promise<number> }> {
-    const { Id } = await this.json<{ Id: string }>({
-      method: 'POST',
-      path: `/containers/${id(idOrName)}/exec`,
-      json: { Cmd: cmd, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false },
-      signal: opts.signal,
-    });
+    const Id = await this.createExec(idOrName, cmd, false, opts.signal);
     const res = await this.request({
       method: 'POST',
       path: `/exec/${id(Id)}/start`,
@@ -1008,13 +1003,50 @@ export class EngineClient {
       bodyTimeoutMs: this.timeouts.streamIdleMs,
       signal: opts.signal,
     });
-    return {
-      output: demuxDockerStream(res.body as AsyncIterable<Buffer>),
-      exitCode: async () => {
-        const info = await this.json<{ ExitCode: number | null; Running: boolean }>({ method: 'GET', path: `/exec/${id(Id)}/json`, signal: opts.signal });
-        if (info.Running || info.ExitCode === null) throw new EngineError(`exec ${Id} on ${this.endpoint} has not ended`, { endpoint: this.endpoint });
-        return info.ExitCode;
-      },
+    return { output: demuxDockerStream(res.body as AsyncIterable<Buffer>), exitCode: this.execExitCode(Id, opts.signal) };
+  }
+
+  /**
+   * Like exec, with the command's stdin open: the start is hijacked (`Upgrade: tcp`, as `docker
+   * exec -i` does), so bytes written to `input` reach the command at once, with no engine call
+   * and no process started. Ending or destroying `input` gives the command end of file.
+   */
+  async execWithInput(idOrName: string, cmd: string[], opts: CallOptions = {}): Promise<{ output: AsyncGenerator<StreamFrame>; exitCode: () => Promise<number>; input: Duplex }> {
+    const Id = await this.createExec(idOrName, cmd, true, opts.signal);
+    const path = `${await this.apiPrefix(opts.signal)}/exec/${id(Id)}/start`;
+    let socket: Duplex;
+    try {
+      // undici passes a body on to the request though its upgrade options do not declare one.
+      const upgrade: Dispatcher.UpgradeOptions & { body: string } = {
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ Detach: false, Tty: false }),
+        protocol: 'tcp',
+        signal: opts.signal ?? null,
+      };
+      ({ socket } = await this.pool.upgrade(upgrade));
+    } catch (err) {
+      throw this.mapTransportError(err, { method: 'POST', path: `/exec/${id(Id)}/start` });
+    }
+    return { output: demuxDockerStream(socket as AsyncIterable<Buffer>), exitCode: this.execExitCode(Id, opts.signal), input: socket };
+  }
+
+  private async createExec(idOrName: string, cmd: string[], stdin: boolean, signal?: AbortSignal): Promise<string> {
+    const { Id } = await this.json<{ Id: string }>({
+      method: 'POST',
+      path: `/containers/${id(idOrName)}/exec`,
+      json: { Cmd: cmd, AttachStdout: true, AttachStderr: true, AttachStdin: stdin, Tty: false },
+      signal,
+    });
+    return Id;
+  }
+
+  private execExitCode(Id: string, signal?: AbortSignal): () => Promise<number> {
+    return async () => {
+      const info = await this.json<{ ExitCode: number | null; Running: boolean }>({ method: 'GET', path: `/exec/${id(Id)}/json`, signal });
+      if (info.Running || info.ExitCode === null) throw new EngineError(`exec ${Id} on ${this.endpoint} has not ended`, { endpoint: this.endpoint });
+      return info.ExitCode;
     };
   }
 

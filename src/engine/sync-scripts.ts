@@ -173,7 +173,7 @@ const LIVE = (script: string) =>
  * for the target to mend owners and note where the two differ now. Off the pause: the final pass
  * then checks only what changed after this round's snapshot began.
  */
-export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/go
+export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out
 ${LIVE(LIST(`${W}/out/list`))}
 ${LIVE(META(`${W}/out/meta`))}
 echo "${SUMMARY(`${W}/out/list`)}"`;
@@ -219,14 +219,30 @@ n=$(wc -l < ${out}.pat)
 if [ "$n" -gt 256 ]; then cp ${W}/snap ${out}; elif [ "$n" -gt 0 ]; then grep -F -f ${out}.pat ${W}/snap > ${out} || [ $? -eq 1 ]; else : > ${out}; fi`;
 
 /**
+ * What an armed final pass writes on stderr once its shell runs: the engine answers an exec's
+ * start before its process is running (0.3–0.7 s of runc on a busy machine), and armFinal waits
+ * for this line so that start-up is over before the source stops.
+ */
+export const ARMED_MARK = 'berth-final-pass-armed';
+
+/**
  * The final pass's execs start before the source is stopped (starting one costs 0.3–0.7 s of
- * podman and runc on a busy machine, all of it inside the pause otherwise) and wait here until
- * a file appears: polled every 10 ms by the shell alone (a read with a timeout on a FIFO nobody
- * writes), no process per poll. Bounded (an hour) in case berth never sends it; close() removes
- * the helpers anyway.
+ * podman and runc on a busy machine, all of it inside the pause otherwise). The target's waits
+ * here until a file appears (the end mark of the archive the source sends): polled every 10 ms by
+ * the shell alone (a read with a timeout on a FIFO nobody writes), no process per poll. Bounded
+ * (an hour) in case it never comes; close() removes the helpers anyway.
  */
 const AWAIT = (file: string) => `mkdir -p ${W}; [ -p ${W}/tick ] || mkfifo ${W}/tick
+echo ${ARMED_MARK} >&2
 i=0; while [ ! -e ${file} ]; do i=$((i + 1)); if [ $i -gt 360000 ]; then echo 'the final pass was never started' >&2; exit 9; fi; read -t 0.01 x <> ${W}/tick || true; done`;
+
+/**
+ * The source's final pass waits on its stdin (VolumeSync.armFinal starts it with its input open):
+ * berth writes one line when the source has stopped, which reaches the shell at once with no
+ * engine call. End of file (berth went away, or gave up) ends it without sending anything.
+ */
+const AWAIT_INPUT = `echo ${ARMED_MARK} >&2
+if ! read -r go || [ "$go" != go ]; then echo 'the final pass was never started' >&2; exit 9; fi`;
 
 /**
  * Source, the last pass (it is stopped, so nothing moves), in time proportional to what changed
@@ -239,8 +255,7 @@ i=0; while [ ! -e ${file} ]; do i=$((i + 1)); if [ $i -gt 360000 ]; then echo 't
  * - their verification lines and owners, and their tars; all in W/out, sent as one tar on stdout.
  */
 export const sourceFinal = (pass: number) => `${STRICT}; cd ${MOUNT}
-${AWAIT(`${W}/go`)}
-rm -f ${W}/go
+${AWAIT_INPUT}
 : T:src-begin
 rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.* ${W}/end.* ${W}/newline
 since=$(cat ${W}/start)
@@ -367,12 +382,8 @@ echo "$(wc -l < ${W}/sums) $(sha256sum < ${W}/sums | cut -d ' ' -f 1)"`;
 /** Target, before the first round: whether the volume holds anything. */
 export const isEmpty = `cd ${MOUNT} && [ -z "$(find . -mindepth 1 | head -n 1)" ] && echo empty || echo not-empty`;
 
-/**
- * The helpers' long-running command: idle until removed (a TERM ends it at once). A USR1 (the
- * engine's kill call, far cheaper than starting an exec) marks W/go: the source's final pass,
- * started before the stop, waits for it (AWAIT).
- */
-export const IDLE = ['sh', '-c', `trap 'exit 0' TERM INT; trap ': > ${W}/go' USR1; while :; do sleep 3600 & wait $!; done`];
+/** The helpers' long-running command: idle until removed (a TERM ends it at once). */
+export const IDLE = ['sh', '-c', `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`];
 
 /** Where the target takes the source's W/out (archive PUT of that directory into W). */
 export const OUT_DIR = `${W}/out`;

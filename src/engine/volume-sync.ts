@@ -25,6 +25,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { collectExec, ensureImage, type EngineClient } from './engine-client.js';
 import { NotFoundError, VerificationError } from './engine-errors.js';
 import {
+  ARMED_MARK,
   checksums,
   IDLE,
   isEmpty,
@@ -135,12 +136,35 @@ const summaryOf = (engine: EngineClient, text: string, count: number): number[] 
 };
 
 type Started = Awaited<ReturnType<EngineClient['exec']>>;
+type StartedWithInput = Awaited<ReturnType<EngineClient['execWithInput']>>;
 
 /** A helper script's output, or an error with it when the script failed. */
 function exitedZero<T extends { exitCode: number; stdout: string; stderr: string }>(side: SyncSide, r: T): T {
   if (r.exitCode !== 0) throw new Error(`volume helper on ${side.engine.endpoint} (volume ${side.volume}) exited with ${r.exitCode}: ${`${r.stdout}\n${r.stderr}`.trim().slice(0, 500)}`);
   return r;
 }
+
+/**
+ * Resolves once an armed final-pass exec has written ARMED_MARK (its shell runs); its output
+ * goes on after the mark for whoever reads it next. Bounded: a helper that never gets there fails.
+ */
+async function untilArmed(side: SyncSide, x: Started, signal?: AbortSignal): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`volume helper on ${side.engine.endpoint} (volume ${side.volume}): the final pass's exec did not start within ${ARM_BOUND_MS / 1000} s`)), ARM_BOUND_MS);
+  });
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const next = await Promise.race([x.output.next(), bound]);
+      if (next.done) throw new Error(`volume helper on ${side.engine.endpoint} (volume ${side.volume}): the final pass's exec ended before it was armed`);
+      if (next.value.stream === 'stderr' && next.value.data.toString('utf8').includes(ARMED_MARK)) return;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+const ARM_BOUND_MS = 120_000;
 
 /** Reads a started exec's output to its end in the background (it ends when its helper goes). */
 const drain = (x: Started): void => {
@@ -152,7 +176,7 @@ const drain = (x: Started): void => {
 export class VolumeSync {
   private src = '';
   /** The final pass's two execs, started before the source stops and waiting (armFinal). */
-  private armed: { pass: number; source: Started; target: Started } | undefined;
+  private armed: { pass: number; source: StartedWithInput; target: Started } | undefined;
   private dst = '';
   private rounds = 0;
   /** Whether prepareFinal ran after the latest round (the final pass needs it). */
@@ -210,6 +234,14 @@ export class VolumeSync {
     trace(`exec on ${side === this.o.from ? 'source' : 'target'}: create + start`);
     const started = await side.engine.exec(id, ['sh', '-c', traced(script)], { signal: this.o.signal });
     trace(`exec on ${side === this.o.from ? 'source' : 'target'}: started (answer headers)`);
+    return started;
+  }
+
+  /** Starts the source's final pass with its stdin open: one line on it starts the pass (AWAIT_INPUT). */
+  private async startExecWithInput(script: string): Promise<StartedWithInput> {
+    trace('exec on source: create + start (input open)');
+    const started = await this.o.from.engine.execWithInput(this.src, ['sh', '-c', traced(script)], { signal: this.o.signal });
+    trace('exec on source: started (upgraded)');
     return started;
   }
 
@@ -325,7 +357,7 @@ export class VolumeSync {
             if (stderr.length < 2000) stderr += text.replace(/^T .*\n?/gm, '');
           }
         }
-        trace('source exec: stdout ended');
+        trace(`source exec: stdout ended (${moved} bytes)`);
         tar.end();
       } catch (err) {
         tar.destroy(err as Error);
@@ -376,19 +408,30 @@ export class VolumeSync {
 
   /**
    * Right before the source stops (after prepareFinal): starts the final pass's exec on both
-   * sides, each waiting (sync-scripts.ts AWAIT) — the source for finalPass's signal, the target
-   * for the end of the archive the source sends — so the pause holds no exec start-up.
+   * sides, each waiting — the source for a line on its stdin from finalPass (AWAIT_INPUT), the
+   * target for the end of the archive the source sends (AWAIT) — so the pause holds no exec
+   * start-up, and no engine call starts the pass (a kill or exec right after the application's
+   * stop waited 0.3–0.7 s for the engine to finish that stop).
    */
   async armFinal(): Promise<void> {
     const { from, to } = this.o;
     if (!this.prepared) await this.prepareFinal();
     if (this.armed) return;
     const pass = this.rounds + 1;
-    const [source, target] = await Promise.allSettled([this.startExec(from, this.src, sourceFinal(pass)), this.startExec(to, this.dst, targetFinal(pass))]);
+    const [source, target] = await Promise.allSettled([this.startExecWithInput(sourceFinal(pass)), this.startExec(to, this.dst, targetFinal(pass))]);
     if (source.status === 'rejected' || target.status === 'rejected') {
+      if (source.status === 'fulfilled') source.value.input.destroy();
       for (const x of [source, target]) if (x.status === 'fulfilled') drain(x.value);
       throw source.status === 'rejected' ? source.reason : (target as PromiseRejectedResult).reason;
     }
+    try {
+      await Promise.all([untilArmed(from, source.value, this.o.signal), untilArmed(to, target.value, this.o.signal)]);
+    } catch (err) {
+      source.value.input.destroy();
+      for (const x of [source.value, target.value]) drain(x);
+      throw err;
+    }
+    trace('final pass: armed (both shells run)');
     this.armed = { pass, source: source.value, target: target.value };
   }
 
@@ -410,15 +453,18 @@ export class VolumeSync {
     trace('final pass: go');
     let transferredBytes = 0;
     try {
-      if (!(await from.engine.killContainer(this.src, { signalName: 'SIGUSR1', signal: this.o.signal })))
-        throw new Error(`volume helper on ${from.engine.endpoint} (volume ${from.volume}) is not running`);
-      trace('final pass: signal sent');
+      await new Promise<void>((resolve, reject) =>
+        source.input.write('go\n', (err) => (err ? reject(new Error(`volume helper on ${from.engine.endpoint} (volume ${from.volume}) did not take the final pass's start: ${err.message}`)) : resolve())),
+      );
+      trace('final pass: start written');
       transferredBytes = await this.pipeExec(source, WORK_DIR, (n) => opts.onProgress?.({ round, transferredBytes: n }), false);
     } catch (err) {
+      source.input.destroy();
       drain(source);
       drain(target);
       throw err;
     }
+    source.input.destroy();
     opts.onUploaded?.();
     const r = await collectExec(target);
     trace('exec on target: exit code read');
@@ -479,6 +525,9 @@ export class VolumeSync {
       this.dst ? to.engine.removeContainer(this.dst, { force: true, removeVolumes: false }) : undefined,
     ]);
     // Execs armed for a final pass that never ran end with their helpers.
-    if (armed) for (const x of [armed.source, armed.target]) drain(x);
+    if (armed) {
+      armed.source.input.destroy();
+      for (const x of [armed.source, armed.target]) drain(x);
+    }
   }
 }

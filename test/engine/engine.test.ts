@@ -170,6 +170,33 @@ describe.skipIf(!enginesAvailable)('engine client against real engines', () => {
     }
   });
 
+  it('runs an exec with its stdin open: a line written reaches it at once, and end of input is end of file', async () => {
+    const { Id } = await engines.a.createContainer(uniqueName('stdin'), {
+      image: engines.image,
+      cmd: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'],
+      networkMode: 'none',
+    });
+    try {
+      await engines.a.startContainer(Id);
+      const collect = async (x: Awaited<ReturnType<EngineClient['execWithInput']>>) => {
+        const out = { stdout: '', stderr: '' };
+        for await (const f of x.output) if (f.stream !== 'stdin') out[f.stream] += f.data.toString();
+        return { ...out, code: await x.exitCode() };
+      };
+      const answered = await engines.a.execWithInput(Id, ['sh', '-c', 'echo waiting; read -r line; echo "got $line"; echo done >&2']);
+      const reading = collect(answered);
+      answered.input.write('go\n');
+      expect(await reading).toEqual({ stdout: 'waiting\ngot go\n', stderr: 'done\n', code: 0 });
+      // Nothing written and the input closed: the command reads end of file.
+      const abandoned = await engines.a.execWithInput(Id, ['sh', '-c', 'if read -r line; then exit 0; else echo eof; exit 9; fi']);
+      const ending = collect(abandoned);
+      abandoned.input.end();
+      expect(await ending).toEqual({ stdout: 'eof\n', stderr: '', code: 9 });
+    } finally {
+      await engines.a.removeContainer(Id, { force: true });
+    }
+  });
+
   it('round-trips an archive through a stopped container', async () => {
     const name = uniqueName('arch');
     const vol = uniqueName('archvol');
