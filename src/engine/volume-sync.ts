@@ -454,7 +454,9 @@ export class VolumeSync {
     let transferredBytes = 0;
     try {
       await new Promise<void>((resolve, reject) =>
-        source.input.write('go\n', (err) => (err ? reject(new Error(`volume helper on ${from.engine.endpoint} (volume ${from.volume}) did not take the final pass's start: ${err.message}`)) : resolve())),
+        source.input.write('go\n', (err) =>
+          err ? reject(new Error(`volume helper on ${from.engine.endpoint} (volume ${from.volume}) did not take the final pass's start: ${err.message}`)) : resolve(),
+        ),
       );
       trace('final pass: start written');
       transferredBytes = await this.pipeExec(source, WORK_DIR, (n) => opts.onProgress?.({ round, transferredBytes: n }), false);
