@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { assembleCore } from '../assemble.js';
 import { loadConfig } from '../config/config.js';
 import { teamByRef } from '../core/admin.js';
 import { listApprovals, personCaller, type ApprovalView } from '../core/approvals.js';
@@ -56,6 +55,8 @@ async function decideFromCli(db: Db, o: DataOpts & { email: string }, uuid: stri
   if (!row) throw notFound();
   const config = loadConfig({ ...process.env, BERTH_DATA: o.data });
   const logger = createLogger({ level: config.logLevel, destination: 'stderr' });
+  // The whole application (engines, workers, ...) loads only here: every other command starts without it.
+  const { assembleCore } = await import('../assemble.js');
   const assembled = assembleCore(db, config, logger);
   try {
     const caller = await personCaller(db, row.team_id, row.user_id, 'cli', '127.0.0.1');
