@@ -1029,6 +1029,13 @@ export class EngineClient {
     } catch (err) {
       throw this.mapTransportError(err, { method: 'POST', path: `/exec/${id(Id)}/start` });
     }
+    // Once upgraded the socket is berth's alone: an abort ends it, as it ends exec's streamed body.
+    const signal = opts.signal;
+    if (signal) {
+      const abort = () => socket.destroy(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      signal.addEventListener('abort', abort, { once: true });
+      socket.once('close', () => signal.removeEventListener('abort', abort));
+    }
     return { output: demuxDockerStream(socket as AsyncIterable<Buffer>), exitCode: this.execExitCode(Id, opts.signal), input: socket };
   }
 

@@ -148,14 +148,14 @@ function exitedZero<T extends { exitCode: number; stdout: string; stderr: string
  * Resolves once an armed final-pass exec has written ARMED_MARK (its shell runs); its output
  * goes on after the mark for whoever reads it next. Bounded: a helper that never gets there fails.
  */
-async function untilArmed(side: SyncSide, x: Started, signal?: AbortSignal): Promise<void> {
+async function untilArmed(side: SyncSide, x: Started): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`volume helper on ${side.engine.endpoint} (volume ${side.volume}): the final pass's exec did not start within ${ARM_BOUND_MS / 1000} s`)), ARM_BOUND_MS);
   });
   try {
+    // An abort ends both execs' streams (engine-client), and so this wait.
     for (;;) {
-      signal?.throwIfAborted();
       const next = await Promise.race([x.output.next(), bound]);
       if (next.done) throw new Error(`volume helper on ${side.engine.endpoint} (volume ${side.volume}): the final pass's exec ended before it was armed`);
       if (next.value.stream === 'stderr' && next.value.data.toString('utf8').includes(ARMED_MARK)) return;
@@ -166,8 +166,12 @@ async function untilArmed(side: SyncSide, x: Started, signal?: AbortSignal): Pro
 }
 const ARM_BOUND_MS = 120_000;
 
-/** Reads a started exec's output to its end in the background (it ends when its helper goes). */
-const drain = (x: Started): void => {
+/**
+ * Lets a started exec go: closes its input when it has one (a final pass never started ends on end
+ * of file) and reads its output to its end in the background (it ends when its helper goes).
+ */
+const drain = (x: Started | StartedWithInput): void => {
+  if ('input' in x) x.input.destroy();
   void (async () => {
     for await (const _ of x.output);
   })().catch(() => undefined);
@@ -420,15 +424,14 @@ export class VolumeSync {
     const pass = this.rounds + 1;
     const [source, target] = await Promise.allSettled([this.startExecWithInput(sourceFinal(pass)), this.startExec(to, this.dst, targetFinal(pass))]);
     if (source.status === 'rejected' || target.status === 'rejected') {
-      if (source.status === 'fulfilled') source.value.input.destroy();
       for (const x of [source, target]) if (x.status === 'fulfilled') drain(x.value);
       throw source.status === 'rejected' ? source.reason : (target as PromiseRejectedResult).reason;
     }
     try {
-      await Promise.all([untilArmed(from, source.value, this.o.signal), untilArmed(to, target.value, this.o.signal)]);
+      await Promise.all([untilArmed(from, source.value), untilArmed(to, target.value)]);
     } catch (err) {
-      source.value.input.destroy();
-      for (const x of [source.value, target.value]) drain(x);
+      drain(source.value);
+      drain(target.value);
       throw err;
     }
     trace('final pass: armed (both shells run)');
@@ -461,7 +464,6 @@ export class VolumeSync {
       trace('final pass: start written');
       transferredBytes = await this.pipeExec(source, WORK_DIR, (n) => opts.onProgress?.({ round, transferredBytes: n }), false);
     } catch (err) {
-      source.input.destroy();
       drain(source);
       drain(target);
       throw err;
@@ -527,9 +529,6 @@ export class VolumeSync {
       this.dst ? to.engine.removeContainer(this.dst, { force: true, removeVolumes: false }) : undefined,
     ]);
     // Execs armed for a final pass that never ran end with their helpers.
-    if (armed) {
-      armed.source.input.destroy();
-      for (const x of [armed.source, armed.target]) drain(x);
-    }
+    if (armed) for (const x of [armed.source, armed.target]) drain(x);
   }
 }
