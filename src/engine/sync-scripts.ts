@@ -9,6 +9,9 @@
  *   start   the second (`YYYY-MM-DD hh:mm:ss`, UTC) in which that snapshot began, read off a file
  *           touched just before it
  *   out/    what the target needs: `snap` again, and for the final pass the verification lists
+ *           (and block patches of files rewritten in place)
+ *   back/   what the target sends back after the preparation: the paths where both sides' lists
+ *           differed (`dpaths`) and `base/`, its copies of the hot files
  *
  * The rule that keeps the last pass exact: an entry is sent again when its path is new since the
  * previous snapshot, or its change time (ctime: content, mode, owner, link count, rename) falls in
@@ -169,11 +172,27 @@ const LIVE = (script: string) =>
     .replace(/^find \. -exec (.*) \{\} \+ \|/, '{ find . -exec $1 {} + 2>/dev/null || true; } |');
 
 /**
+ * Files rewritten in place (a database, a big file a writer patches) are sent in the final pass as
+ * the blocks that differ from the target's copy, not whole. "Hot": regular files of at least
+ * HOT_MIN bytes that the latest round sent again (W/changed: `size|path`), at most HOT_COUNT of
+ * them and HOT_BYTES together; the target copies its version of each (W/back/base, sent back to
+ * the source with the prepared paths) while the source still runs, so the pause compares two
+ * local files instead of carrying one across.
+ */
+const HOT_MIN = 262_144;
+const HOT_COUNT = 64;
+const HOT_BYTES = 268_435_456;
+/** The unit of a block delta: a page of most filesystems and databases. */
+const BLOCK = 4096;
+const HOT_CHOICE = `awk -F'|' 'BEGIN { n = 0; t = 0 } $1 >= ${HOT_MIN} && n < ${HOT_COUNT} && t + $1 <= ${HOT_BYTES} { n++; t += $1; print substr($0, index($0, "|") + 1) }' ${W}/changed > ${W}/out/hot`;
+
+/**
  * Source, after the last round while it runs: its verification lists (W/out/list, W/out/meta)
  * for the target to mend owners and note where the two differ now. Off the pause: the final pass
  * then checks only what changed after this round's snapshot began.
  */
-export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out; mkdir -p ${W}/out
+export const sourcePrepare = `${STRICT}; cd ${MOUNT}; rm -rf ${W}/out ${W}/back; mkdir -p ${W}/out; touch ${W}/changed
+${HOT_CHOICE}
 ${LIVE(LIST(`${W}/out/list`))}
 ${LIVE(META(`${W}/out/meta`))}
 echo "${SUMMARY(`${W}/out/list`)}"`;
@@ -191,6 +210,13 @@ awk '${AWK_LPATH}
   NR == FNR { s[$0] = 1; next }
   { if ($0 in s) delete s[$0]; else d[lpath($0)] = 1 }
   END { for (l in s) d[lpath(l)] = 1; for (p in d) print p }' ${W}/slist ${W}/list > ${W}/dpaths
+rm -rf ${W}/back; mkdir -p ${W}/back/base; cp ${W}/dpaths ${W}/back/dpaths; touch ${W}/out/hot
+# Its copy of each hot file that is a regular file with one link here (patching a file in place
+# changes every name of it), for the source to compare against in the final pass.
+awk -F'|' -v dir=${W} '${AWK_LPATH}
+  FILENAME == dir "/out/hot" { hot[$0] = 1; next }
+  $1 == "f" && $5 == 1 { p = lpath($0); if (p in hot) print p }' ${W}/out/hot ${W}/list > ${W}/hot
+if [ -s ${W}/hot ]; then (${BATCH_ARGS(`${W}/hot`)}; exec tar -cf - --no-recursion -- "$@") | tar -xf - -C ${W}/back/base; fi
 awk -F'|' '${AWK_LPATH}
   { print ($1 == "f" ? "f|" $2 : "x|0") "|" lpath($0) }' ${W}/slist > ${W}/sidx
 wc -l < ${W}/dpaths`;
@@ -245,6 +271,64 @@ const AWAIT_INPUT = `echo ${ARMED_MARK} >&2
 if ! read -r go || [ "$go" != go ]; then echo 'the final pass was never started' >&2; exit 9; fi`;
 
 /**
+ * awk over `cmp -l` of a hot file's target copy (-v bs: its size) and the source's file (-v s),
+ * ending with a line `rc=<cmp's status>`: the differing BLOCKs as runs `first:count,…`, `-` when
+ * none, or `whole` — cmp failed, or the change is too large to be worth it (more than
+ * PATCH_BLOCKS blocks, or PATCH_LINES differing bytes read: busybox awk takes ~1 µs a line, so a
+ * file rewritten throughout is given up on within tens of ms). A file that grew gets its new tail.
+ */
+const PATCH_BLOCKS = 64;
+const PATCH_LINES = 65_536;
+const AWK_RUNS = `BEGIN { n = 0; last = -2; rc = -1; tot = 0; over = 0 }
+  /^rc=/ { rc = substr($0, 4) + 0; next }
+  { if (NR > ${PATCH_LINES}) { over = 1; exit }
+    b = int(($1 - 1) / ${BLOCK}); if (b == last) next
+    if (++tot > ${PATCH_BLOCKS}) { over = 1; exit }
+    if (n > 0 && b == last + 1) c[n]++; else { n++; st[n] = b; c[n] = 1 }
+    last = b }
+  END { if (over || (rc != 0 && rc != 1)) { print "whole"; exit }
+    if (s > bs) { t = int(bs / ${BLOCK}); e = int((s - 1) / ${BLOCK})
+      if (n > 0 && st[n] + c[n] >= t) { if (e - st[n] + 1 > c[n]) c[n] = e - st[n] + 1 } else { n++; st[n] = t; c[n] = e - t + 1 } }
+    o = ""; for (i = 1; i <= n; i++) o = o (i > 1 ? "," : "") st[i] ":" c[i]; print (n > 0 ? o : "-") }`;
+
+/**
+ * Source, final pass: the changed regular files (W/cf) with a target copy (W/back/base) become
+ * block patches: W/out/patch.K holds the differing blocks in order, W/out/patch a line each
+ * `K|size|copy's size|mtime|md5|runs|path` (path last: it may hold `|`), W/patched their paths
+ * (not archived). The whole file's md5 lets the target check the result, so a wrong patch fails
+ * the verification instead of passing silently.
+ */
+const SOURCE_PATCHES = `: > ${W}/out/patch; : > ${W}/patched; k=0
+while IFS= read -r p; do
+  b="${W}/back/base/\${p#./}"
+  [ -f "$b" ] && [ "$(stat -c %h "$p")" = 1 ] || continue
+  s=$(stat -c %s "$p"); bs=$(stat -c %s "$b")
+  md5sum < "$p" > ${W}/sum &
+  runs=$({ cmp -l "$b" "$p" 2>/dev/null && echo rc=0 || echo "rc=$?"; } | awk -v bs="$bs" -v s="$s" '${AWK_RUNS}') || runs=whole
+  wait $!
+  [ "$runs" != whole ] || continue
+  : > ${W}/out/patch.$k
+  if [ "$runs" != - ]; then for r in $(echo "$runs" | tr , ' '); do dd if="$p" bs=${BLOCK} skip=\${r%:*} count=\${r#*:} 2>/dev/null; done > ${W}/out/patch.$k; fi
+  printf '%s|%s|%s|%s|%s|%s|%s\n' $k $s $bs "$(stat -c %Y "$p")" "$(cut -d ' ' -f 1 ${W}/sum)" "$runs" "$p" >> ${W}/out/patch
+  printf '%s\n' "$p" >> ${W}/patched
+  k=$((k + 1))
+done < ${W}/cf`;
+
+/**
+ * Target, final pass: applies W/out/patch (SOURCE_PATCHES) where its copy is still the one the
+ * source compared against (same size), then checks each file's md5; a mismatch is a problem.
+ */
+const TARGET_PATCHES = `while IFS= read -r line; do
+  k=\${line%%|*}; r=\${line#*|}; s=\${r%%|*}; r=\${r#*|}; bs=\${r%%|*}; r=\${r#*|}; mt=\${r%%|*}; r=\${r#*|}; sum=\${r%%|*}; r=\${r#*|}; runs=\${r%%|*}; p=\${r#*|}
+  if [ ! -f "$p" ] || [ -L "$p" ] || [ "$(stat -c %s "$p")" != "$bs" ]; then bad=$((bad + 1)); echo "patched on the source, but its copy here changed: $p" >&2; continue; fi
+  o=0
+  if [ "$runs" != - ]; then for r in $(echo "$runs" | tr , ' '); do dd if=${W}/out/patch.$k of="$p" bs=${BLOCK} skip=$o seek=\${r%:*} count=\${r#*:} conv=notrunc 2>/dev/null; o=$((o + \${r#*:})); done; fi
+  truncate -s "$s" "$p"
+  if [ "$(md5sum < "$p" | cut -d ' ' -f 1)" != "$sum" ]; then bad=$((bad + 1)); echo "patched file differs from the source's: $p" >&2; fi
+  touch -d "@$mt" "$p"
+done < ${W}/out/patch`;
+
+/**
  * Source, the last pass (it is stopped, so nothing moves), in time proportional to what changed
  * since the last round's snapshot began (second S), not to the volume:
  * - candidates: one walk (lstat only) for entries whose ctime is within the last minutes, then
@@ -270,7 +354,7 @@ ${SNAP_LINES_OF(`${W}/cand`, `${W}/oldc`)}
 : T:src-grep-snap
 awk -F'|' -v since="$since" -v dir=${W} '${AWK_PATH}
   function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
-  NR == FNR { old[path($0)] = $1; next }
+  FILENAME == dir "/oldc" { old[path($0)] = $1; next }
   { p = path($0); ty = t($1); if ((p in old) && ("" $2) < since) next
     print ty "|" $3 "|" p > (dir "/changed1")
     if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old)) print p > (dir "/newdirs") } }' ${W}/oldc ${W}/cand
@@ -298,16 +382,21 @@ ${SPLIT_CHANGED}
 ${LIST_OF(`${W}/cf`, `${W}/cd`, `${W}/co`)} | LC_ALL=C sort > ${W}/out/plist
 cat ${W}/cd ${W}/cf ${W}/co | tr '\\n' '\\0' | xargs -0 -r stat -c '%u:%g:%a:%n' > ${W}/out/meta
 : T:src-lists-meta
-cat ${W}/cd ${W}/cf ${W}/co | awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { if (b > 0 && b + length($0) > 131072) { n++; b = 0 } print > (dir "/batch." n); b += length($0) + 1 }'
+${SOURCE_PATCHES}
+: T:src-patches
+awk -v dir=${W} 'FILENAME == dir "/patched" { x[$0] = 1; next } !($0 in x)' ${W}/patched ${W}/cf > ${W}/cfa
+cat ${W}/cd ${W}/cfa ${W}/co | awk -v dir=${W} 'BEGIN { n = 0; b = 0 } { if (b > 0 && b + length($0) > 131072) { n++; b = 0 } print > (dir "/batch." n); b += length($0) + 1 }'
 n=0; for b in ${W}/batch.*; do [ -e "$b" ] || break; (${BATCH_ARGS('"$b"')}; exec tar -cf ${W}/out/delta.$n.tar --no-recursion -- "$@"); n=$((n + 1)); done
 : T:src-delta-tars
 # Paths the lists differed on at the preparation (W/dpaths, from the target) that are not sent
 # again but exist: unchanged since S, so still different (the target reports them).
-touch ${W}/dpaths
-awk -v dir=${W} 'FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next } !($0 in ok)' ${W}/out/changed ${W}/dpaths |
+mkdir -p ${W}/back; touch ${W}/back/dpaths
+awk -v dir=${W} 'FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next } !($0 in ok)' ${W}/out/changed ${W}/back/dpaths |
   while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then printf '%s\n' "$p"; fi; done > ${W}/out/dstill
 : T:src-dstill
-echo "$(wc -l < ${W}/out/changed) $(awk -F'|' '$1 == "f" { s += $2 } END { printf "%.0f", s }' ${W}/out/changed)" > ${W}/out/stats
+# Sent bytes: the archived files' and the patches' (a patched file's size counts only in its list line).
+pb=0; for f in ${W}/out/patch.*; do [ -e "$f" ] || break; pb=$((pb + $(stat -c %s "$f"))); done
+echo "$(wc -l < ${W}/out/changed) $(awk -F'|' -v dir=${W} -v pb=$pb 'FILENAME == dir "/patched" { x[$0] = 1; next } $1 == "f" && !(substr($0, index(substr($0, 3), "|") + 3) in x) { s += $2 } END { printf "%.0f", s + pb }' ${W}/patched ${W}/out/changed)" > ${W}/out/stats
 : > ${W}/end.${pass}
 exec tar -cf - -C ${W} out end.${pass}`;
 
@@ -326,6 +415,10 @@ while IFS= read -r p; do rm -rf -- "$p"; done < ${W}/out/removed
 : T:tgt-removed
 for t in ${W}/out/delta.*.tar; do [ -e "$t" ] || break; tar -xf "$t" -C ${MOUNT}; done
 : T:tgt-extract
+bad=0
+touch ${W}/out/patch
+${TARGET_PATCHES}
+: T:tgt-patches
 # Owners and modes: tar as root mostly set them already; only lines that still differ are mended
 # (one stat for all, instead of a chown and a chmod process per entry).
 awk '{ p = $0; for (k = 0; k < 3; k++) p = substr(p, index(p, ":") + 1); print p }' ${W}/out/meta | tr '\\n' '\\0' | xargs -0 -r stat -c '%u:%g:%a:%n' > ${W}/meta.now
@@ -339,8 +432,7 @@ done < ${W}/mend
 ${SPLIT_CHANGED}
 ${LIST_OF(`${W}/cf`, `${W}/cd`, `${W}/co`)} 2>&1 | LC_ALL=C sort > ${W}/plist
 : T:tgt-plist
-bad=0
-if ! cmp -s ${W}/out/plist ${W}/plist; then bad=1; diff ${W}/out/plist ${W}/plist | grep '^[-+][^-+]' | head -n 20 >&2 || true; fi
+if ! cmp -s ${W}/out/plist ${W}/plist; then bad=$((bad + 1)); diff ${W}/out/plist ${W}/plist | grep '^[-+][^-+]' | head -n 20 >&2 || true; fi
 while IFS= read -r p; do if { [ -e "$p" ] || [ -L "$p" ]; } && ! grep -qxF -- "$p" ${W}/cd ${W}/cf ${W}/co; then bad=$((bad + 1)); echo "removed on the source, still here: $p" >&2; fi; done < ${W}/out/removed
 : T:tgt-check-removed
 awk -v dir=${W} '
@@ -387,4 +479,6 @@ export const IDLE = ['sh', '-c', `trap 'exit 0' TERM INT; while :; do sleep 3600
 
 /** Where the target takes the source's W/out (archive PUT of that directory into W). */
 export const OUT_DIR = `${W}/out`;
+/** What the target sends back to the source after the preparation (its differing paths, copies of hot files). */
+export const BACK_DIR = `${W}/back`;
 export const WORK_DIR = W;

@@ -8,10 +8,12 @@
  *   round k  S snapshots and picks what changed since the last snapshot began (sync-scripts.ts);
  *            T removes what the source no longer has; S tars the changes ──► PUT into T
  *   prepare  (still running) both list what they store; T mends owners and modes an archive did
- *            not carry and keeps the paths where the lists differ
+ *            not carry, keeps the paths where the lists differ, and sends those back to S with
+ *            its copies of the big files the last round sent again (rewritten in place)
  *   final    (source stopped) S picks only what changed since the last snapshot began, with its
- *            list lines ──► T applies it and checks those lines, and that every earlier difference
- *            was among them: time proportional to the change, not the volume
+ *            list lines (of a file T sent back a copy of, only the blocks that differ from it)
+ *            ──► T applies it and checks those lines, each patched file's md5, and that every
+ *            earlier difference was among them: time proportional to the change, not the volume
  *   verify   (a copy of a volume not in use) both lists whole must be identical (and, on request,
  *            every file's sha256)
  *
@@ -26,6 +28,7 @@ import { collectExec, ensureImage, type EngineClient } from './engine-client.js'
 import { NotFoundError, VerificationError } from './engine-errors.js';
 import {
   ARMED_MARK,
+  BACK_DIR,
   checksums,
   IDLE,
   isEmpty,
@@ -404,8 +407,9 @@ export class VolumeSync {
     listSummary(from.engine, (await this.run(from, this.src, sourcePrepare)).stdout);
     await this.shipOut();
     const differing = summaryOf(to.engine, (await this.run(to, this.dst, targetPrepare)).stdout, 1)[0] ?? 0;
-    // The source needs those paths too: the final pass says which of them it still has.
-    await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, `${WORK_DIR}/dpaths`, { signal: this.o.signal }), { signal: this.o.signal });
+    // The source needs those paths too (the final pass says which of them it still has), and the
+    // target's copies of the files rewritten in place (it sends those as block patches).
+    await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, BACK_DIR, { signal: this.o.signal }), { signal: this.o.signal });
     this.prepared = true;
     return differing;
   }
