@@ -79,6 +79,13 @@ export interface MigrationJobContext {
   stopSource(): Promise<void>;
 }
 
+export interface MovedVolumes {
+  /** Staging volume by storage id. */
+  staged: Map<number, string>;
+  /** Removes what the copy still runs on both engines (its helpers mount the volumes); idempotent. */
+  release(): Promise<void>;
+}
+
 export interface Runtime {
   /** True when actions on this server reach a real engine; false when only records change. */
   isLive(server: ServerEngine): boolean;
@@ -92,9 +99,10 @@ export interface Runtime {
   /**
    * Moves a migrating resource's volumes into staging volumes on the target: copies while it runs,
    * calls ctx.stopSource(), sends the last difference and verifies. Resolves the staging volumes by
-   * storage id; the caller switches the records. Sources are only read.
+   * storage id; the caller switches the records, then calls `release()` (the copy's helpers are
+   * removed then, out of the pause; before a source volume can be removed). Sources are only read.
    */
-  moveVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>>;
+  moveVolumes(migrationId: number, ctx: MigrationJobContext): Promise<MovedVolumes>;
   /** Removes staging volumes a failed migration left on the target (never a source volume). */
   discardStaging(migrationId: number): Promise<void>;
   /**

@@ -10,6 +10,7 @@ import {
   type RemoveOptions,
   SERVER_ENGINE_COLUMNS,
   type MigrationJobContext,
+  type MovedVolumes,
   type MigrationProgress,
   type Runtime,
   type RuntimeJobContext,
@@ -717,7 +718,7 @@ export class LiveRuntime implements Runtime {
    * stopped, the last difference sent and every volume verified. A staging volume left by a cut-off
    * attempt (berth killed, say) is discarded first. Sources are only read.
    */
-  async moveVolumes(migrationId: number, ctx: MigrationJobContext): Promise<Map<number, string>> {
+  async moveVolumes(migrationId: number, ctx: MigrationJobContext): Promise<MovedVolumes> {
     const { m, r, from, to } = await this.migrationParts(migrationId);
     const storages = await this.db.selectFrom('storages').selectAll().where('resource_id', '=', r.id).orderBy('id').execute();
     const { sync } = await loadEngineModules();
@@ -730,6 +731,9 @@ export class LiveRuntime implements Runtime {
     };
     const volumes = storages.map((s) => ({ storage: s, staging: `${volumeName(r.uuid, s.name)}-${m.uuid.slice(0, 8)}` }));
     const syncs: import('./volume-sync.js').VolumeSync[] = [];
+    let released: Promise<void> | undefined;
+    const release = () => (released ??= Promise.all(syncs.map((s) => s.close())).then(() => undefined));
+    let moved = false;
     try {
       for (const v of volumes) {
         await to.removeVolume(v.staging, { force: true, signal: ctx.signal }).catch((err) => {
@@ -818,9 +822,10 @@ export class LiveRuntime implements Runtime {
       );
       await verifying;
       await report({ volumes_done: syncs.length, bytes: base + done.reduce((a, x) => a + x.transferredBytes, 0), bytes_total: done.reduce((a, v) => a + v.bytes, 0), current_volume: undefined });
-      return new Map(volumes.map((v) => [v.storage.id, v.staging]));
+      moved = true;
+      return { staged: new Map(volumes.map((v) => [v.storage.id, v.staging])), release };
     } finally {
-      await Promise.all(syncs.map((s) => s.close()));
+      if (!moved) await release();
     }
   }
 

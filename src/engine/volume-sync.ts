@@ -30,6 +30,7 @@ import {
   ARMED_MARK,
   BACK_DIR,
   checksums,
+  flushVolume,
   IDLE,
   isEmpty,
   MOUNT,
@@ -410,6 +411,8 @@ export class VolumeSync {
     // The source needs those paths too (the final pass says which of them it still has), and the
     // target's copies of the files rewritten in place (it sends those as block patches).
     await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, BACK_DIR, { signal: this.o.signal }), { signal: this.o.signal });
+    // The copy's dirty pages written out now, while the source runs, not during the pause.
+    await Promise.all([this.run(from, this.src, flushVolume), this.run(to, this.dst, flushVolume)]);
     this.prepared = true;
     return differing;
   }
