@@ -365,7 +365,8 @@ cmd_down() {
       umount -l "$m" 2>/dev/null || true
     done
   done
-  rm -rf "$dir"
+  # A container's last files can still be going (conmon's exit) as the first removal walks them.
+  rm -rf "$dir" 2>/dev/null || { sleep 1; rm -rf "$dir"; }
 }
 
 cmd_env() {

@@ -30,6 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { Agent, fetch } from 'undici';
 import { startServer } from '../../scripts/lib/start-server.mjs';
 
 // The pause's parts berth keeps in the migration's stored progress (not in the API's view).
@@ -93,12 +94,14 @@ for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => cleanup().final
 const podman = (engine, args) => execFileSync('bash', [ENGINES, 'podman', engine, engDir, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
 const rss = (pid) => Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
 
+// The fills and relays block this process (execFileSync) for seconds to minutes, while berth
+// closes idle keep-alive connections: a request written into such a socket fails ("other side
+// closed"). Each call opens its own connection (pipelining 0: none is kept).
+const fresh = new Agent({ pipelining: 0 });
+
 async function api(url, token, method, p, body) {
-  // The fills and relays block this process (execFileSync) for minutes on a loaded machine, while
-  // berth closes idle keep-alive connections: one loop turn lets fetch see the close before it
-  // would write a request into a dead socket (EPIPE).
-  await new Promise((r) => setImmediate(r));
   const r = await fetch(`${url}/api/v1${p}`, {
+    dispatcher: fresh,
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,

@@ -103,15 +103,34 @@ exec tar -cf - --no-recursion -- "$@"`;
 
 /**
  * Target, before changes arrive: removes what the source's snapshot (uploaded to W/out/snap)
- * lacks or has with another type, deepest paths first. Prints how many it removed.
+ * lacks or has with another type, deepest paths first; and lists in W/missing, in the snapshot's
+ * order (directories first), what the snapshot has and this side lacks (or has with another type)
+ * now. An engine's archive of a volume in use can end early and still look whole (podman 4.3:
+ * 200, a closed tar, a fraction of the entries, when a file shrinks as it is read), and what it
+ * left out has not changed since: only this comparison sends it again. Prints
+ * `<removed> <missing>`.
  */
 export const targetPrune = `${STRICT}; cd ${MOUNT}
 ${SNAPSHOT(`${W}/mine`)}
-awk -F'|' '${AWK_PATH}
-  NR == FNR { type[path($0)] = $1; next }
+awk -F'|' -v dir=${W} '${AWK_PATH}
+  FILENAME == dir "/out/snap" { type[path($0)] = $1; next }
   { p = path($0); if (p != "." && type[p] != $1) print p }' ${W}/out/snap ${W}/mine | sort -r > ${W}/remove
 while IFS= read -r p; do rm -rf -- "$p"; done < ${W}/remove
-wc -l < ${W}/remove`;
+awk -F'|' -v dir=${W} '${AWK_PATH}
+  FILENAME == dir "/mine" { type[path($0)] = $1; next }
+  { p = path($0); if (p != "." && type[p] != $1) print p }' ${W}/mine ${W}/out/snap > ${W}/missing
+echo "$(wc -l < ${W}/remove) $(wc -l < ${W}/missing)"`;
+
+/**
+ * Source, when the target lacks entries this round did not choose (W/missing, from targetPrune):
+ * more batch files after the round's own, of those not already in them. Prints the batch count.
+ */
+export const sourceAddMissing = `${STRICT}
+n=$(ls ${W} | grep -c '^batch\\.' || true)
+awk -v dir=${W} -v n="$n" 'BEGIN { b = 0 }
+  FILENAME == dir "/changed" { seen[substr($0, index($0, "|") + 1)] = 1; next }
+  !($0 in seen) { if (b > 0 && b + length($0) > 131072) { n++; b = 0 } print > (dir "/batch." n); b += length($0) + 1 }
+  END { print (b > 0 ? n + 1 : n) }' ${W}/changed ${W}/missing`;
 
 /**
  * Verification lists, the same on both sides: one line per entry (type, size and link count of

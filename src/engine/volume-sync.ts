@@ -37,6 +37,7 @@ import {
   OUT_DIR,
   sourceBatch,
   sourceChooseAgain,
+  sourceAddMissing,
   sourceChooseAll,
   sourceFinal,
   sourceLists,
@@ -189,6 +190,8 @@ export class VolumeSync {
   private rounds = 0;
   /** Whether prepareFinal ran after the latest round (the final pass needs it). */
   private prepared = false;
+  /** The target writing the full copy out, started after the first round (flushVolume). */
+  private flushing: Promise<unknown> | undefined;
   private readonly o: SyncOptions;
 
   private constructor(o: SyncOptions) {
@@ -308,13 +311,21 @@ export class VolumeSync {
         await this.run(from, this.src, sourceChooseAll);
         return { round, entries, totalBytes, sentEntries: 0, sentBytes: 0, transferredBytes: moved, removed: 0, incomplete: true };
       }
+      // The full copy starts going to disk while the next rounds run (prepareFinal waits for it).
+      this.flushing ??= this.run(to, this.dst, flushVolume).catch(() => undefined);
       return { round, entries, totalBytes, sentEntries: entries, sentBytes: totalBytes, transferredBytes: moved, removed: 0 };
     }
     await this.shipOut();
-    const removed = summaryOf(to.engine, (await this.run(to, this.dst, targetPrune)).stdout, 1)[0] ?? 0;
+    const [removed = 0, missing = 0] = summaryOf(to.engine, (await this.run(to, this.dst, targetPrune)).stdout, 2);
+    let allBatches = batches;
+    if (missing > 0) {
+      // The target lacks entries that did not change (an earlier archive ended early): sent too.
+      await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, `${WORK_DIR}/missing`, { signal }), { signal });
+      allBatches = summaryOf(from.engine, (await this.run(from, this.src, sourceAddMissing)).stdout, 1)[0] ?? batches;
+    }
     let transferredBytes = 0;
     try {
-      for (let n = 0; n < batches; n++) {
+      for (let n = 0; n < allBatches; n++) {
         transferredBytes += await this.pipeExec(sourceBatch(n), MOUNT, (moved) => progress(transferredBytes + moved), opts.sourceInUse ?? false);
       }
     } catch (err) {
@@ -412,6 +423,7 @@ export class VolumeSync {
     // target's copies of the files rewritten in place (it sends those as block patches).
     await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, BACK_DIR, { signal: this.o.signal }), { signal: this.o.signal });
     // The copy's dirty pages written out now, while the source runs, not during the pause.
+    await this.flushing;
     await Promise.all([this.run(from, this.src, flushVolume), this.run(to, this.dst, flushVolume)]);
     this.prepared = true;
     return differing;
