@@ -105,6 +105,8 @@ export interface Runtime {
   moveVolumes(migrationId: number, ctx: MigrationJobContext): Promise<MovedVolumes>;
   /** Removes staging volumes a failed migration left on the target (never a source volume). */
   discardStaging(migrationId: number): Promise<void>;
+  /** Removes a migration's volume-copy helpers on both servers (idempotent; volumes stay). */
+  removeCopyHelpers(migrationId: number): Promise<void>;
   /**
    * What in a resource's containers the server of another destination does not allow (host-reaching
    * settings need host access there), in words; null when it may run there. Reads records only.
@@ -215,6 +217,7 @@ export const recordOnlyRuntime: Runtime = {
     throw new Error('Volume data moves only between servers with validated engines.');
   },
   async discardStaging() {},
+  async removeCopyHelpers() {},
   async placementRefusal() {
     return null;
   },

@@ -835,6 +835,11 @@ export class LiveRuntime implements Runtime {
     for (const c of helpers) await engine.removeContainer(c.Id, { force: true, removeVolumes: false, signal });
   }
 
+  async removeCopyHelpers(migrationId: number): Promise<void> {
+    const { m, from, to } = await this.migrationParts(migrationId);
+    await Promise.all([this.removeHelpers(from, m.uuid), this.removeHelpers(to, m.uuid)]);
+  }
+
   async discardStaging(migrationId: number): Promise<void> {
     const { m, from, to } = await this.migrationParts(migrationId);
     await Promise.all([this.removeHelpers(from, m.uuid), this.removeHelpers(to, m.uuid)]).catch((err) => this.logger.warn({ err, migration: m.uuid }, 'could not remove volume-copy helpers'));

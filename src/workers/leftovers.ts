@@ -27,6 +27,8 @@ export async function removeLeftovers(db: Db, runtime: Runtime, logger: Logger, 
           .execute()
       ).map((s) => s.engine_volume),
     );
+    // Helpers the switch's instance did not live to remove would keep the source volumes in use.
+    if (l.volumes.length) await runtime.removeCopyHelpers(migrationId);
     const removed = back
       ? []
       : await runtime.removeLeftovers(
