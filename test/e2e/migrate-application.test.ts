@@ -225,7 +225,7 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
     // Not left running (or restarting) on the old server: removed.
     await sleep(800);
     expect(containerState(engines, 'a', app.uuid)).toBeNull();
-  }, 60_000);
+  }, 120_000);
 
   it('migrate_volumes false: the records move, no data moves (nothing staged on b), and the answer says so', async () => {
     const app = await runningApp('no-volumes-app', 1);
