@@ -75,7 +75,7 @@ export interface SyncOptions {
   from: SyncSide;
   /** The destination (a staging volume the caller chose): created when missing, must be empty. */
   to: SyncSide & { labels?: Record<string, string> };
-  /** Image of the helpers: needs busybox (sh, find, stat, awk, sort, tar, sha256sum). */
+  /** Image of the helpers: needs busybox (sh, find, stat, awk, sort, tar, cmp, dd, md5sum, sha256sum, truncate, touch, sync). */
   helperImage: string;
   helperLabels?: Record<string, string>;
   signal?: AbortSignal;
