@@ -105,8 +105,6 @@ export interface Runtime {
   moveVolumes(migrationId: number, ctx: MigrationJobContext): Promise<MovedVolumes>;
   /** Removes staging volumes a failed migration left on the target (never a source volume). */
   discardStaging(migrationId: number): Promise<void>;
-  /** Removes a migration's volume-copy helpers on both servers (idempotent; volumes stay). */
-  removeCopyHelpers(migrationId: number): Promise<void>;
   /**
    * What in a resource's containers the server of another destination does not allow (host-reaching
    * settings need host access there), in words; null when it may run there. Reads records only.
@@ -156,9 +154,10 @@ export interface Runtime {
   removeResource(resourceId: number, opts: RemoveOptions): Promise<string[]>;
   /**
    * Removes what a resource left on a server it no longer lives on (after a migration): its
-   * containers there, and the named volumes. The log lines; throws when the engine cannot be reached.
+   * containers there, the migration's volume-copy helpers there (`migrationUuid`: they mount the
+   * volumes), and the named volumes. The log lines; throws when the engine cannot be reached.
    */
-  removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]>;
+  removeLeftovers(serverId: number, resourceUuid: string, volumes: string[], migrationUuid?: string): Promise<string[]>;
   /** berth-labelled containers and volumes on a server that no record names. */
   orphans(serverId: number): Promise<Orphans>;
   /** The tags of an application's image repository its engine holds (what a rollback can run), newest first; null when berth does not manage its server. */
@@ -217,7 +216,6 @@ export const recordOnlyRuntime: Runtime = {
     throw new Error('Volume data moves only between servers with validated engines.');
   },
   async discardStaging() {},
-  async removeCopyHelpers() {},
   async placementRefusal() {
     return null;
   },

@@ -835,11 +835,6 @@ export class LiveRuntime implements Runtime {
     for (const c of helpers) await engine.removeContainer(c.Id, { force: true, removeVolumes: false, signal });
   }
 
-  async removeCopyHelpers(migrationId: number): Promise<void> {
-    const { m, from, to } = await this.migrationParts(migrationId);
-    await Promise.all([this.removeHelpers(from, m.uuid), this.removeHelpers(to, m.uuid)]);
-  }
-
   async discardStaging(migrationId: number): Promise<void> {
     const { m, from, to } = await this.migrationParts(migrationId);
     await Promise.all([this.removeHelpers(from, m.uuid), this.removeHelpers(to, m.uuid)]).catch((err) => this.logger.warn({ err, migration: m.uuid }, 'could not remove volume-copy helpers'));
@@ -933,7 +928,7 @@ export class LiveRuntime implements Runtime {
     return out;
   }
 
-  async removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]> {
+  async removeLeftovers(serverId: number, resourceUuid: string, volumes: string[], migrationUuid?: string): Promise<string[]> {
     const server = await this.db
       .selectFrom('servers')
       .select([...SERVER_ENGINE_COLUMNS])
@@ -958,6 +953,8 @@ export class LiveRuntime implements Runtime {
     for (const c of await engine.listContainers({ all: true, labels: { [LABEL_RESOURCE]: resourceUuid }, signal })) {
       if (await settled(() => engine.removeContainer(containerName(c), { force: true, removeVolumes: false, signal }))) out.push(`removed container ${containerName(c)}`);
     }
+    // Helpers the switch's instance did not live to remove (it removes them right after the switch).
+    if (migrationUuid) await this.removeHelpers(engine, migrationUuid, signal);
     for (const v of volumes) if (await settled(() => engine.removeVolume(v, { force: true, signal }))) out.push(`removed volume ${v}`);
     out.push(...(await this.removeOwnNetworks(engine, resourceUuid, signal)));
     return out;

@@ -33,8 +33,12 @@ const NO_NEWLINE_NAMES = `nl='
 '
 if [ -n "$(find . -name "*$nl*" | head -n 1)" ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi`;
 
-/** Entries as `t|ctime|size|path`, directories first (so a tar of changes creates parents first). */
-const SNAPSHOT = (out: string) => `{ find . -type d -exec stat -c 'd|%z|0|%n' {} + &&
+/**
+ * Entries as `t|ctime|size|path`, directories first (so a tar of changes creates parents first).
+ * A directory's "size" is its inode: a directory renamed over another's path keeps its children's
+ * change times and paths, so only a new inode at the same path tells that its subtree is new.
+ */
+const SNAPSHOT = (out: string) => `{ find . -type d -exec stat -c 'd|%z|%i|%n' {} + &&
   find . -type f -exec stat -c 'f|%z|%s|%n' {} + &&
   find . ! -type f ! -type d ! -type s -exec stat -c 'o|%z|%s|%n' {} + ; } > ${out}`;
 
@@ -57,9 +61,14 @@ ${inUse ? LIVE(SNAPSHOT(`${W}/snap.new`)) : SNAPSHOT(`${W}/snap.new`)}
 ${
   first
     ? `: > ${W}/changed`
-    : `awk -F'|' -v since="$(cat ${W}/start)" '${AWK_PATH}
-  NR == FNR { seen[path($0)] = 1; next }
-  { p = path($0); if (!(p in seen) || ("" $2) >= since) print $3 "|" p }' ${W}/snap ${W}/snap.new > ${W}/changed`
+    : `awk -F'|' -v since="$(cat ${W}/start)" -v dir=${W} '${AWK_PATH}
+  FILENAME == dir "/snap" { p = path($0); seen[p] = 1; if ($1 == "d") ino[p] = $3; next }
+  { p = path($0)
+    if ($1 == "d" && (p in ino) && ino[p] != $3) { swapped[p] = 1; nsw++ }
+    hit = !(p in seen) || ("" $2) >= since
+    # Under a directory swapped in since (directories come first, parents before children).
+    if (!hit && nsw > 0) { q = p; for (;;) { i = length(q); while (i > 0 && substr(q, i, 1) != "/") i--; if (i <= 1) break; q = substr(q, 1, i - 1); if (q in swapped) { hit = 1; break } } }
+    if (hit) print ($1 == "d" ? 0 : $3) "|" p }' ${W}/snap ${W}/snap.new > ${W}/changed`
 }
 if [ -f ${W}/start ]; then cp ${W}/start ${W}/start.prev; cp ${W}/start_s ${W}/start_s.prev; fi
 mv ${W}/snap.new ${W}/snap; mv ${W}/start.new ${W}/start; mv ${W}/start_s.new ${W}/start_s
@@ -322,10 +331,11 @@ while IFS= read -r p; do
   b="${W}/back/base/\${p#./}"
   [ -f "$b" ] && [ "$(stat -c %h "$p")" = 1 ] || continue
   s=$(stat -c %s "$p"); bs=$(stat -c %s "$b")
-  md5sum < "$p" > ${W}/sum &
+  md5sum < "$p" > ${W}/sum & m5=$!
   runs=$({ cmp -l "$b" "$p" 2>/dev/null && echo rc=0 || echo "rc=$?"; } | awk -v bs="$bs" -v s="$s" '${AWK_RUNS}') || runs=whole
-  wait $!
-  [ "$runs" != whole ] || continue
+  # Sent whole after all: its md5 is not needed (a big file would be read through for nothing).
+  if [ "$runs" = whole ]; then kill $m5 2>/dev/null || true; wait $m5 || true; continue; fi
+  wait $m5
   : > ${W}/out/patch.$k
   if [ "$runs" != - ]; then for r in $(echo "$runs" | tr , ' '); do dd if="$p" bs=${BLOCK} skip=\${r%:*} count=\${r#*:} 2>/dev/null; done > ${W}/out/patch.$k; fi
   printf '%s|%s|%s|%s|%s|%s|%s\n' $k $s $bs "$(stat -c %Y "$p")" "$(cut -d ' ' -f 1 ${W}/sum)" "$runs" "$p" >> ${W}/out/patch
@@ -366,17 +376,19 @@ m=$(( ($(date +%s) - $(cat ${W}/start_s)) / 60 + 2 ))
 nl='
 '
 # One walk: names with a newline are only marked (lines are entries), the rest listed.
-find . -cmin -$m -name "*$nl*" -exec touch ${W}/newline \\; -o -cmin -$m ! -type s -exec stat -c '%F|%z|%s|%n' {} + > ${W}/cand
+find . -cmin -$m -name "*$nl*" -exec touch ${W}/newline \\; -o -cmin -$m ! -type s -exec stat -c '%F|%z|%s:%i|%n' {} + > ${W}/cand
 if [ -e ${W}/newline ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi
 : T:src-cand-walk
 ${SNAP_LINES_OF(`${W}/cand`, `${W}/oldc`)}
 : T:src-grep-snap
 awk -F'|' -v since="$since" -v dir=${W} '${AWK_PATH}
   function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
-  FILENAME == dir "/oldc" { old[path($0)] = $1; next }
+  FILENAME == dir "/oldc" { p = path($0); old[p] = $1; if ($1 == "d") ino[p] = $3; next }
   { p = path($0); ty = t($1); if ((p in old) && ("" $2) < since) next
-    print ty "|" $3 "|" p > (dir "/changed1")
-    if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old)) print p > (dir "/newdirs") } }' ${W}/oldc ${W}/cand
+    k = index($3, ":"); size = substr($3, 1, k - 1)
+    print ty "|" (ty == "d" ? 0 : size) "|" p > (dir "/changed1")
+    # New, or another directory renamed over this path: its whole subtree is sent.
+    if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old) || (old[p] == "d" && ino[p] != substr($3, k + 1))) print p > (dir "/newdirs") } }' ${W}/oldc ${W}/cand
 touch ${W}/changed1 ${W}/cdirs ${W}/newdirs
 : T:src-awk-snap-changed
 while IFS= read -r d; do find "$d" -mindepth 1 ! -type s -exec stat -c '%F|%z|%s|%n' {} +; done < ${W}/newdirs > ${W}/sub

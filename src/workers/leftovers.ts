@@ -27,14 +27,13 @@ export async function removeLeftovers(db: Db, runtime: Runtime, logger: Logger, 
           .execute()
       ).map((s) => s.engine_volume),
     );
-    // Helpers the switch's instance did not live to remove would keep the source volumes in use.
-    if (l.volumes.length) await runtime.removeCopyHelpers(migrationId);
     const removed = back
       ? []
       : await runtime.removeLeftovers(
           l.server_id,
           l.resource_uuid,
           l.volumes.filter((v) => !named.has(v)),
+          m.uuid,
         );
     await db.updateTable('migrations_jobs').set({ leftovers: null, updated_at: nowIso() }).where('id', '=', migrationId).execute();
     if (removed.length) logger.info({ migration: m.uuid, removed }, 'migration: removed what the resource left on its source');

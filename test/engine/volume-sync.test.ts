@@ -187,6 +187,32 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
     expect(truth(engines, 'b', dst)).toBe(truth(engines, 'a', src));
   }, 120_000);
 
+  it('a directory renamed over another path sends its whole subtree, in a round and in the final pass', async () => {
+    const src = uniqueName('swap');
+    const dst = uniqueName('swap-dst');
+    engines.podman('a', ['volume', 'create', src]);
+    // Same names and sizes on both sides of each swap, other content: only the inode of the
+    // directory tells the new subtree from the old one.
+    const pair = (d: string) =>
+      `mkdir -p ${d}/sub ${d}.new/sub; printf old > ${d}/x; printf new > ${d}.new/x; printf o > ${d}/sub/y; printf n > ${d}.new/sub/y; printf gone > ${d}/sub/only-old; printf here > ${d}.new/sub/only-new`;
+    sh(engines, 'a', src, `${pair('round')}; ${pair('final')}`);
+    // Older than the snapshots that follow: no change time picks the children again.
+    await new Promise((r) => setTimeout(r, 2_100));
+    const sync = await opened(src, dst);
+    try {
+      await sync.round();
+      sh(engines, 'a', src, 'rm -r round; mv round.new round');
+      await sync.round();
+      await sync.verify(true);
+      await sync.prepareFinal();
+      sh(engines, 'a', src, 'rm -r final; mv final.new final');
+      await sync.finalPass({ checksums: true });
+    } finally {
+      await sync.close();
+    }
+    expect(truth(engines, 'b', dst)).toBe(truth(engines, 'a', src));
+  }, 120_000);
+
   /** Every regular file's mtime (whole seconds), sorted by path. */
   const mtimes = (engine: 'a' | 'b', volume: string) =>
     engines.podman(engine, ['run', '--rm', '--network', 'none', '-v', `${volume}:/v:ro`, engines.image, 'sh', '-c', 'cd /v && find . -type f -exec stat -c "%n %Y" {} + | sort']);
