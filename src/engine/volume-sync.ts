@@ -267,6 +267,12 @@ export class VolumeSync {
     await to.engine.putArchive(this.dst, WORK_DIR, await from.engine.getArchive(this.src, OUT_DIR, { signal }), { signal });
   }
 
+  /** Copies a file or directory of the target's W into the source's W (what the source must know of the copy). */
+  private async shipBack(path: string): Promise<void> {
+    const { from, to, signal } = this.o;
+    await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, path, { signal }), { signal });
+  }
+
   /**
    * One round. The first sends the whole volume (the target must be empty); later ones send what
    * changed since the previous round's snapshot and remove what is gone. `sourceInUse`: entries
@@ -320,7 +326,7 @@ export class VolumeSync {
     let allBatches = batches;
     if (missing > 0) {
       // The target lacks entries that did not change (an earlier archive ended early): sent too.
-      await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, `${WORK_DIR}/missing`, { signal }), { signal });
+      await this.shipBack(`${WORK_DIR}/missing`);
       allBatches = summaryOf(from.engine, (await this.run(from, this.src, sourceAddMissing)).stdout, 1)[0] ?? batches;
     }
     let transferredBytes = 0;
@@ -421,7 +427,7 @@ export class VolumeSync {
     const differing = summaryOf(to.engine, (await this.run(to, this.dst, targetPrepare)).stdout, 1)[0] ?? 0;
     // The source needs those paths too (the final pass says which of them it still has), and the
     // target's copies of the files rewritten in place (it sends those as block patches).
-    await from.engine.putArchive(this.src, WORK_DIR, await to.engine.getArchive(this.dst, BACK_DIR, { signal: this.o.signal }), { signal: this.o.signal });
+    await this.shipBack(BACK_DIR);
     // The copy's dirty pages written out now, while the source runs, not during the pause.
     await this.flushing;
     await Promise.all([this.run(from, this.src, flushVolume), this.run(to, this.dst, flushVolume)]);

@@ -33,18 +33,27 @@ const sh = (engines: TestEngines, engine: 'a' | 'b', volume: string, script: str
 describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
   const engines = useEngines();
 
+  /** A source volume on a, filled by `script` (run in it), and a name for its copy on b. */
+  function filled(name: string, script: string): { src: string; dst: string } {
+    const src = uniqueName(name);
+    engines.podman('a', ['volume', 'create', src]);
+    sh(engines, 'a', src, script);
+    return { src, dst: uniqueName(`${name}-dst`) };
+  }
+
+  /**
+   * Changes are found by change time in whole seconds from the second a round's snapshot began:
+   * waiting past that second makes what exists now no change of the rounds that follow.
+   */
+  const pastThisSecond = () => new Promise((r) => setTimeout(r, 2_100));
+
   async function opened(src: string, dst: string): Promise<VolumeSync> {
     return VolumeSync.open({ from: { engine: engines.a, volume: src }, to: { engine: engines.b, volume: dst }, helperImage: engines.image, helperLabels: RUN });
   }
 
   it('a second round carries every kind of change exactly, and removes what the target holds that the source does not', async () => {
-    const src = uniqueName('src');
-    const dst = uniqueName('dst');
-    engines.podman('a', ['volume', 'create', src]);
-    sh(
-      engines,
-      'a',
-      src,
+    const { src, dst } = filled(
+      'src',
       `
       mkdir -p d was-dir keep/inner
       printf AAAA > same-size; printf two > f2; printf gone > to-delete; printf file > was-file
@@ -86,10 +95,7 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
   }, 120_000);
 
   it('with a writer running during the rounds: exact after the writer stops and the final pass runs', async () => {
-    const src = uniqueName('busy');
-    const dst = uniqueName('busy-dst');
-    engines.podman('a', ['volume', 'create', src]);
-    sh(engines, 'a', src, 'dd if=/dev/urandom of=base.bin bs=1048576 count=8 2>/dev/null; mkdir logs tmp');
+    const { src, dst } = filled('busy', 'dd if=/dev/urandom of=base.bin bs=1048576 count=8 2>/dev/null; mkdir logs tmp');
     const writer = uniqueName('writer');
     engines.podman('a', [
       'run',
@@ -119,13 +125,8 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
     expect(truth(engines, 'b', dst)).toBe(truth(engines, 'a', src));
   }, 120_000);
   it('the final pass carries every kind of change made after the prepared round, and checks only what changed', async () => {
-    const src = uniqueName('fin');
-    const dst = uniqueName('fin-dst');
-    engines.podman('a', ['volume', 'create', src]);
-    sh(
-      engines,
-      'a',
-      src,
+    const { src, dst } = filled(
+      'fin',
       `
       mkdir -p tree/a/b keep gone-dir/sub moved-dir/inner
       i=0; while [ $i -lt 200 ]; do printf "$i" > "keep/f $i"; i=$((i + 1)); done
@@ -167,12 +168,9 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
   }, 120_000);
 
   it('a later round sends again what the target lacks though it did not change (an archive that ended early)', async () => {
-    const src = uniqueName('short');
-    const dst = uniqueName('short-dst');
-    engines.podman('a', ['volume', 'create', src]);
-    sh(engines, 'a', src, 'mkdir -p d/e f; i=0; while [ $i -lt 40 ]; do printf "$i" > "d/e/$i"; printf "$i" > "f/$i"; i=$((i + 1)); done; ln -s d/e link');
+    const { src, dst } = filled('short', 'mkdir -p d/e f; i=0; while [ $i -lt 40 ]; do printf "$i" > "d/e/$i"; printf "$i" > "f/$i"; i=$((i + 1)); done; ln -s d/e link');
     // Unchanged since before the first snapshot's second: no rule of change picks them again.
-    await new Promise((r) => setTimeout(r, 2_100));
+    await pastThisSecond();
     const sync = await opened(src, dst);
     try {
       await sync.round();
@@ -188,16 +186,13 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
   }, 120_000);
 
   it('a directory renamed over another path sends its whole subtree, in a round and in the final pass', async () => {
-    const src = uniqueName('swap');
-    const dst = uniqueName('swap-dst');
-    engines.podman('a', ['volume', 'create', src]);
     // Same names and sizes on both sides of each swap, other content: only the inode of the
     // directory tells the new subtree from the old one.
     const pair = (d: string) =>
       `mkdir -p ${d}/sub ${d}.new/sub; printf old > ${d}/x; printf new > ${d}.new/x; printf o > ${d}/sub/y; printf n > ${d}.new/sub/y; printf gone > ${d}/sub/only-old; printf here > ${d}.new/sub/only-new`;
-    sh(engines, 'a', src, `${pair('round')}; ${pair('final')}`);
+    const { src, dst } = filled('swap', `${pair('round')}; ${pair('final')}`);
     // Older than the snapshots that follow: no change time picks the children again.
-    await new Promise((r) => setTimeout(r, 2_100));
+    await pastThisSecond();
     const sync = await opened(src, dst);
     try {
       await sync.round();
@@ -218,11 +213,11 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
     engines.podman(engine, ['run', '--rm', '--network', 'none', '-v', `${volume}:/v:ro`, engines.image, 'sh', '-c', 'cd /v && find . -type f -exec stat -c "%n %Y" {} + | sort']);
 
   it('files rewritten in place go in the final pass as the blocks that differ, exact in content, size and mtime', async () => {
-    const src = uniqueName('blocks');
-    const dst = uniqueName('blocks-dst');
-    engines.podman('a', ['volume', 'create', src]);
     const mib = (name: string, n: number) => `dd if=/dev/urandom of=${name} bs=1048576 count=${n} 2>/dev/null`;
-    sh(engines, 'a', src, [mib('a.bin', 2), mib('grow.bin', 1), mib('shrink.bin', 1), mib('whole.bin', 1), mib('same.bin', 1), mib('linked.bin', 1), 'ln linked.bin linked-too.bin'].join('; '));
+    const { src, dst } = filled(
+      'blocks',
+      [mib('a.bin', 2), mib('grow.bin', 1), mib('shrink.bin', 1), mib('whole.bin', 1), mib('same.bin', 1), mib('linked.bin', 1), 'ln linked.bin linked-too.bin'].join('; '),
+    );
     const sync = await opened(src, dst);
     // A block rewritten in each: the second round sends them again, which makes them "hot".
     const poke = (name: string, block: number) => `dd if=/dev/urandom of=${name} bs=4096 count=1 seek=${block} conv=notrunc 2>/dev/null`;
@@ -258,10 +253,7 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
   }, 120_000);
 
   it('a patched file that does not come out as the source has it fails the verification', async () => {
-    const src = uniqueName('patch-bad');
-    const dst = uniqueName('patch-bad-dst');
-    engines.podman('a', ['volume', 'create', src]);
-    sh(engines, 'a', src, 'dd if=/dev/urandom of=db bs=1048576 count=1 2>/dev/null');
+    const { src, dst } = filled('patch-bad', 'dd if=/dev/urandom of=db bs=1048576 count=1 2>/dev/null');
     const sync = await opened(src, dst);
     try {
       await sync.round();
@@ -279,14 +271,10 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
   }, 120_000);
 
   it('the final pass fails verification when the copy differs where the source did not change', async () => {
-    const src = uniqueName('tamper');
-    const dst = uniqueName('tamper-dst');
-    engines.podman('a', ['volume', 'create', src]);
-    sh(engines, 'a', src, 'mkdir d; printf one > d/one; printf two > two');
-    // Changes are found by ctime in whole seconds from the second a round's snapshot began: let
-    // that second pass, so d/one is not a change of the last rounds (else it is re-sent, and the
-    // damage repaired rather than caught).
-    await new Promise((r) => setTimeout(r, 2_100));
+    const { src, dst } = filled('tamper', 'mkdir d; printf one > d/one; printf two > two');
+    // So d/one is not a change of the last rounds (else it is re-sent, and the damage repaired
+    // rather than caught).
+    await pastThisSecond();
     const sync = await opened(src, dst);
     try {
       await sync.round();
