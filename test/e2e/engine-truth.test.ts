@@ -82,12 +82,14 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     expect(d.logs).toMatch(/did not stay running \(exit code 3/);
     expect(d.logs).toContain('boom');
 
-    // Its policy restarts it a moment after the failed deploy; the watcher sees each restart.
+    // Its policy restarts it a moment after the failed deploy; the watcher sees each restart, and
+    // the exit code from the engine's die event (a look that saw the container running again
+    // before that event came has none yet; the event brings another look).
     const seen = await until(
-      'a restart observed',
+      'a restart and its exit code observed',
       async () => {
         const r = await api.ok('GET', `/applications/${uuid}`);
-        return r.restart_count > 0 ? r : undefined;
+        return r.restart_count > 0 && r.last_exit_code !== null ? r : undefined;
       },
       10_000,
       100,
