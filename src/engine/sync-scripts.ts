@@ -7,7 +7,7 @@
  *           f (regular file) or o (anything else but sockets), ctime as `YYYY-MM-DD hh:mm:ss.n…`
  *           in UTC; directories first
  *   start   the second (`YYYY-MM-DD hh:mm:ss`, UTC) in which that snapshot began, read off a file
- *           touched just before it
+ *           touched just before it; start_s the same second since the epoch
  *   out/    what the target needs: `snap` again, and for the final pass the verification lists
  *           (and block patches of files rewritten in place)
  *   back/   what the target sends back after the preparation: the paths where both sides' lists
@@ -56,7 +56,7 @@ const TAR_SIZE = '{ n += 512; if ($1 == "f") n += int(($3 + 511) / 512) * 512 } 
  */
 const SNAPSHOT_AND_CHOOSE = (first: boolean, inUse: boolean) => `${NO_NEWLINE_NAMES}
 mkdir -p ${W}/out; rm -f ${W}/out/* ${W}/batch.*
-touch ${W}/mark; stat -c %z ${W}/mark | cut -c 1-19 > ${W}/start.new; date +%s > ${W}/start_s.new
+touch ${W}/mark; stat -c %z ${W}/mark | cut -c 1-19 > ${W}/start.new; stat -c %Z ${W}/mark > ${W}/start_s.new
 ${inUse ? LIVE(SNAPSHOT(`${W}/snap.new`)) : SNAPSHOT(`${W}/snap.new`)}
 ${
   first
@@ -247,6 +247,7 @@ awk -F'|' -v dir=${W} '${AWK_LPATH}
 if [ -s ${W}/hot ]; then (${BATCH_ARGS(`${W}/hot`)}; exec tar -cf - --no-recursion -- "$@") | tar -xf - -C ${W}/back/base; fi
 awk -F'|' '${AWK_LPATH}
   { print ($1 == "f" ? "f|" $2 : "x|0") "|" lpath($0) }' ${W}/slist > ${W}/sidx
+awk -F'|' '{ e++; if ($1 == "f") { f++; b += $2 } } END { printf "%d %d %.0f", e, f, b }' ${W}/sidx > ${W}/stot
 wc -l < ${W}/dpaths`;
 
 /** Lines of LIST for the paths in files (one a line) of regular files, directories and the rest. */
@@ -371,27 +372,32 @@ export const sourceFinal = (pass: number) => `${STRICT}; cd ${MOUNT}
 ${AWAIT_INPUT}
 : T:src-begin
 rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.* ${W}/end.* ${W}/newline
-since=$(cat ${W}/start)
-m=$(( ($(date +%s) - $(cat ${W}/start_s)) / 60 + 2 ))
+since=$(cat ${W}/start_s)
+m=$(( ($(date +%s) - since) / 60 + 2 ))
 nl='
 '
-# One walk: names with a newline are only marked (lines are entries), the rest listed.
-find . -cmin -$m -name "*$nl*" -exec touch ${W}/newline \\; -o -cmin -$m ! -type s -exec stat -c '%F|%z|%s:%i|%n' {} + > ${W}/cand
+# One walk: names with a newline are only marked (lines are entries), the rest listed. Change
+# times as seconds since the epoch (%Z): formatting them as dates (%z) was a third of the walk.
+find . -cmin -$m -name "*$nl*" -exec touch ${W}/newline \\; -o -cmin -$m ! -type s -exec stat -c '%F|%Z|%s:%i|%n' {} + > ${W}/cand
 if [ -e ${W}/newline ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi
 : T:src-cand-walk
-${SNAP_LINES_OF(`${W}/cand`, `${W}/oldc`)}
+# The walk's window is whole minutes: a volume filled minutes ago is all in it. Only entries
+# changed in or after S's second are changes; one the snapshot lacks is among them too (creating,
+# linking or renaming an entry sets its change time), so the snapshot is read for these alone.
+awk -F'|' -v since="$since" '$2 + 0 >= since + 0' ${W}/cand > ${W}/recent
+${SNAP_LINES_OF(`${W}/recent`, `${W}/oldc`)}
 : T:src-grep-snap
-awk -F'|' -v since="$since" -v dir=${W} '${AWK_PATH}
+awk -F'|' -v dir=${W} '${AWK_PATH}
   function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
   FILENAME == dir "/oldc" { p = path($0); old[p] = $1; if ($1 == "d") ino[p] = $3; next }
-  { p = path($0); ty = t($1); if ((p in old) && ("" $2) < since) next
+  { p = path($0); ty = t($1)
     k = index($3, ":"); size = substr($3, 1, k - 1)
     print ty "|" (ty == "d" ? 0 : size) "|" p > (dir "/changed1")
     # New, or another directory renamed over this path: its whole subtree is sent.
-    if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old) || (old[p] == "d" && ino[p] != substr($3, k + 1))) print p > (dir "/newdirs") } }' ${W}/oldc ${W}/cand
+    if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old) || (old[p] == "d" && ino[p] != substr($3, k + 1))) print p > (dir "/newdirs") } }' ${W}/oldc ${W}/recent
 touch ${W}/changed1 ${W}/cdirs ${W}/newdirs
 : T:src-awk-snap-changed
-while IFS= read -r d; do find "$d" -mindepth 1 ! -type s -exec stat -c '%F|%z|%s|%n' {} +; done < ${W}/newdirs > ${W}/sub
+while IFS= read -r d; do find "$d" -mindepth 1 ! -type s -exec stat -c '%F|%Z|%s|%n' {} +; done < ${W}/newdirs > ${W}/sub
 while IFS= read -r d; do find "$d" -mindepth 1 -maxdepth 1 ! -type s; done < ${W}/cdirs > ${W}/kids
 # changed1 is \`t|size|path\`: one field short of the walk's lines, so one is added.
 { awk '{ print "-|" $0 }' ${W}/changed1; cat ${W}/sub; } > ${W}/chsub
@@ -478,18 +484,24 @@ while IFS= read -r p; do
   if grep -qxF -- "$p" ${W}/out/dstill || [ -e "$p" ] || [ -L "$p" ]; then bad=$((bad + 1)); echo "differs and was not sent again: $p (source $(awk -v p="$p" '${AWK_LPATH} lpath($0) == p' ${W}/slist | head -n 1), here $(awk -v p="$p" '${AWK_LPATH} lpath($0) == p' ${W}/list | head -n 1))" >&2; else printf '%s\n' "$p" >> ${W}/dgone; fi
 done < ${W}/dleft
 : T:tgt-dgone
-# W/sidx (the prepared source list as \`t|size|path\`, made before the stop) instead of the list
-# itself: no per-line path parsing; a line is dropped when sent again, gone, or under a gone path.
-totals=$(awk -F'|' -v dir=${W} '
+# The totals: the prepared source list (W/sidx, \`t|size|path\`, made and summed in W/stot before
+# the stop) less its lines sent again, gone, or under a gone path, plus the pass's own list. The
+# lines that can be dropped all hold \`|<path>\` of a sent or removed path: picked by grep -F when
+# those are few, so this reads the change, not the volume.
+awk -v dir=${W} 'FILENAME == dir "/out/changed" { print "|" substr($0, index(substr($0, 3), "|") + 3); next } { print "|" $0 }' ${W}/out/changed ${W}/dgone ${W}/out/removed > ${W}/tpat
+if [ "$(wc -l < ${W}/tpat)" -gt 256 ]; then part=0; cp ${W}/sidx ${W}/sidx.sub; else part=1; grep -F -f ${W}/tpat ${W}/sidx > ${W}/sidx.sub || [ $? -eq 1 ]; fi
+totals=$(awk -F'|' -v dir=${W} -v part=$part -v base="$(cat ${W}/stot)" '
   FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
   FILENAME == dir "/dgone" { ok[$0] = 1; next }
   FILENAME == dir "/out/removed" { gone[$0] = 1; g[++ng] = $0 "/"; gl[ng] = length($0) + 1; next }
-  FILENAME == dir "/out/plist" { e++; if ($1 == "f") { f++; b += $2 }; next }
-  { r = substr($0, 3); i = index(r, "|"); p = substr(r, i + 1); if ((p in ok) || (p in gone)) next
-    if (ng > 64) { q = p; while (q != "." && q != "") { if (q in gone) next; k = length(q); while (k > 0 && substr(q, k, 1) != "/") k--; q = k > 1 ? substr(q, 1, k - 1) : "." } }
-    else for (k = 1; k <= ng; k++) if (substr(p, 1, gl[k]) == g[k]) next
-    e++; if ($1 == "f") { f++; b += substr(r, 1, i - 1) } }
-  END { printf "%d %d %.0f", e, f, b }' ${W}/out/changed ${W}/dgone ${W}/out/removed ${W}/out/plist ${W}/sidx)
+  FILENAME == dir "/out/plist" { pe++; if ($1 == "f") { pf++; pb += $2 }; next }
+  { r = substr($0, 3); i = index(r, "|"); p = substr(r, i + 1); x = (p in ok) || (p in gone)
+    if (!x && ng > 64) { q = p; while (q != "." && q != "") { if (q in gone) { x = 1; break }; k = length(q); while (k > 0 && substr(q, k, 1) != "/") k--; q = k > 1 ? substr(q, 1, k - 1) : "." } }
+    else if (!x) for (k = 1; k <= ng; k++) if (substr(p, 1, gl[k]) == g[k]) { x = 1; break }
+    # A subset counts what it drops (from the whole); the whole list counts what it keeps.
+    if (x == part) { e++; if ($1 == "f") { f++; b += substr(r, 1, i - 1) } } }
+  END { if (part) { split(base, t, " "); e = t[1] - e; f = t[2] - f; b = t[3] - b }
+    printf "%d %d %.0f", e + pe, f + pf, b + pb }' ${W}/out/changed ${W}/dgone ${W}/out/removed ${W}/out/plist ${W}/sidx.sub)
 : T:tgt-totals
 echo "$(cat ${W}/out/stats) $(wc -l < ${W}/out/removed) $(wc -l < ${W}/mend) $totals $bad"`;
 
