@@ -362,8 +362,9 @@ done < ${W}/out/patch`;
  * Source, the last pass (it is stopped, so nothing moves), in time proportional to what changed
  * since the last round's snapshot began (second S), not to the volume:
  * - candidates: one walk (lstat only) for entries whose ctime is within the last minutes, then
- *   exactly those changed in or after S (the rule above), plus the whole subtree of a directory
- *   new since then (a directory moved in keeps its children's ctimes);
+ *   exactly those changed in or after S (the rule above), plus the children of a changed directory
+ *   that the snapshot lacks (or has with another type or inode), plus the whole subtree of a
+ *   directory new since then (a directory moved in keeps its children's ctimes);
  * - removed: children the last snapshot had under a changed directory (removing or renaming an
  *   entry changes its directory) that it no longer has, and entries whose type changed;
  * - their verification lines and owners, and their tars; all in W/out, sent as one tar on stdout.
@@ -371,7 +372,7 @@ done < ${W}/out/patch`;
 export const sourceFinal = (pass: number) => `${STRICT}; cd ${MOUNT}
 ${AWAIT_INPUT}
 : T:src-begin
-rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.* ${W}/end.* ${W}/newline
+rm -rf ${W}/out; mkdir -p ${W}/out; rm -f ${W}/c? ${W}/batch.* ${W}/end.* ${W}/newline ${W}/kids ${W}/changed2 ${W}/newdirs2
 since=$(cat ${W}/start_s)
 m=$(( ($(date +%s) - since) / 60 + 2 ))
 nl='
@@ -397,8 +398,23 @@ awk -F'|' -v dir=${W} '${AWK_PATH}
     if (ty == "d") { print p > (dir "/cdirs"); if (!(p in old) || (old[p] == "d" && ino[p] != substr($3, k + 1))) print p > (dir "/newdirs") } }' ${W}/oldc ${W}/recent
 touch ${W}/changed1 ${W}/cdirs ${W}/newdirs
 : T:src-awk-snap-changed
+# A name the snapshot lacks under a changed directory is new whatever its own change time: making a
+# name changes its directory, not always the entry (XFS swaps two files with RENAME_EXCHANGE and
+# leaves their times; a volume's times can come from another clock), and an entry the live
+# snapshot missed is older than S. Likewise another type, or another directory, at a known name.
+while IFS= read -r d; do find "$d" -mindepth 1 -maxdepth 1 ! -type s -exec stat -c '%F|%Z|%s:%i|%n' {} +; done < ${W}/cdirs > ${W}/kidsx
+${SNAP_LINES_OF(`${W}/kidsx`, `${W}/oldk`)}
+awk -F'|' -v dir=${W} '${AWK_PATH}
+  function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
+  FILENAME == dir "/changed1" { done[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
+  FILENAME == dir "/oldk" { p = path($0); old[p] = $1; if ($1 == "d") ino[p] = $3; next }
+  { p = path($0); print p > (dir "/kids"); if (p in done) next
+    ty = t($1); k = index($3, ":")
+    if ((p in old) && old[p] == ty && (ty != "d" || ino[p] == substr($3, k + 1))) next
+    print ty "|" (ty == "d" ? 0 : substr($3, 1, k - 1)) "|" p > (dir "/changed2"); if (ty == "d") print p > (dir "/newdirs2") }' ${W}/changed1 ${W}/oldk ${W}/kidsx
+touch ${W}/kids ${W}/changed2 ${W}/newdirs2; cat ${W}/changed2 >> ${W}/changed1; cat ${W}/newdirs2 >> ${W}/newdirs
+: T:src-kids-new
 while IFS= read -r d; do find "$d" -mindepth 1 ! -type s -exec stat -c '%F|%Z|%s|%n' {} +; done < ${W}/newdirs > ${W}/sub
-while IFS= read -r d; do find "$d" -mindepth 1 -maxdepth 1 ! -type s; done < ${W}/cdirs > ${W}/kids
 # changed1 is \`t|size|path\`: one field short of the walk's lines, so one is added.
 { awk '{ print "-|" $0 }' ${W}/changed1; cat ${W}/sub; } > ${W}/chsub
 ${SNAP_LINES_OF(`${W}/chsub`, `${W}/oldch`)}
