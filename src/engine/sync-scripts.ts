@@ -255,8 +255,11 @@ const LIST_OF = (f: string, d: string, o: string) => `{ tr '\\n' '\\0' < ${f} | 
   tr '\\n' '\\0' < ${d} | xargs -0 -r stat -c 'd|-|%a|%u:%g|-|%n'
   tr '\\n' '\\0' < ${o} | xargs -0 -r stat -c '%F|%s|%a|%u:%g|-|%N' ; }`;
 
+/** awk: the path of a `t|size|path` line (paths may contain `|`). */
+const AWK_CPATH = 'function cpath(l) { return substr(l, index(substr(l, 3), "|") + 3) }';
+
 /** Splits W/out/changed (`t|size|path`) into W/cf, W/cd, W/co (paths), directories sorted (parents first). */
-const SPLIT_CHANGED = `awk -v dir=${W} '{ t = substr($0, 1, 1); p = substr($0, index(substr($0, 3), "|") + 3); print p > (dir "/c" t) }
+const SPLIT_CHANGED = `awk -v dir=${W} '${AWK_CPATH} { t = substr($0, 1, 1); p = cpath($0); print p > (dir "/c" t) }
   END { close(dir "/cf"); close(dir "/cd"); close(dir "/co") }' ${W}/out/changed
 for t in f d o; do touch ${W}/c$t; done
 LC_ALL=C sort ${W}/cd > ${W}/cd.sorted; mv ${W}/cd.sorted ${W}/cd`;
@@ -358,6 +361,11 @@ const TARGET_PATCHES = `while IFS= read -r line; do
   touch -d "@$mt" "$p"
 done < ${W}/out/patch`;
 
+/** awk: an entry's type letter (d, f, o) from stat's %F. */
+const AWK_TYPE = 'function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }';
+/** The final pass's walk lines: type, change time (epoch seconds), `size:inode`, path. */
+const WALK_LINE = '%F|%Z|%s:%i|%n';
+
 /**
  * Source, the last pass (it is stopped, so nothing moves), in time proportional to what changed
  * since the last round's snapshot began (second S), not to the volume:
@@ -379,17 +387,19 @@ nl='
 '
 # One walk: names with a newline are only marked (lines are entries), the rest listed. Change
 # times as seconds since the epoch (%Z): formatting them as dates (%z) was a third of the walk.
-find . -cmin -$m -name "*$nl*" -exec touch ${W}/newline \\; -o -cmin -$m ! -type s -exec stat -c '%F|%Z|%s:%i|%n' {} + > ${W}/cand
+find . -cmin -$m -name "*$nl*" -exec touch ${W}/newline \\; -o -cmin -$m ! -type s -exec stat -c '${WALK_LINE}' {} + > ${W}/cand
 if [ -e ${W}/newline ]; then echo 'a file name contains a newline; such volumes cannot be copied' >&2; exit 5; fi
 : T:src-cand-walk
 # The walk's window is whole minutes: a volume filled minutes ago is all in it. Only entries
 # changed in or after S's second are changes; one the snapshot lacks is among them too (creating,
 # linking or renaming an entry sets its change time), so the snapshot is read for these alone.
+# Once: their lines hold every line under them too (the children of a changed directory, the
+# subtree of one swapped in), all that the steps below look up.
 awk -F'|' -v since="$since" '$2 + 0 >= since + 0' ${W}/cand > ${W}/recent
 ${SNAP_LINES_OF(`${W}/recent`, `${W}/oldc`)}
 : T:src-grep-snap
 awk -F'|' -v dir=${W} '${AWK_PATH}
-  function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
+  ${AWK_TYPE}
   FILENAME == dir "/oldc" { p = path($0); old[p] = $1; if ($1 == "d") ino[p] = $3; next }
   { p = path($0); ty = t($1)
     k = index($3, ":"); size = substr($3, 1, k - 1)
@@ -402,32 +412,30 @@ touch ${W}/changed1 ${W}/cdirs ${W}/newdirs
 # name changes its directory, not always the entry (XFS swaps two files with RENAME_EXCHANGE and
 # leaves their times; a volume's times can come from another clock), and an entry the live
 # snapshot missed is older than S. Likewise another type, or another directory, at a known name.
-while IFS= read -r d; do find "$d" -mindepth 1 -maxdepth 1 ! -type s -exec stat -c '%F|%Z|%s:%i|%n' {} +; done < ${W}/cdirs > ${W}/kidsx
-${SNAP_LINES_OF(`${W}/kidsx`, `${W}/oldk`)}
+while IFS= read -r d; do find "$d" -mindepth 1 -maxdepth 1 ! -type s -exec stat -c '${WALK_LINE}' {} +; done < ${W}/cdirs > ${W}/kidsx
 awk -F'|' -v dir=${W} '${AWK_PATH}
-  function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
-  FILENAME == dir "/changed1" { done[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
-  FILENAME == dir "/oldk" { p = path($0); old[p] = $1; if ($1 == "d") ino[p] = $3; next }
+  ${AWK_TYPE}
+  ${AWK_CPATH}
+  FILENAME == dir "/changed1" { done[cpath($0)] = 1; next }
+  FILENAME == dir "/oldc" { p = path($0); old[p] = $1; if ($1 == "d") ino[p] = $3; next }
   { p = path($0); print p > (dir "/kids"); if (p in done) next
     ty = t($1); k = index($3, ":")
     if ((p in old) && old[p] == ty && (ty != "d" || ino[p] == substr($3, k + 1))) next
-    print ty "|" (ty == "d" ? 0 : substr($3, 1, k - 1)) "|" p > (dir "/changed2"); if (ty == "d") print p > (dir "/newdirs2") }' ${W}/changed1 ${W}/oldk ${W}/kidsx
+    print ty "|" (ty == "d" ? 0 : substr($3, 1, k - 1)) "|" p > (dir "/changed2"); if (ty == "d") print p > (dir "/newdirs2") }' ${W}/changed1 ${W}/oldc ${W}/kidsx
 touch ${W}/kids ${W}/changed2 ${W}/newdirs2; cat ${W}/changed2 >> ${W}/changed1; cat ${W}/newdirs2 >> ${W}/newdirs
 : T:src-kids-new
 while IFS= read -r d; do find "$d" -mindepth 1 ! -type s -exec stat -c '%F|%Z|%s|%n' {} +; done < ${W}/newdirs > ${W}/sub
-# changed1 is \`t|size|path\`: one field short of the walk's lines, so one is added.
-{ awk '{ print "-|" $0 }' ${W}/changed1; cat ${W}/sub; } > ${W}/chsub
-${SNAP_LINES_OF(`${W}/chsub`, `${W}/oldch`)}
 : T:src-sub-kids
 awk -F'|' -v dir=${W} '${AWK_PATH}
-  function t(f) { return f == "directory" ? "d" : f ~ /^regular/ ? "f" : "o" }
+  ${AWK_TYPE}
   function parent(p,  i) { i = length(p); while (i > 0 && substr(p, i, 1) != "/") i--; return i > 1 ? substr(p, 1, i - 1) : "." }
-  FILENAME == dir "/changed1" { p = substr($0, index(substr($0, 3), "|") + 3); ch[p] = $1; line[p] = $0; next }
+  ${AWK_CPATH}
+  FILENAME == dir "/changed1" { p = cpath($0); ch[p] = $1; line[p] = $0; next }
   FILENAME == dir "/sub" { p = path($0); if (!(p in ch)) { ch[p] = t($1); line[p] = ch[p] "|" $3 "|" p }; next }
   FILENAME == dir "/kids" { kid[$0] = 1; next }
   { p = path($0); if (p == ".") next
     if ((p in ch) ? ch[p] != $1 : (parent(p) in ch) && ch[parent(p)] == "d" && !(p in kid)) print p > (dir "/removed1") }
-  END { for (p in line) print line[p] > (dir "/out/changed") }' ${W}/changed1 ${W}/sub ${W}/kids ${W}/oldch
+  END { for (p in line) print line[p] > (dir "/out/changed") }' ${W}/changed1 ${W}/sub ${W}/kids ${W}/oldc
 touch ${W}/removed1 ${W}/out/changed
 LC_ALL=C sort -r ${W}/removed1 > ${W}/out/removed
 : T:src-awk-snap-removed
@@ -444,12 +452,12 @@ n=0; for b in ${W}/batch.*; do [ -e "$b" ] || break; (${BATCH_ARGS('"$b"')}; exe
 # Paths the lists differed on at the preparation (W/dpaths, from the target) that are not sent
 # again but exist: unchanged since S, so still different (the target reports them).
 mkdir -p ${W}/back; touch ${W}/back/dpaths
-awk -v dir=${W} 'FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next } !($0 in ok)' ${W}/out/changed ${W}/back/dpaths |
+awk -v dir=${W} '${AWK_CPATH} FILENAME == dir "/out/changed" { ok[cpath($0)] = 1; next } !($0 in ok)' ${W}/out/changed ${W}/back/dpaths |
   while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then printf '%s\n' "$p"; fi; done > ${W}/out/dstill
 : T:src-dstill
 # Sent bytes: the archived files' and the patches' (a patched file's size counts only in its list line).
 pb=0; for f in ${W}/out/patch.*; do [ -e "$f" ] || break; pb=$((pb + $(stat -c %s "$f"))); done
-echo "$(wc -l < ${W}/out/changed) $(awk -F'|' -v dir=${W} -v pb=$pb 'FILENAME == dir "/patched" { x[$0] = 1; next } $1 == "f" && !(substr($0, index(substr($0, 3), "|") + 3) in x) { s += $2 } END { printf "%.0f", s + pb }' ${W}/patched ${W}/out/changed)" > ${W}/out/stats
+echo "$(wc -l < ${W}/out/changed) $(awk -F'|' -v dir=${W} -v pb=$pb '${AWK_CPATH} FILENAME == dir "/patched" { x[$0] = 1; next } $1 == "f" && !(cpath($0) in x) { s += $2 } END { printf "%.0f", s + pb }' ${W}/patched ${W}/out/changed)" > ${W}/out/stats
 : > ${W}/end.${pass}
 exec tar -cf - -C ${W} out end.${pass}`;
 
@@ -489,7 +497,8 @@ if ! cmp -s ${W}/out/plist ${W}/plist; then bad=$((bad + 1)); diff ${W}/out/plis
 while IFS= read -r p; do if { [ -e "$p" ] || [ -L "$p" ]; } && ! grep -qxF -- "$p" ${W}/cd ${W}/cf ${W}/co; then bad=$((bad + 1)); echo "removed on the source, still here: $p" >&2; fi; done < ${W}/out/removed
 : T:tgt-check-removed
 awk -v dir=${W} '
-  FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
+  ${AWK_CPATH}
+  FILENAME == dir "/out/changed" { ok[cpath($0)] = 1; next }
   FILENAME == dir "/out/removed" { gone[$0] = 1; next }
   { if ($0 in ok) next; p = $0; while (p != "." && p != "") { if (p in gone) next; i = length(p); while (i > 0 && substr(p, i, 1) != "/") i--; p = i > 1 ? substr(p, 1, i - 1) : "." }
     print }' ${W}/out/changed ${W}/out/removed ${W}/dpaths > ${W}/dleft
@@ -504,10 +513,11 @@ done < ${W}/dleft
 # the stop) less its lines sent again, gone, or under a gone path, plus the pass's own list. The
 # lines that can be dropped all hold \`|<path>\` of a sent or removed path: picked by grep -F when
 # those are few, so this reads the change, not the volume.
-awk -v dir=${W} 'FILENAME == dir "/out/changed" { print "|" substr($0, index(substr($0, 3), "|") + 3); next } { print "|" $0 }' ${W}/out/changed ${W}/dgone ${W}/out/removed > ${W}/tpat
+awk -v dir=${W} '${AWK_CPATH} FILENAME == dir "/out/changed" { print "|" cpath($0); next } { print "|" $0 }' ${W}/out/changed ${W}/dgone ${W}/out/removed > ${W}/tpat
 if [ "$(wc -l < ${W}/tpat)" -gt 256 ]; then part=0; cp ${W}/sidx ${W}/sidx.sub; else part=1; grep -F -f ${W}/tpat ${W}/sidx > ${W}/sidx.sub || [ $? -eq 1 ]; fi
 totals=$(awk -F'|' -v dir=${W} -v part=$part -v base="$(cat ${W}/stot)" '
-  FILENAME == dir "/out/changed" { ok[substr($0, index(substr($0, 3), "|") + 3)] = 1; next }
+  ${AWK_CPATH}
+  FILENAME == dir "/out/changed" { ok[cpath($0)] = 1; next }
   FILENAME == dir "/dgone" { ok[$0] = 1; next }
   FILENAME == dir "/out/removed" { gone[$0] = 1; g[++ng] = $0 "/"; gl[ng] = length($0) + 1; next }
   FILENAME == dir "/out/plist" { pe++; if ($1 == "f") { pf++; pb += $2 }; next }
