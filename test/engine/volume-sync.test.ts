@@ -6,6 +6,7 @@
  * pass runs. Ground truth is busybox inside containers run with the podman CLI.
  */
 import { describe, expect, it } from 'vitest';
+import { WORK_DIR } from '../../src/engine/sync-scripts.js';
 import { VolumeSync } from '../../src/engine/volume-sync.js';
 import { enginesAvailable, uniqueName, useEngines, type TestEngines } from '../helpers/engines.js';
 
@@ -298,7 +299,7 @@ describe.skipIf(!enginesAvailable)('VolumeSync rounds', () => {
       // As if the live snapshot had missed d/old (or XFS had swapped it in with its old times)
       // and the target's prune had then removed it: the snapshot lacks it, the target too.
       const helper = engines.podman('a', ['ps', '-q', '--filter', `label=berth.test-run=${RUN['berth.test-run']}`]).trim();
-      engines.podman('a', ['exec', helper, 'sh', '-c', "grep -v '|./d/old$' /tmp/berth-sync/snap > /tmp/berth-sync/snap.x; mv /tmp/berth-sync/snap.x /tmp/berth-sync/snap"]);
+      engines.podman('a', ['exec', helper, 'sh', '-c', `grep -v '|./d/old$' ${WORK_DIR}/snap > ${WORK_DIR}/snap.x; mv ${WORK_DIR}/snap.x ${WORK_DIR}/snap`]);
       sh(engines, 'b', dst, 'rm d/old');
       sh(engines, 'a', src, 'printf new > d/new');
       const last = await sync.finalPass();
