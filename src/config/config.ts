@@ -49,11 +49,12 @@ const envSchema = z.object({
   BERTH_SSH_IDLE_MS: z.coerce.number().int().min(100).default(60_000),
   /**
    * Tests only: `<phase>:<ms>` holds every migration that long when it enters that phase, so a
-   * crash test can kill berth inside a phase that otherwise lasts milliseconds. Unset: no hold.
+   * crash test can kill berth inside a phase that otherwise lasts milliseconds (`done`: right
+   * after the switch has committed, before its helpers and leftovers are removed). Unset: no hold.
    */
   BERTH_TEST_HOLD_MIGRATION_PHASE: z
     .string()
-    .regex(/^(pre-copy|final-sync|verify|switch):\d{1,6}$/)
+    .regex(/^(pre-copy|final-sync|verify|switch|done):\d{1,6}$/)
     .optional(),
   /**
    * How long an instance's claim on a job (a deployment or a migration) lasts unless renewed (it

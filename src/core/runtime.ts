@@ -154,10 +154,11 @@ export interface Runtime {
   removeResource(resourceId: number, opts: RemoveOptions): Promise<string[]>;
   /**
    * Removes what a resource left on a server it no longer lives on (after a migration): its
-   * containers there, the migration's volume-copy helpers there (`migrationUuid`: they mount the
-   * volumes), and the named volumes. The log lines; throws when the engine cannot be reached.
+   * containers there and the named volumes. The log lines; throws when the engine cannot be reached.
    */
-  removeLeftovers(serverId: number, resourceUuid: string, volumes: string[], migrationUuid?: string): Promise<string[]>;
+  removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]>;
+  /** Removes a migration's volume-copy helper containers from a server (by its label); throws when the engine cannot be reached. */
+  removeMigrationHelpers(serverId: number, migrationUuid: string): Promise<void>;
   /** berth-labelled containers and volumes on a server that no record names. */
   orphans(serverId: number): Promise<Orphans>;
   /** The tags of an application's image repository its engine holds (what a rollback can run), newest first; null when berth does not manage its server. */
@@ -255,6 +256,7 @@ export const recordOnlyRuntime: Runtime = {
   async removeLeftovers() {
     return [];
   },
+  async removeMigrationHelpers() {},
   async orphans() {
     return { containers: [], volumes: [] };
   },

@@ -928,14 +928,9 @@ export class LiveRuntime implements Runtime {
     return out;
   }
 
-  async removeLeftovers(serverId: number, resourceUuid: string, volumes: string[], migrationUuid?: string): Promise<string[]> {
-    const server = await this.db
-      .selectFrom('servers')
-      .select([...SERVER_ENGINE_COLUMNS])
-      .where('id', '=', serverId)
-      .executeTakeFirst();
-    if (!server || !this.isLive(server)) return [];
-    const engine = await this.engineFor(server);
+  async removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]> {
+    const engine = await this.liveEngineOf(serverId);
+    if (!engine) return [];
     const signal = AbortSignal.timeout(120_000);
     const out: string[] = [];
     // Right after a stop the engine may still be cleaning the container up (409 on removal, and
@@ -953,11 +948,24 @@ export class LiveRuntime implements Runtime {
     for (const c of await engine.listContainers({ all: true, labels: { [LABEL_RESOURCE]: resourceUuid }, signal })) {
       if (await settled(() => engine.removeContainer(containerName(c), { force: true, removeVolumes: false, signal }))) out.push(`removed container ${containerName(c)}`);
     }
-    // Helpers the switch's instance did not live to remove (it removes them right after the switch).
-    if (migrationUuid) await this.removeHelpers(engine, migrationUuid, signal);
     for (const v of volumes) if (await settled(() => engine.removeVolume(v, { force: true, signal }))) out.push(`removed volume ${v}`);
     out.push(...(await this.removeOwnNetworks(engine, resourceUuid, signal)));
     return out;
+  }
+
+  async removeMigrationHelpers(serverId: number, migrationUuid: string): Promise<void> {
+    const engine = await this.liveEngineOf(serverId);
+    if (engine) await this.removeHelpers(engine, migrationUuid, AbortSignal.timeout(120_000));
+  }
+
+  /** A server's engine when berth manages it; undefined when the server is gone or record-only. */
+  private async liveEngineOf(serverId: number): Promise<EngineClient | undefined> {
+    const server = await this.db
+      .selectFrom('servers')
+      .select([...SERVER_ENGINE_COLUMNS])
+      .where('id', '=', serverId)
+      .executeTakeFirst();
+    return server && this.isLive(server) ? this.engineFor(server) : undefined;
   }
 
   /** The networks berth made for one resource alone (a service's own), once no container is on them. */

@@ -288,7 +288,7 @@ export class JobRunner implements Jobs {
       await save({ ...progress, phase: 'switch' });
       marks.switching = Date.now();
       await this.db.transaction().execute(async (trx) => {
-        const leftovers = await sourceLeftovers(trx, m, m.keep_source_volumes ? [] : [...staged.keys()]);
+        const leftovers = await sourceLeftovers(trx, m, m.keep_source_volumes ? [] : [...staged.keys()], true);
         for (const [storageId, volume] of staged) {
           await trx.updateTable('storages').set({ engine_volume: volume, updated_at: nowIso() }).where('id', '=', storageId).execute();
         }
@@ -314,6 +314,7 @@ export class JobRunner implements Jobs {
         if (done.numUpdatedRows === 0n) throw new LeaseLost();
         if (m.start_on_destination === 1) await this.recordMovedStart(trx, m);
       });
+      if (hold?.phase === 'done') await new Promise((r) => setTimeout(r, hold.ms));
       // Opt-in: a start queued on the target at once, so the pause a user sees is this one (and
       // the target's queue). The move stands whatever the start does; a failure is recorded.
       if (m.start_on_destination === 1) await this.startMoved(m.id);

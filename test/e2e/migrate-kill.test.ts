@@ -4,7 +4,9 @@
  * verification, the switch) leaves the old state (records on a, source intact, nothing switched
  * in); a restart on the same data directory rolls back: the app runs on a again, nothing of the
  * migration is left on b, and a new migration then moves every byte. A migration that fails rolls
- * back the same way.
+ * back the same way. A kill right after the switch's commit leaves the move standing, and the
+ * restart removes what the dead instance would have: the copy's helpers on both servers, the
+ * source's container and volume.
  */
 import fs from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -44,7 +46,8 @@ const LARGE_MIB = Number(process.env.BERTH_E2E_KILL_MIB ?? 64);
 
 /**
  * On PostgreSQL this file proves the store's part, the dead instance's claim and lease on the job
- * and the rollback's writes, with one kill (in the switch, the phase closest to the records); the
+ * and the rollback's writes, with one kill (in the switch, the phase closest to the records), and
+ * the sweep of a switched migration's leftovers (the kill after the switch); the
  * other phases and the data checks run on SQLite, where the engines and volumes are the same.
  * (All of them on both stores took 9 minutes of the PostgreSQL half, the longest file by far.)
  */
@@ -58,7 +61,8 @@ describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration',
   let api: Api;
   let p: Platform;
 
-  type Phase = (typeof PHASES)[number];
+  /** A phase of the copy, or `done`: the switch committed, its helpers and leftovers not yet removed. */
+  type Phase = (typeof PHASES)[number] | 'done';
   const env = (helperImage = ENGINE_IMAGE) => ({ BERTH_HELPER_IMAGE: helperImage, LOG_LEVEL: 'warn', API_RATE_LIMIT: '0', BERTH_JOB_LEASE_MS: '2000' });
   /** The phase the running berth holds a migration in (test hook), if any. */
   let holding: Phase | undefined;
@@ -196,12 +200,32 @@ describe.skipIf(!enginesAvailable)('killing berth in the middle of a migration',
   }
 
   for (const [i, phase] of PHASES.entries()) {
-    // The last phase's restart holds the large case's pre-copy (SQLite's run only).
-    const next = PHASES[i + 1] ?? (TEST_STORE === 'postgres' ? undefined : 'pre-copy');
+    // The last phase's restart holds the next case's phase.
+    const next = PHASES[i + 1] ?? 'done';
     it(`SIGKILL in ${phase}: the records and data stay on a, and a restart rolls back to a running app on a`, async () => {
       await killIn(phase, (v) => writeVolume(engines, 'a', v, KNOWN_FILES, ['2']), next);
     }, 180_000);
   }
+
+  it("SIGKILL after the switch, before its helpers go: a restart removes them from both servers, and the source's leftovers", async () => {
+    if (holding !== 'done' || !alive()) await restart(ENGINE_IMAGE, {}, 'done');
+    const app = await runningApp('kill-done', (v) => writeVolume(engines, 'a', v, KNOWN_FILES, ['2']));
+    const r = await api.ok('POST', `/applications/${app.uuid}/migrate`, { destination_uuid: p.destB });
+    const migrationUuid = r.migration_uuid as string;
+    const label = `berth.migration=${migrationUuid}`;
+    await until('the switch to commit', async () => ((await api.ok('GET', `/migrations/${migrationUuid}`)).status === 'finished' ? true : undefined), 90_000, 50);
+    serve!.proc.kill('SIGKILL');
+    await new Promise((res) => (serve!.proc.exitCode !== null || serve!.proc.signalCode !== null ? res(null) : serve!.proc.once('exit', res)));
+    // The window this covers: switched, and the copy's helpers still on both servers.
+    expect((await stored(app.uuid, migrationUuid)).destination).toBe(p.destB);
+    expect(containersLabelled(engines, 'a', label)).not.toEqual([]);
+    expect(containersLabelled(engines, 'b', label)).not.toEqual([]);
+
+    // The large case's pre-copy held next (SQLite's run only).
+    await restart(ENGINE_IMAGE, {}, TEST_STORE === 'postgres' ? undefined : 'pre-copy');
+    await until('the helpers removed', async () => (containersLabelled(engines, 'a', label).length + containersLabelled(engines, 'b', label).length === 0 ? true : undefined), 60_000);
+    await expectMoved(app, migrationUuid);
+  }, 180_000);
 
   // Store-independent (engines and bytes), so SQLite's run only: see PHASES.
   if (TEST_STORE === 'postgres') return;

@@ -247,7 +247,7 @@ export function migrateOperation(collection: Collection) {
           throw new BerthError('conflict', { message: `Could not stop the resource on its server, so nothing was moved: ${(err as Error).message}` });
         }
         const done = await db.transaction().execute(async (trx) => {
-          const leftovers = await sourceLeftovers(trx, { resource_id: r.id, from_destination_id: r.destination_id, to_destination_id: target.id }, []);
+          const leftovers = await sourceLeftovers(trx, { resource_id: r.id, from_destination_id: r.destination_id, to_destination_id: target.id }, [], false);
           const inserted = await trx
             .insertInto('migrations_jobs')
             .values({ ...row, status: 'finished', progress: '{}', leftovers, finished_at: nowIso() })
