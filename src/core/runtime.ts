@@ -190,7 +190,7 @@ export interface BackupOutcome {
 }
 
 export const RECORD_ONLY_NOTE =
-  'The server has no engine berth can reach (no engine endpoint or private key, or an SSH server not validated yet): berth recorded the change but did not act on any engine. Validate the server to manage it.';
+  'The server has no engine berth can reach (no engine endpoint or private key, or an SSH server not validated yet): berth did not act on any engine. Validate the server to manage it.';
 
 export const recordOnlyRuntime: Runtime = {
   isLive: () => false,
@@ -201,15 +201,11 @@ export const recordOnlyRuntime: Runtime = {
       logs: engineTargetOf(server) ? 'No engine runtime is available in this process.' : 'The server has neither an engine_endpoint nor a private key, so berth cannot reach it.',
     };
   },
-  async runDeployment(id, ctx) {
-    const d = await ctx.db.selectFrom('deployments').select(['resource_id', 'kind']).where('id', '=', id).executeTakeFirstOrThrow();
-    await ctx.db
-      .updateTable('resources')
-      .set({ status: d.kind === 'stop' ? 'exited' : 'running', updated_at: new Date().toISOString() })
-      .where('id', '=', d.resource_id)
-      .execute();
+  // Nothing ran, so the deployment did not succeed and the resource's status stays as it was:
+  // reporting `running` for a container no engine has would be berth's word against the engine's.
+  async runDeployment(_id, ctx) {
     await ctx.log(RECORD_ONLY_NOTE);
-    return 'finished';
+    return 'failed';
   },
   async stopResource() {},
   async startResource() {},

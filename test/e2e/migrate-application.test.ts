@@ -275,10 +275,11 @@ describe.skipIf(!enginesAvailable)('migrating an application between two engines
     expect(containerState(engines, 'a', app.uuid)).toBeNull();
     expect(volumeTruth(engines, 'a', app.volume)).toEqual(app.before);
 
-    // A deploy there changes records only, and says so.
+    // A deploy there acts on no engine, says so, and ends failed; the record does not claim it runs.
     const d = await api.ok('POST', `/deploy?uuid=${app.uuid}`);
     expect(d.deployments[0].message).toMatch(/no engine endpoint/);
-    await until('record-only deploy', async () => ((await api.ok('GET', `/deployments/${d.deployments[0].deployment_uuid}`)).status === 'finished' ? true : undefined), 10_000);
+    await until('record-only deploy', async () => ((await api.ok('GET', `/deployments/${d.deployments[0].deployment_uuid}`)).status === 'failed' ? true : undefined), 10_000);
+    expect((await api.ok('GET', `/applications/${app.uuid}`)).status).toBe('exited');
     expect(containerState(engines, 'b', app.uuid)).toBeNull();
     expect(containerState(engines, 'a', app.uuid)).toBeNull();
   }, 60_000);

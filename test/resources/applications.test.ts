@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dump, expectValidation, finished, NOT_FOUND, placeOf, setup, totals, type Ctx } from './support.js';
+import { dump, expectRecordOnlyLifecycle, expectValidation, finished, NOT_FOUND, placeOf, setup, totals, type Ctx } from './support.js';
 
 let c: Ctx;
 beforeAll(async () => {
@@ -125,8 +125,9 @@ describe('applications: CRUD', () => {
     const r = await c.api('POST', '/applications/dockerimage', c.root, image({ instant_deploy: true }));
     expect(r.status).toBe(201);
     expect(r.json).toEqual({ uuid: expect.any(String), domains: null, deployment_uuid: expect.stringMatching(/^[a-z0-9]{24}$/) });
-    expect(await finished(c, r.json.deployment_uuid)).toMatchObject({ status: 'finished', kind: 'deploy', resource_uuid: r.json.uuid });
-    expect((await c.api('GET', `/applications/${r.json.uuid}`, c.read)).json.status).toBe('running');
+    // Record-only server: the deployment ran and failed (nothing to act on), and the app does not claim to run.
+    expect(await finished(c, r.json.deployment_uuid)).toMatchObject({ status: 'failed', kind: 'deploy', resource_uuid: r.json.uuid });
+    expect((await c.api('GET', `/applications/${r.json.uuid}`, c.read)).json.status).toBe('exited');
   });
 
   it('lists are bare arrays with paging headers; ?tag= filters', async () => {
@@ -394,22 +395,9 @@ describe('application logs and lifecycle', () => {
     expectValidation(await c.api('GET', `/applications/${c.w.appUuid}/logs?lines=abc`, c.sensitive), ['lines']);
   });
 
-  it('start → running, stop → exited, restart → running (recorded), each with a deployment uuid', async () => {
+  it('start, stop, restart on a record-only server: each a failed deployment saying nothing ran, the status unchanged', async () => {
     const { uuid: app } = (await c.api('POST', '/applications/dockerimage', c.write, image())).json;
-    const expected = { start: 'running', stop: 'exited', restart: 'running' } as const;
-    const verbs = { start: 'started', stop: 'stopped', restart: 'restarted' } as const;
-    for (const action of ['start', 'stop', 'restart'] as const) {
-      const r = await c.api('POST', `/applications/${app}/${action}`, c.deploy);
-      expect(r.status, r.text).toBe(200);
-      // The answer comes once the action is done, with the status afterwards (recorded here).
-      expect(r.json.message).toContain(`Application ${verbs[action]}.`);
-      expect(r.json).toMatchObject({ deployment_status: 'finished', status: expected[action] });
-      expect(r.json.message).toMatch(/recorded/);
-      expect(r.json.deployment_uuid).toMatch(/^[a-z0-9]{24}$/);
-      const d = await finished(c, r.json.deployment_uuid);
-      expect(d).toMatchObject({ status: 'finished', kind: action, resource_uuid: app });
-      expect((await c.api('GET', `/applications/${app}`, c.read)).json.status).toBe(expected[action]);
-    }
+    await expectRecordOnlyLifecycle(c, 'applications', app, ['start', 'stop', 'restart']);
     // write alone may not start things.
     expect((await c.api('POST', `/applications/${app}/start`, c.write)).status).toBe(403);
   });

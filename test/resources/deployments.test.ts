@@ -45,12 +45,14 @@ describe('POST /deploy', () => {
     expect(byResource[c.w.serviceUuid].message).toMatch(/^Service .+ deployment queued\./);
     for (const d of r.json.deployments) {
       expect(d.deployment_uuid).toMatch(/^[a-z0-9]{24}$/);
-      // Record-only runtime: the message says nothing ran on an engine.
-      expect(d.message).toMatch(/recorded the change but did not act on any engine/);
+      // Record-only runtime: the message says nothing will run on an engine, and the deployment
+      // ends failed (nothing ran), never finished.
+      expect(d.message).toMatch(/did not act on any engine/);
       const done = await finished(c, d.deployment_uuid);
-      expect(done).toMatchObject({ status: 'finished', kind: 'deploy', resource_uuid: d.resource_uuid, server_uuid: c.w.serverUuid, finished_at: expect.any(String) });
+      expect(done).toMatchObject({ status: 'failed', kind: 'deploy', resource_uuid: d.resource_uuid, server_uuid: c.w.serverUuid, finished_at: expect.any(String) });
     }
-    expect((await c.api('GET', `/applications/${c.w.appUuid}`, c.read)).json.status).toBe('running');
+    // Nor does the resource claim to run.
+    expect((await c.api('GET', `/applications/${c.w.appUuid}`, c.read)).json.status).not.toMatch(/^running/);
   });
 
   it('with a JSON body {uuid} and force', async () => {
@@ -130,7 +132,7 @@ describe('deployments', () => {
 
     const one = await c.api('GET', `/deployments/${c.w.deploymentUuid}`, c.read);
     expect(one.status).toBe(200);
-    expect(one.json).toMatchObject({ deployment_uuid: c.w.deploymentUuid, status: 'finished', resource_uuid: c.w.appUuid });
+    expect(one.json).toMatchObject({ deployment_uuid: c.w.deploymentUuid, status: 'failed', resource_uuid: c.w.appUuid });
     expect((await c.api('GET', '/deployments/doesnotexist000000000000', c.read)).text).toBe(NOT_FOUND);
 
     // Cancelling the parked one answers Coolify's message and ends it.
@@ -142,11 +144,11 @@ describe('deployments', () => {
     expect((await c.api('GET', '/deployments', c.read)).json).toEqual([]);
   });
 
-  it('cancelling a finished (or cancelled) deployment is 409 with its status', async () => {
+  it('cancelling an ended (or cancelled) deployment is 409 with its status', async () => {
     const r = await c.api('POST', `/deployments/${c.w.deploymentUuid}/cancel`, c.deploy);
     expect(r.status).toBe(409);
-    expect(r.json).toEqual({ message: 'Deployment cannot be cancelled. Current status: finished' });
-    expect((await c.api('GET', `/deployments/${c.w.deploymentUuid}`, c.read)).json.status).toBe('finished');
+    expect(r.json).toEqual({ message: 'Deployment cannot be cancelled. Current status: failed' });
+    expect((await c.api('GET', `/deployments/${c.w.deploymentUuid}`, c.read)).json.status).toBe('failed');
     const parked = await parkedDeployment(c.w.appUuid);
     await c.api('POST', `/deployments/${parked}/cancel`, c.deploy);
     const again = await c.api('POST', `/deployments/${parked}/cancel`, c.deploy);
@@ -227,8 +229,9 @@ describe('deployments', () => {
     await c.api('POST', `/deployments/${parked}/cancel`, c.deploy);
   });
 
-  it('a finished deployment’s log says the runtime only recorded the change', async () => {
+  it('a deployment on a record-only server fails, and its log says nothing ran and what to do', async () => {
     const r = (await c.api('GET', `/deployments/${c.w.deploymentUuid}`, c.sensitive)).json;
-    expect(r.logs).toMatch(/recorded the change but did not act on any engine/);
+    expect(r.status).toBe('failed');
+    expect(r.logs).toMatch(/berth did not act on any engine\. Validate the server to manage it\./);
   });
 });

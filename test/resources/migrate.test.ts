@@ -15,8 +15,12 @@ afterAll(() => c.stop());
 
 type Collection = 'applications' | 'databases' | 'services';
 
-/** A fresh resource of a collection on the world's first server, running. */
-async function runningResource(collection: Collection): Promise<string> {
+/**
+ * A fresh resource of a collection on the world's first server, with a start asked for. The
+ * world's servers are record-only, so nothing runs and it stays `exited` (test/e2e migrates
+ * running resources on real engines).
+ */
+async function placedResource(collection: Collection): Promise<string> {
   const place = { ...placeOf(c.w), destination_uuid: c.w.destinationUuid };
   const created =
     collection === 'applications'
@@ -28,8 +32,8 @@ async function runningResource(collection: Collection): Promise<string> {
   const uuid = created.json.uuid as string;
   if (collection === 'applications') await c.api('POST', `/applications/${uuid}/storages`, c.write, { type: 'persistent', name: 'data', mount_path: '/data' });
   const start = await c.api('POST', `/${collection}/${uuid}/start`, c.deploy);
-  await finished(c, start.json.deployment_uuid);
-  expect((await c.api('GET', `/${collection}/${uuid}`, c.read)).json.status).toBe('running');
+  expect(await finished(c, start.json.deployment_uuid)).toMatchObject({ status: 'failed' });
+  expect((await c.api('GET', `/${collection}/${uuid}`, c.read)).json.status).toBe('exited');
   return uuid;
 }
 
@@ -42,7 +46,7 @@ describe.each(['applications', 'databases', 'services'] as const)('POST /%s/{uui
   const singular = { applications: 'Application', databases: 'Database', services: 'Service' }[collection];
 
   it('stops the resource, moves its records, does not redeploy; 200 with the migration', async () => {
-    const uuid = await runningResource(collection);
+    const uuid = await placedResource(collection);
     const deploymentsBefore = await deploymentCount(uuid);
     const r = await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destination2Uuid });
     expect(r.status, r.text).toBe(200);
@@ -84,17 +88,24 @@ describe.each(['applications', 'databases', 'services'] as const)('POST /%s/{uui
     expect(onServer1).not.toContain(uuid);
   });
 
-  it('start_on_destination: true → started where it moved (nothing to copy here), and the migration says so; false by default', async () => {
-    const uuid = await runningResource(collection);
+  it('start_on_destination: true → a start queued where it moved, and the migration says how it went; false by default', async () => {
+    const uuid = await placedResource(collection);
     const r = await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destination2Uuid, start_on_destination: true });
     expect(r.status, r.text).toBe(200);
-    expect(r.json).toMatchObject({ moves_data: false, status: 'finished', started_on_destination: true });
-    expect(r.json.message).toMatch(new RegExp(`^${singular} moved to the new destination and started there`));
-    expect((await c.api('GET', `/${collection}/${uuid}`, c.read)).json).toMatchObject({ status: expect.stringMatching(/^running/), destination_uuid: c.w.destination2Uuid });
-    expect((await c.api('GET', `/migrations/${r.json.migration_uuid}`, c.read)).json).toMatchObject({ start_on_destination: true, error: null, start_deployment_uuid: r.json.start_deployment_uuid });
-    // Started by a deployment on the target's queue, like start_*: recorded, finished, on server 2.
+    // The target is record-only too: the start ran and failed (no engine), and the answer says so.
+    expect(r.json).toMatchObject({ moves_data: false, status: 'finished', started_on_destination: false });
+    expect(r.json.message).toMatch(
+      new RegExp(`^${singular} stopped and moved to the new destination\\. .*Moved, but starting it on the destination failed \\(deployment ${r.json.start_deployment_uuid}; `),
+    );
+    expect((await c.api('GET', `/${collection}/${uuid}`, c.read)).json).toMatchObject({ status: 'exited', destination_uuid: c.w.destination2Uuid });
+    expect((await c.api('GET', `/migrations/${r.json.migration_uuid}`, c.read)).json).toMatchObject({
+      start_on_destination: true,
+      error: expect.stringMatching(/^Moved, but starting it on the destination failed/),
+      start_deployment_uuid: r.json.start_deployment_uuid,
+    });
+    // Started by a deployment on the target's queue, like start_*: recorded, ended, on server 2.
     const dep = await c.api('GET', `/deployments/${r.json.start_deployment_uuid}`, c.read);
-    expect(dep.json).toMatchObject({ kind: 'start', status: 'finished', resource_uuid: uuid, server_uuid: c.w.server2Uuid });
+    expect(dep.json).toMatchObject({ kind: 'start', status: 'failed', resource_uuid: uuid, server_uuid: c.w.server2Uuid });
     const back = await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destinationUuid });
     expect(back.json).not.toHaveProperty('started_on_destination');
     expect(back.json).not.toHaveProperty('start_deployment_uuid');
@@ -103,7 +114,7 @@ describe.each(['applications', 'databases', 'services'] as const)('POST /%s/{uui
   });
 
   it('migrate_volumes false → moves_data false, and the message says so', async () => {
-    const uuid = await runningResource(collection);
+    const uuid = await placedResource(collection);
     const r = await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destination2Uuid, migrate_volumes: false });
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ migrate_volumes: false, moves_data: false });
@@ -112,7 +123,7 @@ describe.each(['applications', 'databases', 'services'] as const)('POST /%s/{uui
   });
 
   it('the current destination → 422; a missing or another team’s destination → 404; nothing changes', async () => {
-    const uuid = await runningResource(collection);
+    const uuid = await placedResource(collection);
     const before = await dump(c.s);
     const same = await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destinationUuid });
     expectValidation(same, ['destination_uuid']);
@@ -122,11 +133,11 @@ describe.each(['applications', 'databases', 'services'] as const)('POST /%s/{uui
       expect(r.text).toBe(NOT_FOUND);
     }
     expect(await dump(c.s)).toEqual(before);
-    expect((await c.api('GET', `/${collection}/${uuid}`, c.read)).json.status).toBe('running');
+    expect((await c.api('GET', `/${collection}/${uuid}`, c.read)).json.status).toBe('exited');
   });
 
   it('body rules: destination_uuid required, booleans only, no unknown fields', async () => {
-    const uuid = await runningResource(collection);
+    const uuid = await placedResource(collection);
     const before = await dump(c.s);
     expectValidation(await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, {}), ['destination_uuid']);
     expectValidation(await c.api('POST', `/${collection}/${uuid}/migrate`, c.write, { destination_uuid: c.w.destination2Uuid, migrate_volumes: 'yes' }), ['migrate_volumes']);
@@ -137,7 +148,7 @@ describe.each(['applications', 'databases', 'services'] as const)('POST /%s/{uui
   });
 
   it('needs write (deploy or read alone → 403); another team’s resource → 404', async () => {
-    const uuid = await runningResource(collection);
+    const uuid = await placedResource(collection);
     for (const t of [c.deploy, c.read]) {
       const r = await c.api('POST', `/${collection}/${uuid}/migrate`, t, { destination_uuid: c.w.destination2Uuid });
       expect(r.status).toBe(403);
@@ -153,7 +164,7 @@ describe.each(['applications', 'databases', 'services'] as const)('POST /%s/{uui
 describe('migrate: where volume data moves', () => {
   it('to another destination on the same server: records move, no data moves', async () => {
     const { uuid: dest } = (await c.api('POST', `/servers/${c.w.serverUuid}/destinations`, c.write, { network: 'same-host' })).json;
-    const uuid = await runningResource('applications');
+    const uuid = await placedResource('applications');
     const r = await c.api('POST', `/applications/${uuid}/migrate`, c.write, { destination_uuid: dest });
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ moves_data: false, destination_uuid: dest });
@@ -162,7 +173,7 @@ describe('migrate: where volume data moves', () => {
   });
 
   it('between two managed servers with migrate_volumes: moves_data true, and the transfer is a job of its own', async () => {
-    const uuid = await runningResource('databases');
+    const uuid = await placedResource('databases');
     const a = (await c.api('POST', '/servers', c.write, { ip: '10.70.0.1' })).json.uuid;
     const b = (await c.api('POST', '/servers', c.write, { ip: '10.70.0.2' })).json.uuid;
     const destA = (await c.api('GET', `/servers/${a}/destinations`, c.read)).json[0].uuid;
@@ -186,7 +197,7 @@ describe('migrate: where volume data moves', () => {
   });
 
   it('from an unmanaged server to a managed one: no data moves, and the message says why', async () => {
-    const uuid = await runningResource('services');
+    const uuid = await placedResource('services');
     const m = (await c.api('POST', '/servers', c.write, { ip: '10.71.0.1' })).json.uuid;
     const destM = (await c.api('GET', `/servers/${m}/destinations`, c.read)).json[0].uuid;
     await markManaged(c.s, m);

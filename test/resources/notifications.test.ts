@@ -140,19 +140,20 @@ describe('notification settings', () => {
 });
 
 describe('delivery', () => {
-  it("a finished deployment reaches every channel that wants it, in each channel's own protocol", async () => {
+  // The world's servers are record-only, so its deployments fail (nothing ran): the failure event.
+  it("a failed deployment reaches every channel that wants it, in each channel's own protocol", async () => {
     const on = async (channel: string, body: Record<string, unknown>) => expect((await api('PATCH', `/notifications/${channel}`, w.token, body)).status).toBe(200);
-    await on('discord', { discord_enabled: true, discord_webhook_url: `${hookUrl}/discord`, deployment_success_discord_notifications: true });
-    await on('slack', { slack_enabled: true, slack_webhook_url: `${hookUrl}/slack` });
+    await on('discord', { discord_enabled: true, discord_webhook_url: `${hookUrl}/discord`, deployment_failure_discord_notifications: true });
+    await on('slack', { slack_enabled: true, slack_webhook_url: `${hookUrl}/slack`, deployment_failure_slack_notifications: false });
     await on('telegram', {
       telegram_enabled: true,
       telegram_token: '123:tg-secret',
       telegram_chat_id: '-100',
-      telegram_notifications_deployment_success_thread_id: '7',
-      deployment_success_telegram_notifications: true,
+      telegram_notifications_deployment_failure_thread_id: '7',
+      deployment_failure_telegram_notifications: true,
     });
-    await on('pushover', { pushover_enabled: true, pushover_user_key: 'user-key', pushover_api_token: 'app-token', deployment_success_pushover_notifications: true });
-    await on('webhook', { webhook_enabled: true, webhook_url: `${hookUrl}/webhook`, deployment_success_webhook_notifications: true });
+    await on('pushover', { pushover_enabled: true, pushover_user_key: 'user-key', pushover_api_token: 'app-token', deployment_failure_pushover_notifications: true });
+    await on('webhook', { webhook_enabled: true, webhook_url: `${hookUrl}/webhook`, deployment_failure_webhook_notifications: true });
     await on('email', {
       smtp_enabled: true,
       smtp_host: '127.0.0.1',
@@ -160,9 +161,9 @@ describe('delivery', () => {
       smtp_encryption: 'none',
       smtp_recipients: 'ops@example.test',
       smtp_from_address: 'berth@example.test',
-      deployment_success_email_notifications: true,
+      deployment_failure_email_notifications: true,
     });
-    // Slack is on, but not for this event (success is off by default): it stays quiet.
+    // Slack is on, but not for this event (switched off): it stays quiet.
 
     const d = await api('POST', `/deploy?uuid=${w.appUuid}`, w.token);
     const deployment = d.json.deployments[0].deployment_uuid as string;
@@ -170,13 +171,13 @@ describe('delivery', () => {
 
     const byPath = Object.fromEntries(hits.map((h) => [h.path, h]));
     expect(Object.keys(byPath).sort()).toEqual(['/discord', '/pushover/1/messages.json', '/telegram/bot123:tg-secret/sendMessage', '/webhook']);
-    expect(JSON.parse(byPath['/discord']!.body).content).toMatch(/finished/);
+    expect(JSON.parse(byPath['/discord']!.body).content).toMatch(/failed/);
     expect(JSON.parse(byPath['/telegram/bot123:tg-secret/sendMessage']!.body)).toMatchObject({ chat_id: '-100', message_thread_id: '7', text: expect.stringContaining(deployment) });
     expect(byPath['/pushover/1/messages.json']!.type).toMatch(/x-www-form-urlencoded/);
     expect(Object.fromEntries(new URLSearchParams(byPath['/pushover/1/messages.json']!.body))).toMatchObject({ token: 'app-token', user: 'user-key' });
-    expect(JSON.parse(byPath['/webhook']!.body)).toMatchObject({ event: 'deployment_success', deployment_uuid: deployment, resource_uuid: w.appUuid, status: 'finished' });
+    expect(JSON.parse(byPath['/webhook']!.body)).toMatchObject({ event: 'deployment_failure', deployment_uuid: deployment, resource_uuid: w.appUuid, status: 'failed' });
     expect(mails[0]!.to).toEqual(['ops@example.test']);
-    expect(mails[0]!.raw).toMatch(/Subject: Deployment of .* finished/);
+    expect(mails[0]!.raw).toMatch(/Subject: Deployment of .* failed/);
 
     const rows = await until('every row marked sent', async () => {
       const r = await s.db.selectFrom('notifications').select(['channel', 'status']).where('dedupe_key', 'like', `deployment:${deployment}:%`).execute();
@@ -187,7 +188,7 @@ describe('delivery', () => {
 
   it('a target that answers an error is retried later with the reason recorded, not dropped', async () => {
     failing = true;
-    await api('PATCH', '/notifications/slack', w.token, { deployment_success_slack_notifications: true });
+    await api('PATCH', '/notifications/slack', w.token, { deployment_failure_slack_notifications: true });
     const d = await api('POST', `/deploy?uuid=${w.appUuid}`, w.token);
     const deployment = d.json.deployments[0].deployment_uuid as string;
     const key = `deployment:${deployment}:slack`;

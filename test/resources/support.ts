@@ -64,6 +64,25 @@ export async function finished(ctx: Ctx, deploymentUuid: string, timeoutMs = 500
   }
 }
 
+/**
+ * start/stop/restart of a resource on a record-only server (the world's): each answers once its
+ * deployment has ended, and since no engine acted it ended failed, saying so and what to do, with
+ * the resource's status as it was (never `running`). test/e2e has the engine's side.
+ */
+export async function expectRecordOnlyLifecycle(ctx: Ctx, collection: 'applications' | 'databases' | 'services', uuid: string, actions: readonly ('start' | 'stop' | 'restart')[]): Promise<void> {
+  const label = { applications: 'Application', databases: 'Database', services: 'Service' }[collection];
+  const before = (await ctx.api('GET', `/${collection}/${uuid}`, ctx.read)).json.status;
+  expect(before).not.toMatch(/^running/);
+  for (const action of actions) {
+    const r = await ctx.api('POST', `/${collection}/${uuid}/${action}`, ctx.deploy);
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.message).toMatch(new RegExp(`^${label} ${action} failed: The server has no engine berth can reach .*Validate the server to manage it\\.$`));
+    expect(r.json).toMatchObject({ deployment_status: 'failed', status: before, deployment_uuid: expect.stringMatching(/^[a-z0-9]{24}$/) });
+    expect(await finished(ctx, r.json.deployment_uuid)).toMatchObject({ status: 'failed', kind: action, resource_uuid: uuid });
+    expect((await ctx.api('GET', `/${collection}/${uuid}`, ctx.read)).json.status).toBe(before);
+  }
+}
+
 const TABLES = ['private_keys', 'servers', 'destinations', 'projects', 'environments', 'resources', 'environment_variables', 'storages', 'deployments', 'migrations_jobs'] as const;
 
 /** Every row of every platform table: equal dumps before and after mean nothing was written. */

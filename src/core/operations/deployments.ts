@@ -292,8 +292,8 @@ export function lifecycleOperations(collection: Collection) {
         const message = !ended
           ? `${label} ${VERB[action]} request queued; it has not finished yet (deployment ${d.uuid}).${note(d.live)}`
           : depStatus === 'finished'
-            ? `${label} ${DONE[action]}.${note(d.live)}`
-            : `${label} ${action} ${depStatus}: get_deployment ${d.uuid} has its logs.`;
+            ? `${label} ${DONE[action]}.`
+            : `${label} ${action} ${depStatus}:${d.live ? ` get_deployment ${d.uuid} has its logs.` : note(d.live)}`;
         return { message, deployment_uuid: d.uuid, deployment_status: depStatus, status };
       },
     }),
