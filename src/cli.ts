@@ -106,9 +106,15 @@ command(user, 'create', 'create a user')
 
 command(program, 'login-link', 'print a one-time sign-in link for the web console (valid 15 minutes)')
   .requiredOption('--email <email>', "the person's e-mail")
+  .option('--url <url>', 'the address people reach berth serve at (else BERTH_PUBLIC_URL, else http://localhost:<--port, PORT or 8000>)')
+  .addOption(new Option('--port <port>', "berth serve's port, when it is not PORT here").env('PORT'))
+  .addHelpText(
+    'after',
+    '\nThis command cannot ask the running server where it listens: give the address it is reached at\n(--url, BERTH_PUBLIC_URL or --port, as serve was given). The link says where its address came from.',
+  )
   .action(
-    withStore<DataOpts & { email: string }>(async (db, o) => {
-      const config = loadConfig({ ...process.env, BERTH_DATA: o.data });
+    withStore<DataOpts & { email: string; url?: string; port?: string }>(async (db, o) => {
+      const config = loadConfig({ ...process.env, BERTH_DATA: o.data, ...(o.url ? { BERTH_PUBLIC_URL: o.url } : {}), ...(o.port ? { PORT: o.port } : {}) });
       const link = await auditedChange(db, (trx) => issueLoginLink(trx, o.email), {
         operation: 'issue_login_link',
         args: { email: o.email },
@@ -116,7 +122,10 @@ command(program, 'login-link', 'print a one-time sign-in link for the web consol
         facts: async (l, trx) => ({ teamId: await rootTeam(trx), userId: l.userId, targets: [`user:${l.userId}`] }),
       });
       const url = linkUrl(config.publicUrl ?? defaultPublicUrl(config.host, config.port), link.token);
-      print(o, { url, email: link.email, expires_at: link.expiresAt }, url);
+      const from = o.url ? '--url' : config.publicUrl ? 'BERTH_PUBLIC_URL' : `${o.port ? (process.env.PORT === o.port ? 'PORT' : '--port') : 'the default port'} ${config.port}`;
+      print(o, { url, url_from: from, email: link.email, expires_at: link.expiresAt }, url);
+      // On stderr, so `$(berth login-link …)` stays the link alone.
+      if (!o.json) console.error(`(address from ${from}; ${config.publicUrl ? '' : 'if berth serve listens elsewhere, '}--url sets it)`);
     }),
   );
 

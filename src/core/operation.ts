@@ -102,6 +102,18 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
      * remote mode translate, MCP tools use the input name.
      */
     bodyNames?: Readonly<Record<string, string>>;
+    /**
+     * Fields Coolify also reads from the query string of this POST/PATCH/PUT (`POST /deploy?uuid=…`).
+     * A write takes only these from its query; any other query field is a 422, never input. GET
+     * and DELETE take every field that is not in the path from the query.
+     */
+    query?: readonly string[];
+    /**
+     * Coolify answers GET on this route as well (`Route::match(['get','post'])`, a CI's
+     * `curl /deploy?uuid=…`): the same operation (permission, approvals, limits, audit), its
+     * fields from the query. No HEAD: a HEAD must not start anything.
+     */
+    alsoGet?: true;
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */
@@ -148,4 +160,18 @@ export function defineOperation<I extends z.ZodObject, O extends z.ZodType>(decl
 /** Path parameter names of a path template, in order. */
 export function pathParams(path: string): string[] {
   return [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!);
+}
+
+/** One way an operation is reached over REST: its declared method, or the GET Coolify also answers. */
+export interface OperationRoute {
+  method: HttpMethod;
+  path: string;
+  /** The GET of an `alsoGet` action: answered without HEAD, every field from the query. */
+  alsoGet?: true;
+}
+
+/** Every method and path an operation answers (its path and aliases, and GET too when declared): the router, OpenAPI and the 405's Allow read this. */
+export function routesOf(op: Pick<Operation, 'http'>): OperationRoute[] {
+  const paths = [op.http.path, ...(op.http.aliases ?? [])];
+  return [...paths.map((path) => ({ method: op.http.method, path })), ...(op.http.alsoGet ? paths.map((path) => ({ method: 'GET' as const, path, alsoGet: true as const })) : [])];
 }

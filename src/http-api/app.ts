@@ -1,10 +1,11 @@
+import { STATUS_CODES } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { BerthError, toWire, unexpected, validationError, type WireError } from '../errors.js';
 import type { Core } from '../core/gate.js';
 import { HEALTH_LIMIT, rateHeaders, rateLimited } from '../limits/rate-limits.js';
-import type { Operation } from '../core/operation.js';
+import { routesOf, type Operation } from '../core/operation.js';
 import { accessOf } from '../http-common/access.js';
 import { buildOpenApi } from './openapi.js';
 import { BadBody } from '../http-common/body.js';
@@ -13,6 +14,14 @@ import { storeReachable } from '../store/db.js';
 import { inputProblem } from '../core/input-guard.js';
 import { BERTH_VERSION } from '../core/operations/platform.js';
 import { PUBLIC_ROUTES } from './public-routes.js';
+import { guardPath, MAX_SEGMENT, pathProblems } from './path-guard.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The operation a route serves, for the checks an early refusal still runs first. */
+    op?: Operation;
+  }
+}
 
 export interface HttpAppOptions {
   core: Core;
@@ -35,10 +44,15 @@ function fromFastifyError(err: Error & { code?: string; statusCode?: number }): 
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return validationError({ body: ['The body is not valid JSON.'] });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return validationError({ body: ['Send the body as application/json.'] });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return validationError({ body: ['The body does not match its Content-Length.'] });
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return validationError({ body: ['The body is too large.'] });
+    // Only if guardPath missed a case: a 422 that names the path and never echoes it.
+    case 'FST_ERR_BAD_URL':
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return validationError({ path: ['The path cannot be read.'] });
   }
   if (err instanceof SyntaxError) return validationError({ body: ['The body is not valid JSON.'] });
   return unexpected(err);
@@ -57,23 +71,43 @@ function renameBody(body: Record<string, unknown>, names: Readonly<Record<string
   return out;
 }
 
-/** Path, query and body as one input object; a body may not set what the path already names. */
-function inputOf(req: FastifyRequest, names?: Readonly<Record<string, string>>): Record<string, unknown> {
+/** The request as an operation's input: path, body and the query fields the route takes. */
+function inputOf(req: FastifyRequest, op: Operation): Record<string, unknown> {
+  const unreadable = pathProblems(req.raw, req.routeOptions.url ?? '');
+  if (unreadable) throw validationError(unreadable);
   const body = req.body;
   if (body instanceof BadBody) throw validationError({ body: [body.reason] });
-  if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
+  // null is JSON but not an object: "no fields" is an empty body or {}.
+  if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
     throw validationError({ body: ['Expected a JSON object.'] });
   }
   const params = (req.params ?? {}) as Record<string, string>;
-  const fromBody = renameBody((body ?? {}) as Record<string, unknown>, names);
-  for (const part of [fromBody, req.query]) {
+  const fromBody = renameBody((body ?? {}) as Record<string, unknown>, op.http.bodyNames);
+  const query = req.query as Record<string, unknown>;
+  for (const part of [fromBody, query]) {
     const problem = inputProblem(part);
     if (problem) throw validationError({ [problem.field]: [problem.message] });
   }
+  if (req.method !== 'GET' && req.method !== 'DELETE') refuseStrayQuery(op, query, fromBody);
   // The router already parsed the path's parameters; no need to re-read the template per request.
   const clash = Object.keys(params).filter((n) => Object.hasOwn(fromBody, n));
   if (clash.length) throw validationError(Object.fromEntries(clash.map((n) => [n, ['This field is taken from the path and cannot be set in the body.']])));
-  return { ...(req.query as Record<string, unknown>), ...fromBody, ...params };
+  return { ...query, ...fromBody, ...params };
+}
+
+/**
+ * A write (POST, PATCH, PUT) takes from its query only the fields its declaration names
+ * (http.query, Coolify's `POST /deploy?uuid=`): any other query field is a 422, never silently
+ * input, and a field may not come from both.
+ */
+function refuseStrayQuery(op: Operation, query: Record<string, unknown>, body: Record<string, unknown>): void {
+  const errors: Record<string, string[]> = {};
+  for (const name of Object.keys(query)) {
+    if (op.http.query?.includes(name)) {
+      if (Object.hasOwn(body, name)) errors[name] = ['Give this field in the query string or the body, not both.'];
+    } else errors[name] = [Object.hasOwn(op.input.shape, name) ? 'Send this field in the JSON body, not the query string.' : 'This field is not allowed.'];
+  }
+  if (Object.keys(errors).length) throw validationError(errors);
 }
 
 export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstance> {
@@ -88,11 +122,26 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     trustProxy: config.trustProxy.length ? config.trustProxy : false,
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_SEGMENT },
+    // A segment the router would refuse is kept for a 422 after the contract's checks (path-guard.ts).
+    rewriteUrl: (req) => guardPath(req),
+    frameworkErrors: (err, _req, reply) => void send(reply, toWire(fromFastifyError(err))),
+    // A request Node cannot even parse has no route or token to check: the contract's shape all the same.
+    clientErrorHandler: (err: Error & { code?: string }, socket) => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const [status, message] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request headers too large.'] : [400, 'Bad request.'];
+      const body = JSON.stringify({ message });
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    },
   });
 
   // Bodies are parsed leniently and judged in the handler, after authentication and the
   // permission check, so a bad body never answers before the contract's earlier checks.
+  // JSON only: Fastify's text/plain parser would hand a string on, a different answer from every other type's.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = (body as string).trim();
     // An empty body on a JSON POST (POST /enable with Content-Type set) means "no fields".
@@ -120,15 +169,25 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     });
   }
 
-  app.setErrorHandler((err: Error & { code?: string }, req, reply) => {
-    const e = fromFastifyError(err);
+  app.setErrorHandler(async (err: Error & { code?: string }, req, reply) => {
+    let e = fromFastifyError(err);
+    // A body Fastify refused before the handler (too large, short of its Content-Length) is
+    // answered after the route's own checks, as every other bad body is.
+    const op = req.routeOptions.config.op;
+    if (op && err.code?.startsWith('FST_ERR_CTP_')) {
+      try {
+        await core.authorizeAudited(op, await core.admit(accessOf(req), op));
+      } catch (earlier) {
+        e = fromFastifyError(earlier as Error);
+      }
+    }
     if (e.kind === 'internal') req.log.error({ reqId: req.id, err }, 'unhandled error');
     if (e.kind === 'store_unavailable') req.log.warn({ reqId: req.id, error: err.message }, 'store unavailable');
     return send(reply, toWire(e));
   });
 
   const routes: RouteEntry[] = compileRoutes([
-    ...operations.flatMap((o) => [o.http.path, ...(o.http.aliases ?? [])].map((path) => ({ method: o.http.method, path }))),
+    ...operations.flatMap((o) => routesOf(o).map(({ method, path, alsoGet }) => ({ method, path, head: !alsoGet }))),
     ...PUBLIC_ROUTES.map((r) => ({ method: 'GET', path: r.path })),
     ...mounted,
   ]);
@@ -137,9 +196,11 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     const url = req.url.split('?')[0]!.replace(/\/+$/, '') || '/';
     // A request to the API's space is charged even when no route matches, so probing costs too.
     if (url.startsWith('/api/v1/') || mounted.some((r) => r.path === url)) await core.chargeAddress(accessOf(req));
-    const allow = routes.filter((r) => r.pattern.test(url)).map((r) => r.method);
+    const matching = routes.filter((r) => r.pattern.test(url));
+    const allow = matching.map((r) => r.method);
     if (allow.length) {
-      if (allow.includes('GET')) allow.push('HEAD');
+      // HEAD is answered for reads only, never for the GET of an action.
+      if (matching.some((r) => r.method === 'GET' && r.head !== false)) allow.push('HEAD');
       return send(reply, toWire(new BerthError('method_not_allowed', { allow: [...new Set(allow)] })));
     }
     return send(reply, toWire(new BerthError('route_not_found')));
@@ -177,15 +238,18 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   app.get('/api/v1/openapi.json', async (_req, reply) => reply.type('application/json; charset=utf-8').send((openapi ??= JSON.stringify(buildOpenApi(operations)))));
 
   for (const op of operations)
-    for (const path of [op.http.path, ...(op.http.aliases ?? [])]) {
+    for (const { method, path, alsoGet } of routesOf(op)) {
       app.route({
-        method: op.http.method,
+        method,
         url: path.replace(/\{([a-z_]+)\}/g, ':$1'),
+        config: { op },
+        // A HEAD must not start a deployment.
+        exposeHeadRoute: !alsoGet,
         handler: async (req, reply) => {
           const caller = await core.admit(accessOf(req), op);
           // Permission before the body is even read: a refused caller never learns about its input.
           await core.authorizeAudited(op, caller);
-          const output = (await core.run(op, caller, inputOf(req, op.http.bodyNames))) as Record<string, unknown>;
+          const output = (await core.run(op, caller, inputOf(req, op))) as Record<string, unknown>;
           reply.code(op.http.status ?? 200);
           if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));
           if (op.http.list) {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { errorCatalogue } from '../errors.js';
-import { pathParams, type Operation } from '../core/operation.js';
+import { pathParams, routesOf, type HttpMethod, type Operation } from '../core/operation.js';
 import { BERTH_VERSION, COOLIFY_API_VERSION } from '../core/operations/platform.js';
 import { PUBLIC_ROUTES } from './public-routes.js';
 
@@ -31,14 +31,16 @@ const ERROR_RESPONSES: Record<string, { description: string; schema: JsonSchema 
   '429': { description: `${errorCatalogue.rate_limited.message} / ${errorCatalogue.queue_full.message}`, schema: errorBody() },
 };
 
-function operationObject(op: Operation): JsonSchema {
+function operationObject(op: Operation, method: HttpMethod): JsonSchema {
   const shape = op.input.shape as Record<string, z.ZodType>;
   const inPath = pathParams(op.http.path);
   const rest = Object.keys(shape).filter((k) => !inPath.includes(k));
-  const inQuery = op.http.method === 'GET' || op.http.method === 'DELETE';
+  const inQuery = method === 'GET' || method === 'DELETE';
+  // A write takes from its query only what it declares (Coolify's `POST /deploy?uuid=`), in the body as well.
+  const query = inQuery ? rest : rest.filter((k) => op.http.query?.includes(k));
   const parameters = [
     ...inPath.map((n) => ({ name: n, in: 'path', required: true, schema: schemaOf(shape[n]!, 'input') })),
-    ...(inQuery ? rest.map((n) => ({ name: n, in: 'query', required: !shape[n]!.safeParse(undefined).success, schema: schemaOf(shape[n]!, 'input') })) : []),
+    ...query.map((n) => ({ name: n, in: 'query', required: inQuery && !shape[n]!.safeParse(undefined).success, schema: schemaOf(shape[n]!, 'input') })),
   ];
   const restName = new Map(Object.entries(op.http.bodyNames ?? {}).map(([r, i]) => [i, r]));
   const body = !inQuery && rest.length ? z.strictObject(Object.fromEntries(rest.map((k) => [restName.get(k) ?? k, shape[k]!]))) : undefined;
@@ -59,7 +61,7 @@ function operationObject(op: Operation): JsonSchema {
     ...(op.access?.rootTeamOnly ? { 'x-berth-root-team-only': true } : {}),
     security: [{ bearer: [] }],
     ...(parameters.length ? { parameters } : {}),
-    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(body, 'input') } } } } : {}),
+    ...(body ? { requestBody: { required: !query.length, content: { 'application/json': { schema: schemaOf(body, 'input') } } } } : {}),
     responses: {
       [String(op.http.status ?? 200)]: { description: 'Success.', content: success, ...(headers ? { headers } : {}) },
       ...Object.fromEntries(Object.entries(ERROR_RESPONSES).map(([code, r]) => [code, { description: r.description, content: { 'application/json': { schema: r.schema } } }])),
@@ -70,10 +72,12 @@ function operationObject(op: Operation): JsonSchema {
 /** OpenAPI 3.1 for the REST door, derived from the operation table. */
 export function buildOpenApi(operations: readonly Operation[]): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
-  for (const op of operations) {
-    (paths[op.http.path] ??= {})[op.http.method.toLowerCase()] = operationObject(op);
-    for (const alias of op.http.aliases ?? []) (paths[alias] ??= {})[op.http.method.toLowerCase()] = { ...operationObject(op), operationId: `${op.name}_alias`, deprecated: false };
-  }
+  for (const op of operations)
+    for (const { method, path, alsoGet } of routesOf(op)) {
+      const alias = path !== op.http.path;
+      const id = `${op.name}${alias ? '_alias' : ''}${alsoGet ? '_get' : ''}`;
+      (paths[path] ??= {})[method.toLowerCase()] = { ...operationObject(op, method), operationId: id, ...(alias ? { deprecated: false } : {}) };
+    }
   for (const r of PUBLIC_ROUTES) {
     const ok = r.text ? { description: r.text, content: { 'text/plain': { schema: { type: 'string' } } } } : { description: r.summary };
     paths[r.path] = {

@@ -16,12 +16,39 @@ export const REDACT_PATHS = [
   '*.token_hash',
 ];
 
-/** Query parameters whose values are credentials (api_token, token, secret, password, key, …). */
-const SECRET_PARAM = /token|secret|passw|pwd|key|signature|^sig$|auth|credential|session|^code$/i;
+/**
+ * Query parameters whose values may be logged: paging, flags and names of things, nothing a
+ * person types as data. Every other value is replaced, whatever its name (a write's stray
+ * `?value=` is as secret as `?password=`), so a new parameter is redacted until listed here.
+ */
+const HARMLESS_PARAM = new Set([
+  'page',
+  'per_page',
+  'skip',
+  'take',
+  'lines',
+  'full',
+  'show_timestamps',
+  'uuid',
+  'tag',
+  'force',
+  'latest',
+  'instant_deploy',
+  'docker_cleanup',
+  'delete_configurations',
+  'delete_volumes',
+  'delete_connected_networks',
+  'sub_service_name',
+  'status',
+  'result',
+  'operation',
+  'toolsets',
+  'revoked',
+]);
 
 /**
- * A URL as it may be logged: the password of its user part and the values of query parameters
- * that carry credentials are replaced. Works on a request's path-and-query as on a full URL;
+ * A URL as it may be logged: the password of its user part and the value of every query
+ * parameter not known to be harmless are replaced. Works on a request's path-and-query as on a full URL;
  * anything that is not a string is returned as is.
  */
 export function redactUrl(url: unknown): unknown {
@@ -43,7 +70,7 @@ export function redactUrl(url: unknown): unknown {
       } catch {
         /* a malformed escape: judge the raw name */
       }
-      return eq >= 0 && SECRET_PARAM.test(decoded) ? `${name}=[redacted]` : pair;
+      return eq >= 0 && !HARMLESS_PARAM.has(decoded) ? `${name}=[redacted]` : pair;
     })
     .join('&');
   out = `${out.slice(0, q + 1)}${query}${out.slice(end)}`;

@@ -417,6 +417,42 @@ describe('berth settings', MANY_RUNS, () => {
   });
 });
 
+describe('berth login-link', MANY_RUNS, () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = freshDir();
+    await okJson(dir, 'init', '--email', 'root@example.test');
+  });
+  const link = (args: string[], env: Record<string, string> = {}) => berth(['login-link', '--email', 'root@example.test', '--data', dir, ...args], { env });
+
+  it('points at the address serve was given, and says on stderr where that address came from', async () => {
+    const cases: Array<[string[], Record<string, string>, RegExp, string]> = [
+      [[], {}, /^http:\/\/localhost:8000\/login\/link\?token=/, 'the default port 8000'],
+      [['--port', '47100'], {}, /^http:\/\/localhost:47100\/login\/link\?token=/, '--port 47100'],
+      [[], { PORT: '47100' }, /^http:\/\/localhost:47100\/login\/link\?token=/, 'PORT 47100'],
+      [['--url', 'https://berth.example.com/'], { PORT: '47100' }, /^https:\/\/berth\.example\.com\/login\/link\?token=/, '--url'],
+      [[], { BERTH_PUBLIC_URL: 'https://ops.example.com' }, /^https:\/\/ops\.example\.com\/login\/link\?token=/, 'BERTH_PUBLIC_URL'],
+    ];
+    for (const [args, env, url, from] of cases) {
+      const r = await link(args, env);
+      expect(r.code, args.join(' ')).toBe(0);
+      // stdout is the link alone, for $(berth login-link …).
+      expect(r.stdout.trim().split('\n')).toHaveLength(1);
+      expect(r.stdout.trim()).toMatch(url);
+      expect(r.stderr).toContain(`address from ${from}`);
+    }
+    const json = JSON.parse((await link(['--port', '47100', '--json'])).stdout);
+    expect(json).toMatchObject({ url: expect.stringMatching(/^http:\/\/localhost:47100\//), url_from: '--port 47100' });
+  });
+
+  it('a bad --url is refused with one line', async () => {
+    const r = await link(['--url', 'not a url']);
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
 describe('BERTH_DATA', MANY_RUNS, () => {
   it('names the data directory when --data is not given; --data wins over it', async () => {
     const dir = freshDir();

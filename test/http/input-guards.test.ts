@@ -141,6 +141,10 @@ describe('credentials in URLs never reach a log line', () => {
     expect(redactUrl('/x?%61pi_token=zz')).toBe('/x?%61pi_token=[redacted]');
     expect(redactUrl('https://user:hunter2@git.example/repo.git')).toBe('https://user:[redacted]@git.example/repo.git');
     expect(redactUrl('/api/v1/projects?page=1')).toBe('/api/v1/projects?page=1');
+    // Every value not known to be harmless, whatever its name: an env's value is as secret as a password.
+    expect(redactUrl('/api/v1/applications/a/envs?key=DBPASS&value=hunter2&note=x&per_page=5&uuid=abc')).toBe(
+      '/api/v1/applications/a/envs?key=[redacted]&value=[redacted]&note=[redacted]&per_page=5&uuid=abc',
+    );
     expect(redactUrl(42)).toBe(42);
   });
 
@@ -150,13 +154,14 @@ describe('credentials in URLs never reach a log line', () => {
       const secret = 'query-secret-value-0123456789';
       await call(served.url, 'GET', `/api/v1/version?api_token=${encodeURIComponent(s.rootToken)}&password=${secret}&key=${secret}`, { token: s.rootToken });
       await call(served.url, 'GET', `/api/v1/nowhere?token=${secret}`);
+      await call(served.url, 'POST', `/api/v1/projects?key=DBPASS&value=${secret}`, { token: s.rootToken, body: {} });
       await call(served.url, 'POST', `/mcp?api_token=${secret}`, { token: s.rootToken, body: '[]', headers: modern() });
       const lines = () =>
         served
           .output()
           .split('\n')
           .filter((l) => l.includes('"msg":"request"'));
-      for (let i = 0; i < 100 && lines().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 100 && lines().length < 4; i++) await new Promise((r) => setTimeout(r, 50));
       const out = served.output();
       expect(lines().some((l) => l.includes('api_token=[redacted]'))).toBe(true);
       expect(out).not.toContain(secret);

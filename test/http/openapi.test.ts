@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_ROUTES } from '../../src/http-api/public-routes.js';
 import { operations } from '../../src/core/operations/index.js';
+import { routesOf } from '../../src/core/operation.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 
 let s: TestServer;
@@ -24,10 +25,10 @@ describe('OpenAPI and the route table', () => {
   it('every route is in the document and every path in it is a route', async () => {
     const doc = (await call(s.url, 'GET', '/api/v1/openapi.json')).json as { paths: Record<string, Record<string, { operationId: string; 'x-berth-permission'?: string }>> };
     const documented = Object.entries(doc.paths).flatMap(([p, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${p}`));
-    const routes = [...operations.flatMap((o) => [o.http.path, ...(o.http.aliases ?? [])].map((p) => `${o.http.method} ${p}`)), ...PUBLIC_ROUTES.map((r) => `GET ${r.path}`)];
+    const routes = [...operations.flatMap((o) => routesOf(o).map((r) => `${r.method} ${r.path}`)), ...PUBLIC_ROUTES.map((r) => `GET ${r.path}`)];
     expect(documented.sort()).toEqual(routes.sort());
     for (const op of operations) {
-      for (const p of [op.http.path, ...(op.http.aliases ?? [])]) expect(doc.paths[p]![op.http.method.toLowerCase()]!['x-berth-permission']).toBe(op.permission);
+      for (const r of routesOf(op)) expect(doc.paths[r.path]![r.method.toLowerCase()]!['x-berth-permission']).toBe(op.permission);
     }
     // And every documented path answers something other than "no such route".
     for (const [p, methods] of Object.entries(doc.paths)) {
@@ -43,6 +44,7 @@ describe('OpenAPI and the route table', () => {
       method: o.http.method,
       path: o.http.path,
       ...(o.http.aliases ? { aliases: o.http.aliases } : {}),
+      ...(o.http.alsoGet ? { also_get: true } : {}),
       permission: o.permission,
       ...(o.access?.rootTeamOnly ? { root_team_only: true } : {}),
     }));

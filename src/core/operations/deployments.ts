@@ -131,7 +131,8 @@ export const deploymentOperations = [
       }),
     output: () => deployResult,
     annotations: ENGINE,
-    http: { method: 'POST', path: '/api/v1/deploy' },
+    // Coolify reads these from the query (a CI's `curl /deploy?uuid=…`) as from the body, and answers GET too.
+    http: { method: 'POST', path: '/api/v1/deploy', query: ['uuid', 'tag', 'force'], alsoGet: true },
     async run(ctx, i) {
       if (i.uuid && i.tag) throw validationError({ uuid: ['You can only use uuid or tag, not both.'] });
       if (!i.uuid && !i.tag) throw validationError({ uuid: ['You must provide uuid or tag.'] });
@@ -278,7 +279,8 @@ export function lifecycleOperations(collection: Collection) {
       input: () => z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.meta({ 'berth.brief': true }).optional() } : {}) }),
       output: () => z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string() }),
       annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
-      http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}` },
+      // Coolify answers GET here too (Route::match(['get','post'])); its restart of a service takes latest from the query.
+      http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}`, alsoGet: true, ...(collection === 'services' && action === 'restart' ? { query: ['latest'] } : {}) },
       async run(ctx, i) {
         const { uuid } = i;
         const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, kinds);

@@ -202,7 +202,8 @@ function partOperations(kind: Kind) {
         }),
       output: () => partSchema,
       annotations: UPDATE,
-      http: { method: 'PATCH', path: base },
+      // Coolify takes force_domain_override from the query here.
+      http: { method: 'PATCH', path: base, ...(kind === 'application' ? { query: ['force_domain_override'] } : {}) },
       async run({ db: store, caller }, input) {
         const i = input as typeof input & { url?: string | null; force_domain_override?: boolean };
         if (i.human_name === undefined && i.description === undefined && i.url === undefined) throw validationError({ human_name: ['At least one field must be provided.'] });
