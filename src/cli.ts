@@ -155,14 +155,20 @@ command(team, 'add-member', 'add a user to a team, or change their role')
       print(o, r, `${r.user.email} is now ${r.role} of "${r.team.name}".`);
     }),
   );
-command(team, 'remove-member', 'remove a user from a team (their tokens for it stop working)')
+command(team, 'remove-member', 'remove a user from a team (their tokens for it are revoked)')
   .requiredOption('--team <team>', 'team id or name')
   .requiredOption('--email <email>', "member's e-mail")
   .action(
     withStore<DataOpts & { team: string; email: string }>(async (db, o) => {
       const args = { team: o.team, email: o.email };
-      const r = await auditedChange(db, (trx) => admin.removeMember(trx, args), { operation: 'remove_team_member', args, facts: membershipFacts });
-      print(o, r, `${r.user.email} left "${r.team.name}".`);
+      const r = await auditedChange(db, (trx) => admin.removeMember(trx, args), {
+        operation: 'remove_team_member',
+        args,
+        // The entry names the tokens revoked with the membership, as `token revoke`'s names its one.
+        facts: (m) => ({ ...membershipFacts(m), targets: [...membershipFacts(m).targets, ...m.revokedTokens.map((id) => `token:${id}`)] }),
+      });
+      const revoked = r.revokedTokens.length;
+      print(o, r, `${r.user.email} left "${r.team.name}"${revoked ? ` (${revoked} token${revoked === 1 ? '' : 's'} revoked)` : ''}.`);
     }),
   );
 

@@ -5,6 +5,7 @@ import { initInstance, isInitialized } from './core/admin.js';
 import { assembleCore } from './assemble.js';
 import { operations } from './core/operations/index.js';
 import { buildHttpServer } from './http-server.js';
+import { allowedHosts } from './http-common/allowed-hosts.js';
 import { oauthConnectedApps } from './console/apps.js';
 import { consolePlugin, Sessions } from './console/index.js';
 import { ExpiryWarnings } from './workers/expiry-warnings.js';
@@ -68,9 +69,13 @@ export async function startServer(config: Config, out: (line: string) => void = 
     mailer,
     logger,
     publicUrl: config.publicUrl,
+    linkHosts: allowedHosts(config),
     apps: oauthConnectedApps,
     core,
   });
+  if (mailer && !config.publicUrl && !allowedHosts(config)) {
+    logger.warn('SMTP_URL is set but BERTH_PUBLIC_URL is not, and MCP_ALLOWED_HOSTS names no host: the console mails no sign-in links (their address cannot be trusted from a request)');
+  }
   const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
   const notifier = new Notifier(
     db,

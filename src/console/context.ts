@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { RelyingParty } from '../auth/passkeys.js';
 import { BerthError } from '../errors.js';
+import { hostAllowed } from '../http-common/allowed-hosts.js';
 import type { RateLimits, LimitSpec } from '../limits/rate-limits.js';
 import { rateLimited } from '../limits/rate-limits.js';
 import type { Mailer } from '../mail/mailer.js';
@@ -18,6 +19,8 @@ export interface ConsoleDeps {
   mailer: Mailer | null;
   logger: Logger;
   publicUrl: string | null;
+  /** Host names a mailed link may point at when publicUrl is empty (allowed-hosts.ts); null: none. */
+  linkHosts: readonly string[] | null;
   /** The OAuth grants shown under "Connected apps" (the authorization server plugs in here). */
   apps: ConnectedApps;
   /** The core, for the approvals queue (a decision runs the held call); the queue is absent without it. */
@@ -46,8 +49,15 @@ export function relyingParty(deps: ConsoleDeps, req: FastifyRequest): RelyingPar
   return { id: req.hostname, origin: `${req.protocol}://${req.host}`, name: 'berth' };
 }
 
-/** Where links in mail point: the public URL, else the address this request came to. */
-export const baseUrl = (deps: ConsoleDeps, req: FastifyRequest): string => deps.publicUrl ?? `${req.protocol}://${req.host}`;
+/**
+ * Where links in mail point: the public URL, else the address this request came to when its host
+ * is one the operator allowed; else null (no link is mailed). Anyone can send any Host header: a
+ * link built from it would carry a victim's sign-in token to the sender's site.
+ */
+export function baseUrl(deps: ConsoleDeps, req: FastifyRequest): string | null {
+  if (deps.publicUrl) return deps.publicUrl;
+  return hostAllowed(deps.linkHosts, req.host) ? `${req.protocol}://${req.host}` : null;
+}
 
 /** A local path to go on to after signing in; anything else (another site, //host, \\) is the home page. */
 export function safeNext(value: unknown): string {

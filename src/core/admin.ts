@@ -185,7 +185,19 @@ export async function addMember(db: Db, input: { team: string; email: string; ro
   });
 }
 
-/** Removing a member ends their tokens for that team at once (authentication checks membership). */
+/**
+ * A departing member's tokens for a team are deleted with the membership, OAuth approvals with
+ * their grants and everything issued under them: authentication's membership check alone would
+ * let them work again if the person were added back. Returns the revoked token ids.
+ */
+async function revokeMemberTokens(trx: Tx, teamId: number, userId: number): Promise<number[]> {
+  const rows = await trx.selectFrom('api_tokens').select(['id', 'oauth_grant_id']).where('team_id', '=', teamId).where('user_id', '=', userId).orderBy('id').execute();
+  for (const r of rows) if (r.oauth_grant_id) await forgetGrant(trx, r.oauth_grant_id);
+  await trx.deleteFrom('api_tokens').where('team_id', '=', teamId).where('user_id', '=', userId).execute();
+  return rows.map((r) => r.id);
+}
+
+/** Removing a member revokes their tokens for that team (re-adding them gives none back). */
 export async function removeMember(db: Db, input: { team: string; email: string }) {
   const i = parse(z.object({ team: z.string().min(1), email }), input);
   return atomically(db, async (trx) => {
@@ -195,7 +207,8 @@ export async function removeMember(db: Db, input: { team: string; email: string 
     await keepAnOwner(trx, team.id, user.id);
     const r = await trx.deleteFrom('team_members').where('team_id', '=', team.id).where('user_id', '=', user.id).executeTakeFirst();
     if (r.numDeletedRows === 0n) throw validationError({ email: [`${i.email} is not a member of ${team.name}.`] });
-    return { team: { id: team.id, name: team.name }, user: { id: user.id, email: user.email } };
+    const revokedTokens = await revokeMemberTokens(trx, team.id, user.id);
+    return { team: { id: team.id, name: team.name }, user: { id: user.id, email: user.email }, revokedTokens };
   });
 }
 
@@ -290,9 +303,9 @@ export async function changeRoleAs(db: Db, input: { teamId: number; actorId: num
   });
 }
 
-/** A person removes a member (the console); the same rules, and their tokens for the team stop at once. */
-export async function removeMemberAs(db: Db, input: { teamId: number; actorId: number; userId: number }): Promise<void> {
-  await atomically(db, async (trx) => {
+/** A person removes a member (the console); the same rules, and their tokens for the team are revoked. Returns the revoked token ids. */
+export async function removeMemberAs(db: Db, input: { teamId: number; actorId: number; userId: number }): Promise<number[]> {
+  return atomically(db, async (trx) => {
     await lockTeam(trx, input.teamId);
     const actor = await membership(trx, input.teamId, input.actorId);
     if (!actor) throw new BerthError('not_found');
@@ -301,5 +314,6 @@ export async function removeMemberAs(db: Db, input: { teamId: number; actorId: n
     if (!mayManage(actor, target)) throw new BerthError('role_not_allowed');
     await keepAnOwner(trx, input.teamId, input.userId);
     await trx.deleteFrom('team_members').where('team_id', '=', input.teamId).where('user_id', '=', input.userId).execute();
+    return revokeMemberTokens(trx, input.teamId, input.userId);
   });
 }

@@ -10,6 +10,7 @@ import type { ApprovalStatus, ApprovalsTable } from '../store/schema-approvals.j
 import { readSettings } from '../store/settings.js';
 import type { Caller } from './caller.js';
 import type { Operation } from './operation.js';
+import { resourceInProduction } from './production.js';
 import { hasSensitive, redact } from './redact.js';
 
 /**
@@ -59,18 +60,9 @@ export async function writePolicy(db: Db, teamId: number, policy: ApprovalPolicy
   return readPolicy(db, teamId);
 }
 
-/** Whether a resource env operation's target sits in an environment named production. */
-async function inProduction(db: Db, teamId: number, uuid: unknown): Promise<boolean> {
-  if (typeof uuid !== 'string') return false;
-  const row = await db
-    .selectFrom('resources as r')
-    .innerJoin('environments as e', 'e.id', 'r.environment_id')
-    .select('e.name')
-    .where('r.uuid', '=', uuid)
-    .where('r.team_id', '=', teamId)
-    .executeTakeFirst();
-  return row?.name.toLowerCase() === 'production';
-}
+/** Whether the variables a call changes are in production: the operation's own answer, else its resource's. */
+const inProduction = (db: Db, op: Operation, caller: Caller, input: Record<string, unknown>): Promise<boolean> =>
+  op.inProduction ? op.inProduction(db, caller, input) : resourceInProduction(db, caller.teamId, input.uuid);
 
 /** The rule of the policy that holds this call, if any. */
 async function ruleFor(db: Db, op: Operation, caller: Caller, input: Record<string, unknown>, policy: ApprovalPolicy): Promise<string | undefined> {
@@ -79,7 +71,7 @@ async function ruleFor(db: Db, op: Operation, caller: Caller, input: Record<stri
   if (policy.rules.includes(op.name)) return op.name;
   for (const c of classesOf(op)) {
     if (!policy.rules.includes(c)) continue;
-    if (c === 'production_env' && !(await inProduction(db, caller.teamId, input.uuid))) continue;
+    if (c === 'production_env' && !(await inProduction(db, op, caller, input))) continue;
     return c;
   }
   return undefined;

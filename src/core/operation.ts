@@ -132,6 +132,11 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
    */
   storeOnly?: true;
   /**
+   * For the production_env approval class: whether the variables this call changes are in
+   * production (src/core/production.ts). Without it, the resource the input's uuid names is.
+   */
+  inProduction?: (db: Db, caller: Caller, input: Record<string, unknown>) => Promise<boolean>;
+  /**
    * Coolify fields of this operation that berth knows but cannot apply yet, each with what to do
    * instead: sent, they are refused by name (422) rather than as unknown fields or dropped.
    */

@@ -16,6 +16,7 @@ import { buildMcpServer, catalogueFor, fastToolCall, type ToolCatalogue } from '
 import { paramsProblem, tooDeepAnswer } from './message-guard.js';
 import type { OAuthServer } from '../auth/oauth/server.js';
 import { satisfies } from '../auth/permissions.js';
+import { allowedHosts, hostAllowed } from '../http-common/allowed-hosts.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -76,38 +77,15 @@ function booleanHeader(req: FastifyRequest, name: string): boolean {
   throw validationError({ [name]: ['Must be true or false.'] });
 }
 
-const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]', '::1'];
-const isLoopback = (host: string) => host === 'localhost' || host.startsWith('127.') || host === '::1';
-
 /**
  * Transport guards the SDK leaves to us: browser origins (none allowed unless configured) and,
- * when bound to loopback, the Host header (DNS rebinding).
+ * when bound to loopback or given MCP_ALLOWED_HOSTS, the Host header (DNS rebinding).
  */
 function guard(req: FastifyRequest, config: Config): void {
   const origin = req.headers.origin;
   if (origin !== undefined && !config.mcpAllowedOrigins.includes(origin)) throw new BerthError('origin_not_allowed');
-  const allowedHosts = config.mcpAllowedHosts.length ? config.mcpAllowedHosts : isLoopback(config.host) ? LOOPBACK_HOSTS : null;
-  if (allowedHosts && !allowedHosts.includes(hostnameOf(req.headers.host ?? ''))) throw new BerthError('host_not_allowed');
-}
-
-/**
- * The Host header's name as the URL parser reads it ('' when unparsable, which no list allows),
- * kept per header value: clients send the same one with every request.
- */
-const hostnames = new Map<string, string>();
-function hostnameOf(host: string): string {
-  let name = hostnames.get(host);
-  if (name === undefined) {
-    try {
-      name = new URL(`http://${host}`).hostname.toLowerCase();
-    } catch {
-      name = '';
-    }
-    // A bound, not an LRU: a flood of odd Host values only costs parsing again.
-    if (hostnames.size >= 256) hostnames.clear();
-    hostnames.set(host, name);
-  }
-  return name;
+  const hosts = allowedHosts(config);
+  if (hosts && !hostAllowed(hosts, req.headers.host ?? '')) throw new BerthError('host_not_allowed');
 }
 
 function headerOrQuery(req: FastifyRequest): string | undefined {

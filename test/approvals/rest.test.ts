@@ -163,6 +163,53 @@ describe('approvals over REST', { timeout: 60_000 }, () => {
     expect((await approval(a.uuid)).status).toBe('pending');
   });
 
+  it('production_env holds shared variables that reach production: its environment, and the team, project or server of a production resource', async () => {
+    // A team of its own: its first policy is set at once, and this file's other policy stays.
+    const t = await s.team(`Prod ${process.pid}`);
+    const agent = (await s.token({ permissions: ['read', 'write'], team: t.id })).token;
+    expect((await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: t.rootToken, body: { rules: ['production_env'] } })).status).toBe(200);
+    const made = async (method: string, path: string, body: unknown) => {
+      const r = await call(s.url, method, path, { token: t.rootToken, body });
+      expect(r.status, `${method} ${path}: ${r.text}`).toBe(201);
+      return r.json;
+    };
+    const send = async (method: string, path: string, body: Record<string, unknown> = { key: 'DATABASE_URL', value: 'postgres://evil' }) =>
+      (await call(s.url, method, path, { token: agent, body })).status;
+    const server = (await made('POST', '/api/v1/servers', { name: 'prod-one', ip: '10.0.0.1' })).uuid;
+    const idle = (await made('POST', '/api/v1/servers', { name: 'idle-one', ip: '10.0.0.2' })).uuid;
+    const live = (await made('POST', '/api/v1/projects', { name: 'live' })).uuid;
+    const empty = (await made('POST', '/api/v1/projects', { name: 'empty' })).uuid;
+    await made('POST', `/api/v1/projects/${live}/environments`, { name: 'staging' });
+    // Before any resource is in production, a team variable reaches none: it runs.
+    const teamVar = (await made('POST', '/api/v1/team/envs', { key: 'REGION', value: 'eu' })).id;
+    expect(await send('PATCH', `/api/v1/team/envs/${teamVar}`, { value: 'us' })).toBe(201);
+    await made('POST', '/api/v1/applications/dockerimage', {
+      project_uuid: live,
+      server_uuid: server,
+      environment_name: 'production',
+      docker_registry_image_name: 'nginx',
+      docker_registry_image_tag: '1.27',
+      ports_exposes: '80',
+    });
+
+    // An environment that is production, even an empty one, and every scope over a production resource: held.
+    expect(await send('POST', `/api/v1/projects/${live}/environments/production/envs`)).toBe(202);
+    expect(await send('POST', `/api/v1/projects/${empty}/environments/production/envs`)).toBe(202);
+    expect(await send('POST', `/api/v1/projects/${live}/envs`)).toBe(202);
+    expect(await send('POST', `/api/v1/servers/${server}/envs`)).toBe(202);
+    expect(await send('POST', '/api/v1/team/envs')).toBe(202);
+    expect(await send('PATCH', `/api/v1/team/envs/${teamVar}`, { value: 'x' })).toBe(202);
+    expect(await send('DELETE', `/api/v1/team/envs/${teamVar}`, {})).toBe(202);
+    // Scopes that reach no production resource: they run.
+    expect(await send('POST', `/api/v1/projects/${live}/environments/staging/envs`)).toBe(201);
+    expect(await send('POST', `/api/v1/projects/${empty}/envs`)).toBe(201);
+    expect(await send('POST', `/api/v1/servers/${idle}/envs`)).toBe(201);
+    // Nothing held ran.
+    const listed = await call(s.url, 'GET', `/api/v1/projects/${live}/environments/production/envs`, { token: t.rootToken });
+    expect(listed.json).toEqual([]);
+    expect((await call(s.url, 'GET', '/api/v1/team/envs', { token: t.rootToken })).json.map((e: { key: string }) => e.key)).toEqual(['REGION']);
+  });
+
   it('changing the policy while it holds anything waits for a person too', async () => {
     const r = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: [] } });
     expect(r.status).toBe(202);

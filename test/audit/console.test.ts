@@ -91,7 +91,12 @@ describe('audit log: the console door', () => {
       targets: [`team:${s.rootTeamId}`, `user:${m.id}`],
       arguments: { team_id: s.rootTeamId, user_id: m.id, role: 'admin' },
     });
-    expect(removed).toMatchObject({ ...common, operation: 'remove_team_member', targets: [`team:${s.rootTeamId}`, `user:${m.id}`], arguments: { team_id: s.rootTeamId, user_id: m.id } });
+    expect(removed).toMatchObject({
+      ...common,
+      operation: 'remove_team_member',
+      targets: [`team:${s.rootTeamId}`, `user:${m.id}`, `token:${m.tokenId}`],
+      arguments: { team_id: s.rootTeamId, user_id: m.id },
+    });
     expect(changed.duration_ms).toBeGreaterThanOrEqual(0);
   });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
-import { freshKey } from '../helpers/world.js';
+import { freshKey, S3_SAMPLE } from '../helpers/world.js';
 import { browse, signInByLink } from '../helpers/console.js';
 
 /**
@@ -69,6 +69,24 @@ describe('audit log over REST', () => {
     const text = await storedText();
     expect(text).not.toContain(SECRET);
     expect(text).not.toContain(key.split('\n')[1]!);
+  });
+
+  it('hides what the resource hides from a read token, even when the change answers only a uuid (an S3 key)', async () => {
+    const made = await call(s.url, 'POST', '/api/v1/s3-storages', { token: writer.token, body: { ...S3_SAMPLE, key: 'AKIDPLANTED0001' } });
+    expect(made.status).toBe(201);
+    const changed = await call(s.url, 'PATCH', `/api/v1/s3-storages/${made.json.uuid}`, { token: writer.token, body: { key: 'AKIDPLANTED0002' } });
+    expect(changed.status).toBe(200);
+    // The resource itself shows a read token no key.
+    expect((await call(s.url, 'GET', `/api/v1/s3-storages/${made.json.uuid}`, { token: reader.token })).json.key).toBeUndefined();
+    const [update, create] = (await entries(reader.token, '?per_page=2')).items;
+    expect(create).toMatchObject({ operation: 'create_s3_storage', arguments: { bucket: S3_SAMPLE.bucket } });
+    expect(update).toMatchObject({ operation: 'update_s3_storage', arguments: { uuid: made.json.uuid } });
+    expect(create.arguments).not.toHaveProperty('key');
+    expect(update.arguments).not.toHaveProperty('key');
+    const [u2, c2] = (await entries(s.rootToken, '?per_page=2')).items;
+    expect(c2.arguments).toMatchObject({ key: '[redacted]', secret: '[redacted]' });
+    expect(u2.arguments).toEqual({ uuid: made.json.uuid, key: '[redacted]' });
+    expect(await storedText()).not.toMatch(/AKIDPLANTED/);
   });
 
   it('reads write nothing; failures after validation, validation failures and refusals are entries too', async () => {

@@ -362,3 +362,29 @@ describe("connected apps (the console's revoke)", () => {
     }
   });
 });
+
+describe('a member removed in the console', () => {
+  it('loses their API tokens and OAuth grants for the team for good: re-added, none works again', async () => {
+    const dave = `dave-${process.pid}@example.test`;
+    const api = await server.token({ permissions: ['root'], email: dave, role: 'admin' });
+    const daveId = await userId(server, dave);
+    const clientId = await register(server, 'Dave Agent');
+    const t = await tokensFor(server, dave, clientId, ['read'], { scope: 'read' });
+    expect((await listTools(server, t.access_token)).status).toBe(200);
+    const grantRow = await server.db.selectFrom('api_tokens').select(['id', 'oauth_grant_id']).where('oauth_client_id', '=', clientId).executeTakeFirstOrThrow();
+
+    const owners = await signInByLink(server.url, server.db, owner);
+    const removed = await browse(server.url, owners.jar, 'POST', `/teams/${server.rootTeamId}/members/${daveId}/remove`, { _csrf: owners.csrf });
+    expect(removed.status).toBe(303);
+    expect(await server.db.selectFrom('api_tokens').select('id').where('user_id', '=', daveId).execute()).toEqual([]);
+    expect(await server.db.selectFrom('oauth_store').select('model').where('grant_id', '=', grantRow.oauth_grant_id!).execute()).toEqual([]);
+    // The removal's audit entry names the tokens it revoked.
+    const entry = await server.db.selectFrom('audit_log').select('targets').where('operation', '=', 'remove_team_member').orderBy('at', 'desc').executeTakeFirstOrThrow();
+    expect(JSON.parse(entry.targets)).toEqual(expect.arrayContaining([`token:${api.id}`, `token:${grantRow.id}`]));
+
+    await admin.addMember(server.db, { team: String(server.rootTeamId), email: dave, role: 'admin' });
+    expect((await call(server.url, 'GET', '/api/v1/teams/current', { token: api.token })).status).toBe(401);
+    expect((await listTools(server, t.access_token)).status).toBe(401);
+    expect((await refresh(server, clientId, t.refresh_token)).status).toBe(400);
+  });
+});

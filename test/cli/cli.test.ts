@@ -616,13 +616,17 @@ describe('a running server and another process writing the same store', MANY_RUN
     expect((await get(root.token)).status).toBe(200);
   });
 
-  it("a member removed by the CLI loses that team's tokens on the next request", async () => {
+  it("a member removed by the CLI loses that team's tokens for good: re-added, they do not work again", async () => {
     const email = 'leaver@example.test';
     await ok(dir, 'user', 'create', '--email', email, '--name', 'Leaver');
-    await ok(dir, 'team', 'add-member', '--team', 'Root Team', '--email', email, '--role', 'member');
-    const t = await okJson(dir, 'token', 'create', '--email', email, '--team', 'Root Team', '--name', 'leaving', '--permissions', 'read', '--expires', '30d');
+    await ok(dir, 'team', 'add-member', '--team', 'Root Team', '--email', email, '--role', 'admin');
+    const t = await okJson(dir, 'token', 'create', '--email', email, '--team', 'Root Team', '--name', 'leaving', '--permissions', 'root', '--expires', '30d');
     expect((await get(t.token)).status).toBe(200);
-    await ok(dir, 'team', 'remove-member', '--team', 'Root Team', '--email', email);
+    const removed = await ok(dir, 'team', 'remove-member', '--team', 'Root Team', '--email', email);
     expect((await get(t.token)).status).toBe(401);
+    await ok(dir, 'team', 'add-member', '--team', 'Root Team', '--email', email, '--role', 'admin');
+    expect((await get(t.token)).status).toBe(401);
+    expect(await okJson(dir, 'token', 'list', '--team', 'Root Team')).not.toContainEqual(expect.objectContaining({ id: t.id }));
+    expect(removed).toContain('(1 token revoked)');
   });
 });

@@ -176,14 +176,14 @@ describe.skipIf(browserMissing)('console in Chromium', { timeout: 120_000 }, () 
     await w.page.getByRole('button', { name: `Remove ${memberEmail}` }).click();
     await w.page.waitForURL(/removed=1/);
     await screenshot(w.page, 'members-removed');
-    // Their token for the team stopped at once.
+    // Their token for the team stopped at once: it is revoked, and the entry names it.
     expect((await call(s.url, 'GET', '/api/v1/teams/current', { token: memberToken.token })).status).toBe(401);
     // One entry each, by the signed-in owner, visible to the team through the API.
     const audit = await call(s.url, 'GET', '/api/v1/audit?per_page=100', { token: s.rootToken });
     const mine = (audit.json as any[]).filter((e) => e.door === 'console' && ['update_team_member', 'remove_team_member'].includes(e.operation));
     const removedId = await userId(memberEmail);
     expect(mine.map((e) => [e.operation, e.user_email, e.result, e.targets])).toEqual([
-      ['remove_team_member', s.ownerEmail, 'ok', [`team:${s.rootTeamId}`, `user:${removedId}`]],
+      ['remove_team_member', s.ownerEmail, 'ok', [`team:${s.rootTeamId}`, `user:${removedId}`, `token:${memberToken.id}`]],
       ['update_team_member', s.ownerEmail, 'ok', [`team:${s.rootTeamId}`, `user:${other.id}`]],
     ]);
     expect(mine[1].arguments).toEqual({ team_id: s.rootTeamId, user_id: other.id, role: 'admin' });

@@ -90,6 +90,48 @@ describe('sign-in by e-mail', () => {
     expect(many[20]).toBe(429);
   });
 
+  it('mails a link only for a host the operator allowed: another Host header gets no mail, whatever it claims', async () => {
+    const port = new URL(s.url).port;
+    const ask = async (host: string, email: string) => {
+      const jar = new Jar();
+      const headers = { host, origin: `http://${host}` };
+      const csrf = csrfOf((await browse(s.url, jar, 'GET', '/login', undefined, headers)).text);
+      return browse(s.url, jar, 'POST', '/login', { _csrf: csrf, email }, headers);
+    };
+    const before = smtp.mails.length;
+    const forged = await ask('attacker.example', s.ownerEmail);
+    expect(forged.status).toBe(200);
+    // Bound to loopback without BERTH_PUBLIC_URL: the loopback names are allowed (as on /mcp), with their port.
+    const local = await ask(`localhost:${port}`, s.ownerEmail);
+    expect(local.text).not.toContain('mails sign-in links only');
+    await until('the sign-in mail', () => smtp.mails.length > before);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(smtp.mails.slice(before)).toHaveLength(1);
+    expect(smtp.mails.at(-1)!.text).toMatch(new RegExp(`http://localhost:${port}/login/link\\?token=`));
+    expect(smtp.mails.map((m) => m.text).join('\n')).not.toContain('attacker.example');
+    // The page says why no mail comes (the same for any address, so it tells nothing about accounts).
+    expect(forged.text).toContain('mails sign-in links only for its configured address');
+  });
+
+  it('with MCP_ALLOWED_HOSTS, mails links for the hosts it names only (the loopback names are then not assumed)', async () => {
+    const named = await startTestServer({ smtpUrl: smtp.url, mcpAllowedHosts: ['berth.lan'] });
+    try {
+      const port = new URL(named.url).port;
+      const before = smtp.mails.length;
+      for (const host of [`localhost:${port}`, `berth.lan:${port}`]) {
+        const jar = new Jar();
+        const headers = { host, origin: `http://${host}` };
+        const csrf = csrfOf((await browse(named.url, jar, 'GET', '/login', undefined, headers)).text);
+        expect((await browse(named.url, jar, 'POST', '/login', { _csrf: csrf, email: named.ownerEmail }, headers)).status).toBe(200);
+      }
+      await until('the sign-in mail', () => smtp.mails.length > before);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(smtp.mails.slice(before).map((m) => /http:\/\/[^/\s]+\/login\/link/.exec(m.text)?.[0])).toEqual([`http://berth.lan:${port}/login/link`]);
+    } finally {
+      await named.stop();
+    }
+  });
+
   it('goes on only to a local page after signing in', async () => {
     for (const next of ['//evil.example/x', 'https://evil.example', '/\\evil.example']) {
       const page = await browse(s.url, new Jar(), 'GET', `/login?next=${encodeURIComponent(next)}`);

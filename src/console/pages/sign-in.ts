@@ -50,9 +50,10 @@ export function signInPages(app: FastifyInstance, deps: ConsoleDeps): void {
     await charge(deps, LINKS_PER_EMAIL, email);
     // The answer is the same page whether or not the address has an account; the mail goes out
     // after the answer, so its time does not tell either.
-    if (deps.mailer) {
+    const base = deps.mailer ? baseUrl(deps, req) : null;
+    if (deps.mailer && base === null) deps.logger.warn({ host: req.host }, 'sign-in link not mailed: the request named a host that is not BERTH_PUBLIC_URL nor allowed (MCP_ALLOWED_HOSTS)');
+    if (deps.mailer && base !== null) {
       const mailer = deps.mailer;
-      const base = baseUrl(deps, req);
       const next = safeNext(field(f, 'next'));
       void (async () => {
         if (!(await userByEmail(db, email))) return;
@@ -76,7 +77,13 @@ export function signInPages(app: FastifyInstance, deps: ConsoleDeps): void {
       reply,
       { title: 'Check your e-mail', csrf },
       html`<p class="notice" role="status">If <strong>${email}</strong> belongs to a berth account, a sign-in link is on its way. It works once, for ${LOGIN_LINK_TTL_MS / 60_000} minutes.</p>
-${deps.mailer ? '' : html`<p class="alert">This berth has no mail server configured (SMTP_URL), so no mail is sent: ask an administrator to run <code>berth login-link --email you@example.com</code>.</p>`}
+${
+  !deps.mailer
+    ? html`<p class="alert">This berth has no mail server configured (SMTP_URL), so no mail is sent: ask an administrator to run <code>berth login-link --email you@example.com</code>.</p>`
+    : base === null
+      ? html`<p class="alert">This berth mails sign-in links only for its configured address (BERTH_PUBLIC_URL or MCP_ALLOWED_HOSTS), not the one you used, so no mail is sent: use that address, or ask an administrator to run <code>berth login-link --email you@example.com</code>.</p>`
+      : ''
+}
 <p><a href="/login">Back to sign-in</a></p>`,
     );
   });

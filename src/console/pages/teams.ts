@@ -116,7 +116,8 @@ export function teamPages(app: FastifyInstance, deps: ConsoleDeps): void {
       operation: 'remove_team_member',
       args: { team_id: teamId, user_id: userId },
       team: teamId,
-      facts: () => ({ teamId, targets: [`team:${teamId}`, `user:${userId}`] }),
+      // The tokens revoked with the membership are named, as a revocation's entry names its token.
+      facts: (revoked) => ({ teamId, targets: [`team:${teamId}`, `user:${userId}`, ...revoked.map((id) => `token:${id}`)] }),
     });
     // Removing oneself ends one's access to the page.
     return reply.redirect(Number(p.userId) === person.userId ? '/teams' : `/teams/${teamId}/members?removed=1`, 303);

@@ -3,6 +3,7 @@ import { newUuid } from '../../ids.js';
 import type { AuditLogTable } from '../../store/schema-audit.js';
 import type { Caller } from '../caller.js';
 import type { Operation } from '../operation.js';
+import { operationTable } from '../operations/table.js';
 import { sensitiveNames } from '../redact.js';
 
 /**
@@ -15,8 +16,10 @@ export const REDACTED = '[redacted]';
 /**
  * Argument names hidden whatever the operation declares: names that hold secrets by their nature
  * (passwords, keys, tokens, webhook URLs, variable values, scripts and commands, compose files).
- * Beside them, every name an operation marks sensitive in its output (sensitive(...)) is hidden
- * in its input too: create_env's `value` is the value list_envs hides.
+ * Beside them, what a caller without read:sensitive cannot read is hidden in the input too: every
+ * name the operation's output marks sensitive (sensitive(...)), and every name the reads of its
+ * toolset mark — create_env's `value` is the value list_envs hides, and create_s3_storage, which
+ * answers only a uuid, still hides the `key` get_s3_storage hides.
  */
 const SECRET_NAME = /pass(word)?|secret|token|private|_key$|^key_|api_key|credential|^value$|_value$|content|script|command|compose|dockerfile|webhook|_url$|^url$|cert|tls|dsn|authorization/i;
 /** A value that is a private key is hidden whatever its name (a nested `key` of a TLS pair). */
@@ -25,10 +28,22 @@ const MAX_STRING = 500;
 const MAX_ITEMS = 50;
 const MAX_TARGETS = 20;
 
+/** The names the reads of a toolset hide, worked out once per toolset from the registered table. */
+const hiddenByToolset = new Map<string, ReadonlySet<string>>();
+function hiddenByReads(toolset: string): ReadonlySet<string> {
+  let s = hiddenByToolset.get(toolset);
+  if (!s) {
+    const into = new Set<string>();
+    for (const op of operationTable()) if (op.toolset === toolset && op.annotations.readOnly) sensitiveNames(op.output, into);
+    hiddenByToolset.set(toolset, (s = into));
+  }
+  return s;
+}
+
 const hiddenByOp = new WeakMap<Operation, Set<string>>();
 function hiddenNames(op: Operation): Set<string> {
   let s = hiddenByOp.get(op);
-  if (!s) hiddenByOp.set(op, (s = sensitiveNames(op.output)));
+  if (!s) hiddenByOp.set(op, (s = sensitiveNames(op.output, new Set(hiddenByReads(op.toolset)))));
   return s;
 }
 

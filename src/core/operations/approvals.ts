@@ -5,7 +5,7 @@ import { BerthError } from '../../errors.js';
 import { APPROVAL_CLASSES, decide, getApproval, listApprovals, readPolicy, writePolicy } from '../approvals.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { listOf, pageInput } from '../pagination.js';
-import { operationNames } from './names.js';
+import { operationNames } from './table.js';
 
 const STATUSES = ['pending', 'running', 'succeeded', 'failed', 'denied', 'expired'] as const;
 

@@ -31,7 +31,7 @@ import { serviceStorageOperations } from './service-storages.js';
 import { environmentOperations, sharedVariableOperations } from './shared-variables.js';
 import { teamOperations } from './teams.js';
 import { approvalOperations } from './approvals.js';
-import { registerOperationNames } from './names.js';
+import { registerOperationTable } from './table.js';
 import { auditOperations } from './audit.js';
 
 /** What every application, database and service offers beyond its own CRUD. */
@@ -85,4 +85,4 @@ export const operations: readonly Operation[] = [
   ...backupOperations,
   ...approvalOperations,
 ] as unknown as readonly Operation[];
-registerOperationNames(operations.map((o) => o.name));
+registerOperationTable(operations);

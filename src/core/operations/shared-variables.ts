@@ -6,6 +6,7 @@ import type { SharedEnvironmentVariablesTable, SharedScope } from '../../store/s
 import type { Caller } from '../caller.js';
 import { BerthError, isForeignKeyViolation, notFound, validationError } from '../../errors.js';
 import { owned } from '../lookup.js';
+import { sharedScopeInProduction } from '../production.js';
 import { defineOperation } from '../operation.js';
 import { sensitive } from '../redact.js';
 import { description, envKey, envValue, name, uuidParam } from '../validators.js';
@@ -149,6 +150,19 @@ const inScope = (db: Db, caller: Caller, s: Scope) => db.selectFrom('shared_envi
 
 const conflict = (message: string) => new BerthError('conflict', { message });
 
+/** The production_env approval rule's question for a scope; one not found is not held (the call answers 404). */
+const inProductionOf =
+  (spec: ScopeSpec) =>
+  async (db: Db, caller: Caller, i: Record<string, unknown>): Promise<boolean> => {
+    try {
+      const s = await spec.resolve(db, caller, i);
+      return await sharedScopeInProduction(db, caller.teamId, s.type, s.scopeId);
+    } catch (err) {
+      if (err instanceof BerthError && err.kind === 'not_found') return false;
+      throw err;
+    }
+  };
+
 function familyOf(spec: ScopeSpec) {
   const { word, base, params, what, found } = spec;
   const toolset = 'shared_variables';
@@ -181,6 +195,7 @@ function familyOf(spec: ScopeSpec) {
       output: () => z.object({ id: z.number().int() }),
       annotations: CREATE,
       storeOnly: true,
+      inProduction: inProductionOf(spec),
       http: { method: 'POST', path: base, status: 201 },
       async run({ db, caller }, i) {
         // Scope, check and insert in one transaction (store/atomic.ts): of racing creates of one
@@ -222,6 +237,7 @@ function familyOf(spec: ScopeSpec) {
       output: () => sharedEnvSchema,
       annotations: UPDATE,
       storeOnly: true,
+      inProduction: inProductionOf(spec),
       http: { method: 'PATCH', path: `${base}/{env_id}`, status: 201 },
       async run({ db, caller }, i) {
         const fields = (['key', 'value', 'is_literal', 'is_multiline', 'is_shown_once', 'comment'] as const).filter((k) => i[k] !== undefined);
@@ -256,6 +272,7 @@ function familyOf(spec: ScopeSpec) {
       output: () => messageSchema,
       annotations: DELETE,
       storeOnly: true,
+      inProduction: inProductionOf(spec),
       http: { method: 'DELETE', path: `${base}/{env_id}` },
       async run({ db, caller }, i) {
         const s = await spec.resolve(db, caller, i);
