@@ -12,6 +12,15 @@ export function renderToolTable(tools: readonly ToolDefinition[]): string {
   return ['| tool | listed in | permission | read-only | description |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
+/** The default list's paragraph in docs/mcp.md: its size and names, as the declarations have them. */
+export function renderDefaultTools(tools: readonly ToolDefinition[]): string {
+  const listed = tools.filter((t) => t.op.default);
+  const rootOnly = listed.filter((t) => t.op.access?.rootTeamOnly);
+  const names = (ts: readonly ToolDefinition[]) => ts.map((t) => `\`${t.name}\``).join(', ');
+  const others = rootOnly.length ? ` (${listed.length - rootOnly.length} for a token outside the root team: ${names(rootOnly)} need a root token of the root team)` : '';
+  return `**What an agent loads.** By default the list is a small core of ${listed.length} tools${others}, marked \`default\` in the [tool table](#tools) below: ${names(listed)}.`;
+}
+
 export function renderRouteTable(operations: readonly Operation[]): string {
   const rows = operations.map((o) => {
     const also = o.http.aliases?.length ? ` (also ${o.http.aliases.map((a) => `\`${a}\``).join(', ')})` : '';
@@ -35,6 +44,7 @@ export function replaceSection(doc: string, name: string, body: string): string 
 export function generatedSections(operations: readonly Operation[], tools: readonly ToolDefinition[]) {
   return [
     { file: 'docs/api.md', name: 'routes', body: renderRouteTable(operations) },
+    { file: 'docs/mcp.md', name: 'default-tools', body: renderDefaultTools(tools) },
     { file: 'docs/mcp.md', name: 'tools', body: renderToolTable(tools) },
   ];
 }

@@ -5,7 +5,7 @@ import * as admin from '../core/admin.js';
 import { BerthError } from '../errors.js';
 import { openStore } from '../store/db.js';
 import { command, fail, requireInstance, storeOf, type DataOpts } from './command-helpers.js';
-import { baseUrlOf, clientEntry, CLIENTS, configDocument, defaultConfigFile, mergeEntry, placementHint, readConfigFile, writeAtomically, type Client, type Target } from './mcp-config.js';
+import { baseUrlOf, clientEntry, CLIENTS, defaultConfigFile, mergeEntry, placementHint, printedDocument, readConfigFile, writeAtomically, type Client, type Target } from './mcp-config.js';
 
 interface McpConfigOpts extends DataOpts {
   client: string;
@@ -82,7 +82,7 @@ async function run(o: McpConfigOpts): Promise<void> {
   const entry = clientEntry(client, target);
 
   if (!o.write) {
-    console.log(JSON.stringify(configDocument(client, entry), null, 2));
+    console.log(JSON.stringify(printedDocument(client, entry), null, 2));
     console.error(`berth: token ${issued.id} made for this client (expires ${issued.expires_at ?? 'never'}); it is shown once, above.`);
     console.error(`berth: ${placementHint(client, file)}`);
     return;

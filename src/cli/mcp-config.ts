@@ -42,9 +42,17 @@ export function clientEntry(client: Client, target: Target): Record<string, unkn
   }
 }
 
-/** The whole file the entry lives in, as printed. */
+/** The whole file the entry lives in. */
 export function configDocument(client: Client, entry: Record<string, unknown>): Record<string, unknown> {
   return { [containerKey(client)]: { [ENTRY_NAME]: entry } };
+}
+
+/**
+ * What is printed without --write: the file's document, except for Claude Code, whose
+ * `claude mcp add-json berth '<json>'` takes the server object itself (the wrapper is refused).
+ */
+export function printedDocument(client: Client, entry: Record<string, unknown>): Record<string, unknown> {
+  return client === 'claude-code' ? entry : configDocument(client, entry);
 }
 
 /** Where each client reads its configuration (user-wide for the desktop apps, the project for the editors' workspace files). */
@@ -70,7 +78,7 @@ export function defaultConfigFile(client: Client, env: NodeJS.ProcessEnv = proce
 export function placementHint(client: Client, file: string): string {
   switch (client) {
     case 'claude-code':
-      return `Put this in ${file} (the project's root), or give its mcpServers.berth object to \`claude mcp add-json berth '<object>' --scope user\`.`;
+      return `Give this object to \`claude mcp add-json berth '<object>' --scope user\` (or run again with --write to put it in ${file}, the project's .mcp.json).`;
     case 'inspector':
       return `Save this as ${file} and run \`npx @modelcontextprotocol/inspector --config ${file} --server berth\`.`;
     default:

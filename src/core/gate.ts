@@ -9,11 +9,11 @@ import type { Runtime } from './runtime.js';
 import { rateLimited, type LimitSpec, type RateLimits } from '../limits/rate-limits.js';
 import { authenticate, type Authenticated } from './authenticate.js';
 import type { Caller, RequestAccess } from './caller.js';
-import { BerthError, validationError } from '../errors.js';
+import { BerthError } from '../errors.js';
 import type { CallOptions, Operation, OperationContext } from './operation.js';
 import { hasSensitive, redact } from './redact.js';
 import { holdForApproval } from './approvals.js';
-import { issuesToErrors } from './validation.js';
+import { parseInput } from './validation.js';
 import { appendAudit, appendAuditIn } from './audit/log.js';
 import { atomically } from '../store/atomic.js';
 
@@ -166,11 +166,10 @@ export class Core {
   /** Permission, input validation and the approval gate: the parsed input, or why not. */
   private async admitInput(op: Operation, caller: Caller, rawInput: unknown, gated: boolean): Promise<Record<string, unknown>> {
     this.authorize(op, caller);
-    const parsed = op.input.safeParse(rawInput ?? {});
-    if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues, op.unsupported));
+    const input = parseInput(op, rawInput);
     // An agent's call the team's approval policy names waits for a person (src/core/approvals.ts).
-    if (gated && !op.annotations.readOnly) await holdForApproval(this.deps, op, caller, parsed.data as Record<string, unknown>);
-    return parsed.data as Record<string, unknown>;
+    if (gated && !op.annotations.readOnly) await holdForApproval(this.deps, op, caller, input);
+    return input;
   }
 
   private context(caller: Caller, options: CallOptions, db: Db): OperationContext {

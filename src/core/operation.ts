@@ -138,10 +138,17 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
   inProduction?: (db: Db, caller: Caller, input: Record<string, unknown>) => Promise<boolean>;
   /**
    * Coolify fields of this operation that berth knows but cannot apply yet, each with what to do
-   * instead: sent, they are refused by name (422) rather than as unknown fields or dropped.
+   * instead: sent, they are refused by name (422) rather than as unknown fields or dropped; a
+   * CoolifyField's `accepts` values ask for what berth does anyway and pass (parseInput).
    */
-  unsupported?: Readonly<Record<string, string>>;
+  unsupported?: Readonly<Record<string, string | CoolifyField>>;
   run(ctx: OperationContext, input: z.infer<I>): Promise<z.infer<O>>;
+}
+
+/** A Coolify field berth does not apply: the values that ask for what berth does anyway pass; any other is refused with the hint. */
+export interface CoolifyField {
+  hint: string;
+  accepts: ReadonlyArray<string | number | boolean | null>;
 }
 
 /**

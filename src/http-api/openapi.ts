@@ -59,6 +59,14 @@ function operationObject(op: Operation, method: HttpMethod): JsonSchema {
     tags: [op.toolset],
     'x-berth-permission': op.permission,
     ...(op.access?.rootTeamOnly ? { 'x-berth-root-team-only': true } : {}),
+    // Coolify fields berth does not apply: the values it accepts (what it does anyway), and why any other is refused.
+    ...(op.unsupported
+      ? {
+          'x-berth-coolify-fields': Object.fromEntries(
+            Object.entries(op.unsupported).map(([k, f]) => [k, typeof f === 'string' ? { accepts: [], refused: f } : { accepts: f.accepts, refused: f.hint }]),
+          ),
+        }
+      : {}),
     security: [{ bearer: [] }],
     ...(parameters.length ? { parameters } : {}),
     ...(body ? { requestBody: { required: !query.length, content: { 'application/json': { schema: schemaOf(body, 'input') } } } } : {}),

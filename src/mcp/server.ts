@@ -354,7 +354,20 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
     return meta && (!meta.needsListChanges || catalogue.dynamic) ? { def: meta, handler: metaHandler(meta) } : undefined;
   };
 
-  return { operationHandler, registered, registeredNamed, unreachable, runTool, runUnreachable, progressOf };
+  /**
+   * A tool a call names that the SDK has not registered now: one the session reaches but does not
+   * list (it runs, as call_operation would run it: the token may, and the list is only what is
+   * loaded up front), or one it does not reach (the core answers why). Looked up per call: on
+   * stdio enable_toolsets lists more tools, which the SDK then serves.
+   */
+  const offList = (name: string): { tool: ToolDefinition; run: typeof runTool } | undefined => {
+    const tool = byName.get(name);
+    if (tool) return catalogue.listed.has(name) ? undefined : { tool, run: runTool };
+    const hidden = unreachable.get(name);
+    return hidden && { tool: hidden, run: runUnreachable };
+  };
+
+  return { operationHandler, registered, registeredNamed, offList, runTool, progressOf, elicitOf };
 }
 
 const META_BY_NAME = new Map(META_TOOLS.map((m) => [m.name, m]));
@@ -385,7 +398,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
     () => server.server.getClientCapabilities(),
   );
   for (const { def, handler } of tools.registered()) register(def, handler);
-  guardToolCalls(server, tools.unreachable, tools.runUnreachable, tools.progressOf);
+  guardToolCalls(server, tools.offList, tools.progressOf, tools.elicitOf);
   return server;
 }
 
@@ -408,7 +421,8 @@ export function fastToolCall(
   const entry = tools.registeredNamed(name);
   // A client that can ask its person: a call the approval policy may hold goes to the SDK's path,
   // which puts the question to the client (the fast path has no way to ask).
-  if (elicits && !(entry?.tool ?? tools.unreachable.get(name))?.op.annotations.readOnly) return undefined;
+  const off = entry ? undefined : tools.offList(name);
+  if (elicits && !(entry?.tool ?? off?.tool)?.op.annotations.readOnly) return undefined;
   if (entry) {
     return (async () => {
       let result: CallToolResult;
@@ -428,9 +442,8 @@ export function fastToolCall(
       return { result, raw: false };
     })();
   }
-  const tool = tools.unreachable.get(name);
-  if (!tool) return undefined;
-  return tools.runUnreachable(tool, args ?? {}, options).then((r) => ({
+  if (!off) return undefined;
+  return off.run(off.tool, args ?? {}, options).then((r) => ({
     result: answerOf(r, (value) => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value })),
     raw: true,
   }));
@@ -448,15 +461,16 @@ function formatIssue(issue: { message: string; path?: ReadonlyArray<PropertyKey 
  * - arguments nested deeper than any input (the SDK's validation would overflow its stack and
  *   answer -32603) are a JSON-RPC invalid-params error; a prototype key in them is the
  *   contract's 422 naming the field, as REST answers;
- * - a tool the session does not reach gets the core's refusal (the permission it needs and the
- *   ones the token has) instead of the SDK's "Tool X not found", without listing it.
+ * - a tool the session reaches but does not list runs (as through call_operation), and one it
+ *   does not reach gets the core's refusal (the permission it needs and the ones the token has),
+ *   instead of the SDK's "Tool X not found"; neither is added to the list.
  * Every other call goes to the SDK's handler unchanged.
  */
 function guardToolCalls(
   server: McpServer,
-  unreachable: ReadonlyMap<string, ToolDefinition>,
-  run: (tool: ToolDefinition, args: unknown, options: CallOptions) => Promise<RunResult>,
+  offList: (name: string) => { tool: ToolDefinition; run: (tool: ToolDefinition, args: unknown, options: ToolCallOptions) => Promise<RunResult> } | undefined,
   progressOf: (ctx: never) => ProgressReporter | undefined,
+  elicitOf: (ctx: never) => ClientAsker | undefined,
 ): void {
   const table = server.server as unknown as RequestTable;
   const sdk = table._getRequestHandler?.('tools/call');
@@ -467,9 +481,13 @@ function guardToolCalls(
     const problem = inputProblem(params?.arguments);
     if (problem?.kind === 'too_deep') throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments: ${problem.field} is ${problem.message.toLowerCase()}`);
     if (problem) return errorResult(validationError({ [problem.field]: [problem.message] }));
-    const tool = typeof params?.name === 'string' ? unreachable.get(params.name) : undefined;
-    if (!tool) return sdk(request, ctx);
-    const r = await run(tool, params?.arguments ?? {}, { progress: progressOf(ctx as never), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal });
+    const off = typeof params?.name === 'string' ? offList(params.name) : undefined;
+    if (!off) return sdk(request, ctx);
+    const r = await off.run(off.tool, params?.arguments ?? {}, {
+      progress: progressOf(ctx as never),
+      signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal,
+      elicit: elicitOf(ctx as never),
+    });
     return answerOf(r, (value) => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value }));
   });
 }

@@ -59,7 +59,8 @@ describe('berth mcp-config (stdio)', { timeout: 120_000 }, () => {
   it("prints each client's own format with absolute paths; a real SDK client started elsewhere with it lists the tools", async () => {
     const expected = {
       'claude-desktop': { key: 'mcpServers', type: undefined },
-      'claude-code': { key: 'mcpServers', type: 'stdio' },
+      // What `claude mcp add-json berth '<json>'` takes: the server object itself, no wrapper.
+      'claude-code': { key: undefined, type: 'stdio' },
       cursor: { key: 'mcpServers', type: undefined },
       vscode: { key: 'servers', type: 'stdio' },
       inspector: { key: 'mcpServers', type: 'stdio' },
@@ -68,8 +69,8 @@ describe('berth mcp-config (stdio)', { timeout: 120_000 }, () => {
       const r = await mcpConfig(['--client', client]);
       expect(r.code, r.stderr).toBe(0);
       const doc = JSON.parse(r.stdout);
-      expect(Object.keys(doc)).toEqual([shape.key]);
-      const entry = doc[shape.key].berth;
+      if (shape.key) expect(Object.keys(doc)).toEqual([shape.key]);
+      const entry = shape.key ? doc[shape.key].berth : doc;
       expect(entry.type).toBe(shape.type);
       expect(entry.command).toBe(process.execPath);
       expect(entry.args).toEqual([fs.realpathSync(CLI), 'mcp', '--data', dataDir]);
@@ -128,6 +129,11 @@ describe('berth mcp-config (stdio)', { timeout: 120_000 }, () => {
     const fresh = await mcpConfig(['--client', 'cursor', '--write', '--config-file', 'sub/cursor.json'], dir);
     expect(fresh.code, fresh.stderr).toBe(0);
     expect(Object.keys(JSON.parse(fs.readFileSync(path.join(dir, 'sub', 'cursor.json'), 'utf8')).mcpServers)).toEqual(['berth']);
+
+    // Claude Code prints the bare server object (for add-json) but its .mcp.json keeps the wrapper.
+    const code = await mcpConfig(['--client', 'claude-code', '--write', '--config-file', '.mcp.json'], dir);
+    expect(code.code, code.stderr).toBe(0);
+    expect(JSON.parse(fs.readFileSync(path.join(dir, '.mcp.json'), 'utf8')).mcpServers.berth).toMatchObject({ type: 'stdio', command: process.execPath });
   });
 
   it('a file that cannot be merged is left as it was and no token is made', async () => {
@@ -185,12 +191,12 @@ describe('berth mcp-config --http', { timeout: 120_000 }, () => {
       const r = await mcpConfig(['--client', client, '--http', `${served.url}/`]);
       expect(r.code, r.stderr).toBe(0);
       const doc = JSON.parse(r.stdout);
-      const entry = (doc.servers ?? doc.mcpServers).berth;
+      const entry = client === 'claude-code' ? doc : (doc.servers ?? doc.mcpServers).berth;
       expect(entry.type).toBe(type);
       expect(entry.url).toBe(`${served.url}/mcp`);
       expect(entry.headers.Authorization).toMatch(/^Bearer \d+\|/);
     }
-    const entry = JSON.parse((await mcpConfig(['--client', 'claude-code', '--http', served.url])).stdout).mcpServers.berth;
+    const entry = JSON.parse((await mcpConfig(['--client', 'claude-code', '--http', served.url])).stdout);
     const client = new Client({ name: 'http-like', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(entry.url), { requestInit: { headers: entry.headers } }));
     try {

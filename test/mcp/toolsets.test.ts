@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentHint, BerthError, fromWire } from '../../src/errors.js';
 import { operations } from '../../src/core/operations/index.js';
 import { AGENT_LOG_CHARS, agentOutputValue } from '../../src/mcp/tools/agent-view.js';
-import { CLI, errorBody, httpClient, stdioClient, type AnyClient } from '../helpers/mcp.js';
+import { CLI, CLIENT_KINDS, errorBody, httpClient, stdioClient, type AnyClient } from '../helpers/mcp.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { remoteClient } from './remote/helpers.js';
 import { storeEnv } from '../helpers/store.js';
@@ -220,6 +220,30 @@ describe('reaching the rest over stdio', () => {
       });
     });
     expect((await call(s.url, 'GET', `/api/v1/projects/${projectUuid}`, { token: s.rootToken })).status).toBe(200);
+  });
+
+  it('a tool the token may use but the list leaves out runs when called by name, on every door, and stays unlisted', async () => {
+    const reader = await s.token({ permissions: ['read'] });
+    const args = { per_page: 5 };
+    const doors: Array<[string, () => Promise<AnyClient>]> = [
+      ['stdio', () => defaultStdio(reader.token)],
+      ...CLIENT_KINDS.map((k): [string, () => Promise<AnyClient>] => [`http ${k}`, () => httpClient(k, s.url, reader.token, { 'X-Berth-Toolsets': 'default' })]),
+      ['remote', () => remoteClient('v2-modern', s.url, reader.token, ['--toolsets', 'default'])],
+    ];
+    for (const [door, open] of doors) {
+      await using(await open(), async (c) => {
+        const r = await c.callTool('list_projects', args);
+        expect(r.isError, door).toBeFalsy();
+        const via = (await c.callTool('call_operation', { name: 'list_projects', arguments: args })).structuredContent as { result: unknown };
+        expect(r.structuredContent, door).toEqual(via.result);
+        // Its own schema still holds, with the operation's hint; the list is what it was.
+        expect(errorBody(await c.callTool('list_projects', { nope: 1 })), door).toMatchObject({ errors: { nope: ['This field is not allowed.'] } });
+        expect(
+          (await c.listTools()).tools.map((t) => t.name),
+          door,
+        ).not.toContain('list_projects');
+      });
+    }
   });
 
   it('describe_operation gives any reachable operation its schemas and says whether it is listed', async () => {

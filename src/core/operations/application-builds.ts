@@ -12,6 +12,7 @@ import { queueDeployment } from './deployments.js';
 import { applyRuntimeFields, normalizeDomains, runtimeFields } from './applications.js';
 import { UNBUILT_TAG, type ApplicationConfig, type BuildSource } from '../model/application.js';
 import { newResourceRow, placementInput, resolvePlacement } from './resource-common.js';
+import { APPLICATION_FIELDS } from './coolify-fields.js';
 
 const shared = {
   ...placementInput,
@@ -131,6 +132,7 @@ export const applicationBuildOperations = [
     output: () => output,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/dockerfile', status: 201 },
+    unsupported: APPLICATION_FIELDS,
     async run(ctx, { dockerfile, ...i }) {
       // As Coolify: base64 only, and the text inside must be a plain (ASCII) Dockerfile.
       const text = /^[A-Za-z0-9+/]+={0,2}$/.test(dockerfile.replace(/\s/g, '')) ? Buffer.from(dockerfile, 'base64').toString('latin1') : null;
@@ -158,6 +160,7 @@ export const applicationBuildOperations = [
     output: () => output,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/public', status: 201 },
+    unsupported: APPLICATION_FIELDS,
     async run(ctx, { git_repository, git_branch, build_pack, base_directory, dockerfile_location, ...i }) {
       dockerfileOnly(build_pack);
       const why = new TargetGuard(ctx.config.outboundAllowedTargets).urlRefusal(git_repository, ['http', 'https', 'git']);
@@ -185,6 +188,7 @@ export const applicationBuildOperations = [
     output: () => output,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/private-deploy-key', status: 201 },
+    unsupported: APPLICATION_FIELDS,
     async run(ctx, { git_repository, git_branch, build_pack, base_directory, dockerfile_location, private_key_uuid, git_host_key, ...i }) {
       dockerfileOnly(build_pack);
       const repo = parseSshRepository(git_repository);
@@ -210,6 +214,7 @@ export const applicationBuildOperations = [
     output: () => output,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/private-github-app', status: 201 },
+    unsupported: APPLICATION_FIELDS,
     async run({ db, caller }, i) {
       // The references are the team's (the same 404 as a missing one) before the answer that GitHub is out of reach.
       await resolvePlacement(db, caller.teamId, i);

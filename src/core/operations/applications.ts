@@ -16,6 +16,7 @@ import { description, domains, imageName, imageTag, name, portsExposes, portsMap
 import { CREATE, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
+import { APPLICATION_FIELDS, APPLICATION_UPDATE_FIELDS } from './coolify-fields.js';
 
 export const applicationSchema = z.object({
   ...placedSchema,
@@ -151,6 +152,7 @@ export const applicationOperations = [
     output: () => z.object({ uuid: z.string(), domains: z.string().nullable(), deployment_uuid: z.string().optional() }),
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/applications/dockerimage', status: 201 },
+    unsupported: APPLICATION_FIELDS,
     async run(ctx, i) {
       const { db, caller } = ctx;
       const place = await resolvePlacement(db, caller.teamId, i);
@@ -200,6 +202,7 @@ export const applicationOperations = [
     output: () => z.object({ uuid: z.string() }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/applications/{uuid}' },
+    unsupported: APPLICATION_UPDATE_FIELDS,
     async run({ db: store, caller }, { uuid, ...i }) {
       // Read, merge and write the config in one transaction: concurrent PATCHes of different
       // fields both land.

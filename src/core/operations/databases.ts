@@ -17,6 +17,7 @@ import { CREATE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
 import { DATABASE_KINDS, type DatabaseKind } from '../model/kinds.js';
+import { DATABASE_FIELDS, DATABASE_UPDATE_FIELDS } from './coolify-fields.js';
 
 const password = () => {
   const a = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -158,6 +159,7 @@ function createOperation(kind: DatabaseKind) {
     output: () => z.object({ uuid: z.string(), internal_db_url: sensitive(z.string()), deployment_uuid: z.string().optional() }),
     annotations: CREATE,
     http: { method: 'POST', path: `/api/v1/databases/${kind}`, status: 201 },
+    unsupported: DATABASE_FIELDS[kind],
     async run(ctx, i) {
       const { db, caller } = ctx;
       const place = await resolvePlacement(db, caller.teamId, i);
@@ -247,6 +249,7 @@ export const databaseOperations = [
     output: () => messageSchema,
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/databases/{uuid}' },
+    unsupported: DATABASE_UPDATE_FIELDS,
     async run({ db: store, caller }, { uuid, name: n, description: d, image, is_public, public_port, tags: t, ...rest }) {
       // Read, merge and write the config in one transaction: concurrent PATCHes of different
       // fields both land.

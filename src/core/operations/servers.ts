@@ -16,6 +16,7 @@ import { sensitive } from '../redact.js';
 import { description, engineEndpoint, engineName, engineTls, hostAddress, hostKeyFingerprint, name, sshUser, uuidParam } from '../validators.js';
 import { displayStatus } from './resource-common.js';
 import { bool, CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
+import { SERVER_FIELDS } from './coolify-fields.js';
 
 type Row<T> = Omit<T, 'id'> & { id: number };
 type ServerRow = Row<ServersTable>;
@@ -190,6 +191,7 @@ export const serverOperations = [
     output: () => uuidSchema,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/servers', status: 201 },
+    unsupported: SERVER_FIELDS,
     async run({ db, caller }, i) {
       const keyId = await keyIdFor(db, caller.teamId, i.private_key_uuid);
       const { address } = settleAddress(
@@ -269,6 +271,7 @@ export const serverOperations = [
     output: () => uuidSchema,
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/servers/{uuid}', status: 201 },
+    unsupported: SERVER_FIELDS,
     async run({ db, caller }, { uuid, host_access, ...i }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
       if (host_access !== undefined) assertMayChangeHostAccess(caller);

@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { validationError } from '../../errors.js';
 import { pathParams, type CallOptions, type Operation, type ProgressReporter } from '../../core/operation.js';
 import { pageOf } from '../../core/pagination.js';
-import { issuesToErrors } from '../../core/validation.js';
+import { parseInput } from '../../core/validation.js';
 import { RetryLaterError, type Method, type PacedClient, type PacedResponse } from './paced-client.js';
 import { ToolCallError, type ToolExecutor } from '../server.js';
 import { ERROR_BODY_LIMIT, redactText, upstreamErrorBody } from './redact-upstream.js';
@@ -176,8 +175,7 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
   return async (tool, rawArgs, options: CallOptions) => {
     const op = tool.op;
     const args = (rawArgs ?? {}) as Record<string, unknown>;
-    const parsed = op.input.safeParse(args);
-    if (!parsed.success) throw validationError(issuesToErrors(parsed.error.issues, op.unsupported));
+    const input = parseInput(op, args);
     const req = upstreamRequest(op, args, upstream.basePath);
     const waits = waitReporter(options.progress, logger, tool.name);
     let res: PacedResponse;
@@ -189,7 +187,7 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
       waits.stop();
     }
     if (res.status < 200 || res.status >= 300) throw new ToolCallError(upstreamErrorBody(res.status, res.body, secrets), res.status);
-    return checkOutput(op, outputFrom(op, res, parsed.data as Record<string, unknown>, secrets));
+    return checkOutput(op, outputFrom(op, res, input, secrets));
   };
 
   function failure(err: unknown, req: UpstreamRequest): ToolCallError {

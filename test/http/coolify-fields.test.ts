@@ -1,0 +1,135 @@
+/**
+ * Coolify fields berth does not apply (src/core/operations/coolify-fields.ts): a value that asks
+ * for what berth does anyway passes, any other is a 422 naming the field and saying berth does
+ * not support it yet, the same over REST, MCP and remote mode. Real server, real SDK clients.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operations } from '../../src/core/operations/index.js';
+import { parseInput } from '../../src/core/validation.js';
+import { errorBody, httpClient } from '../helpers/mcp.js';
+import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { remoteClient } from '../mcp/remote/helpers.js';
+
+const NOT_YET = 'berth does not support this Coolify field yet: ';
+
+let s: TestServer;
+let place: Record<string, string>;
+beforeAll(async () => {
+  s = await startTestServer();
+  const project_uuid = (await call(s.url, 'POST', '/api/v1/projects', { token: s.rootToken, body: { name: 'coolify-fields' } })).json.uuid;
+  const server_uuid = (await call(s.url, 'POST', '/api/v1/servers', { token: s.rootToken, body: { name: 'box', ip: '10.0.0.9' } })).json.uuid;
+  place = { project_uuid, server_uuid, environment_name: 'production' };
+}, 60_000);
+afterAll(() => s?.stop());
+
+const api = (method: string, path: string, body: Record<string, unknown>) => call(s.url, method, `/api/v1${path}`, { token: s.rootToken, body });
+const repo = { git_repository: 'https://git.example.test/team/app.git', git_branch: 'main', build_pack: 'dockerfile', ports_exposes: '80' };
+
+describe('Coolify fields berth does not apply', () => {
+  it("Coolify's create-server body passes when it asks for what berth does; other values are refused by name", async () => {
+    const body = { name: 'coolify-body', ip: '10.0.0.10', port: 22, user: 'root', is_build_server: false, instant_validate: false, proxy_type: 'none' };
+    expect((await api('POST', '/servers', body)).status).toBe(201);
+    const r = await api('POST', '/servers', { ...body, is_build_server: true, instant_validate: true, proxy_type: 'traefik' });
+    expect(r.status).toBe(422);
+    expect(r.json).toEqual({
+      message: 'Validation error.',
+      errors: {
+        is_build_server: [expect.stringMatching(/^berth does not support this Coolify field yet: berth has no build servers/)],
+        instant_validate: [expect.stringContaining('POST /servers/{uuid}/validate')],
+        proxy_type: [expect.stringContaining('proxy_type "none"')],
+      },
+    });
+  });
+
+  it('application creates and PATCH: what berth does passes, the rest names the field and what to do instead', async () => {
+    const same = {
+      is_static: false,
+      is_spa: false,
+      use_build_server: false,
+      is_auto_deploy_enabled: false,
+      is_force_https_enabled: false,
+      connect_to_docker_network: true,
+      health_check_type: 'http',
+      git_commit_sha: 'HEAD',
+      redirect: 'both',
+      install_command: null,
+      pre_deployment_command: '',
+      autogenerate_domain: false,
+    };
+    const made = await api('POST', '/applications/public', { ...place, ...repo, ...same });
+    expect(made.status, JSON.stringify(made.json)).toBe(201);
+    const refused = await api('POST', '/applications/public', {
+      ...place,
+      ...repo,
+      is_static: true,
+      install_command: 'npm ci',
+      watch_paths: 'src/**',
+      health_check_type: 'cmd',
+      git_commit_sha: 'abc123',
+    });
+    expect(refused.status).toBe(422);
+    expect(Object.keys(refused.json.errors).sort()).toEqual(['git_commit_sha', 'health_check_type', 'install_command', 'is_static', 'watch_paths']);
+    expect(refused.json.errors.install_command).toEqual([`${NOT_YET}berth builds with a Dockerfile only (build_pack "dockerfile"): put the step in the Dockerfile.`]);
+    expect(refused.json.errors.watch_paths[0]).toContain('POST /deploy');
+
+    const image = { ...place, docker_registry_image_name: 'nginx', ports_exposes: '80' };
+    expect((await api('POST', '/applications/dockerimage', { ...image, use_build_server: true })).json.errors.use_build_server[0]).toMatch(new RegExp(`^${NOT_YET}`));
+    const patch = (body: Record<string, unknown>) => api('PATCH', `/applications/${made.json.uuid}`, body);
+    expect((await patch({ is_static: false, instant_deploy: false })).status).toBe(200);
+    expect((await patch({ is_static: true })).json.errors).toEqual({ is_static: [expect.stringMatching(new RegExp(`^${NOT_YET}berth has no static-site mode`))] });
+  });
+
+  it("databases: each kind's configuration fields name the field, with the env or file storage to use instead", async () => {
+    const pg = await api('POST', '/databases/postgresql', { ...place, postgres_initdb_args: '--data-checksums', postgres_host_auth_method: 'scram-sha-256', postgres_conf: 'max_connections = 50' });
+    expect(pg.status).toBe(422);
+    expect(pg.json.errors).toEqual({
+      postgres_initdb_args: [expect.stringContaining('POSTGRES_INITDB_ARGS with POST /databases/{uuid}/envs')],
+      postgres_host_auth_method: [expect.stringContaining('POSTGRES_HOST_AUTH_METHOD')],
+      postgres_conf: [`${NOT_YET}berth cannot install a postgresql.conf yet.`],
+    });
+    expect((await api('POST', '/databases/mysql', { ...place, mysql_conf: '[mysqld]\n' })).json.errors.mysql_conf[0]).toContain('/etc/mysql/conf.d/custom.cnf');
+    expect((await api('POST', '/databases/redis', { ...place, redis_conf: 'maxmemory 1mb' })).json.errors.redis_conf[0]).toMatch(new RegExp(`^${NOT_YET}`));
+    expect((await api('POST', '/databases/postgresql', { ...place, postgres_conf: null, postgres_initdb_args: '' })).status).toBe(201);
+  });
+
+  it('every declared field is refused by name for a value it does not accept, and none is also a field the operation applies', () => {
+    for (const op of operations.filter((o) => o.unsupported)) {
+      const table = op.unsupported!;
+      const shape = Object.keys(op.input.shape);
+      expect(
+        shape.filter((k) => k in table),
+        op.name,
+      ).toEqual([]);
+      // A number no entry accepts: every field of the table answers its own message.
+      let errors: Record<string, string[]> = {};
+      try {
+        parseInput(op, Object.fromEntries(Object.keys(table).map((k) => [k, 987654])));
+      } catch (err) {
+        errors = (err as { details: { errors: Record<string, string[]> } }).details.errors;
+      }
+      for (const k of Object.keys(table)) expect(errors[k], `${op.name} ${k}`).toEqual([expect.stringMatching(new RegExp(`^${NOT_YET}.+\\.$`))]);
+    }
+  });
+
+  it('the OpenAPI document lists them per operation: the values accepted, and why any other is refused', async () => {
+    const doc = (await call(s.url, 'GET', '/api/v1/openapi.json')).json;
+    expect(doc.paths['/api/v1/servers'].post['x-berth-coolify-fields'].is_build_server).toEqual({ accepts: [false], refused: expect.stringContaining('no build servers') });
+    expect(doc.paths['/api/v1/databases/postgresql'].post['x-berth-coolify-fields'].postgres_conf).toEqual({ accepts: [null, ''], refused: 'berth cannot install a postgresql.conf yet' });
+  });
+
+  it('MCP over HTTP and remote mode answer the same: accepted values run, others name the field', async () => {
+    const clients = [await httpClient('v2-modern', s.url, s.rootToken), await remoteClient('v2-modern', s.url, s.rootToken)];
+    try {
+      for (const c of clients) {
+        const ok = await c.callTool('create_server', { name: 'via-mcp', ip: '10.0.0.11', is_build_server: false, proxy_type: 'none' });
+        expect(ok.isError, JSON.stringify(ok.content)).toBeFalsy();
+        expect(errorBody(await c.callTool('create_server', { name: 'via-mcp', ip: '10.0.0.12', is_build_server: true }))).toMatchObject({
+          message: 'Validation error.',
+          errors: { is_build_server: [expect.stringMatching(new RegExp(`^${NOT_YET}berth has no build servers`))] },
+        });
+      }
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+  });
+});
