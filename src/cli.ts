@@ -165,9 +165,9 @@ command(team, 'remove-member', 'remove a user from a team (their tokens for it a
         operation: 'remove_team_member',
         args,
         // The entry names the tokens revoked with the membership, as `token revoke`'s names its one.
-        facts: (m) => ({ ...membershipFacts(m), targets: [...membershipFacts(m).targets, ...m.revokedTokens.map((id) => `token:${id}`)] }),
+        facts: (m) => ({ ...membershipFacts(m), targets: [...membershipFacts(m).targets, ...m.revoked_tokens.map((id) => `token:${id}`)] }),
       });
-      const revoked = r.revokedTokens.length;
+      const revoked = r.revoked_tokens.length;
       print(o, r, `${r.user.email} left "${r.team.name}"${revoked ? ` (${revoked} token${revoked === 1 ? '' : 's'} revoked)` : ''}.`);
     }),
   );

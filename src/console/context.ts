@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { RelyingParty } from '../auth/passkeys.js';
 import { BerthError } from '../errors.js';
-import { hostAllowed } from '../http-common/allowed-hosts.js';
+import { hostAllowed, requestOrigin } from '../http-common/allowed-hosts.js';
 import type { RateLimits, LimitSpec } from '../limits/rate-limits.js';
 import { rateLimited } from '../limits/rate-limits.js';
 import type { Mailer } from '../mail/mailer.js';
@@ -56,7 +56,8 @@ export function relyingParty(deps: ConsoleDeps, req: FastifyRequest): RelyingPar
  */
 export function baseUrl(deps: ConsoleDeps, req: FastifyRequest): string | null {
   if (deps.publicUrl) return deps.publicUrl;
-  return hostAllowed(deps.linkHosts, req.host) ? `${req.protocol}://${req.host}` : null;
+  if (!hostAllowed(deps.linkHosts, req.host)) return null;
+  return requestOrigin(req.protocol, req.host, req.socket.localPort);
 }
 
 /** A local path to go on to after signing in; anything else (another site, //host, \\) is the home page. */

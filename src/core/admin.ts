@@ -208,7 +208,7 @@ export async function removeMember(db: Db, input: { team: string; email: string 
     const r = await trx.deleteFrom('team_members').where('team_id', '=', team.id).where('user_id', '=', user.id).executeTakeFirst();
     if (r.numDeletedRows === 0n) throw validationError({ email: [`${i.email} is not a member of ${team.name}.`] });
     const revokedTokens = await revokeMemberTokens(trx, team.id, user.id);
-    return { team: { id: team.id, name: team.name }, user: { id: user.id, email: user.email }, revokedTokens };
+    return { team: { id: team.id, name: team.name }, user: { id: user.id, email: user.email }, revoked_tokens: revokedTokens };
   });
 }
 

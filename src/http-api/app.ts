@@ -88,7 +88,8 @@ function inputOf(req: FastifyRequest, op: Operation): Record<string, unknown> {
     const problem = inputProblem(part);
     if (problem) throw validationError({ [problem.field]: [problem.message] });
   }
-  if (req.method !== 'GET' && req.method !== 'DELETE') refuseStrayQuery(op, query, fromBody);
+  // HEAD is a GET without its body (Fastify serves it with the GET route).
+  if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE') refuseStrayQuery(op, query, fromBody);
   // The router already parsed the path's parameters; no need to re-read the template per request.
   const clash = Object.keys(params).filter((n) => Object.hasOwn(fromBody, n));
   if (clash.length) throw validationError(Object.fromEntries(clash.map((n) => [n, ['This field is taken from the path and cannot be set in the body.']])));
@@ -105,7 +106,14 @@ function refuseStrayQuery(op: Operation, query: Record<string, unknown>, body: R
   for (const name of Object.keys(query)) {
     if (op.http.query?.includes(name)) {
       if (Object.hasOwn(body, name)) errors[name] = ['Give this field in the query string or the body, not both.'];
-    } else errors[name] = [Object.hasOwn(op.input.shape, name) ? 'Send this field in the JSON body, not the query string.' : 'This field is not allowed.'];
+    } else
+      errors[name] = [
+        op.http.path.includes(`{${name}}`)
+          ? 'This field is taken from the path.'
+          : Object.hasOwn(op.input.shape, name)
+            ? 'Send this field in the JSON body, not the query string.'
+            : 'This field is not allowed.',
+      ];
   }
   if (Object.keys(errors).length) throw validationError(errors);
 }
@@ -128,11 +136,13 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     frameworkErrors: (err, _req, reply) => void send(reply, toWire(fromFastifyError(err))),
     // A request Node cannot even parse has no route or token to check: the contract's shape all the same.
     clientErrorHandler: (err: Error & { code?: string }, socket) => {
-      if (!socket.writable) {
+      // A reset peer hears nothing (as Fastify's own handler does).
+      if (err.code === 'ECONNRESET' || !socket.writable) {
         socket.destroy();
         return;
       }
-      const [status, message] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request headers too large.'] : [400, 'Bad request.'];
+      const [status, message] =
+        err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request headers too large.'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'The request took too long to arrive.'] : [400, 'Bad request.'];
       const body = JSON.stringify({ message });
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     },

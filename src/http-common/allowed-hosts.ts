@@ -16,6 +16,24 @@ export function allowedHosts(config: Pick<Config, 'host' | 'mcpAllowedHosts'>): 
 export const hostAllowed = (allowed: readonly string[] | null, host: string): boolean => allowed?.includes(hostnameOf(host)) === true;
 
 /**
+ * The origin a request's Host names, when it is a plain `name[:port]` (no user, path or characters
+ * that URL parsers read differently: the link must mean the same in every mail client) whose
+ * port, if it has one, is the one the request came in on: a Host naming another port could send a
+ * mailed link to whatever listens there. Without a port it is a proxy's name (or port 80/443).
+ */
+export function requestOrigin(protocol: string, host: string, localPort: number | undefined): string | null {
+  let u: URL;
+  try {
+    u = new URL(`${protocol}://${host}`);
+  } catch {
+    return null;
+  }
+  if (u.host !== host.toLowerCase() || u.username || u.password || u.pathname !== '/' || u.search || u.hash) return null;
+  if (u.port !== '' && Number(u.port) !== localPort) return null;
+  return u.origin;
+}
+
+/**
  * The Host header's name as the URL parser reads it ('' when unparsable, which no list allows),
  * kept per header value: clients send the same one with every request.
  */

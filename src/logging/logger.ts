@@ -70,7 +70,9 @@ export function redactUrl(url: unknown): unknown {
       } catch {
         /* a malformed escape: judge the raw name */
       }
-      return eq >= 0 && !HARMLESS_PARAM.has(decoded) ? `${name}=[redacted]` : pair;
+      if (HARMLESS_PARAM.has(decoded)) return pair;
+      // A bare key (`?ghp_…`) may itself be the secret.
+      return eq >= 0 ? `${name}=[redacted]` : pair === '' ? pair : '[redacted]';
     })
     .join('&');
   out = `${out.slice(0, q + 1)}${query}${out.slice(end)}`;

@@ -4,7 +4,7 @@ import { browse, csrfOf, Jar } from '../helpers/console.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { storeEnv } from '../helpers/store.js';
 
-/** `berth login-link` prints a link (and nothing else) on stdout that signs the person in once. */
+/** `berth login-link` prints a link (and nothing else) on stdout that signs the person in once; stderr says where its address came from. */
 describe('berth login-link', { timeout: 60_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
@@ -17,7 +17,8 @@ describe('berth login-link', { timeout: 60_000 }, () => {
       cwd: s.dataDir,
       env: { ...storeEnv(s.dataDir), BERTH_PUBLIC_URL: 'https://berth.example.test/' },
     });
-    expect(r.stderr).toBe('');
+    // stdout is the link alone; stderr says where its address came from.
+    expect(r.stderr).toBe('(address from BERTH_PUBLIC_URL; --url sets it)\n');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^https:\/\/berth\.example\.test\/login\/link\?token=[A-Za-z0-9_-]{43}\n$/);
     const url = new URL(r.stdout.trim());

@@ -90,6 +90,9 @@ describe('Coolify fields berth does not apply', () => {
     expect((await api('POST', '/databases/mysql', { ...place, mysql_conf: '[mysqld]\n' })).json.errors.mysql_conf[0]).toContain('/etc/mysql/conf.d/custom.cnf');
     expect((await api('POST', '/databases/redis', { ...place, redis_conf: 'maxmemory 1mb' })).json.errors.redis_conf[0]).toMatch(new RegExp(`^${NOT_YET}`));
     expect((await api('POST', '/databases/postgresql', { ...place, postgres_conf: null, postgres_initdb_args: '' })).status).toBe(201);
+    // Coolify takes every kind's fields on every create: another kind's null passes, its value is named.
+    expect((await api('POST', '/databases/mysql', { ...place, postgres_conf: null, redis_conf: '' })).status).toBe(201);
+    expect(Object.keys((await api('POST', '/databases/mysql', { ...place, postgres_conf: 'max_connections = 5' })).json.errors)).toEqual(['postgres_conf']);
   });
 
   it('every declared field is refused by name for a value it does not accept, and none is also a field the operation applies', () => {

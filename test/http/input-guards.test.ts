@@ -145,6 +145,8 @@ describe('credentials in URLs never reach a log line', () => {
     expect(redactUrl('/api/v1/applications/a/envs?key=DBPASS&value=hunter2&note=x&per_page=5&uuid=abc')).toBe(
       '/api/v1/applications/a/envs?key=[redacted]&value=[redacted]&note=[redacted]&per_page=5&uuid=abc',
     );
+    // A bare key may be the secret itself; a harmless flag name stays.
+    expect(redactUrl('/x?ghp_abc123&full&page=2')).toBe('/x?[redacted]&full&page=2');
     expect(redactUrl(42)).toBe(42);
   });
 

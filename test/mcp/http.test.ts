@@ -223,6 +223,18 @@ describe('HTTP transport rules', () => {
     expect((await call(s.url, 'POST', '/mcp', { token: t.token, body: [toolCall(1, 'list_tags')], headers: modern })).status).toBe(400);
   });
 
+  it('a body that is not sent as JSON is a JSON-RPC parse error (400), whatever its type, and runs nothing', async () => {
+    const t = await s.token({ permissions: ['read', 'write'] });
+    const text = JSON.stringify(toolCall(1, 'create_tag', { name: 'sent-as-text' }));
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream']) {
+      const r = await call(s.url, 'POST', '/mcp', { token: t.token, body: text, headers: { ...modern, 'content-type': type } });
+      expect(r.status, type).toBe(400);
+      expect(r.json, type).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: Send the body as application/json.' } });
+    }
+    const tags = await call(s.url, 'GET', '/api/v1/tags', { token: t.token });
+    expect(tags.json.filter((x: { name: string }) => x.name === 'sent-as-text')).toEqual([]);
+  });
+
   it('X-Berth-Read-Only accepts exactly true or false; anything else is a 422, never a wider session', async () => {
     for (const v of ['1', 'yes', 'TRUE', 'True', 'on', '']) {
       const r = await call(s.url, 'POST', '/mcp', { token: s.rootToken, body: rpc, headers: { ...accept, 'x-berth-read-only': v } });

@@ -80,7 +80,7 @@ const confFile = (what: string) => field(`berth cannot install a ${what} yet`, .
 const mysqlConf = field('mount it as a file storage: POST /databases/{uuid}/storages with type "file", mount_path /etc/mysql/conf.d/custom.cnf and its content', ...NONE);
 
 /** Each database kind's own configuration fields (Coolify allows every kind's on every create). */
-export const DATABASE_FIELDS = {
+const DATABASE_FIELDS = {
   postgresql: { postgres_initdb_args: initdbEnv('POSTGRES_INITDB_ARGS'), postgres_host_auth_method: initdbEnv('POSTGRES_HOST_AUTH_METHOD'), postgres_conf: confFile('postgresql.conf') },
   mysql: { mysql_conf: mysqlConf },
   mariadb: { mariadb_conf: mysqlConf },
@@ -91,8 +91,11 @@ export const DATABASE_FIELDS = {
   dragonfly: {},
 } as const satisfies Record<DatabaseKind, Record<string, CoolifyField>>;
 
+/** Every create takes every kind's configuration fields, as Coolify's do (a client sends `postgres_conf: null` to any). */
+export const DATABASE_CREATE_FIELDS: Readonly<Record<string, CoolifyField>> = Object.assign({}, ...Object.values(DATABASE_FIELDS));
+
 /** PATCH /databases/{uuid}: every kind's configuration fields, and a restart asked for with the change. */
 export const DATABASE_UPDATE_FIELDS: Readonly<Record<string, CoolifyField>> = {
-  ...Object.assign({}, ...Object.values(DATABASE_FIELDS)),
+  ...DATABASE_CREATE_FIELDS,
   instant_deploy: field('restart it with POST /databases/{uuid}/restart after the change', false, null),
 };

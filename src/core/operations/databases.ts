@@ -17,7 +17,7 @@ import { CREATE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
 import { DATABASE_KINDS, type DatabaseKind } from '../model/kinds.js';
-import { DATABASE_FIELDS, DATABASE_UPDATE_FIELDS } from './coolify-fields.js';
+import { DATABASE_CREATE_FIELDS, DATABASE_UPDATE_FIELDS } from './coolify-fields.js';
 
 const password = () => {
   const a = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -159,7 +159,7 @@ function createOperation(kind: DatabaseKind) {
     output: () => z.object({ uuid: z.string(), internal_db_url: sensitive(z.string()), deployment_uuid: z.string().optional() }),
     annotations: CREATE,
     http: { method: 'POST', path: `/api/v1/databases/${kind}`, status: 201 },
-    unsupported: DATABASE_FIELDS[kind],
+    unsupported: DATABASE_CREATE_FIELDS,
     async run(ctx, i) {
       const { db, caller } = ctx;
       const place = await resolvePlacement(db, caller.teamId, i);

@@ -13,7 +13,7 @@ import { owned } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { sensitive } from '../redact.js';
-import { description, engineEndpoint, engineName, engineTls, hostAddress, hostKeyFingerprint, name, sshUser, uuidParam } from '../validators.js';
+import { description, flag, engineEndpoint, engineName, engineTls, hostAddress, hostKeyFingerprint, name, sshUser, uuidParam } from '../validators.js';
 import { displayStatus } from './resource-common.js';
 import { bool, CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
 import { SERVER_FIELDS } from './coolify-fields.js';
@@ -344,7 +344,8 @@ export const serverOperations = [
     input: () =>
       z.strictObject({
         uuid: uuidParam,
-        accept_host_key: z.boolean().optional().describe('Trust the SSH host key the server presents now, replacing the pinned one (after a reinstall, say). Check its fingerprint first.'),
+        // flag: Coolify's GET /servers/{uuid}/validate brings it as a query string's "true".
+        accept_host_key: flag.optional().describe('Trust the SSH host key the server presents now, replacing the pinned one (after a reinstall, say). Check its fingerprint first.'),
       }),
     output: () => z.object({ message: z.string(), is_reachable: z.boolean(), is_usable: z.boolean(), validation_logs: z.string(), host_key_fingerprint: z.string().nullable() }),
     annotations: ENGINE,

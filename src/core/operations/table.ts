@@ -12,5 +12,9 @@ export const registerOperationTable = (ops: readonly Operation[]): void => {
   names = new Set(ops.map((o) => o.name));
 };
 
-export const operationTable = (): readonly Operation[] => table;
+/** The table; read before operations/index.ts registered it, a bug that would hide nothing, so it throws. */
+export const operationTable = (): readonly Operation[] => {
+  if (!table.length) throw new Error('The operation table is read before operations/index.ts registered it.');
+  return table;
+};
 export const operationNames = (): ReadonlySet<string> => names;

@@ -20,27 +20,30 @@ const scalar = (v: unknown) => (typeof v === 'object' && v !== null ? JSON.strin
 
 /**
  * Path parameters from the input; for GET and DELETE the other fields go in the query, otherwise
- * in a JSON body. The agent's own arguments are sent (validated here first, never rewritten), so
- * the upstream applies its own defaults and judges them exactly as its REST door would.
+ * in a JSON body, except the query fields the declaration names (http.query: Coolify reads
+ * `restart?latest=` there, and drops it from a body). The agent's own arguments are sent
+ * (validated here first, never rewritten), so the upstream applies its own defaults and judges
+ * them exactly as its REST door would.
  */
 export function upstreamRequest(op: Operation, args: Record<string, unknown>, basePath = ''): UpstreamRequest {
   const names = pathParams(op.http.path);
   const path = op.http.path.replace(/\{([a-z_]+)\}/g, (_m, name: string) => encodeURIComponent(scalar(args[name])));
   const rest = Object.entries(args).filter(([k, v]) => !names.includes(k) && v !== undefined);
-  if (op.http.method === 'GET' || op.http.method === 'DELETE') {
-    const query = new URLSearchParams();
-    for (const [k, v] of rest) {
-      if (v === null) continue;
-      for (const item of Array.isArray(v) ? v : [v]) query.append(k, scalar(item));
-    }
-    const qs = query.toString();
-    return { method: op.http.method, path: `${basePath}${path}${qs ? `?${qs}` : ''}` };
+  const inQuery = op.http.method === 'GET' || op.http.method === 'DELETE' ? () => true : (k: string) => op.http.query?.includes(k) === true;
+  const query = new URLSearchParams();
+  for (const [k, v] of rest) {
+    if (v === null || !inQuery(k)) continue;
+    for (const item of Array.isArray(v) ? v : [v]) query.append(k, scalar(item));
   }
+  const qs = query.toString();
+  const target = `${basePath}${path}${qs ? `?${qs}` : ''}`;
+  if (op.http.method === 'GET' || op.http.method === 'DELETE') return { method: op.http.method, path: target };
   // An operation without body fields gets no body at all (Coolify refuses an empty JSON body).
-  const hasBodyFields = Object.keys(op.input.shape).some((k) => !names.includes(k));
+  const hasBodyFields = Object.keys(op.input.shape).some((k) => !names.includes(k) && !op.http.query?.includes(k));
   // Fields the REST body names otherwise (Operation.http.bodyNames) go by that name.
   const restName = new Map(Object.entries(op.http.bodyNames ?? {}).map(([r, i]) => [i, r]));
-  return { method: op.http.method, path: `${basePath}${path}`, ...(hasBodyFields ? { body: Object.fromEntries(rest.map(([k, v]) => [restName.get(k) ?? k, v])) } : {}) };
+  const body = Object.fromEntries(rest.filter(([k]) => !inQuery(k)).map(([k, v]) => [restName.get(k) ?? k, v]));
+  return { method: op.http.method, path: target, ...(hasBodyFields ? { body } : {}) };
 }
 
 const header = (h: PacedResponse['headers'], name: string) => {

@@ -86,7 +86,15 @@ describe('remote mode against a Coolify-like upstream', () => {
       hint: 'The upstream is busy: retry after 60 s (not retried automatically, because repeating a POST could make the change twice).',
     });
     expect(up.seen.filter((x) => x.url.startsWith('/api/v1/deploy')).length - before).toBe(1);
-    expect(up.seen.find((x) => x.url.startsWith('/api/v1/deploy'))!.body).toBe('{"uuid":"app1"}');
+    // Coolify reads deploy's uuid from the query (and a body's would be dropped).
+    const sent = up.seen.find((x) => x.url.startsWith('/api/v1/deploy'))!;
+    expect({ url: sent.url, body: sent.body }).toEqual({ url: '/api/v1/deploy?uuid=app1', body: '' });
+  });
+
+  it("fields Coolify reads from a write's query go there, the rest in the body (restart_service's latest)", async () => {
+    await c.callTool('restart_service', { uuid: 'svc1', latest: true });
+    const sent = up.seen.filter((x) => x.url.startsWith('/api/v1/services/svc1/restart')).at(-1)!;
+    expect({ method: sent.method, url: sent.url, body: sent.body }).toEqual({ method: 'POST', url: '/api/v1/services/svc1/restart?latest=true', body: '' });
   });
 
   it('"Deployment queue is full." on a GET: waits Retry-After (with progress), then answers', async () => {
