@@ -8,6 +8,8 @@ import { RateLimits } from './limits/rate-limits.js';
 import { LiveRuntime } from './engine/live-runtime.js';
 import { TargetGuard } from './core/outbound-guard.js';
 import type { Db } from './store/db.js';
+// A core writes audit entries, which read the operation table (what a read hides): registered by loading it.
+import './core/operations/index.js';
 import { Scheduler } from './workers/scheduler.js';
 import { VolumeBackupRunner } from './workers/volume-backup-runner.js';
 import { DockerCleanupSchedule } from './workers/cleanup-schedule.js';
