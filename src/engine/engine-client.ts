@@ -19,6 +19,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { demuxDockerStream, looksMultiplexed, type StreamFrame } from './docker-stream.js';
 import { ConflictError, EngineError, EngineTimeoutError, EngineUnreachableError, NotFoundError } from './engine-errors.js';
 import { backoffDelay, DEFAULT_RETRY, sleepWithSignal, type RetryOptions } from './retry.js';
+import { DEFAULT_STOP_TIMEOUT_S } from '../core/model/container-spec.js';
 import type {
   ContainerInspect,
   ContainerSpec,
@@ -693,7 +694,18 @@ export class EngineClient {
   }
 
   /** Resolves true when removed, false when there was no such volume. 409 (in use) throws ConflictError. */
+  /** Whether the volume was there to remove (false: the engine had no such volume). */
   async removeVolume(name: string, opts: CallOptions & { force?: boolean } = {}): Promise<boolean> {
+    // A forced removal answers 204 for a volume the engine does not have (Docker and podman
+    // alike), and delete would report removing it: ask first.
+    if (opts.force) {
+      try {
+        await this.inspectVolume(name, opts);
+      } catch (err) {
+        if (err instanceof NotFoundError) return false;
+        throw err;
+      }
+    }
     const status = await this.empty({
       method: 'DELETE',
       path: `/volumes/${id(name)}`,
@@ -780,7 +792,9 @@ export class EngineClient {
     if (spec.user) body.User = spec.user;
     if (spec.workingDir) body.WorkingDir = spec.workingDir;
     if (spec.tty !== undefined) body.Tty = spec.tty;
-    if (spec.stopTimeoutS !== undefined) body.StopTimeout = spec.stopTimeoutS;
+    // Always set: podman's compat API makes an absent StopTimeout 0, so anyone's `podman stop`
+    // would kill at once; 10 s is Docker's default and what berth's own stop waits.
+    body.StopTimeout = spec.stopTimeoutS ?? DEFAULT_STOP_TIMEOUT_S;
     if (spec.hostname) body.Hostname = spec.hostname;
     if (spec.healthcheck) {
       // The Engine API counts durations in nanoseconds.

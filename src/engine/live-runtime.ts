@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { dockerCleanup } from './prune.js';
 import type { Logger } from 'pino';
 import { volumeName } from '../core/model/volumes.js';
+import { DEFAULT_STOP_TIMEOUT_S } from '../core/model/container-spec.js';
 import {
   reachesEngine,
   recordOnlyRuntime,
@@ -552,7 +553,7 @@ export class LiveRuntime implements Runtime {
   private async stopAll(engine: EngineClient, plan: Plan, ctx: Pick<RuntimeJobContext, 'log' | 'signal'>, opts: { untilExited?: boolean } = {}): Promise<void> {
     await Promise.all(
       plan.containers.map(async (c) => {
-        const stopping = engine.stopContainer(c.name, c.spec.stopTimeoutS ?? 10, { signal: ctx.signal });
+        const stopping = engine.stopContainer(c.name, c.spec.stopTimeoutS ?? DEFAULT_STOP_TIMEOUT_S, { signal: ctx.signal });
         try {
           if (opts.untilExited) {
             stopping.catch((err) => !(err instanceof NotFoundError) && this.logger.warn({ err, container: c.name }, 'stop failed after the container exited'));

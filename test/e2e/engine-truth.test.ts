@@ -301,6 +301,11 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     expect(containerState(engines, 'a', dropped.uuid)).toBeNull();
     expect(volumeExists(engines, 'a', dropped.volume)).toBe(false);
     expect(volumeExists(engines, 'a', `berth-backups-${dropped.uuid}`)).toBe(false);
+    // One that never had a backup volume: delete says only what it removed.
+    const plain = await deployAppWithVolume(api, p, 'no-backups');
+    const n = await api.ok('DELETE', `/applications/${plain.uuid}`);
+    expect(n.removed).toContain(`removed volume ${plain.volume}`);
+    expect(n.removed).not.toContain(`removed volume berth-backups-${plain.uuid}`);
 
     // The kept volume has no record any more: the server's orphans name it.
     const orphans = await api.ok('GET', `/servers/${p.serverA}/orphans`);

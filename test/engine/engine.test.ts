@@ -68,8 +68,10 @@ describe.skipIf(!enginesAvailable)('engine client against real engines', () => {
     // Engine b knows nothing of it.
     await expect(engines.b.inspectVolume(name)).rejects.toBeInstanceOf(NotFoundError);
     expect((await engines.b.listVolumes()).map((x) => x.Name)).not.toContain(name);
-    expect(await engines.a.removeVolume(name)).toBe(true);
+    expect(await engines.a.removeVolume(name, { force: true })).toBe(true);
     expect(await engines.a.removeVolume(name)).toBe(false);
+    // Forced, the engine answers 204 for a volume it does not have: still false, nothing was removed.
+    expect(await engines.a.removeVolume(name, { force: true })).toBe(false);
     await expect(engines.a.inspectVolume(name)).rejects.toBeInstanceOf(NotFoundError);
   });
 
@@ -103,6 +105,9 @@ describe.skipIf(!enginesAvailable)('engine client against real engines', () => {
       expect(created.State.Status).toBe('created');
       expect(created.Config.Env).toContain('GREETING=bonjour le monde');
       expect(created.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: vol, Destination: '/data', RW: true })]);
+      // No grace asked for: Docker's 10 s, set explicitly (podman would make it 0: anyone's stop kills).
+      expect((created.Config as { StopTimeout?: number }).StopTimeout).toBe(10);
+      expect(engines.podman('a', ['inspect', '--format', '{{.Config.StopTimeout}}', Id]).trim()).toBe('10');
       expect((await engines.a.listContainers({ labels: { 'berth.run': name } })).map((c) => c.Id)).toEqual([Id]);
       expect(await engines.a.listContainers({ labels: { 'berth.run': 'nope' } })).toEqual([]);
 

@@ -150,6 +150,9 @@ export interface RestartPolicy {
 }
 
 /** Host-reaching settings are checked by core/host-access.ts before any container is made. */
+/** A container's stop grace when its spec names none (Docker's default; berth's stop waits as long). */
+export const DEFAULT_STOP_TIMEOUT_S = 10;
+
 export interface ContainerSpec extends HostSettings {
   image: string;
   cmd?: string[];
