@@ -364,4 +364,59 @@ describe.skipIf(!enginesAvailable)(`the engine's truth ${enginesAvailable ? '' :
     await closedAgain;
     fs.rmSync(dir, { recursive: true, force: true });
   }, 90_000);
+
+  it('an engine that stops answering (hung, a half-open link) says unreachable within a look, and its state again once it answers', async () => {
+    // A relay to engine a that can freeze: connections stay open (the events stream too) and
+    // nothing moves either way, which is what a stopped engine or a dead link looks like.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-hung-'));
+    const relayPath = path.join(dir, 'relay.sock');
+    let frozen = false;
+    const pairs: Array<[net.Socket, net.Socket]> = [];
+    const waiting: net.Socket[] = [];
+    const link = (c: net.Socket) => {
+      const up = net.connect(engines.socketA);
+      pairs.push([c, up]);
+      c.pipe(up).pipe(c);
+      const end = () => (c.destroy(), up.destroy());
+      c.on('error', end).on('close', end);
+      up.on('error', end).on('close', end);
+    };
+    const server = net.createServer((c) => (frozen ? waiting.push(c) : link(c)));
+    await new Promise<void>((r) => server.listen(relayPath, () => r()));
+    try {
+      const { uuid: serverUuid } = await api.ok('POST', '/servers', { ip: '127.0.0.1', name: 'hung', engine_endpoint: `unix://${relayPath}` });
+      expect(await api.ok('POST', `/servers/${serverUuid}/validate`)).toMatchObject({ is_reachable: true });
+      const dest = (await api.ok('POST', `/servers/${serverUuid}/destinations`, { network: 'none' })).uuid as string;
+      const uuid = await app('behind-hung', SLEEPER_IMAGE, serverUuid, dest);
+      expect((await deployment(uuid)).status).toBe('finished');
+      const status = async () => (await api.ok('GET', `/applications/${uuid}`)).status;
+      await until('followed as running', async () => ((await status()) === 'running:unknown' ? true : undefined), 15_000, 200);
+
+      frozen = true;
+      for (const [c, up] of pairs) {
+        c.unpipe(up);
+        up.unpipe(c);
+        c.pause();
+        up.pause();
+      }
+      // Within one look's deadline (15 s) after the next periodic look, not the events stream's idle timeout (minutes).
+      await until('the status says unreachable', async () => ((await status()) === 'unreachable:unknown' ? true : undefined), 40_000, 250);
+
+      frozen = false;
+      for (const [c, up] of pairs) {
+        c.pipe(up);
+        up.pipe(c);
+      }
+      for (const c of waiting.splice(0)) link(c);
+      await until('its state again', async () => ((await status()) === 'running:unknown' ? true : undefined), 30_000, 250);
+      await api.ok('DELETE', `/applications/${uuid}`);
+      expect(containerState(engines, 'a', uuid)).toBeNull();
+    } finally {
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      for (const [c, up] of pairs) c.destroy(), up.destroy();
+      for (const c of waiting) c.destroy();
+      await closed;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
