@@ -694,7 +694,6 @@ export class EngineClient {
   }
 
   /** Resolves true when removed, false when there was no such volume. 409 (in use) throws ConflictError. */
-  /** Whether the volume was there to remove (false: the engine had no such volume). */
   async removeVolume(name: string, opts: CallOptions & { force?: boolean } = {}): Promise<boolean> {
     // A forced removal answers 204 for a volume the engine does not have (Docker and podman
     // alike), and delete would report removing it: ask first.

@@ -28,7 +28,9 @@ export function requestOrigin(protocol: string, host: string, localPort: number 
   } catch {
     return null;
   }
-  if (u.host !== host.toLowerCase() || u.username || u.password || u.pathname !== '/' || u.search || u.hash) return null;
+  // Read back as exactly what was sent: nothing but a name and a port (a user part, path, `\\`
+  // or anything a parser rewrites makes them differ).
+  if (u.host !== host.toLowerCase()) return null;
   if (u.port !== '' && Number(u.port) !== localPort) return null;
   return u.origin;
 }

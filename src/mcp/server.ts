@@ -281,6 +281,14 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
       return answerOf(r, ok);
     };
 
+  /** The operation a name calls and how it runs: as the token may, or refused by the core saying why. */
+  const runnerOf = (name: string): { tool: ToolDefinition; run: typeof runTool } | undefined => {
+    const tool = byName.get(name);
+    if (tool) return { tool, run: runTool };
+    const hidden = unreachable.get(name);
+    return hidden && { tool: hidden, run: runUnreachable };
+  };
+
   const unknownOperation = (name: string) => errorResult(validationError({ name: [`No operation named ${name} is available to this token. list_toolsets shows the ones that are.`] }));
 
   const metaHandlers: Record<string, (args: Record<string, unknown>, ctx: never) => Promise<CallToolResult>> = {
@@ -318,11 +326,10 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
       });
     },
     call_operation: async (args, ctx) => {
-      const tool = byName.get(args.name as string) ?? unreachable.get(args.name as string);
-      if (!tool) return unknownOperation(args.name as string);
-      const run = byName.has(tool.name) ? runTool : runUnreachable;
-      const r = await run(tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal, elicit: elicitOf(ctx) });
-      return answerOf(r, (value) => ok({ name: tool.name, result: value }));
+      const found = runnerOf(args.name as string);
+      if (!found) return unknownOperation(args.name as string);
+      const r = await found.run(found.tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal, elicit: elicitOf(ctx) });
+      return answerOf(r, (value) => ok({ name: found.tool.name, result: value }));
     },
   };
 
@@ -360,12 +367,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
    * loaded up front), or one it does not reach (the core answers why). Looked up per call: on
    * stdio enable_toolsets lists more tools, which the SDK then serves.
    */
-  const offList = (name: string): { tool: ToolDefinition; run: typeof runTool } | undefined => {
-    const tool = byName.get(name);
-    if (tool) return catalogue.listed.has(name) ? undefined : { tool, run: runTool };
-    const hidden = unreachable.get(name);
-    return hidden && { tool: hidden, run: runUnreachable };
-  };
+  const offList = (name: string): ReturnType<typeof runnerOf> => (catalogue.listed.has(name) ? undefined : runnerOf(name));
 
   return { operationHandler, registered, registeredNamed, offList, runTool, progressOf, elicitOf };
 }

@@ -149,10 +149,10 @@ export interface RestartPolicy {
   maximumRetryCount?: number;
 }
 
-/** Host-reaching settings are checked by core/host-access.ts before any container is made. */
 /** A container's stop grace when its spec names none (Docker's default; berth's stop waits as long). */
 export const DEFAULT_STOP_TIMEOUT_S = 10;
 
+/** Host-reaching settings are checked by core/host-access.ts before any container is made. */
 export interface ContainerSpec extends HostSettings {
   image: string;
   cmd?: string[];
