@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { reachesEngine, SERVER_ENGINE_COLUMNS, type ServerEngine } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine-client.js';
-import { EngineTimeoutError, EngineUnreachableError, NotFoundError } from './engine-errors.js';
+import { NotFoundError } from './engine-errors.js';
 import { OutageLog } from '../logging/outage.js';
 import { aggregate, MISSING, observeContainer, UNREACHABLE_STATUS, type ContainerObservation } from '../core/observed-status.js';
 import { containerNames, LABEL_MANAGED, LABEL_RESOURCE } from './plan.js';
@@ -30,13 +30,6 @@ interface Watched {
   destination_id: number;
   last_exit_code: number | null;
 }
-
-/**
- * How long one look at a resource may take in a periodic full look before the engine counts as
- * not answering: an engine that accepts connections but never answers (stopped, hung, a
- * half-open SSH link) leaves the events stream open and silent, so only a look can tell.
- */
-const LOOK_DEADLINE_MS = 15_000;
 
 const RESOURCE_COLUMNS = ['r.id', 'r.uuid', 'r.kind', 'r.config', 'r.status', 'r.destination_id', 'r.last_exit_code'] as const;
 
@@ -227,7 +220,6 @@ class ServerWatcher {
   private readonly healthDue = new Map<string, { uuid: string; everyMs: number; next: number }>();
   private runsHealthchecks = false;
   private unreachable = false;
-  private looking = false;
 
   constructor(
     private readonly db: Db,
@@ -240,7 +232,7 @@ class ServerWatcher {
 
   start(): void {
     this.loop = this.follow();
-    this.reconcileTimer = setInterval(() => void this.lookAgain(), this.reconcileMs);
+    this.reconcileTimer = setInterval(() => void this.reconcile().catch(() => undefined), this.reconcileMs);
     this.reconcileTimer.unref();
     this.healthTimer = setInterval(() => void this.runDueHealthchecks().catch(() => undefined), HEALTH_TICK_MS);
     this.healthTimer.unref();
@@ -324,8 +316,8 @@ class ServerWatcher {
     if (r) await this.observe(r, await this.engine());
   }
 
-  private async observe(r: Watched, engine: EngineClient, signal: AbortSignal = this.controller.signal): Promise<void> {
-    const seen = await observeAndStore(this.db, engine, r, this.dieCodes, signal);
+  private async observe(r: Watched, engine: EngineClient): Promise<void> {
+    const seen = await observeAndStore(this.db, engine, r, this.dieCodes, this.controller.signal);
     this.unreachable = false;
     if (!this.runsHealthchecks) return;
     // Keep the health-check schedule in step with what the containers declare.
@@ -341,33 +333,13 @@ class ServerWatcher {
     }
   }
 
-  /**
-   * The periodic full look, one at a time: an engine that cannot be reached, or does not answer
-   * a look within its deadline, makes its resources say so (their last word is not kept).
-   */
-  private async lookAgain(): Promise<void> {
-    if (this.looking) return;
-    this.looking = true;
-    try {
-      await this.reconcile(LOOK_DEADLINE_MS);
-    } catch (err) {
-      if (this.controller.signal.aborted) return;
-      // An abort while the watcher runs on is a look's deadline passing (the engine said nothing).
-      const name = (err as Error).name;
-      const silent = err instanceof EngineUnreachableError || err instanceof EngineTimeoutError || name === 'TimeoutError' || name === 'AbortError';
-      if (silent) await this.markUnreachable().catch(() => undefined);
-    } finally {
-      this.looking = false;
-    }
-  }
-
-  /** Every resource of the server, looked at now (each look within `deadlineMs`, when given). */
-  private async reconcile(deadlineMs?: number): Promise<void> {
+  /** Every resource of the server, looked at now. */
+  private async reconcile(): Promise<void> {
     const engine = await this.engine();
     const rows = await this.resources().execute();
     for (const r of rows) {
       if (this.controller.signal.aborted) return;
-      await this.observe(r, engine, deadlineMs === undefined ? this.controller.signal : AbortSignal.any([this.controller.signal, AbortSignal.timeout(deadlineMs)]));
+      await this.observe(r, engine);
     }
   }
 
