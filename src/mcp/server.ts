@@ -14,6 +14,7 @@ import { jsonSchemaOf } from './tools/json-schema.js';
 import { parseToolsets, selects } from './tools/toolsets.js';
 import { TOOLSET_DESCRIPTIONS, TOOLSETS } from '../core/operation.js';
 import { BERTH_VERSION } from '../version.js';
+import { PROMPT_CAPABILITIES, registerPromptsAndCompletion } from './prompts/register.js';
 
 export const SERVER_INFO = { name: 'berth', version: BERTH_VERSION };
 
@@ -96,7 +97,7 @@ export interface McpSession extends SessionBase {
    * The caller for one tool call. Over HTTP it is the request's, already admitted; over stdio
    * each call is admitted anew, so a revoked token or a disabled API takes effect at once.
    */
-  callerFor(tool: ToolDefinition): Promise<Caller>;
+  callerFor(tool?: ToolDefinition): Promise<Caller>;
   /**
    * Every tool of the table: a call naming one this session cannot reach answers why (the
    * permission it needs and the ones the token has), as REST would, instead of "not found".
@@ -376,8 +377,9 @@ const META_BY_NAME = new Map(META_TOOLS.map((m) => [m.name, m]));
 
 /** A fresh MCP server exposing the session's listed tools and, when some stay unlisted, the ways to reach them. */
 export function buildMcpServer(session: McpSession | ExecutorSession): McpServer {
+  const inProcess = 'core' in session;
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: { listChanged: session.catalogue.dynamic } },
+    capabilities: { tools: { listChanged: session.catalogue.dynamic }, ...(inProcess ? PROMPT_CAPABILITIES : {}) },
     // Enabling a toolset registers many tools at once: one tools/list_changed for all of them.
     debouncedNotificationMethods: ['notifications/tools/list_changed'],
     instructions: 'berth manages servers, projects, applications, databases and services for the team this token is bound to. Tools only show what this token may do; list_toolsets reaches the rest.',
@@ -401,6 +403,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
   );
   for (const { def, handler } of tools.registered()) register(def, handler);
   guardToolCalls(server, tools.offList, tools.progressOf, tools.elicitOf);
+  if (inProcess) registerPromptsAndCompletion(server, session.core.deps.db, () => session.callerFor());
   return server;
 }
 

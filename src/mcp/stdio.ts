@@ -41,7 +41,7 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // toolsets). Every call is admitted and checked anew, so a holder's role change applies at the
   // next call: a tool the token lost answers the missing permission, one it gained runs.
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
-  const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op) }));
+  const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool?.op) }));
   // Resource status comes from the engines, backups and cleanups from their schedules: a
   // desktop-only installation follows and runs them too.
   const startedAt = performance.now();

@@ -15,6 +15,8 @@ export interface AnyClient {
   listTools(): Promise<{ tools: Array<{ name: string; annotations?: Record<string, unknown>; outputSchema?: unknown; inputSchema: unknown; description?: string; title?: string }> }>;
   callTool(name: string, args?: Record<string, unknown>, onprogress?: (p: { progress: number; total?: number; message?: string }) => void): Promise<ToolResult>;
   close(): Promise<void>;
+  /** The SDK's own client, for what the common surface does not cover (prompts, completion, resources). */
+  raw?: Client | V1Client;
 }
 
 export interface ToolResult {
@@ -31,6 +33,7 @@ function wrapV2(c: Client): AnyClient {
     listTools: () => c.listTools() as never,
     callTool: (name, args = {}, onprogress) => c.callTool({ name, arguments: args }, onprogress ? { onprogress } : undefined) as never,
     close: () => c.close(),
+    raw: c,
   };
 }
 
@@ -39,6 +42,7 @@ function wrapV1(c: V1Client): AnyClient {
     listTools: () => c.listTools() as never,
     callTool: (name, args = {}, onprogress) => c.callTool({ name, arguments: args }, undefined, onprogress ? { onprogress } : undefined) as never,
     close: () => c.close(),
+    raw: c,
   };
 }
 
