@@ -27,11 +27,11 @@ let mcp: AnyClient;
 /** Root tokens of team H used in turn, below the per-user rate limit (200/min). */
 const pool: string[] = [];
 let uses = 0;
-const token = () =>
-  pool[Math.floor(uses++ / 150)] ??
-  (() => {
-    throw new Error('token pool exhausted: make it larger');
-  })();
+function token(): string {
+  const t = pool[Math.floor(uses++ / 150)];
+  if (!t) throw new Error('token pool exhausted: make it larger');
+  return t;
+}
 
 const writes = operations.filter((o) => !o.annotations.readOnly);
 const withParams = writes.filter((o) => pathParams(o.http.path).length > 0);
