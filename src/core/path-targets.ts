@@ -47,7 +47,7 @@ const teamRowById =
     return { segment, ...row };
   };
 
-/** The parent a child segment needs, or the 404 a path without it would get. */
+/** The row a child segment is looked up under; a path without one is the table's mistake (500, never a quiet pass). */
 const under = (parent: Found | undefined, ...segments: string[]): Found => {
   if (!parent || !segments.includes(parent.segment)) throw new Error(`path-targets: no parent for this segment (${parent?.segment ?? 'none'})`);
   return parent;
