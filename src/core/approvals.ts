@@ -36,9 +36,10 @@ export interface ApprovalPolicy {
 }
 
 /** The classes an operation belongs to (production_env also needs its target to be in production). */
-export function classesOf(op: Pick<Operation, 'name' | 'http' | 'annotations'>): ApprovalClass[] {
+export function classesOf(op: Pick<Operation, 'name' | 'http' | 'annotations' | 'destroysData'>): ApprovalClass[] {
   const out: ApprovalClass[] = [];
-  if (op.http.method === 'DELETE') out.push('delete');
+  // Every call that destroys data: each DELETE, and the calls declared destroysData (restore, Docker cleanup).
+  if (op.http.method === 'DELETE' || op.destroysData) out.push('delete');
   if (op.name.startsWith('migrate_')) out.push('migrate');
   if (op.name.startsWith('stop_')) out.push('stop');
   if (!op.annotations.readOnly && /_envs?(_bulk)?$/.test(op.name)) out.push('production_env');
@@ -90,14 +91,17 @@ export const approvalUrl = (config: Config, uuid: string) => `${config.publicUrl
 /**
  * Core.run's hook: an agent's call (every token caller; people in the console and CLI are not
  * held) that the team's policy names is recorded as pending and answered with approval_pending.
- * Read-only operations are never held. Returns normally when the call may run now.
+ * Read-only operations are never held. Returns normally when the call may run now. checkFirst
+ * (the gate's) runs only for a call the policy holds, before anything is recorded.
  */
-export async function holdForApproval(deps: { db: Db; config: Config }, op: Operation, caller: Caller, input: Record<string, unknown>): Promise<void> {
+export async function holdForApproval(deps: { db: Db; config: Config }, op: Operation, caller: Caller, input: Record<string, unknown>, checkFirst?: () => Promise<void>): Promise<void> {
   if (op.annotations.readOnly || caller.person) return;
   const policy = await readPolicy(deps.db, caller.teamId);
   if (!policy.rules.length && op.name !== UPDATE_POLICY_OP) return;
   const rule = await ruleFor(deps.db, op, caller, input, policy);
   if (!rule) return;
+  // A call for nothing holds nothing (issue 39): its 404 or 422 first, as without a policy.
+  await checkFirst?.();
   const now = new Date();
   const row = {
     uuid: newUuid(),

@@ -16,6 +16,10 @@ import { holdForApproval } from './approvals.js';
 import { parseInput } from './validation.js';
 import { appendAudit, appendAuditIn } from './audit/log.js';
 import { atomically } from '../store/atomic.js';
+import { findTargets } from './path-targets.js';
+
+/** Thrown to roll back a held store-only call's trial run. */
+const DRY_RUN = Symbol('dry run');
 
 export interface CoreDeps {
   db: Db;
@@ -168,8 +172,26 @@ export class Core {
     this.authorize(op, caller);
     const input = parseInput(op, rawInput);
     // An agent's call the team's approval policy names waits for a person (src/core/approvals.ts).
-    if (gated && !op.annotations.readOnly) await holdForApproval(this.deps, op, caller, input);
+    if (gated && !op.annotations.readOnly) await holdForApproval(this.deps, op, caller, input, () => this.checkHeld(op, caller, input));
     return input;
+  }
+
+  /**
+   * What a call the policy holds must get past before it waits for a person (issue 39): the same
+   * 404 or 422 as without a policy. A store-only operation runs in a transaction that is rolled
+   * back (its own lookups and checks, exactly: its contract allows a re-run); any other has the
+   * rows its path and body name looked up in the team (src/core/path-targets.ts).
+   */
+  private async checkHeld(op: Operation, caller: Caller, input: Record<string, unknown>): Promise<void> {
+    if (!op.storeOnly) return findTargets(this.deps.db, op, caller.teamId, input);
+    try {
+      await atomically(this.deps.db, async (trx) => {
+        await op.run(this.context(caller, {}, trx), input);
+        throw DRY_RUN;
+      });
+    } catch (err) {
+      if (err !== DRY_RUN) throw err;
+    }
   }
 
   private context(caller: Caller, options: CallOptions, db: Db): OperationContext {

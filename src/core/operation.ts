@@ -132,6 +132,12 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
    */
   storeOnly?: true;
   /**
+   * The call itself deletes or overwrites data that exists now, though not by HTTP DELETE (a
+   * restore over a database, a Docker cleanup): the `delete` approval class holds it with every
+   * DELETE. `annotations.destructive` is wider (stop, cancel) and does not decide this.
+   */
+  destroysData?: true;
+  /**
    * For the production_env approval class: whether the variables this call changes are in
    * production (src/core/production.ts). Without it, the resource the input's uuid names is.
    */

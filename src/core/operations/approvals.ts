@@ -85,7 +85,8 @@ export const approvalOperations = [
   defineOperation({
     name: 'update_approval_policy',
     title: 'Set the approval policy',
-    description: 'Set rules (operation names or classes delete, migrate, stop, production_env) and expires_in_seconds. While any rule is set, this call itself waits for a person.',
+    description:
+      'Set rules (operation names or classes: delete = every call that destroys data, migrate, stop, production_env) and expires_in_seconds. While any rule is set, this call itself waits for a person.',
     summary: 'Set which calls by agents wait for a person. While the policy holds anything, changing it waits for a person too.',
     permission: 'write',
     toolset: 'teams',

@@ -107,11 +107,20 @@ async function backupView(db: Db, b: BackupRow, r: { uuid: string; kind: string 
 }
 
 /** The database and one of its backup configurations, both in the caller's team. */
-async function ownedBackup(db: Db, uuid: string, backupUuid: string, teamId: number) {
+export async function ownedBackup(db: Db, uuid: string, backupUuid: string, teamId: number) {
   const r = await ownedResource(db, uuid, teamId, DATABASE_KINDS);
   const b = await db.selectFrom('scheduled_database_backups').selectAll().where('uuid', '=', backupUuid).where('team_id', '=', teamId).where('resource_id', '=', r.id).executeTakeFirst();
   if (!b) throw notFound();
   return { r, b };
+}
+
+/** The execution a restore loads, or why it cannot (the approval gate checks a held restore with it too). */
+export async function restorable(db: Db, teamId: number, i: { uuid: string; scheduled_backup_uuid: string; execution_uuid: string }) {
+  const found = await ownedExecution(db, i.uuid, i.scheduled_backup_uuid, i.execution_uuid, teamId);
+  if (!RESTORE_KINDS.includes(found.r.kind as DatabaseKind)) throw validationError({ uuid: [`Restoring ${found.r.kind} backups is not supported.`] });
+  const e = found.e;
+  if (e.status !== 'success' || !e.filename || e.local_storage_deleted) throw validationError({ execution_uuid: ['Only a successful execution whose file is kept can be restored.'] });
+  return found;
 }
 
 async function ownedExecution(db: Db, uuid: string, backupUuid: string, executionUuid: string, teamId: number) {
@@ -342,11 +351,10 @@ export const backupOperations = [
     input: () => z.strictObject({ uuid: uuidParam, scheduled_backup_uuid: uuidParam, execution_uuid: uuidParam }),
     output: () => z.object({ message: z.string(), logs: sensitive(z.string()) }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
+    destroysData: true,
     http: { method: 'POST', path: `${base}/{scheduled_backup_uuid}/executions/{execution_uuid}/restore` },
     async run({ db, caller, runtime }, i) {
-      const { r, b, e } = await ownedExecution(db, i.uuid, i.scheduled_backup_uuid, i.execution_uuid, caller.teamId);
-      if (!RESTORE_KINDS.includes(r.kind as DatabaseKind)) throw validationError({ uuid: [`Restoring ${r.kind} backups is not supported.`] });
-      if (e.status !== 'success' || !e.filename || e.local_storage_deleted) throw validationError({ execution_uuid: ['Only a successful execution whose file is kept can be restored.'] });
+      const { r, b, e } = await restorable(db, caller.teamId, i);
       try {
         const live = runtime.isLive(await serverOf(db, r));
         const out = await runtime.restoreBackup(e.id, AbortSignal.timeout(b.timeout * 1000));

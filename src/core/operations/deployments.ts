@@ -106,6 +106,18 @@ const deployResult = z.object({
   deployments: z.array(z.object({ message: z.string(), resource_uuid: z.string(), deployment_uuid: z.string() })),
 });
 
+/** The team's resources a deploy names by uuid or tag (none is a 404); the approval gate checks a held deploy with it too. */
+export async function deployTargets(db: Db, teamId: number, i: { uuid?: unknown; tag?: unknown }) {
+  const uuids = typeof i.uuid === 'string' && i.uuid ? i.uuid.split(',') : undefined;
+  const tags = typeof i.tag === 'string' && i.tag ? i.tag.split(',') : undefined;
+  if (uuids && tags) throw validationError({ uuid: ['You can only use uuid or tag, not both.'] });
+  if (!uuids && !tags) throw validationError({ uuid: ['You must provide uuid or tag.'] });
+  const all = await db.selectFrom('resources').selectAll().where('team_id', '=', teamId).orderBy('id').execute();
+  const wanted = uuids ? all.filter((r) => uuids.includes(r.uuid)) : all.filter((r) => (JSON.parse(r.tags) as string[]).some((t) => tags!.includes(t)));
+  if (!wanted.length) throw notFound();
+  return wanted;
+}
+
 export const deploymentOperations = [
   defineOperation({
     name: 'deploy',
@@ -134,13 +146,8 @@ export const deploymentOperations = [
     // Coolify reads these from the query (a CI's `curl /deploy?uuid=…`) as from the body, and answers GET too.
     http: { method: 'POST', path: '/api/v1/deploy', query: ['uuid', 'tag', 'force'], alsoGet: true },
     async run(ctx, i) {
-      if (i.uuid && i.tag) throw validationError({ uuid: ['You can only use uuid or tag, not both.'] });
-      if (!i.uuid && !i.tag) throw validationError({ uuid: ['You must provide uuid or tag.'] });
-      const all = await ctx.db.selectFrom('resources').selectAll().where('team_id', '=', ctx.caller.teamId).orderBy('id').execute();
-      const wanted = i.uuid ? all.filter((r) => i.uuid!.split(',').includes(r.uuid)) : all.filter((r) => (JSON.parse(r.tags) as string[]).some((t) => i.tag!.split(',').includes(t)));
-      if (!wanted.length) throw notFound();
       const deployments = [];
-      for (const r of wanted) {
+      for (const r of await deployTargets(ctx.db, ctx.caller.teamId, i)) {
         const d = await queueDeployment(ctx, r, 'deploy', Boolean(i.force));
         const label = SINGULAR[collectionOf(r)];
         deployments.push({ message: `${label[0]!.toUpperCase()}${label.slice(1)} ${r.name} deployment queued.${note(d.live)}`, resource_uuid: r.uuid, deployment_uuid: d.uuid });

@@ -80,6 +80,7 @@ export const dockerCleanupOperations = [
     input: () => z.strictObject({ uuid: uuidParam, delete_unused_volumes: z.boolean().optional(), delete_unused_networks: z.boolean().optional() }),
     output: () => z.object({ message: z.string(), execution_uuid: z.string() }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
+    destroysData: true,
     http: { method: 'POST', path: '/api/v1/servers/{uuid}/docker-cleanup/run' },
     async run({ db, caller, jobs }, { uuid, ...opts }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);

@@ -121,7 +121,7 @@ function containerOf(r: ResourceRow, container: string | null | undefined): stri
 }
 
 /** A task of a team's resource, by uuid; another resource's or team's task is the same 404 as a missing one. */
-async function ownedTask(db: Db, teamId: number, kinds: Parameters<typeof ownedResource>[3], uuid: string, taskUuid: string) {
+export async function ownedTask(db: Db, teamId: number, kinds: Parameters<typeof ownedResource>[3], uuid: string, taskUuid: string) {
   const r = await ownedResource(db, uuid, teamId, kinds);
   const t = await db.selectFrom('scheduled_tasks').selectAll().where('resource_id', '=', r.id).where('uuid', '=', taskUuid).executeTakeFirst();
   if (!t) throw notFound();

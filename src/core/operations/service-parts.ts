@@ -112,7 +112,7 @@ function partViews(r: ServiceRow, kind: Kind) {
 }
 
 /** One part of a team's service, by uuid; a part of another service (or kind) is a 404 like a missing one. */
-async function ownedPart(db: Db, teamId: number, uuid: string, partUuidValue: string, kind: Kind) {
+export async function ownedPart(db: Db, teamId: number, uuid: string, partUuidValue: string, kind: Kind) {
   const r = await ownedResource(db, uuid, teamId, ['service']);
   const part = partViews(r, kind).find((p) => p.uuid === partUuidValue);
   if (!part) throw notFound();
