@@ -157,11 +157,11 @@ function detail(v: ApprovalView, teamName: string, person: Person, mayDecide: bo
 <dt>Asked by</dt><dd>user ${String(v.requested_by.user_id)}, token ${String(v.requested_by.token_id)}${v.requested_by.oauth_client_id ? `, OAuth client ${v.requested_by.oauth_client_id}` : ''}</dd>
 <dt>Asked</dt><dd>${when(v.created_at)}</dd>
 <dt>Expires</dt><dd>${when(v.expires_at)}</dd>
+<dt>Arguments hash</dt><dd><code id="approval-args-hash" title="SHA-256 of the exact arguments it runs with: ${v.args_hash ?? 'none'}">${v.args_hash ? shortArgsHash(v.args_hash) : '(none: it cannot run)'}</code></dd>
 ${v.decided_at ? html`<dt>Decided</dt><dd>${when(v.decided_at)} via ${v.decided_via ?? ''} by user ${String(v.decided_by_user_id ?? '')}</dd>` : ''}
 </dl>
 <h2>Arguments</h2>
 <pre id="approval-arguments">${JSON.stringify(v.arguments, null, 2)}</pre>
-<p class="hint">Arguments hash (SHA-256 of the exact arguments it runs with): <code id="approval-args-hash" title="${v.args_hash ?? ''}">${v.args_hash ? shortArgsHash(v.args_hash) : '(none: it cannot run)'}</code></p>
 ${v.error ? html`<p class="alert" role="alert">It did not run to the end: ${v.error.message}</p>` : ''}
 ${v.status === 'succeeded' ? html`<h2>Result</h2><pre>${JSON.stringify(v.result, null, 2)}</pre>` : ''}
 ${
