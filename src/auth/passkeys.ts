@@ -8,6 +8,7 @@ import {
   type PublicKeyCredentialRequestOptionsJSON,
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { nowIso, type Db } from '../store/db.js';
 import { randomSecret, secretHash } from './secrets.js';
 
@@ -31,7 +32,9 @@ export interface PendingChallenge {
   handle: string;
 }
 
-async function keepChallenge(db: Db, purpose: 'register' | 'authenticate', userId: number | null, challenge: string): Promise<PendingChallenge> {
+type Purpose = 'register' | 'authenticate' | 'approve';
+
+async function keepChallenge(db: Db, purpose: Purpose, userId: number | null, challenge: string): Promise<PendingChallenge> {
   const handle = randomSecret();
   const now = Date.now();
   await db.deleteFrom('webauthn_challenges').where('expires_at', '<=', new Date(now).toISOString()).execute();
@@ -43,7 +46,7 @@ async function keepChallenge(db: Db, purpose: 'register' | 'authenticate', userI
 }
 
 /** Takes a challenge out (one use): the same handle never verifies twice. */
-async function takeChallenge(db: Db, handle: string | undefined, purpose: 'register' | 'authenticate'): Promise<{ challenge: string; userId: number | null } | null> {
+async function takeChallenge(db: Db, handle: string | undefined, purpose: Purpose): Promise<{ challenge: string; userId: number | null } | null> {
   if (!handle || handle.length > 128) return null;
   const row = await db.deleteFrom('webauthn_challenges').where('id_hash', '=', secretHash(handle)).returning(['purpose', 'user_id', 'challenge', 'expires_at']).executeTakeFirst();
   if (!row || row.purpose !== purpose || Date.parse(row.expires_at) <= Date.now()) return null;
@@ -124,18 +127,76 @@ export async function authenticationOptions(db: Db, rp: RelyingParty): Promise<{
 /** The user a passkey response signs in, or null; the signature counter moves forward. */
 export async function finishAuthentication(db: Db, rp: RelyingParty, handle: string | undefined, response: AuthenticationResponseJSON): Promise<number | null> {
   const pending = await takeChallenge(db, handle, 'authenticate');
-  if (!pending || typeof response?.id !== 'string') return null;
-  const key = await db.selectFrom('passkeys').selectAll().where('credential_id', '=', response.id).executeTakeFirst();
+  return pending ? verifyAssertion(db, rp, pending.challenge, response, { requireUserVerification: false }) : null;
+}
+
+/** Whether a person has a passkey: then approving a held call needs a check with one. */
+export async function hasPasskey(db: Db, userId: number): Promise<boolean> {
+  return Boolean(await db.selectFrom('passkeys').select('credential_id').where('user_id', '=', userId).limit(1).executeTakeFirst());
+}
+
+/**
+ * What a passkey check at approve signs (issue 39): its challenge is 32 random bytes followed by
+ * this digest of the approval and the arguments hash the person was shown, so an assertion made
+ * for one approval (or for other arguments) verifies for no other.
+ */
+const approvalBinding = (approvalUuid: string, argsHash: string) => createHash('sha256').update(`berth-approve\0${approvalUuid}\0${argsHash}`).digest();
+
+/** Options for the signed-in person's passkey check at approve: their own passkeys, user verification required. */
+export async function approvalCheckOptions(
+  db: Db,
+  rp: RelyingParty,
+  userId: number,
+  approval: { uuid: string; argsHash: string },
+): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; pending: PendingChallenge }> {
+  const keys = await db.selectFrom('passkeys').select(['credential_id', 'transports']).where('user_id', '=', userId).execute();
+  const options = await generateAuthenticationOptions({
+    rpID: rp.id,
+    allowCredentials: keys.map((k) => ({ id: k.credential_id, transports: JSON.parse(k.transports) as string[] })),
+    userVerification: 'required',
+    challenge: new Uint8Array(Buffer.concat([randomBytes(32), approvalBinding(approval.uuid, approval.argsHash)])),
+  });
+  return { options, pending: await keepChallenge(db, 'approve', userId, options.challenge) };
+}
+
+/**
+ * Whether a passkey response is this person's check for this approval and arguments hash: the
+ * challenge is taken once (a replayed response verifies nothing), it must have been made for
+ * this person and bound to this approval, the passkey must be theirs, and it must say the person
+ * was verified (PIN, biometrics), not only present.
+ */
+export async function finishApprovalCheck(
+  db: Db,
+  rp: RelyingParty,
+  userId: number,
+  handle: string | undefined,
+  response: AuthenticationResponseJSON,
+  approval: { uuid: string; argsHash: string },
+): Promise<boolean> {
+  const pending = await takeChallenge(db, handle, 'approve');
+  if (!pending || pending.userId !== userId) return false;
+  const bound = Buffer.from(pending.challenge, 'base64url').subarray(32);
+  const want = approvalBinding(approval.uuid, approval.argsHash);
+  if (bound.length !== want.length || !timingSafeEqual(bound, want)) return false;
+  return (await verifyAssertion(db, rp, pending.challenge, response, { requireUserVerification: true, userId })) === userId;
+}
+
+/** Verifies an assertion against a stored challenge (of the given user's passkeys only, when named); the user, or null. */
+async function verifyAssertion(db: Db, rp: RelyingParty, challenge: string, response: AuthenticationResponseJSON, opts: { requireUserVerification: boolean; userId?: number }): Promise<number | null> {
+  if (typeof response?.id !== 'string') return null;
+  let q = db.selectFrom('passkeys').selectAll().where('credential_id', '=', response.id);
+  if (opts.userId !== undefined) q = q.where('user_id', '=', opts.userId);
+  const key = await q.executeTakeFirst();
   if (!key) return null;
   let verified;
   try {
     verified = await verifyAuthenticationResponse({
       response,
-      expectedChallenge: pending.challenge,
+      expectedChallenge: challenge,
       expectedOrigin: rp.origin,
       expectedRPID: rp.id,
       credential: { id: key.credential_id, publicKey: Buffer.from(key.public_key, 'base64url'), counter: Number(key.counter), transports: JSON.parse(key.transports) as string[] },
-      requireUserVerification: false,
+      requireUserVerification: opts.requireUserVerification,
     });
   } catch {
     return null;

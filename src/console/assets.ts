@@ -98,6 +98,19 @@ const JS = `'use strict';
       .then(function (r) { window.location.assign(r.redirect || '/'); })
       .catch(function (e) { signin.disabled = false; say('passkey-status', 'Not signed in: ' + reason(e)); });
   });
+  // Approving a held call with a passkey: the check is made for this approval and its arguments hash, then the form goes.
+  var approve = document.getElementById('approval-approve');
+  if (approve && approve.getAttribute('data-passkey')) approve.addEventListener('submit', function (ev) {
+    if (approve.elements.webauthn.value) return;
+    ev.preventDefault();
+    var button = approve.querySelector('button');
+    button.disabled = true;
+    say('approval-passkey-status', 'Confirm with your passkey...');
+    post(approve.getAttribute('data-passkey'), { args_hash: approve.elements.args_hash.value })
+      .then(function (options) { return SimpleWebAuthnBrowser.startAuthentication({ optionsJSON: options }); })
+      .then(function (response) { approve.elements.webauthn.value = JSON.stringify(response); approve.submit(); })
+      .catch(function (e) { button.disabled = false; say('approval-passkey-status', 'Not approved: ' + reason(e)); });
+  });
 })();
 `;
 

@@ -7,6 +7,7 @@ import { newUuid } from '../ids.js';
 import type { Db } from '../store/db.js';
 import type { Selectable } from 'kysely';
 import type { ApprovalStatus, ApprovalsTable } from '../store/schema-approvals.js';
+import { approvalArgsHash } from '../store/approval-args-hash.js';
 import { readSettings } from '../store/settings.js';
 import type { Caller } from './caller.js';
 import type { Operation } from './operation.js';
@@ -16,8 +17,9 @@ import { hasSensitive, redact } from './redact.js';
 /**
  * Approvals (issue 26): an agent's call that the team's policy names waits for a person. The
  * gate (holdForApproval, called by Core.run) records it and answers approval_pending; a person
- * (console, CLI, or the MCP client's own elicitation) approves, and decide() claims it with one
- * conditional UPDATE, so it runs at most once, on whichever instance, as the caller that asked.
+ * approves, signed in to the console or with the CLI on the host, never a token, OAuth client or
+ * MCP answer (issue 39); decide() claims it with one conditional UPDATE, so it runs at most once,
+ * on whichever instance, as the caller that asked, with the arguments the person saw (args_hash).
  */
 
 /** The classes a policy may name beside operation names. */
@@ -113,6 +115,7 @@ export async function holdForApproval(deps: { db: Db; config: Config }, op: Oper
     rule,
     target: targetOf(input),
     input: JSON.stringify(input),
+    args_hash: approvalArgsHash(JSON.stringify(input)),
     shown_input: JSON.stringify(auditArguments(op, input)),
     permissions: JSON.stringify([...caller.permissions]),
     source_ip: caller.sourceIp,
@@ -138,6 +141,7 @@ export function approvalView(config: Config, r: Row) {
     rule: r.rule,
     target: r.target,
     arguments: JSON.parse(r.shown_input) as Record<string, unknown>,
+    args_hash: r.args_hash,
     requested_by: { user_id: r.user_id, token_id: r.token_id, oauth_client_id: r.oauth_client_id },
     created_at: r.created_at,
     expires_at: r.expires_at,
@@ -224,9 +228,10 @@ async function askingCaller(db: Db, row: { token_id: number; team_id: number; pe
 export interface Decider {
   userId: number;
   teamId: number;
-  via: 'console' | 'cli' | 'mcp_elicitation';
-  /** The door the decision came through (the approved call is audited there); default: via's. */
-  door?: AuditDoor;
+  /** A person's doors only; rows decided before issue 39 may still say mcp_elicitation. */
+  via: 'console' | 'cli';
+  /** The arguments hash the person was shown (the console posts it back); refused when it is not the held call's. */
+  argsHash?: string;
 }
 
 /** Runs a held operation as its original caller, skipping the gate (Core.runHeld). */
@@ -239,30 +244,42 @@ async function operationNamed(name: string): Promise<Operation | undefined> {
   return operationsByName.get(name);
 }
 
+const changedArgs = (shown: string) =>
+  new BerthError('conflict', {
+    message: `The arguments you approved (hash ${shown.slice(0, 12)}) are not the ones this call holds: nothing ran. Open the approval again and check what it would run.`,
+  });
+
 /**
- * A person's decision. Approve: the one conditional UPDATE out of 'pending' (and unexpired) that
- * any instance may race for; the winner runs the call, the others get 409. The caller that
- * asked is re-checked now: a revoked token's call fails and never runs. Deny: the same claim.
+ * A person's decision. Approve: the one conditional UPDATE out of 'pending' (and unexpired, and
+ * still holding the arguments the person was shown) that any instance may race for; the winner
+ * runs the call, the others get 409, so a replayed approve never runs it twice. The caller that
+ * asked is re-checked now (a revoked token's call fails and never runs) and the stored input is
+ * hashed again: input that no longer matches the hash held with it never runs. Deny: the same claim.
  */
 export async function decide(deps: { db: Db; config: Config }, runHeld: HeldRunner, who: Decider, uuid: string, decision: 'approve' | 'deny'): Promise<ApprovalView> {
   const { db, config } = deps;
   const existing = await db.selectFrom('approvals').selectAll().where('uuid', '=', uuid).where('team_id', '=', who.teamId).executeTakeFirst();
   if (!existing) throw notFound();
+  const shown = decision === 'approve' ? who.argsHash : undefined;
   if (decision === 'approve') {
     const role = await roleIn(db, who.teamId, who.userId);
     if (!role || !APPROVER_ROLES.has(role)) throw new BerthError('approval_not_allowed');
+    if (shown !== undefined && shown !== existing.args_hash) throw changedArgs(shown);
   }
   const now = new Date().toISOString();
-  const claimed = await db
+  let claim = db
     .updateTable('approvals')
     .set({ status: decision === 'approve' ? 'running' : 'denied', decided_by_user_id: who.userId, decided_via: who.via, decided_at: now })
     .where('id', '=', existing.id)
     .where('status', '=', 'pending')
-    .where('expires_at', '>', now)
-    .returningAll()
-    .executeTakeFirst();
+    .where('expires_at', '>', now);
+  if (shown !== undefined) claim = claim.where('args_hash', '=', shown);
+  const claimed = await claim.returningAll().executeTakeFirst();
   if (!claimed) {
-    const state = effectiveStatus(existing);
+    // Read again: another instance may have decided it since (the usual loser of a race).
+    const latest = (await db.selectFrom('approvals').selectAll().where('id', '=', existing.id).executeTakeFirst()) ?? existing;
+    const state = effectiveStatus(latest);
+    if (state === 'pending' && shown !== undefined) throw changedArgs(shown);
     if (state === 'expired') await expireDue(db, who.teamId);
     throw new BerthError('conflict', { message: `This approval is ${state === 'running' ? 'already approved' : state}; it can be decided only once, while pending.` });
   }
@@ -272,8 +289,11 @@ export async function decide(deps: { db: Db; config: Config }, runHeld: HeldRunn
     const row = await db.updateTable('approvals').set(set).where('id', '=', claimed.id).returningAll().executeTakeFirstOrThrow();
     return approvalView(config, row);
   };
+  if (claimed.args_hash === null || approvalArgsHash(claimed.input) !== claimed.args_hash) {
+    return finish({ status: 'failed', error: JSON.stringify({ kind: 'conflict', message: 'The stored arguments no longer match the hash they were held with: the call did not run.' }) });
+  }
   const op = await operationNamed(claimed.operation);
-  const caller = await askingCaller(db, claimed, who.door ?? (who.via === 'mcp_elicitation' ? 'mcp-stdio' : who.via));
+  const caller = await askingCaller(db, claimed, who.via);
   if (!op || !caller) {
     return finish({ status: 'failed', error: JSON.stringify({ kind: 'invalid_token', message: 'The token that asked was revoked, expired or left the team: the call did not run.' }) });
   }

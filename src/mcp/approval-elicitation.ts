@@ -1,17 +1,20 @@
-import { inputRequired, inputResponse, type ElicitRequestFormParams, type ElicitRequestURLParams, type ElicitResult, type InputRequest, type InputRequiredResult } from '@modelcontextprotocol/server';
-import { APPROVER_ROLES, decide, getApproval, roleIn, type ApprovalView } from '../core/approvals.js';
+import { inputRequired, inputResponse, type ElicitRequestURLParams, type ElicitResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import { getApproval, type ApprovalView } from '../core/approvals.js';
 import type { Caller } from '../core/caller.js';
 import type { Core } from '../core/gate.js';
 import { BerthError, errorCatalogue, validationError, type ErrorKind } from '../errors.js';
 
-type Elicit = (params: ElicitRequestFormParams | ElicitRequestURLParams, options?: { timeout?: number; signal?: AbortSignal }) => Promise<ElicitResult>;
+type Elicit = (params: ElicitRequestURLParams, options?: { timeout?: number; signal?: AbortSignal }) => Promise<ElicitResult>;
 
 /** What the client declared it can ask its person, and how to reach it during one tool call. */
 export type ClientAsker = LegacyAsker | RoundsAsker;
 
 interface AskerBase {
-  /** Form mode (a bare `elicitation: {}` counts as form, the spec's rule from before modes). */
-  form: boolean;
+  /**
+   * Form mode, as the client declared it. Never used to approve (issue 39): a form's answer
+   * comes from the client the agent runs in, which may be the agent itself.
+   */
+  form?: boolean;
   /** URL mode (MCP 2025-11-25 on): the client opens a page of ours for its person. */
   url: boolean;
   signal?: AbortSignal;
@@ -27,8 +30,8 @@ export interface LegacyAsker extends AskerBase {
 
 /**
  * 2026 era (multi round-trip requests): berth answers the call with `input_required` (the
- * question, and the held call's uuid as `requestState`); the client asks its person and sends
- * the same call again with the answer, which decides the held call instead of running anew.
+ * approval page, and the held call's uuid as `requestState`); the client opens it for its person
+ * and sends the same call again, which waits for the decision instead of running anew.
  */
 export interface RoundsAsker extends AskerBase {
   era: 'modern';
@@ -38,62 +41,47 @@ export interface RoundsAsker extends AskerBase {
   responses?: Record<string, unknown>;
 }
 
-/** The keys berth gives its questions in `inputRequests`, and the prefix of its `requestState`. */
-const FORM_KEY = 'approve';
+/** The key berth gives its question in `inputRequests`, and the prefix of its `requestState`. */
 const PAGE_KEY = 'approval_page';
 const STATE_PREFIX = 'berth-approval:';
 
 /** How often a call waiting on the approval page reads the approval's state. */
 const POLL_MS = 500;
 
-/** How long the person in the client has to answer before the call answers "pending" instead. */
+/** How long a call waits for the person's decision before it answers "pending" instead. */
 const ANSWER_WITHIN_MS = 10 * 60_000;
 
 /**
- * A held call put to the person at the MCP client (form-mode elicitation, a yes/no), so the
- * agent's call can finish in one turn. The client shows the form to its person, never to the model
- * (the MCP spec), so a yes is that person's approval, recorded as via mcp_elicitation; it counts
- * only when the token's holder is an owner or admin of the team (else the call stays pending for
- * one). Returns the operation's output when it ran, an error when it was declined or failed, or
- * undefined to answer "pending" (no answer, a client that cannot ask, a holder who may not approve).
+ * A held call put to the person at the MCP client, so the agent's call can finish in one turn
+ * once they decide. Only by URL mode (issue 39): the client opens the console's page for this
+ * approval, where a person signs in and decides (a passkey check when they have one); whatever
+ * the client answers decides nothing, it only says whether to wait. The decision is read from
+ * the store. No MCP answer approves: form mode is never used, since its "yes" comes from the
+ * client the agent runs in. Returns the operation's output when it ran, an error when it was
+ * denied, expired or failed, the 2026 era's question, or undefined to answer "pending" (no URL
+ * mode, no decision in time).
  */
 export async function confirmInClient(core: Core, caller: Caller, pending: BerthError, asker: ClientAsker): Promise<{ ran: unknown } | { ask: InputRequiredResult } | BerthError | undefined> {
   const a = pending.details.approval;
-  if (!a) return undefined;
-  const role = await roleIn(core.deps.db, caller.teamId, caller.userId);
-  const approver = role !== null && APPROVER_ROLES.has(role);
-  const mode = approver && asker.form ? 'form' : asker.url ? 'url' : undefined;
-  if (!mode) return undefined;
-  if (asker.era === 'modern') return { ask: inputRequiredFor(a, mode) };
-  return mode === 'form' ? askByForm(core, caller, a, asker.elicit) : askByUrl(core, caller, a, asker);
+  if (!a || !asker.url) return undefined;
+  if (asker.era === 'modern') return { ask: pageRequest(a) };
+  return askByUrl(core, caller, a, asker);
 }
 
-const formQuestion = (a: Pending) =>
-  `An agent asks berth to run ${String(a.operation)}${a.target ? ` on ${String(a.target)}` : ''} with ${JSON.stringify(a.arguments)}. Your team's approval policy holds it for a person. Approve it? (Or decide later at ${String(a.approve_url)}.)`;
-const FORM_SCHEMA = {
-  type: 'object',
-  properties: { approve: { type: 'boolean', title: 'Approve and run it', description: 'Yes runs it once now; no denies it for good.' } },
-  required: ['approve'],
-} as const;
 const pageMessage = (a: Pending) =>
-  `An agent asks berth to run ${String(a.operation)}${a.target ? ` on ${String(a.target)}` : ''}. Your team's approval policy holds it for a person: an owner or admin of the team approves or denies it on this page, and the call finishes once they have.`;
+  `An agent asks berth to run ${String(a.operation)}${a.target ? ` on ${String(a.target)}` : ''}. Your team's approval policy holds it for a person: an owner or admin of the team signs in on this page and approves or denies it, and the call finishes once they have.`;
 
-/** The 2026 era's question: the same form or page as the 2025 era's, carried in the result. */
-function inputRequiredFor(a: Pending, mode: 'form' | 'url'): InputRequiredResult {
-  const question: Record<string, InputRequest> =
-    mode === 'form'
-      ? { [FORM_KEY]: inputRequired.elicit({ message: formQuestion(a), requestedSchema: FORM_SCHEMA as never }) }
-      : { [PAGE_KEY]: inputRequired.elicitUrl({ message: pageMessage(a), url: String(a.approve_url) }) };
-  return inputRequired({ inputRequests: question, requestState: `${STATE_PREFIX}${a.uuid}` });
+/** The 2026 era's question: the approval page, carried in the result. */
+function pageRequest(a: Pending): InputRequiredResult {
+  return inputRequired({ inputRequests: { [PAGE_KEY]: inputRequired.elicitUrl({ message: pageMessage(a), url: String(a.approve_url) }) }, requestState: `${STATE_PREFIX}${a.uuid}` });
 }
 
 /**
- * A 2026-era call sent again with the person's answer. Its `requestState` is the client's word,
- * so it is checked against the store: it must name a call of this team held for this same
- * token (and OAuth client) and operation, or nothing is decided. A yes by form counts as in the
- * 2025 era (the holder must be an owner or admin; decide() checks again); a no denies it; after
- * the approval page, the call waits for the decision as the 2025 era's does. No answer (cancel,
- * or a key berth did not ask): the pending answer stands.
+ * A 2026-era call sent again after the approval page. It never decides anything (issue 39):
+ * whatever `inputResponses` it carries, it may only report a decision a person made, or wait for
+ * one after the client opened the page. Its `requestState` is the client's word, so it is checked
+ * against the store: it must name a call of this team held for this same token (and OAuth
+ * client) and operation, else it is a 422 on requestState. No decision (yet): the pending answer.
  */
 export async function resumeInClient(core: Core, caller: Caller, operation: string, asker: RoundsAsker): Promise<{ ran: unknown } | BerthError> {
   const uuid = asker.state?.startsWith(STATE_PREFIX) ? asker.state.slice(STATE_PREFIX.length) : '';
@@ -103,18 +91,11 @@ export async function resumeInClient(core: Core, caller: Caller, operation: stri
   const by = held?.requested_by;
   if (!held || held.operation !== operation || by?.token_id !== caller.tokenId || by.user_id !== caller.userId || by.oauth_client_id !== (caller.oauth?.clientId ?? null)) return foreign;
   const pendingAnswer = (v: ApprovalView) => new BerthError('approval_pending', { approval: v });
-  if (held.status !== 'pending') return settled(held) ?? (await waitForDecision(core, caller, held.uuid, asker.signal)) ?? pendingAnswer(held);
-
-  const form = inputResponse(asker.responses, FORM_KEY);
-  if (form.kind === 'elicit' && form.action !== 'cancel') {
-    const who = { userId: caller.userId, teamId: caller.teamId, via: 'mcp_elicitation' as const, door: caller.door };
-    if (form.action === 'accept' && form.content?.approve === true) return ranOrWhy(await decide(core.deps, core.runHeld, who, held.uuid, 'approve'));
-    await decide(core.deps, core.runHeld, who, held.uuid, 'deny');
-    return new BerthError('conflict', { message: `Declined by the person in the client: approval ${held.uuid} is denied and the call did not run.` });
-  }
+  const done = settled(held);
+  if (done) return done;
   const page = inputResponse(asker.responses, PAGE_KEY);
-  if (page.kind === 'elicit' && page.action === 'accept') return (await waitForDecision(core, caller, held.uuid, asker.signal)) ?? pendingAnswer(held);
-  return pendingAnswer(held);
+  const opened = held.status === 'running' || (page.kind === 'elicit' && page.action === 'accept');
+  return (opened && (await waitForDecision(core, caller, held.uuid, asker.signal))) || pendingAnswer(held);
 }
 
 /** A decided approval as the call's answer; undefined while it is still pending or running. */
@@ -138,31 +119,6 @@ async function waitForDecision(core: Core, caller: Caller, uuid: string, signal?
 /** The held call as the pending error carries it (an ApprovalView). */
 type Pending = Record<string, unknown> & { uuid: string };
 
-/** Form mode: the holder, an owner or admin, says yes or no in the client. */
-async function askByForm(core: Core, caller: Caller, a: Pending, elicit: Elicit): Promise<{ ran: unknown } | BerthError | undefined> {
-  let answer: ElicitResult;
-  try {
-    answer = await elicit(
-      {
-        mode: 'form',
-        message: formQuestion(a),
-        requestedSchema: FORM_SCHEMA as never,
-      },
-      { timeout: ANSWER_WITHIN_MS },
-    );
-  } catch {
-    // A client that cannot elicit after all (or a newer protocol era): the pending answer stands.
-    return undefined;
-  }
-  if (answer.action === 'cancel') return undefined;
-  const who = { userId: caller.userId, teamId: caller.teamId, via: 'mcp_elicitation' as const, door: caller.door };
-  if (answer.action === 'accept' && answer.content?.approve === true) {
-    return ranOrWhy(await decide(core.deps, core.runHeld, who, a.uuid, 'approve'));
-  }
-  await decide(core.deps, core.runHeld, who, a.uuid, 'deny');
-  return new BerthError('conflict', { message: `Declined by the person in the client: approval ${a.uuid} is denied and the call did not run.` });
-}
-
 /**
  * URL mode: the client opens the console's approval page for its person (who signs in there; an
  * owner or admin decides, whoever holds the token), and the call waits for the decision, read
@@ -172,15 +128,7 @@ async function askByForm(core: Core, caller: Caller, a: Pending, elicit: Elicit)
 async function askByUrl(core: Core, caller: Caller, a: Pending, asker: LegacyAsker): Promise<{ ran: unknown } | BerthError | undefined> {
   let answer: ElicitResult;
   try {
-    answer = await asker.elicit(
-      {
-        mode: 'url',
-        elicitationId: a.uuid,
-        url: String(a.approve_url),
-        message: pageMessage(a),
-      },
-      { timeout: ANSWER_WITHIN_MS, signal: asker.signal },
-    );
+    answer = await asker.elicit({ mode: 'url', elicitationId: a.uuid, url: String(a.approve_url), message: pageMessage(a) }, { timeout: ANSWER_WITHIN_MS, signal: asker.signal });
   } catch {
     return undefined;
   }

@@ -1,6 +1,6 @@
 import type { Generated } from 'kysely';
 
-/** Approvals (migration 030). Times ISO-8601 UTC. */
+/** Approvals (migrations 030, 033). Times ISO-8601 UTC. */
 export interface ApprovalPoliciesTable {
   team_id: number;
   /** JSON array of operation names and classes. */
@@ -27,11 +27,13 @@ export interface ApprovalsTable {
   input: string;
   /** JSON: the input with secret-looking fields replaced, what approvers and agents see. */
   shown_input: string;
+  /** SHA-256 of the input's canonical JSON (approval-args-hash.ts, migration 033); null: never runs. */
+  args_hash: string | null;
   permissions: string;
   source_ip: string;
   status: ApprovalStatus;
   decided_by_user_id: number | null;
-  /** console, cli or mcp_elicitation. */
+  /** console or cli (mcp_elicitation on rows decided before issue 39: a client's answer no longer approves). */
   decided_via: string | null;
   decided_at: string | null;
   /** JSON: the operation's (redacted) output, once it ran. */

@@ -30,7 +30,8 @@ export interface PasskeysTable {
 
 export interface WebauthnChallengesTable {
   id_hash: string;
-  purpose: 'register' | 'authenticate';
+  /** approve: a person's passkey check at approving a held call (issue 39). */
+  purpose: 'register' | 'authenticate' | 'approve';
   user_id: number | null;
   challenge: string;
   expires_at: string;

@@ -1,21 +1,35 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as V1StdioTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBerth } from '../helpers/cli-run.js';
+import { browse, signInByLink, type ConsoleSession } from '../helpers/console.js';
 import { CLI, errorBody, httpClient, stdioClient, type ToolResult } from '../helpers/mcp.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { storeEnv } from '../helpers/store.js';
 
+/** What a client that approves everything answers, whatever it is asked (form or URL). */
+const acceptAll = () => ({ action: 'accept' as const, content: { approve: true } });
+type Answer = (params: Record<string, unknown>) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean> };
+type Modes = { form?: Record<string, never>; url?: Record<string, never> };
+
 /**
- * Approvals over MCP (issue 26), through `berth mcp` on stdio (the built CLI) and /mcp over HTTP:
- * a held call asks the person in a client that supports elicitation and finishes in the same
- * call; a client without it gets the pending result naming where to approve.
+ * Only a person approves (issues 26 and 39), over MCP through `berth mcp` on stdio (the built CLI)
+ * and /mcp over HTTP, with real SDK clients (v1 and v2, both protocol eras) that answer every
+ * elicitation by themselves with "accept", as an agent driving its own client would: none of
+ * them runs a held call. berth asks only by URL mode, pointing at the console's page for the
+ * approval; the call then waits for a person's decision there (or by the CLI) and finishes once;
+ * a client without URL mode gets the pending answer and approve_url.
  */
-describe('approvals over MCP', { timeout: 90_000 }, () => {
+describe('approvals over MCP: only a person approves', { timeout: 90_000 }, () => {
   let s: TestServer;
+  let owner: ConsoleSession;
 
   beforeAll(async () => {
     s = await startTestServer();
+    owner = await signInByLink(s.url, s.db, s.ownerEmail);
     const set = await call(s.url, 'PATCH', '/api/v1/approvals/policy', { token: s.rootToken, body: { rules: ['delete_project'] } });
     expect(set.status).toBe(200);
   }, 60_000);
@@ -25,28 +39,60 @@ describe('approvals over MCP', { timeout: 90_000 }, () => {
 
   const project = async (name: string) => (await call(s.url, 'POST', '/api/v1/projects', { token: s.rootToken, body: { name } })).json.uuid as string;
   const exists = async (uuid: string) => (await call(s.url, 'GET', `/api/v1/projects/${uuid}`, { token: s.rootToken })).status === 200;
+  const approvalOf = async (target: string) => {
+    const list = await call(s.url, 'GET', '/api/v1/approvals', { token: s.rootToken });
+    return (list.json as Array<{ uuid: string; target: string; status: string; decided_via: string | null; args_hash: string }>).find((a) => a.target === target);
+  };
+  /** The owner approves on the console page (signed in, no passkey: session and CSRF), posting the hash it shows. */
+  const approveInConsole = async (uuid: string) => {
+    const a = (await call(s.url, 'GET', `/api/v1/approvals/${uuid}`, { token: s.rootToken })).json as { args_hash: string };
+    return browse(s.url, owner.jar, 'POST', `/approvals/${uuid}/approve`, { _csrf: owner.csrf, args_hash: a.args_hash });
+  };
+  /** Nothing ran and nothing was decided: the project is there, its approval pending and undecided. */
+  const stillHeld = async (p: string) => {
+    expect(await exists(p)).toBe(true);
+    expect(await approvalOf(p)).toMatchObject({ status: 'pending', decided_via: null });
+  };
+
+  /** A v1 SDK client (@modelcontextprotocol/sdk) on `berth mcp` over stdio, answering every elicitation with `answer`. */
+  async function v1Client(token: string, modes: Modes, answer: Answer = acceptAll) {
+    const asked: Array<Record<string, unknown>> = [];
+    const completed: string[] = [];
+    const c = new V1Client({ name: 'berth-test-v1-elicit', version: '1.0.0' }, { capabilities: { elicitation: modes } });
+    c.setRequestHandler(ElicitRequestSchema, async (req) => {
+      asked.push(req.params as Record<string, unknown>);
+      return answer(req.params as Record<string, unknown>);
+    });
+    c.setNotificationHandler(ElicitationCompleteNotificationSchema, async (n) => {
+      completed.push(n.params.elicitationId);
+    });
+    await c.connect(
+      new V1StdioTransport({
+        command: process.execPath,
+        args: [CLI, 'mcp', '--data', s.dataDir, '--toolsets', 'all'],
+        env: { BERTH_TOKEN: token, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir) },
+        stderr: 'pipe',
+      }),
+    );
+    const callTool = (name: string, args: Record<string, unknown>, timeout?: number) => c.callTool({ name, arguments: args }, undefined, timeout ? { timeout } : undefined) as Promise<ToolResult>;
+    return { c, asked, completed, callTool };
+  }
 
   /**
-   * A real SDK client that declares form elicitation and answers with `answer`: on `berth mcp`
-   * over stdio in the 2025 era by default, or (`via`) in the 2026 era over stdio or HTTP, where
-   * the SDK's client fulfils berth's input_required answer with the same handler and sends the
-   * call again.
+   * A v2 SDK client (@modelcontextprotocol/client) answering every elicitation with `answer`: on
+   * `berth mcp` over stdio in the 2025 era, or in the 2026 era over stdio or HTTP, where the SDK
+   * fulfils berth's input_required answer with the same handler and sends the call again.
    */
-  async function elicitingClient(
-    token: string,
-    answer: (message: string, params: Record<string, unknown>) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean> },
-    modes: { form?: Record<string, never>; url?: Record<string, never> } = { form: {} },
-    via: 'legacy-stdio' | 'modern-stdio' | 'modern-http' = 'legacy-stdio',
-  ) {
-    const asked: string[] = [];
+  async function v2Client(token: string, modes: Modes, via: 'legacy-stdio' | 'modern-stdio' | 'modern-http', answer: Answer = acceptAll) {
+    const asked: Array<Record<string, unknown>> = [];
     const completed: string[] = [];
     const c = new Client(
       { name: 'berth-test-elicit', version: '1.0.0' },
       { capabilities: { elicitation: modes }, versionNegotiation: { mode: via === 'legacy-stdio' ? 'legacy' : { pin: '2026-07-28' } } },
     );
     c.setRequestHandler('elicitation/create', async (req) => {
-      asked.push(req.params.message);
-      return answer(req.params.message, req.params as Record<string, unknown>);
+      asked.push(req.params as Record<string, unknown>);
+      return answer(req.params as Record<string, unknown>);
     });
     c.setNotificationHandler('notifications/elicitation/complete', async (n) => {
       completed.push(n.params.elicitationId);
@@ -61,166 +107,153 @@ describe('approvals over MCP', { timeout: 90_000 }, () => {
             stderr: 'pipe',
           }),
     );
-    return { c, asked, completed };
+    const callTool = (name: string, args: Record<string, unknown>, timeout?: number) => c.callTool({ name, arguments: args }, timeout ? { timeout } : undefined) as Promise<ToolResult>;
+    return { c, asked, completed, callTool };
   }
 
-  const approvalOf = async (uuid: string) => {
-    const list = await call(s.url, 'GET', '/api/v1/approvals', { token: s.rootToken });
-    return (list.json as Array<{ target: string; status: string; decided_via: string | null }>).find((a) => a.target === uuid);
+  /** The pending answer: an error result naming the approval and its console page. */
+  const expectPending = (r: ToolResult, p: string) => {
+    const body = errorBody(r);
+    expect(body.message).toMatch(/waits for a person's approval/);
+    expect(body.approval).toMatchObject({ status: 'pending', operation: 'delete_project', target: p });
+    expect(String((body.approval as { approve_url: string }).approve_url)).toMatch(/\/approvals\/[a-z0-9]{24}$/);
   };
 
-  it('a client with elicitation asks its person and the call completes in one turn', async () => {
-    const p = await project('elicit-yes');
-    const { c, asked } = await elicitingClient(s.rootToken, () => ({ action: 'accept', content: { approve: true } }));
+  it.each([
+    ['v1 SDK client, 2025 era (stdio)', 'v1'],
+    ['v2 SDK client, 2025 era (stdio)', 'legacy-stdio'],
+    ['v2 SDK client, 2026 era (stdio)', 'modern-stdio'],
+    ['v2 SDK client, 2026 era (HTTP)', 'modern-http'],
+  ] as const)('%s with form mode only, answering "accept" to everything: never asked, the owner’s held call stays pending', async (_name, kind) => {
+    const p = await project(`form-only-${kind}`);
+    const client = kind === 'v1' ? await v1Client(s.rootToken, { form: {} }) : await v2Client(s.rootToken, { form: {} }, kind);
     try {
-      const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: p } })) as ToolResult;
-      expect(r.isError).toBeFalsy();
-      expect(asked).toHaveLength(1);
-      expect(asked[0]).toContain('delete_project');
-      expect(asked[0]).toContain(p);
+      expectPending(await client.callTool('delete_project', { uuid: p }), p);
+      expect(client.asked).toEqual([]);
+    } finally {
+      await client.c.close();
+    }
+    await stillHeld(p);
+  });
+
+  it.each([
+    ['v1 SDK client, 2025 era (stdio)', 'v1'],
+    ['v2 SDK client, 2026 era (HTTP)', 'modern-http'],
+  ] as const)('%s with form and URL modes, answering "accept" to everything: it is sent to the console page, and its accept approves nothing', async (_name, kind) => {
+    const p = await project(`accept-all-${kind}`);
+    const client = kind === 'v1' ? await v1Client(s.rootToken, { form: {}, url: {} }) : await v2Client(s.rootToken, { form: {}, url: {} }, kind);
+    try {
+      // The call waits for a person (bounded); the agent gives up after a few seconds.
+      await expect(client.callTool('delete_project', { uuid: p }, 4000)).rejects.toThrow(/timed out|timeout/i);
+      const a = await approvalOf(p);
+      expect(client.asked).toHaveLength(1);
+      expect(client.asked[0]).toMatchObject({ mode: 'url', url: expect.stringMatching(new RegExp(`/approvals/${a!.uuid}$`)) });
+      expect(client.asked[0]!.requestedSchema).toBeUndefined();
+    } finally {
+      await client.c.close();
+    }
+    await stillHeld(p);
+  });
+
+  it('2026 era: a call sent again with requestState and a form "yes" for its own held call decides nothing', async () => {
+    const p = await project('mrtr-own-yes');
+    // Held for the owner's token by a client without elicitation.
+    const plain = await httpClient('v2-modern', s.url, s.rootToken);
+    let uuid: string;
+    try {
+      const r = await plain.callTool('delete_project', { uuid: p });
+      uuid = (errorBody(r).approval as { uuid: string }).uuid;
+    } finally {
+      await plain.close();
+    }
+    // The same token answers "yes" itself, as the old form question's answer, naming its own held call.
+    const { c } = await v2Client(s.rootToken, { form: {} }, 'modern-http');
+    const retry = (inputResponses: Record<string, unknown>, timeout?: number) =>
+      c.callTool({ name: 'delete_project', arguments: { uuid: p }, inputResponses, requestState: `berth-approval:${uuid}` } as never, timeout ? { timeout } : undefined) as Promise<ToolResult>;
+    const yes = { approve: { action: 'accept', content: { approve: true } } };
+    try {
+      expectPending(await retry(yes), p);
+      // "The page was opened" only makes the retry wait for a person's decision; none comes here.
+      await expect(retry({ ...yes, approval_page: { action: 'accept' } }, 3000)).rejects.toThrow(/timed out|timeout/i);
     } finally {
       await c.close();
     }
-    expect(await exists(p)).toBe(false);
-    expect(await approvalOf(p)).toMatchObject({ status: 'succeeded', decided_via: 'mcp_elicitation' });
+    await stillHeld(p);
   });
 
-  it('a client with URL elicitation opens the approval page; a person approves there and the call completes once', async () => {
-    // A member holds the token: no yes/no in the client would count, the page's sign-in decides who approves.
+  it('URL mode: a person approves on the console page, and the waiting call finishes once with its result', async () => {
+    // A member holds the token: who approves is decided by the page's sign-in, not by the token.
     const member = await s.token({ permissions: ['read', 'write'], role: 'member', email: 'url-member@example.test' });
     const p = await project('elicit-url');
-    const opened: Array<Record<string, unknown>> = [];
-    let decided: Promise<unknown> | undefined;
-    const { c, completed } = await elicitingClient(
-      member.token,
-      (_m, params) => {
-        opened.push(params);
-        // The person follows the link and an owner approves it (here through the CLI, on the same store).
-        decided = runBerth(['approvals', 'approve', String(params.elicitationId), '--email', s.ownerEmail, '--data', s.dataDir], {
-          cwd: s.dataDir,
-          env: { LOG_LEVEL: 'silent', ...storeEnv(s.dataDir) },
-        });
-        return { action: 'accept' };
-      },
-      { url: {} },
-    );
+    let decided: Promise<{ status: number }> | undefined;
+    const client = await v1Client(member.token, { url: {} }, (params) => {
+      // The person follows the link and approves there, signed in.
+      decided = approveInConsole(String(params.elicitationId));
+      return { action: 'accept' };
+    });
     try {
-      const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: p } })) as ToolResult;
+      const r = await client.callTool('delete_project', { uuid: p });
       expect(r.isError, JSON.stringify(r)).toBeFalsy();
-      expect(opened).toHaveLength(1);
+      expect((await decided)?.status).toBe(303);
       const a = await approvalOf(p);
-      expect(opened[0]).toMatchObject({ mode: 'url', elicitationId: expect.any(String), url: expect.stringMatching(/\/approvals\/[a-z0-9]{24}$/) });
-      expect(String(opened[0]!.url).endsWith(`/approvals/${String(opened[0]!.elicitationId)}`)).toBe(true);
-      expect(a).toMatchObject({ status: 'succeeded', decided_via: 'cli' });
-      await expect.poll(() => completed).toEqual([opened[0]!.elicitationId]);
+      expect(client.asked[0]).toMatchObject({ mode: 'url', elicitationId: a!.uuid, url: expect.stringMatching(new RegExp(`/approvals/${a!.uuid}$`)) });
+      expect(a).toMatchObject({ status: 'succeeded', decided_via: 'console' });
+      await expect.poll(() => client.completed).toEqual([a!.uuid]);
     } finally {
       await decided;
-      await c.close();
+      await client.c.close();
     }
     expect(await exists(p)).toBe(false);
     const runs = await call(s.url, 'GET', `/api/v1/audit?operation=delete_project&resource=${p}&result=ok`, { token: s.rootToken });
     expect(runs.json).toHaveLength(1);
   });
 
-  it('declined in the client, the call is denied and never runs', async () => {
+  it('URL mode, the page declined in the client: nothing is decided, the call answers pending', async () => {
     const p = await project('elicit-no');
-    const { c } = await elicitingClient(s.rootToken, () => ({ action: 'decline' }));
+    const client = await v2Client(s.rootToken, { url: {} }, 'legacy-stdio', () => ({ action: 'decline' }));
     try {
-      const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: p } })) as ToolResult;
-      expect(errorBody(r).message).toMatch(/denied/);
+      expectPending(await client.callTool('delete_project', { uuid: p }), p);
+      expect(client.asked).toHaveLength(1);
     } finally {
-      await c.close();
+      await client.c.close();
     }
-    expect(await exists(p)).toBe(true);
-    expect((await approvalOf(p))?.status).toBe('denied');
-  });
-
-  it('a member holder is not asked: the call stays pending for an owner or admin', async () => {
-    const member = await s.token({ permissions: ['read', 'write'], role: 'member' });
-    const p = await project('elicit-member');
-    const { c, asked } = await elicitingClient(member.token, () => ({ action: 'accept', content: { approve: true } }));
-    try {
-      const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: p } })) as ToolResult;
-      expect(errorBody(r).approval).toMatchObject({ status: 'pending', operation: 'delete_project' });
-      expect(asked).toEqual([]);
-    } finally {
-      await c.close();
-    }
-    expect(await exists(p)).toBe(true);
+    await stillHeld(p);
   });
 
   it('clients without elicitation get the pending result and where to approve (stdio and HTTP)', async () => {
-    for (const open of [() => stdioClient('v2-legacy', s.dataDir, s.rootToken), () => httpClient('v2-modern', s.url, s.rootToken)]) {
+    for (const open of [() => stdioClient('v2-legacy', s.dataDir, s.rootToken), () => httpClient('v2-modern', s.url, s.rootToken), () => stdioClient('v1', s.dataDir, s.rootToken)]) {
       const p = await project('no-elicit');
       const c = await open();
       try {
         const r = await c.callTool('delete_project', { uuid: p });
-        const body = errorBody(r);
-        expect(body.message).toMatch(/waits for a person's approval/);
-        expect(body.approval).toMatchObject({ status: 'pending', operation: 'delete_project', target: p });
-        expect(String((body.approval as { approve_url: string }).approve_url)).toMatch(/\/approvals\/[a-z0-9]{24}$/);
-        expect(String(body.hint)).toContain('get_approval');
+        expectPending(r, p);
+        expect(String(errorBody(r).hint)).toContain('get_approval');
       } finally {
         await c.close();
       }
-      expect(await exists(p)).toBe(true);
+      await stillHeld(p);
     }
   });
-  describe('in the 2026 era (input_required, the call sent again with the answer)', () => {
-    it.each(['modern-stdio', 'modern-http'] as const)('%s: asked by form, yes runs it once; no denies it', async (via) => {
-      const yes = await project(`mrtr-yes-${via}`);
-      const asking = await elicitingClient(s.rootToken, () => ({ action: 'accept', content: { approve: true } }), { form: {} }, via);
-      try {
-        const r = (await asking.c.callTool({ name: 'delete_project', arguments: { uuid: yes } })) as ToolResult;
-        expect(r.isError, JSON.stringify(r)).toBeFalsy();
-        expect(asking.asked).toHaveLength(1);
-        expect(asking.asked[0]).toContain(yes);
-      } finally {
-        await asking.c.close();
-      }
-      expect(await exists(yes)).toBe(false);
-      expect(await approvalOf(yes)).toMatchObject({ status: 'succeeded', decided_via: 'mcp_elicitation' });
-      const runs = await call(s.url, 'GET', `/api/v1/audit?operation=delete_project&resource=${yes}&result=ok`, { token: s.rootToken });
-      expect(runs.json).toHaveLength(1);
 
-      const no = await project(`mrtr-no-${via}`);
-      const refusing = await elicitingClient(s.rootToken, () => ({ action: 'decline' }), { form: {} }, via);
-      try {
-        const r = (await refusing.c.callTool({ name: 'delete_project', arguments: { uuid: no } })) as ToolResult;
-        expect(errorBody(r).message).toMatch(/denied/);
-      } finally {
-        await refusing.c.close();
-      }
-      expect(await exists(no)).toBe(true);
-      expect((await approvalOf(no))?.status).toBe('denied');
-    });
-
-    it('URL mode over HTTP: the client opens the approval page, an owner approves there, the call sent again finishes once', async () => {
+  describe('in the 2026 era (input_required, the call sent again)', () => {
+    it('URL mode over HTTP: the client opens the approval page, an owner approves with the CLI on the host, the call sent again finishes once', async () => {
       const member = await s.token({ permissions: ['read', 'write'], role: 'member', email: 'mrtr-url@example.test' });
       const p = await project('mrtr-url');
-      const opened: Array<Record<string, unknown>> = [];
       let decided: Promise<unknown> | undefined;
-      const { c } = await elicitingClient(
-        member.token,
-        (_m, params) => {
-          opened.push(params);
-          const uuid = String(params.url).split('/').pop()!;
-          // The person follows the link and an owner approves it (here through the CLI, on the same store).
-          decided = runBerth(['approvals', 'approve', uuid, '--email', s.ownerEmail, '--data', s.dataDir], { cwd: s.dataDir, env: { LOG_LEVEL: 'silent', ...storeEnv(s.dataDir) } });
-          return { action: 'accept' };
-        },
-        { url: {} },
-        'modern-http',
-      );
+      const client = await v2Client(member.token, { url: {} }, 'modern-http', (params) => {
+        const uuid = String(params.url).split('/').pop()!;
+        decided = runBerth(['approvals', 'approve', uuid, '--email', s.ownerEmail, '--data', s.dataDir], { cwd: s.dataDir, env: { LOG_LEVEL: 'silent', ...storeEnv(s.dataDir) } });
+        return { action: 'accept' };
+      });
       try {
-        const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: p } })) as ToolResult;
+        const r = await client.callTool('delete_project', { uuid: p });
         expect(r.isError, JSON.stringify(r)).toBeFalsy();
       } finally {
         await decided;
-        await c.close();
+        await client.c.close();
       }
-      expect(opened).toHaveLength(1);
-      expect(opened[0]).toMatchObject({ mode: 'url', url: expect.stringMatching(/\/approvals\/[a-z0-9]{24}$/) });
+      expect(client.asked).toHaveLength(1);
+      expect(client.asked[0]).toMatchObject({ mode: 'url', url: expect.stringMatching(/\/approvals\/[a-z0-9]{24}$/) });
       expect(await exists(p)).toBe(false);
       expect(await approvalOf(p)).toMatchObject({ status: 'succeeded', decided_via: 'cli' });
     });
@@ -237,7 +270,7 @@ describe('approvals over MCP', { timeout: 90_000 }, () => {
       expect(uuid, held.text).toBeTruthy();
       // Another admin's token answers "yes" for it, naming it in a made-up requestState.
       const other = await s.token({ permissions: ['read', 'write'], role: 'admin' });
-      const { c } = await elicitingClient(other.token, () => ({ action: 'accept', content: { approve: true } }), { form: {} }, 'modern-http');
+      const { c } = await v2Client(other.token, { form: {} }, 'modern-http');
       try {
         const r = (await c.callTool({
           name: 'delete_project',
@@ -249,8 +282,7 @@ describe('approvals over MCP', { timeout: 90_000 }, () => {
       } finally {
         await c.close();
       }
-      expect(await exists(p)).toBe(true);
-      expect(await approvalOf(p)).toMatchObject({ status: 'pending' });
+      await stillHeld(p);
     });
   });
 });

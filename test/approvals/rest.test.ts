@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../../src/core/admin.js';
 import { loadConfig } from '../../src/config/config.js';
@@ -39,8 +40,10 @@ describe('approvals over REST', { timeout: 60_000 }, () => {
     expect(r.headers.location).toBe(`/api/v1/approvals/${r.json.approval.uuid}`);
     return r.json.approval as { uuid: string; status: string; approve_url: string };
   };
-  const approveInConsole = (uuid: string, who = owner) => browse(s.url, who.jar, 'POST', `/approvals/${uuid}/approve`, { _csrf: who.csrf });
   const approval = async (uuid: string) => (await call(s.url, 'GET', `/api/v1/approvals/${uuid}`, { token: s.rootToken })).json;
+  /** The console's approve form as its page posts it: the session's CSRF token and the arguments hash it shows. */
+  const approveForm = async (uuid: string, who = owner) => ({ _csrf: who.csrf, args_hash: String((await approval(uuid)).args_hash) });
+  const approveInConsole = async (uuid: string, who = owner) => browse(s.url, who.jar, 'POST', `/approvals/${uuid}/approve`, await approveForm(uuid, who));
 
   it('holds a delete with 202, shows what waits, and runs it once when a person approves', async () => {
     const p = await project('held');
@@ -71,6 +74,40 @@ describe('approvals over REST', { timeout: 60_000 }, () => {
     const again = await approveInConsole(a.uuid);
     expect(again.status).toBe(409);
     expect((await approval(a.uuid)).status).toBe('succeeded');
+  });
+
+  it('an approval binds the arguments: the page shows their hash, another or none is refused, changed input never runs', async () => {
+    const p = await project('bound');
+    const decoy = await project('bound-decoy');
+    const a = await held(p);
+    // SHA-256 of the canonical JSON of the stored input ({"uuid": p} has one key: its JSON is canonical).
+    const hash = createHash('sha256')
+      .update(JSON.stringify({ uuid: p }))
+      .digest('hex');
+    expect(a).toMatchObject({ args_hash: hash });
+    const page = await browse(s.url, owner.jar, 'GET', `/approvals/${a.uuid}`);
+    expect(page.text).toContain(`>${hash.slice(0, 12)}</code>`);
+    expect(page.text).toContain(`name="args_hash" value="${hash}"`);
+
+    // A hash the person was not shown (arguments changed since the page was read): 409, nothing decided.
+    const other = await browse(s.url, owner.jar, 'POST', `/approvals/${a.uuid}/approve`, { _csrf: owner.csrf, args_hash: 'a'.repeat(64) });
+    expect(other.status).toBe(409);
+    expect(other.text).toContain('are not the ones this call holds');
+    // No hash at all (a form not made by its page): 422 naming the field.
+    const none = await browse(s.url, owner.jar, 'POST', `/approvals/${a.uuid}/approve`, { _csrf: owner.csrf });
+    expect(none.status).toBe(422);
+    expect(none.text).toContain('the form carries the hash of the arguments it shows');
+    expect((await approval(a.uuid)).status).toBe('pending');
+
+    // The stored input changed behind the approval's back: approved with the hash shown, it is hashed again and never runs.
+    await s.db
+      .updateTable('approvals')
+      .set({ input: JSON.stringify({ uuid: decoy }) })
+      .where('uuid', '=', a.uuid)
+      .execute();
+    expect((await browse(s.url, owner.jar, 'POST', `/approvals/${a.uuid}/approve`, { _csrf: owner.csrf, args_hash: hash })).status).toBe(303);
+    expect(await approval(a.uuid)).toMatchObject({ status: 'failed', error: { kind: 'conflict', message: expect.stringMatching(/no longer match the hash/) } });
+    for (const uuid of [p, decoy]) expect((await call(s.url, 'GET', `/api/v1/projects/${uuid}`, { token: s.rootToken })).status).toBe(200);
   });
 
   it('shows secrets in held arguments to nobody, and runs the call with them', async () => {
@@ -227,12 +264,12 @@ describe('approvals over REST', { timeout: 60_000 }, () => {
       for (let round = 0; round < 3; round++) {
         const p = await project(`race-${round}`);
         const a = await held(p);
-        const [one, two] = await Promise.all([
-          browse(s.url, owner.jar, 'POST', `/approvals/${a.uuid}/approve`, { _csrf: owner.csrf }),
-          browse(second.url, owner.jar, 'POST', `/approvals/${a.uuid}/approve`, { _csrf: owner.csrf }),
-        ]);
+        const form = await approveForm(a.uuid);
+        const [one, two] = await Promise.all([browse(s.url, owner.jar, 'POST', `/approvals/${a.uuid}/approve`, form), browse(second.url, owner.jar, 'POST', `/approvals/${a.uuid}/approve`, form)]);
         expect([one.status, two.status].sort()).toEqual([303, 409]);
         expect(await approval(a.uuid)).toMatchObject({ status: 'succeeded' });
+        const runs = await call(s.url, 'GET', `/api/v1/audit?operation=delete_project&resource=${p}&result=ok`, { token: s.rootToken });
+        expect(runs.json).toHaveLength(1);
       }
     } finally {
       await second.close();

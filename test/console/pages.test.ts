@@ -168,7 +168,7 @@ describe('CSRF on every form', () => {
       expect((await browse(s.url, owner.jar, 'POST', path, { ...form, _csrf: 'wrong' })).status, path).toBe(403);
       expect((await browse(s.url, owner.jar, 'POST', path, { ...form, _csrf: owner.csrf }, { origin: 'https://evil.example' })).status, path).toBe(403);
     }
-    for (const path of ['/passkeys/register/options', '/login/passkey/options']) {
+    for (const path of ['/passkeys/register/options', '/login/passkey/options', '/approvals/abc/approve/options']) {
       const r = await browse(s.url, owner.jar, 'POST', path, undefined, { 'content-type': 'application/json' });
       expect(r.status, path).toBe(403);
     }

@@ -16,6 +16,7 @@ export const approvalSchema = z.object({
   rule: z.string().describe('The policy rule that held it: an operation name or a class.'),
   target: z.string().nullable().describe('The uuid (or id) the call names.'),
   arguments: z.record(z.string(), z.unknown()).describe('The call\u2019s arguments, secrets shown as "[redacted]".'),
+  args_hash: z.string().nullable().describe('SHA-256 of the held arguments\u2019 canonical JSON: what a person approves, checked again before the call runs.'),
   requested_by: z.object({ user_id: z.number().int(), token_id: z.number().int(), oauth_client_id: z.string().nullable() }),
   created_at: z.string(),
   expires_at: z.string(),
@@ -32,18 +33,27 @@ const policySchema = z.object({
   expires_in_seconds: z.number().int().describe('How long a call waits before it expires and never runs.'),
 });
 
-const uuidInput = z.strictObject({ uuid: z.string().min(1).max(64) });
+const uuid = z.string().min(1).max(64);
+const uuidInput = z.strictObject({ uuid });
+const approveInput = z.strictObject({
+  uuid,
+  args_hash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, { message: 'The approval\u2019s args_hash: 64 lowercase hex digits.' })
+    .optional()
+    .describe('The args_hash the person was shown; the approval is refused when the held call\u2019s differs.'),
+});
 const readOnly = { readOnly: true, destructive: false, idempotent: true, openWorld: false };
 const decision = { readOnly: false, destructive: false, idempotent: false, openWorld: true };
 
 /** A decision runs as the person (console, CLI) it is; a token's approve is refused: tokens are agents. */
-async function decideAs(ctx: OperationContext, uuid: string, what: 'approve' | 'deny') {
+async function decideAs(ctx: OperationContext, uuid: string, what: 'approve' | 'deny', argsHash?: string) {
   const { caller } = ctx;
   // Another team's approval is the same 404 as a missing one, before any refusal says more.
   await getApproval(ctx.db, ctx.config, caller.teamId, uuid);
   if (what === 'approve' && !caller.person) throw new BerthError('approval_not_allowed');
   if (!ctx.runHeld) throw new Error('approvals need the core to run a held call');
-  return decide(ctx, ctx.runHeld, { userId: caller.userId, teamId: caller.teamId, via: caller.person ?? 'cli' }, uuid, what);
+  return decide(ctx, ctx.runHeld, { userId: caller.userId, teamId: caller.teamId, via: caller.person ?? 'cli', ...(argsHash ? { argsHash } : {}) }, uuid, what);
 }
 
 /** A caller without read:sensitive sees no hidden argument's name either (as in every response). */
@@ -135,12 +145,12 @@ export const approvalOperations = [
     summary: 'Approve a held call: it runs once, as the caller that asked. Only a team owner or admin in the console or CLI; a token is refused.',
     permission: 'write',
     toolset: 'teams',
-    input: () => uuidInput,
+    input: () => approveInput,
     output: () => approvalSchema,
     annotations: decision,
     http: { method: 'POST', path: '/api/v1/approvals/{uuid}/approve' },
     async run(ctx, input) {
-      return decideAs(ctx, input.uuid, 'approve');
+      return decideAs(ctx, input.uuid, 'approve', input.args_hash);
     },
   }),
   defineOperation({
