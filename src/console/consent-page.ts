@@ -67,7 +67,7 @@ export function consentPage(v: ConsentView): string {
     })
     .join('');
   const confirm = v.confirmRoot
-    ? `<p class="error" role="alert" id="root-confirm">You chose <strong>root</strong> for ${esc(v.clientName)}. ${esc(ROOT_WARNING)} Untick root to give less, or press "Allow with root" to confirm.</p>`
+    ? `<p class="error" role="alert" id="root-confirm">You chose <strong>root</strong>: ${esc(v.clientName)} could then do anything you can in this team. Untick root to give less, or press "Allow with root" to confirm.</p>`
     : '';
   return `<!doctype html>
 <html lang="en">
