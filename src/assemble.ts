@@ -14,6 +14,7 @@ import { Scheduler } from './workers/scheduler.js';
 import { VolumeBackupRunner } from './workers/volume-backup-runner.js';
 import { DockerCleanupSchedule } from './workers/cleanup-schedule.js';
 import { AuditRetention } from './workers/audit-retention.js';
+import { OAuthClientSweep } from './workers/oauth-client-sweep.js';
 
 export interface Assembled {
   core: Core;
@@ -46,7 +47,14 @@ export function assembleCore(
   const core = new Core({ db, config, logger, limits, runtime, jobs });
   // The one list of schedules: each claims its due runs once across instances (see Schedule).
   const scheduler = new Scheduler(
-    [jobs.backups, jobs.tasks, new VolumeBackupRunner(db, runtime, logger), new DockerCleanupSchedule(db, runtime, logger), new AuditRetention(db, logger)],
+    [
+      jobs.backups,
+      jobs.tasks,
+      new VolumeBackupRunner(db, runtime, logger),
+      new DockerCleanupSchedule(db, runtime, logger),
+      new AuditRetention(db, logger),
+      new OAuthClientSweep(db, logger, config.oauthClientIdleDays),
+    ],
     logger,
     config.scheduleTickMs,
   );

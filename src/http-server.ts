@@ -32,7 +32,16 @@ export async function buildHttpServer(opts: HttpServerOptions): Promise<FastifyI
   const { tools, oauth, currentPerson, ...rest } = opts;
   const { core, config, logger } = opts;
   const app = await buildHttpApp({ ...rest, mounted: [{ method: 'POST', path: '/mcp' }] });
-  if (oauth) registerOAuthRoutes(app, { db: core.deps.db, oauth, currentPerson: currentPerson ?? nobodySignedIn, chargeAddress: (req) => core.chargeAddress(accessOf(req)) });
+  if (oauth) {
+    registerOAuthRoutes(app, {
+      db: core.deps.db,
+      oauth,
+      currentPerson: currentPerson ?? nobodySignedIn,
+      chargeAddress: (req) => core.chargeAddress(accessOf(req)),
+      limits: core.deps.limits,
+      registrationsPerHour: config.oauthRegistrationsPerHour,
+    });
+  }
   registerMcpRoute(app, { core, tools, config, logger, ...(oauth ? { oauth } : {}) });
   return app;
 }

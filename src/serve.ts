@@ -52,6 +52,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
     accessTokenTtlS: config.oauthAccessTtlS,
     refreshTokenTtlS: config.oauthRefreshTtlS,
     grantTtlS: config.oauthGrantTtlS,
+    clientIdleDays: config.oauthClientIdleDays,
     trustProxy: config.trustProxy.length > 0,
     // Client ID Metadata Documents are fetched like a team's webhook: through the guarded client.
     fetch: (url) => outbound.fetch(url, { method: 'GET', headers: { accept: 'application/json' }, timeoutMs: 5_000 }),

@@ -106,6 +106,14 @@ const envSchema = z.object({
     .int()
     .min(1)
     .default(365 * 86400),
+  /**
+   * A dynamically registered OAuth client not used (no code, no token, no request with its token)
+   * for this many days is removed, with its approvals; one that never completed an authorization
+   * goes after 24 hours.
+   */
+  BERTH_OAUTH_CLIENT_IDLE_DAYS: z.coerce.number().int().min(1).default(30),
+  /** Dynamic client registrations per source address per hour; 0 turns the limit off. */
+  BERTH_OAUTH_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(0).default(20),
 });
 
 export type EnvConfig = z.infer<typeof envSchema>;
@@ -148,6 +156,8 @@ export interface Config {
   oauthAccessTtlS: number;
   oauthRefreshTtlS: number;
   oauthGrantTtlS: number;
+  oauthClientIdleDays: number;
+  oauthRegistrationsPerHour: number;
 }
 
 const list = (v: string) =>
@@ -199,6 +209,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     oauthAccessTtlS: e.BERTH_OAUTH_ACCESS_TTL,
     oauthRefreshTtlS: e.BERTH_OAUTH_REFRESH_TTL,
     oauthGrantTtlS: e.BERTH_OAUTH_GRANT_TTL,
+    oauthClientIdleDays: e.BERTH_OAUTH_CLIENT_IDLE_DAYS,
+    oauthRegistrationsPerHour: e.BERTH_OAUTH_REGISTRATIONS_PER_HOUR,
     ...overrides,
   };
 }

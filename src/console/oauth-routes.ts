@@ -1,6 +1,6 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isPermission, ROLE_MAY_HOLD, type Permission, type Role } from '../auth/permissions.js';
+import { isPermission, ROLE_MAY_HOLD, type Role } from '../auth/permissions.js';
 import { hashSecret, mintSecret } from '../auth/token.js';
 import { permissionsOfScope, SCOPES } from '../auth/oauth/scopes.js';
 import { OAUTH_ROUTES } from '../auth/oauth/routes.js';
@@ -8,8 +8,10 @@ import type { LoadedOAuth, OAuthServer } from '../auth/oauth/server.js';
 import { BerthError } from '../errors.js';
 import { consoleChange } from './console-audit.js';
 import type { Db } from '../store/db.js';
-import { consentPage, messagePage } from './consent-page.js';
+import type { LimitSpec, RateLimits } from '../limits/rate-limits.js';
+import { consentPage, messagePage, preselected } from './consent-page.js';
 import { loginPath, type CurrentPerson } from './person.js';
+import { originRefused } from './session.js';
 
 export interface OAuthRouteOptions {
   db: Db;
@@ -20,6 +22,10 @@ export interface OAuthRouteOptions {
    * consent posts cost like any API request, so they cannot be hammered); throws when over.
    */
   chargeAddress: (req: FastifyRequest) => Promise<void>;
+  /** The instance's rate limits, for registrations per source address. */
+  limits: RateLimits;
+  /** BERTH_OAUTH_REGISTRATIONS_PER_HOUR; 0: no limit of its own. */
+  registrationsPerHour: number;
 }
 
 /** Paths answered by oidc-provider itself (its Koa app), the RFC 8414 metadata included. */
@@ -58,7 +64,10 @@ const html = (reply: FastifyReply, status: number, body: string) =>
  * endpoints handed the raw request (it parses its own bodies), and the consent page.
  */
 export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOptions): void {
-  const { db, oauth, currentPerson, chargeAddress } = opts;
+  const { db, oauth, currentPerson, chargeAddress, limits } = opts;
+  // Anyone may register a client: per address, registrations are few (an application registers
+  // once per berth), so the store cannot be filled with them (each is kept up to 24 h unused).
+  const registrations: LimitSpec | null = opts.registrationsPerHour > 0 ? { bucket: 'oauth-register', limit: opts.registrationsPerHour, windowMs: 3_600_000 } : null;
 
   // RFC 9728, at the path-suffixed URL for /mcp (the MCP spec's first choice) and at the root.
   const resourceMetadata = async (_req: FastifyRequest, reply: FastifyReply) =>
@@ -79,6 +88,16 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
     let handle: ReturnType<LoadedOAuth['provider']['callback']> | undefined;
     const toProvider = async (req: FastifyRequest, reply: FastifyReply) => {
       if (req.method === 'POST') await chargeAddress(req);
+      if (registrations && req.method === 'POST' && req.url.split('?')[0] === OAUTH_ROUTES.registration) {
+        const d = await limits.charge(registrations, req.ip);
+        if (!d.allowed) {
+          // OAuth's error shape (RFC 7591 §3.2.2), as the client's registration code reads it.
+          return reply
+            .code(429)
+            .headers({ 'retry-after': String(Math.max(1, Math.ceil((d.resetAt - Date.now()) / 1000))), 'cache-control': 'no-store' })
+            .send({ error: 'temporarily_unavailable', error_description: `Too many client registrations from this address (${d.limit} an hour); try again later.` });
+        }
+      }
       // RFC 8414's metadata is the same document as OpenID discovery; oidc-provider serves the latter.
       if (req.raw.url?.startsWith('/.well-known/oauth-authorization-server')) req.raw.url = req.raw.url.replace('/.well-known/oauth-authorization-server', '/.well-known/openid-configuration');
       handle ??= (await oauth.load()).provider.callback();
@@ -96,6 +115,9 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
     scope.get<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => consent(req, reply, null));
     scope.post<{ Params: { uid: string } }>('/oauth/consent/:uid', async (req, reply) => {
       await chargeAddress(req);
+      // Another site's form (Origin names it, or "null"): refused before anything is read, as the
+      // console's checkCsrf refuses; no Origin (older browsers, same-origin navigations) passes.
+      if (originRefused(req, new URL(oauth.issuer).origin)) return html(reply, 403, messagePage('Refused', "This answer did not come from berth's own page."));
       return consent(req, reply, req.body instanceof URLSearchParams ? req.body : new URLSearchParams());
     });
   });
@@ -137,7 +159,7 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
       clientId,
       redirectHost: hostOf(String(details.params.redirect_uri ?? '')),
       teams,
-      requested: requested.length ? requested : (['read'] as Permission[]),
+      ticked: preselected(requested, teams[0]!.role),
       permissions: SCOPES,
     };
     if (!form) return html(reply, 200, consentPage(view));
@@ -151,7 +173,9 @@ export function registerOAuthRoutes(app: FastifyInstance, opts: OAuthRouteOption
     if (!team) return html(reply, 422, consentPage({ ...view, error: 'Choose one of your teams.' }));
     // Never more than the person's role in that team allows (root only for owners and admins).
     const chosen = SCOPES.filter((p) => form.getAll('permission').includes(p) && isPermission(p) && ROLE_MAY_HOLD[team.role].has(p));
-    if (!chosen.length) return html(reply, 422, consentPage({ ...view, error: 'Choose at least one permission your role in this team allows.' }));
+    if (!chosen.length) return html(reply, 422, consentPage({ ...view, team: team.id, error: 'Choose at least one permission your role in this team allows.' }));
+    // Root is given only on a second, explicit answer: the page asks again with it still ticked.
+    if (chosen.includes('root') && form.get('confirm_root') !== 'yes') return html(reply, 200, consentPage({ ...view, team: team.id, ticked: chosen, confirmRoot: true }));
 
     const grant = new provider.Grant({ accountId: String(person.userId), clientId });
     grant.addResourceScope(oauth.resource, chosen.join(' '));

@@ -19,6 +19,12 @@ export interface Person {
 /** How long a sign-in lasts, whatever the person does: the console can mint root tokens. */
 export const SESSION_TTL_MS = 12 * 3600_000;
 
+/**
+ * The console's cookies: the session, the signed-out CSRF token, a passkey ceremony's handle, and
+ * where to go after signing in (sign-in.ts).
+ */
+export type CookieBase = 'session' | 'csrf' | 'webauthn' | 'next';
+
 /** Field and header that carry the CSRF token back. */
 export const CSRF_FIELD = '_csrf';
 export const CSRF_HEADER = 'x-csrf-token';
@@ -52,23 +58,23 @@ export class Sessions {
     return req.protocol === 'https' || (this.opts.publicUrl?.startsWith('https:') ?? false);
   }
 
-  cookieName(req: FastifyRequest, base: 'session' | 'csrf' | 'webauthn'): string {
+  cookieName(req: FastifyRequest, base: CookieBase): string {
     return this.secure(req) ? `__Host-berth_${base}` : `berth_${base}`;
   }
 
-  readCookie(req: FastifyRequest, base: 'session' | 'csrf' | 'webauthn'): string | undefined {
+  readCookie(req: FastifyRequest, base: CookieBase): string | undefined {
     const header = req.headers.cookie;
     if (!header) return undefined;
     return parseCookies(header)[this.cookieName(req, base)] || undefined;
   }
 
-  setCookie(req: FastifyRequest, reply: FastifyReply, base: 'session' | 'csrf' | 'webauthn', value: string, maxAgeSeconds: number): void {
+  setCookie(req: FastifyRequest, reply: FastifyReply, base: CookieBase, value: string, maxAgeSeconds: number): void {
     const line = serialize(this.cookieName(req, base), value, { httpOnly: true, sameSite: 'lax', secure: this.secure(req), path: '/', maxAge: maxAgeSeconds });
     // Fastify appends each set-cookie header rather than replacing it.
     reply.header('set-cookie', line);
   }
 
-  clearCookie(req: FastifyRequest, reply: FastifyReply, base: 'session' | 'csrf' | 'webauthn'): void {
+  clearCookie(req: FastifyRequest, reply: FastifyReply, base: CookieBase): void {
     this.setCookie(req, reply, base, '', 0);
   }
 
@@ -142,9 +148,7 @@ export class Sessions {
    * Origin names another site. Call it on every POST, before anything changes.
    */
   async checkCsrf(req: FastifyRequest, presented: unknown): Promise<void> {
-    const origin = req.headers.origin;
-    if (origin !== undefined && origin !== 'null' && !this.sameOrigin(req, origin)) throw new BerthError('csrf_failed');
-    if (origin === 'null') throw new BerthError('csrf_failed');
+    if (originRefused(req, this.origin(req))) throw new BerthError('csrf_failed');
     const person = await this.currentPerson(req);
     const expected = person ? person.csrf : this.readCookie(req, 'csrf');
     if (typeof presented !== 'string' || !presented || !expected || !sameSecret(presented, expected)) throw new BerthError('csrf_failed');
@@ -155,8 +159,15 @@ export class Sessions {
     if (this.opts.publicUrl) return new URL(this.opts.publicUrl).origin;
     return `${req.protocol}://${req.host}`;
   }
+}
 
-  private sameOrigin(req: FastifyRequest, origin: string): boolean {
-    return origin === this.origin(req) || origin === `${req.protocol}://${req.host}`;
-  }
+/**
+ * A state-changing request another site made: its Origin is "null" (a sandboxed or opaque
+ * context) or names neither `own` (the public origin) nor the origin the request came to. No
+ * Origin at all passes: the CSRF token is the check then.
+ */
+export function originRefused(req: FastifyRequest, own: string): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return false;
+  return origin === 'null' || (origin !== own && origin !== `${req.protocol}://${req.host}`);
 }

@@ -8,6 +8,8 @@ export { redisClient } from './redis.js';
 export interface LimitSpec {
   bucket: string;
   limit: number;
+  /** Its own window (an hour, say); else the instance's rate window. */
+  windowMs?: number;
 }
 
 export interface RateLimitConfig {
@@ -39,11 +41,11 @@ export class RateLimits {
 
   /** Charges one request; `allowed` is false when the bucket was already empty. */
   charge(spec: LimitSpec, key: string): RateDecision | Promise<RateDecision> {
-    return this.buckets.hit(`${spec.bucket}:${key}`, spec.limit, this.windowMs);
+    return this.buckets.hit(`${spec.bucket}:${key}`, spec.limit, spec.windowMs ?? this.windowMs);
   }
 
   peek(spec: LimitSpec, key: string): RateDecision | Promise<RateDecision> {
-    return this.buckets.peek(`${spec.bucket}:${key}`, spec.limit, this.windowMs);
+    return this.buckets.peek(`${spec.bucket}:${key}`, spec.limit, spec.windowMs ?? this.windowMs);
   }
 
   close(): Promise<void> {

@@ -206,10 +206,10 @@ describe('the consent form', () => {
     expect(row.name).toBe('Greedy Client');
   });
 
-  it('preselects what the client asked for, and the token carries what the person chose', async () => {
+  it('preselects what the client asked for but root, and the token carries what the person chose', async () => {
     const clientId = await register(server);
     const { page } = await consentPageFor(server, owner, clientId, { scope: 'read deploy root' });
-    expect(consentForm(page).checked).toEqual(['read', 'deploy', 'root']);
+    expect(consentForm(page).checked).toEqual(['read', 'deploy']);
     expect(page.text).toContain('id="client-name">Sec Client<');
     expect(page.text).toContain('id="redirect-host">127.0.0.1:9<');
     const t = await tokensFor(server, owner, clientId, ['read', 'deploy'], { scope: 'read deploy root' });

@@ -18,6 +18,8 @@ export interface OAuthServerOptions {
   accessTokenTtlS: number;
   refreshTokenTtlS: number;
   grantTtlS: number;
+  /** A registered client unused this long is removed (client-sweep.ts). */
+  clientIdleDays: number;
   /** Behind a trusted proxy: X-Forwarded-* are believed (Koa's `proxy`). */
   trustProxy: boolean;
   /**
@@ -25,6 +27,13 @@ export interface OAuthServerOptions {
    * loopback or metadata addresses unless the operator allows them; no redirects).
    */
   fetch: (url: string) => Promise<{ status: number; text: string }>;
+}
+
+/** An http: URI whose host is not this machine (127.0.0.0/8, [::1], localhost). */
+export function plainHttpElsewhere(uri: string): boolean {
+  const u = URL.parse(uri);
+  if (u?.protocol !== 'http:') return false;
+  return !(u.hostname === 'localhost' || u.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(u.hostname));
 }
 
 /** Where oidc-provider sends the browser for sign-in and consent (src/console/consent-routes.ts). */
@@ -42,7 +51,7 @@ export function buildOAuthProvider(db: Db, opts: OAuthServerOptions): Provider {
   const resource = resourceOf(opts.issuer);
   const secure = opts.issuer.startsWith('https:');
   const configuration: Configuration = {
-    adapter: (name: string) => new StoreAdapter(db, name),
+    adapter: (name: string) => new StoreAdapter(db, name, opts.clientIdleDays),
     clients: [],
     jwks: opts.keys.jwks,
     cookies: {
@@ -61,6 +70,19 @@ export function buildOAuthProvider(db: Db, opts: OAuthServerOptions): Provider {
     clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
     // berth's one signing key is P-256; nothing it issues is a JWT today (opaque tokens).
     enabledJWA: { idTokenSigningAlgValues: ['ES256'] },
+    // RFC 8252 §7.3/§8.3: plain http only to this machine (the app's own listener); any other host
+    // must be https (or, for native apps, the app's own scheme), or a code travels in the clear.
+    // Checked at registration, for metadata documents, and when a stored client is loaded.
+    extraClientMetadata: {
+      properties: ['redirect_uris'],
+      validator: (_ctx, key, value) => {
+        if (key !== 'redirect_uris' || !Array.isArray(value)) return;
+        for (const uri of value) {
+          if (typeof uri === 'string' && plainHttpElsewhere(uri))
+            throw new errors.InvalidClientMetadata("redirect_uris may use http only for loopback hosts (127.0.0.1, [::1], localhost); use https or the application's own scheme");
+        }
+      },
+    },
     clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', id_token_signed_response_alg: 'ES256' },
     routes: OAUTH_ROUTES,
     interactions: { url: async (_ctx, interaction) => consentPath(interaction.uid) },

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { consumeLoginLink, issueLoginLink, linkUrl, LOGIN_LINK_TTL_MS, loginLinkLive, userByEmail } from '../../auth/login-links.js';
 import { authenticationOptions, finishAuthentication } from '../../auth/passkeys.js';
 import { consoleChange, rootTeam } from '../console-audit.js';
@@ -8,15 +8,30 @@ import { html } from '../html.js';
 import { sendPage } from '../layout.js';
 import { CSRF_FIELD, CSRF_HEADER } from '../session.js';
 
+/** How long the sign-in page remembers where the person was going (an OAuth request's is 10 min). */
+const NEXT_COOKIE_S = 600;
+
 /** Sign-in: a one-time link (by mail or from `berth login-link`), then passkeys; sign-out. */
 export function signInPages(app: FastifyInstance, deps: ConsoleDeps): void {
   const { sessions, db } = deps;
+
+  /**
+   * Where to go once signed in: the form's `next`, else the one the sign-in page remembered. A
+   * link from `berth login-link` carries none, yet the person came from somewhere (a consent
+   * page) in this browser and should land back there.
+   */
+  const nextAfterSignIn = (req: FastifyRequest, reply: FastifyReply, given: unknown): string => {
+    const remembered = sessions.readCookie(req, 'next');
+    if (remembered !== undefined) sessions.clearCookie(req, reply, 'next');
+    return safeNext(given) || safeNext(remembered);
+  };
 
   app.get('/', async (req, reply) => reply.redirect((await sessions.currentPerson(req)) ? '/tokens' : '/login', 303));
 
   app.get('/login', async (req, reply) => {
     const next = safeNext((req.query as Record<string, unknown>).next);
     if (await sessions.currentPerson(req)) return reply.redirect(next || '/tokens', 303);
+    if (next) sessions.setCookie(req, reply, 'next', next, NEXT_COOKIE_S);
     const csrf = await sessions.csrfToken(req, reply);
     return sendPage(
       reply,
@@ -122,7 +137,7 @@ ${
     const userId = await consumeLoginLink(db, field(f, 'token'));
     if (userId === null) return invalidLink(reply, await sessions.csrfToken(req, reply));
     await sessions.start(req, reply, userId);
-    const next = safeNext(field(f, 'next'));
+    const next = nextAfterSignIn(req, reply, field(f, 'next'));
     const hasPasskey = await db.selectFrom('passkeys').select('credential_id').where('user_id', '=', userId).limit(1).executeTakeFirst();
     // First sign-in by link: offer a passkey, then go on.
     return reply.redirect(hasPasskey ? next || '/tokens' : `/passkeys?setup=1${next ? `&next=${encodeURIComponent(next)}` : ''}`, 303);
@@ -145,7 +160,7 @@ ${
     const userId = await finishAuthentication(db, relyingParty(deps, req), handle, body.response as never);
     if (userId === null) return reply.code(400).send({ message: 'This passkey did not sign you in.' });
     await sessions.start(req, reply, userId);
-    return reply.send({ redirect: safeNext(body.next) || '/tokens' });
+    return reply.send({ redirect: nextAfterSignIn(req, reply, body.next) || '/tokens' });
   });
 
   app.post('/logout', async (req, reply) => {
