@@ -14,6 +14,8 @@ import { Scheduler } from './workers/scheduler.js';
 import { VolumeBackupRunner } from './workers/volume-backup-runner.js';
 import { DockerCleanupSchedule } from './workers/cleanup-schedule.js';
 import { AuditRetention } from './workers/audit-retention.js';
+import type { ChangeFeed } from './core/changes.js';
+import { openChanges } from './core/change-feeds.js';
 
 export interface Assembled {
   core: Core;
@@ -22,6 +24,8 @@ export interface Assembled {
   queues: JobQueues;
   /** Every schedule (backups, cleanups); started by `serve` and `berth mcp` alike. */
   scheduler: Scheduler;
+  /** What changed, for the MCP door's subscriptions (in-process, PostgreSQL or Redis: change-feeds.ts). */
+  changes: ChangeFeed;
   close(): Promise<void>;
 }
 
@@ -30,6 +34,7 @@ export function assembleCore(
   db: Db,
   config: Config,
   logger: Logger,
+  changes: ChangeFeed = openChanges(db, config, logger),
   runtime: Runtime = new LiveRuntime(
     db,
     logger,
@@ -37,13 +42,13 @@ export function assembleCore(
     config.migrationChecksums,
     { readyTimeoutMs: config.sshTimeoutMs, idleMs: config.sshIdleMs },
     new TargetGuard(config.outboundAllowedTargets),
-    { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs },
+    { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs, changes },
   ),
 ): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
   const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
-  const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs });
-  const core = new Core({ db, config, logger, limits, runtime, jobs });
+  const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs, changes });
+  const core = new Core({ db, config, logger, limits, runtime, jobs, changes });
   // The one list of schedules: each claims its due runs once across instances (see Schedule).
   const scheduler = new Scheduler(
     [jobs.backups, jobs.tasks, new VolumeBackupRunner(db, runtime, logger), new DockerCleanupSchedule(db, runtime, logger), new AuditRetention(db, logger)],
@@ -56,10 +61,12 @@ export function assembleCore(
     limits,
     queues,
     scheduler,
+    changes,
     async close() {
       await queues.close();
       await runtime.close();
       await limits.close();
+      await changes.close();
     },
   };
 }
