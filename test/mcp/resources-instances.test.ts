@@ -15,8 +15,8 @@ import { storeUrlFor, TEST_STORE } from '../helpers/store.js';
 
 const stops: Array<() => unknown> = [];
 afterAll(async () => {
-  for (const stop of stops.reverse()) await stop();
-});
+  for (const stop of stops) await stop();
+}, 60_000);
 
 async function pair(env: Record<string, string>): Promise<{ a: TestServer; b: RunningServer }> {
   const a = await startTestServer({ apiRateLimit: 0 } as never, env);
@@ -43,7 +43,7 @@ async function crossInstance(env: Record<string, string>) {
   const sub = await c.listen({ resourceSubscriptions: [serverUri] });
   const sentAt = performance.now();
   const r = await call(a.url, 'PATCH', `/api/v1/servers/${server.json.uuid}`, { token: a.rootToken, body: { name: 'renamed' } });
-  expect(r.status).toBe(200);
+  expect(r.status).toBeLessThan(300);
   const got = await updated;
   expect(got.uri).toBe(serverUri);
   // The bound the issue sets (1 s p95); measured in bench/subscriptions, checked loosely here.
