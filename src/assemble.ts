@@ -15,6 +15,8 @@ import { VolumeBackupRunner } from './workers/volume-backup-runner.js';
 import { DockerCleanupSchedule } from './workers/cleanup-schedule.js';
 import { AuditRetention } from './workers/audit-retention.js';
 import { OAuthClientSweep } from './workers/oauth-client-sweep.js';
+import type { ChangeFeed } from './core/changes.js';
+import { openChanges } from './core/change-feeds.js';
 
 export interface Assembled {
   core: Core;
@@ -23,6 +25,8 @@ export interface Assembled {
   queues: JobQueues;
   /** Every schedule (backups, cleanups); started by `serve` and `berth mcp` alike. */
   scheduler: Scheduler;
+  /** What changed, for the MCP door's subscriptions (in-process, PostgreSQL or Redis: change-feeds.ts). */
+  changes: ChangeFeed;
   close(): Promise<void>;
 }
 
@@ -31,6 +35,7 @@ export function assembleCore(
   db: Db,
   config: Config,
   logger: Logger,
+  changes: ChangeFeed = openChanges(db, config, logger),
   runtime: Runtime = new LiveRuntime(
     db,
     logger,
@@ -38,13 +43,13 @@ export function assembleCore(
     config.migrationChecksums,
     { readyTimeoutMs: config.sshTimeoutMs, idleMs: config.sshIdleMs },
     new TargetGuard(config.outboundAllowedTargets),
-    { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs },
+    { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs, changes },
   ),
 ): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
   const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
-  const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs });
-  const core = new Core({ db, config, logger, limits, runtime, jobs });
+  const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs, changes });
+  const core = new Core({ db, config, logger, limits, runtime, jobs, changes });
   // The one list of schedules: each claims its due runs once across instances (see Schedule).
   const scheduler = new Scheduler(
     [
@@ -64,10 +69,12 @@ export function assembleCore(
     limits,
     queues,
     scheduler,
+    changes,
     async close() {
       await queues.close();
       await runtime.close();
       await limits.close();
+      await changes.close();
     },
   };
 }

@@ -24,6 +24,8 @@ export interface RunningServer {
   app: FastifyInstance;
   /** The authorization server (the console signs its revoke forms with it). */
   oauth: OAuthServer;
+  /** The change feed its subscriptions hear (tests: nothing is left behind). */
+  changes: { readonly listenerCount: number };
   close(): Promise<void>;
 }
 
@@ -106,6 +108,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
     url,
     app,
     oauth,
+    changes: assembled.changes,
     close: () =>
       (closing ??= (async () => {
         // No new requests; in-flight ones finish. Jobs not yet started are handed back (another

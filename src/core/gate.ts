@@ -17,6 +17,8 @@ import { parseInput } from './validation.js';
 import { appendAudit, appendAuditIn } from './audit/log.js';
 import { atomically } from '../store/atomic.js';
 import { findTargets } from './path-targets.js';
+import { auditTargets } from './audit/entry.js';
+import type { ChangeFeed } from './changes.js';
 
 /** Thrown to roll back a held store-only call's trial run. */
 const DRY_RUN = Symbol('dry run');
@@ -28,6 +30,8 @@ export interface CoreDeps {
   limits: RateLimits;
   runtime: Runtime;
   jobs: Jobs;
+  /** Where a change is said once it is made (the MCP door's subscriptions hear it). */
+  changes?: ChangeFeed;
 }
 
 /**
@@ -128,7 +132,11 @@ export class Core {
     let output: unknown;
     try {
       // A store-only call writes its ok entry itself, with its change; any failure is written here.
-      if (op.storeOnly) return await this.executeWithEntry(op, caller, rawInput, options, gated, startedAt);
+      if (op.storeOnly) {
+        output = await this.executeWithEntry(op, caller, rawInput, options, gated, startedAt);
+        this.changed(op, caller, rawInput, output);
+        return output;
+      }
       output = await this.execute(op, caller, rawInput, options, gated);
     } catch (error) {
       const refused = error instanceof BerthError && (error.kind === 'missing_permissions' || error.kind === 'root_team_only');
@@ -136,7 +144,19 @@ export class Core {
       throw error;
     }
     await this.audit({ op, caller, input: rawInput ?? {}, output, startedAt, endedAt: performance.now() });
+    this.changed(op, caller, rawInput, output);
     return output;
+  }
+
+  /**
+   * A change made: said on the change feed with what its audit entry names (the uuids it named
+   * and made). A create (201) or a delete also changes what the team has (resources/list_changed).
+   */
+  private changed(op: Operation, caller: Caller, input: unknown, output: unknown): void {
+    const feed = this.deps.changes;
+    if (!feed) return;
+    const listChanged = op.http.method === 'DELETE' || op.http.status === 201;
+    feed.publish({ teamId: caller.teamId, uuids: auditTargets(input, output), ...(listChanged ? { listChanged } : {}) });
   }
 
   private audit(call: Parameters<typeof appendAudit>[2]): Promise<void> {

@@ -7,6 +7,7 @@ import { OutageLog } from '../logging/outage.js';
 import { aggregate, MISSING, observeContainer, UNREACHABLE_STATUS, type ContainerObservation } from '../core/observed-status.js';
 import { containerNames, LABEL_MANAGED, LABEL_RESOURCE } from './plan.js';
 import type { ContainerInspect } from '../core/model/container-spec.js';
+import { NO_CHANGES, type ChangePublisher } from '../core/changes.js';
 
 export interface WatcherOptions {
   /** This instance's name on the leases it holds. */
@@ -15,6 +16,8 @@ export interface WatcherOptions {
   leaseMs: number;
   /** A full look at every resource of a watched server, besides the events. */
   reconcileMs: number;
+  /** Where a changed observation is said (the MCP door's subscriptions). */
+  changes?: ChangePublisher;
 }
 
 /** podman without systemd never runs health checks by itself (Docker does): berth runs them there. */
@@ -29,9 +32,12 @@ interface Watched {
   status: string;
   destination_id: number;
   last_exit_code: number | null;
+  team_id: number;
+  observed_status: string | null;
+  restart_count: number | null;
 }
 
-const RESOURCE_COLUMNS = ['r.id', 'r.uuid', 'r.kind', 'r.config', 'r.status', 'r.destination_id', 'r.last_exit_code'] as const;
+const RESOURCE_COLUMNS = ['r.id', 'r.uuid', 'r.kind', 'r.config', 'r.status', 'r.destination_id', 'r.last_exit_code', 'r.team_id', 'r.observed_status', 'r.restart_count'] as const;
 
 /**
  * Observes resources on their engines and writes what it sees into the store, so a read of a
@@ -123,7 +129,7 @@ export class EngineWatchers {
       if (this.stopped) return;
       // The record is read afresh for each connection: a stale one (say, an old pinned host key)
       // would replace the shared cached client that actions of the new record are using.
-      const w = new ServerWatcher(this.db, this.logger, s, s.updated_at, () => this.currentEngine(s.id), this.opts.reconcileMs);
+      const w = new ServerWatcher(this.db, this.logger, s, s.updated_at, () => this.currentEngine(s.id), this.opts.reconcileMs, this.opts.changes ?? NO_CHANGES);
       this.watching.set(s.id, w);
       w.start();
     }
@@ -163,7 +169,7 @@ export class EngineWatchers {
       .select([...RESOURCE_COLUMNS])
       .where('r.id', '=', resourceId)
       .executeTakeFirstOrThrow();
-    return (await observeAndStore(this.db, engine, r, new Map())).status;
+    return (await observeAndStore(this.db, engine, r, new Map(), this.opts.changes ?? NO_CHANGES)).status;
   }
 }
 
@@ -173,6 +179,7 @@ async function observeAndStore(
   engine: EngineClient,
   r: Watched,
   dieCodes: Map<string, number>,
+  changes: ChangePublisher,
   signal?: AbortSignal,
 ): Promise<{ status: string; containers: Record<string, ContainerObservation>; inspects: Map<string, ContainerInspect> }> {
   const wanted = r.status === 'running' ? 'running' : 'exited';
@@ -200,6 +207,10 @@ async function observeAndStore(
     .where('destination_id', '=', r.destination_id)
     .where('deleting', 'is', null)
     .execute();
+  // Only what a reader would see differently (observed_at moves at every look, and is not news).
+  if (seen.status !== r.observed_status || seen.restart_count !== (r.restart_count ?? 0) || seen.last_exit_code !== r.last_exit_code) {
+    changes.publish({ teamId: r.team_id, uuids: [r.uuid] });
+  }
   return { status: seen.status, containers, inspects };
 }
 
@@ -228,6 +239,7 @@ class ServerWatcher {
     readonly version: string,
     private readonly engine: () => Promise<EngineClient>,
     private readonly reconcileMs: number,
+    private readonly changes: ChangePublisher,
   ) {}
 
   start(): void {
@@ -317,7 +329,7 @@ class ServerWatcher {
   }
 
   private async observe(r: Watched, engine: EngineClient): Promise<void> {
-    const seen = await observeAndStore(this.db, engine, r, this.dieCodes, this.controller.signal);
+    const seen = await observeAndStore(this.db, engine, r, this.dieCodes, this.changes, this.controller.signal);
     this.unreachable = false;
     if (!this.runsHealthchecks) return;
     // Keep the health-check schedule in step with what the containers declare.
@@ -363,7 +375,17 @@ class ServerWatcher {
   private async markUnreachable(): Promise<void> {
     if (this.unreachable) return;
     this.unreachable = true;
-    const ids = (await this.resources().execute()).map((r) => r.id);
-    if (ids.length) await this.db.updateTable('resources').set({ observed_status: UNREACHABLE_STATUS }).where('id', 'in', ids).execute();
+    const rows = await this.resources().execute();
+    if (!rows.length) return;
+    await this.db
+      .updateTable('resources')
+      .set({ observed_status: UNREACHABLE_STATUS })
+      .where(
+        'id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .execute();
+    for (const r of rows) if (r.observed_status !== UNREACHABLE_STATUS) this.changes.publish({ teamId: r.team_id, uuids: [r.uuid] });
   }
 }

@@ -31,6 +31,7 @@ import type { BackupOutcome } from '../core/runtime.js';
 import type { DatabaseConfig } from '../core/model/database.js';
 import type { DatabaseKind } from '../core/model/kinds.js';
 import { TargetGuard } from '../core/outbound-guard.js';
+import type { ChangePublisher } from '../core/changes.js';
 import { execTask } from './task-exec.js';
 import { DEFAULT_IMAGES_TO_KEEP, UNBUILT_TAG, type ApplicationConfig } from '../core/model/application.js';
 import { BACKUP_DIR, backupVolumeName, lastLines, sizedOutput, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
@@ -107,7 +108,7 @@ export class LiveRuntime implements Runtime {
     /** Where a team's git repositories may be fetched from (the outbound guard). */
     private readonly outbound: TargetGuard = new TargetGuard(''),
     /** The engine watcher's lease and full-look intervals. */
-    private readonly watch: { leaseMs: number; reconcileMs: number } = { leaseMs: 15_000, reconcileMs: 15_000 },
+    private readonly watch: { leaseMs: number; reconcileMs: number; changes?: ChangePublisher } = { leaseMs: 15_000, reconcileMs: 15_000 },
   ) {}
 
   isLive(server: ServerEngine): boolean {

@@ -17,6 +17,8 @@ import { paramsProblem, tooDeepAnswer } from './message-guard.js';
 import type { OAuthServer } from '../auth/oauth/server.js';
 import { satisfies } from '../auth/permissions.js';
 import { allowedHosts, hostAllowed } from '../http-common/allowed-hosts.js';
+import { ListenBus, MAX_STREAMS_PER_TOKEN } from './resources/listen.js';
+import { listenRefusal, listenUris } from './resources/listen-check.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -124,14 +126,23 @@ function catalogueCache(tools: readonly ToolDefinition[]) {
  */
 export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): void {
   const { core, tools, config, logger } = opts;
+  // 2026-era subscriptions/listen streams hear berth's change feed, each only its team's (listen.ts).
+  const feed = core.deps.changes;
+  const bus = feed && new ListenBus(feed);
   const handler = createMcpHandler(
     (ctx) => {
       const state = ctx.authInfo?.extra as RequestState | undefined;
       if (!state) throw new Error('MCP request reached the server factory without an admitted caller');
-      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor: async () => state.caller });
+      // Stateless 2025 HTTP cannot push (no GET stream): subscribe is advertised to the 2026 era only.
+      const resources = { core, caller: async () => state.caller, era: ctx.era, advertise: Boolean(bus) && ctx.era === 'modern' };
+      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor: async () => state.caller, resources });
     },
-    { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected') },
+    { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected'), ...(bus ? { bus, maxSubscriptions: 10_000 } : {}) },
   );
+  app.addHook('onClose', async () => {
+    bus?.closeAll();
+    await handler.close();
+  });
   const serve = toNodeHandler(handler);
   const byName = new Map(tools.map((t) => [t.name, t]));
   const catalogueOf = catalogueCache(tools);
@@ -201,9 +212,22 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     const state: RequestState = { caller, catalogue, readOnly, ...(typeof calledName === 'string' ? { only: calledName } : {}) };
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
+    // A listen stream follows only what its token reads, and a token holds only so many streams.
+    const uris = bus && listenUris(req.body);
+    if (bus && uris) {
+      const refusal = await listenRefusal(core, caller, req.body);
+      if (refusal) return reply.code(200).send(refusal);
+      if (bus.streamsOf(caller.tokenId) >= MAX_STREAMS_PER_TOKEN)
+        return reply.code(200).send({ jsonrpc: '2.0', id: (req.body as { id?: unknown }).id ?? null, error: { code: -32603, message: 'Subscription limit reached' } });
+    }
     // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.
     if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
     reply.hijack();
+    if (bus && uris) {
+      const stream = { teamId: caller.teamId, tokenId: caller.tokenId, uris, recheck: () => core.identify(access), end: () => reply.raw.destroy() };
+      await bus.serving(stream, () => serve(req.raw, reply.raw, req.body));
+      return;
+    }
     await serve(req.raw, reply.raw, req.body);
   });
 }

@@ -22,16 +22,34 @@ export function paramsProblem(message: unknown): InputProblem | undefined {
   return inputProblem((message as Message).params, 'params');
 }
 
+/**
+ * A check of its own before a message reaches the SDK (the resources' subscriptions/listen, which
+ * the SDK's stdio entry serves before any handler of berth's runs): the answer to send instead,
+ * or undefined to deliver it. `claims` says which messages it looks at; the others are never delayed.
+ */
+export interface StdioPreCheck {
+  claims(message: Message): boolean;
+  check(message: Message): Promise<Message | undefined>;
+}
+
 /** serveStdio, with every incoming message checked by tooDeepAnswer first (a notification is dropped). */
-export function serveGuardedStdio(factory: Parameters<typeof serveStdio>[0]): ReturnType<typeof serveStdio> {
+export function serveGuardedStdio(factory: Parameters<typeof serveStdio>[0], pre?: StdioPreCheck): ReturnType<typeof serveStdio> {
   const wire = new StdioServerTransport();
   const handle = serveStdio(factory, { transport: wire });
   // serveStdio has set its handler by now; messages reach it only through this one.
   const deliver = wire.onmessage!;
   wire.onmessage = (message) => {
     const answer = tooDeepAnswer(message);
-    if (!answer) return deliver(message);
-    if ('id' in (message as Message)) void wire.send(answer as never).catch(() => {});
+    if (answer) {
+      if ('id' in (message as Message)) void wire.send(answer as never).catch(() => {});
+      return;
+    }
+    if (!pre?.claims(message as Message)) return deliver(message);
+    void pre.check(message as Message).then(
+      (refusal) => (refusal ? wire.send(refusal as never).catch(() => {}) : deliver(message)),
+      // A check that could not run refuses (a listen is never let through unchecked).
+      () => void wire.send({ jsonrpc: '2.0', id: (message as Message).id ?? null, error: { code: -32603, message: 'Internal error' } } as never).catch(() => {}),
+    );
   };
   return handle;
 }

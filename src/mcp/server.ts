@@ -15,6 +15,7 @@ import { parseToolsets, selects } from './tools/toolsets.js';
 import { TOOLSET_DESCRIPTIONS, TOOLSETS } from '../core/operation.js';
 import { BERTH_VERSION } from '../version.js';
 import { PROMPT_CAPABILITIES, registerPromptsAndCompletion } from './prompts/register.js';
+import { registerResources, type ResourceSession } from './resources/index.js';
 
 export const SERVER_INFO = { name: 'berth', version: BERTH_VERSION };
 
@@ -105,6 +106,8 @@ export interface McpSession extends SessionBase {
   all?: readonly ToolDefinition[];
   /** Read-only mode (X-Berth-Read-Only, --read-only): tools that change things are refused. */
   readOnly?: boolean;
+  /** berth:// resources (src/mcp/resources/): absent, the session has none. */
+  resources?: ResourceSession;
 }
 
 /** The low-level request table of the SDK's server (not in its types; see guardToolCalls). */
@@ -404,6 +407,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
   for (const { def, handler } of tools.registered()) register(def, handler);
   guardToolCalls(server, tools.offList, tools.progressOf, tools.elicitOf);
   if (inProcess) registerPromptsAndCompletion(server, session.core.deps.db, () => session.callerFor());
+  if ('resources' in session && session.resources) registerResources(server, session.resources);
   return server;
 }
 

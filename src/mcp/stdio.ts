@@ -8,6 +8,8 @@ import { tools } from './tools/index.js';
 import { visibleTools } from './tools/registry.js';
 import { buildMcpServer, catalogueFor } from './server.js';
 import { serveGuardedStdio } from './message-guard.js';
+import { LiveSubscriptions } from './resources/live.js';
+import { stdioListenCheck } from './resources/stdio-listen.js';
 
 export interface StdioOptions {
   token: string | undefined;
@@ -41,7 +43,22 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // toolsets). Every call is admitted and checked anew, so a holder's role change applies at the
   // next call: a tool the token lost answers the missing permission, one it gained runs.
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
-  const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool?.op) }));
+  // One connection, one set of followed resources (2025 subscribe and 2026 listens alike).
+  const subscriptions = new LiveSubscriptions();
+  const caller0 = caller;
+  const handle = serveGuardedStdio(
+    (ctx) =>
+      buildMcpServer({
+        core,
+        logger,
+        catalogue,
+        all: tools,
+        readOnly: opts.readOnly,
+        callerFor: (tool) => core.admit(access, tool?.op),
+        resources: { core, caller: () => core.admit(access), era: ctx.era, advertise: true, live: { feed: assembled.changes, teamId: caller0.teamId, subscriptions } },
+      }),
+    stdioListenCheck(core, () => core.admit(access), subscriptions),
+  );
   // Resource status comes from the engines, backups and cleanups from their schedules: a
   // desktop-only installation follows and runs them too.
   const startedAt = performance.now();

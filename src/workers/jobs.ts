@@ -19,6 +19,7 @@ import type { RemoveOptions } from '../core/runtime.js';
 import type { Jobs } from '../core/jobs.js';
 import { VolumeBackupRunner } from './volume-backup-runner.js';
 import { runCleanup } from './docker-cleanup-runner.js';
+import { ChangeThrottle, NO_CHANGES, type ChangePublisher } from '../core/changes.js';
 
 /** The reason a migration's copy is aborted when someone cancels it. */
 class MigrationCancelled extends Error {
@@ -77,6 +78,9 @@ export class JobRunner implements Jobs {
   /** Scheduled tasks of applications and services: on demand, and their firings claimed once across instances. */
   readonly tasks: TaskRunner;
   private readonly outage: OutageLog;
+  /** Deployment logs and migration progress: a few changes a second at most (the last one always said). */
+  private readonly throttle: ChangeThrottle;
+  private readonly changes: ChangePublisher;
 
   constructor(
     private readonly db: Db,
@@ -84,15 +88,43 @@ export class JobRunner implements Jobs {
     private readonly runtime: Runtime,
     private readonly logger: Logger,
     /** Tests only (BERTH_TEST_HOLD_MIGRATION_PHASE): hold a migration when it enters this phase. */
-    private readonly opts: { holdPhase?: { phase: string; ms: number } | null; leaseMs?: number } = {},
+    private readonly opts: { holdPhase?: { phase: string; ms: number } | null; leaseMs?: number; changes?: ChangePublisher } = {},
   ) {
     this.leaseMs = opts.leaseMs ?? 30_000;
+    this.changes = opts.changes ?? NO_CHANGES;
+    this.throttle = new ChangeThrottle(this.changes);
     this.backups = new BackupRunner(db, runtime, logger);
     this.tasks = new TaskRunner(db, runtime, logger);
     this.outage = new OutageLog(logger, 'job leases', 'warn');
   }
 
   private leaseEnd = () => Date.now() + this.leaseMs;
+
+  /**
+   * Says on the change feed that a deployment or migration (and so its resource, whose last
+   * deployment or place it is) changed. `how`: at once, throttled (progress, log lines), or at
+   * once and the throttle's key forgotten (it ended). Never fails the job.
+   */
+  private said(table: 'deployments' | 'migrations_jobs', id: number, how: 'now' | 'throttled' | 'ended' = 'now'): void {
+    if (this.changes === NO_CHANGES) return;
+    const key = `${table}:${id}`;
+    // Both tables have the columns read here; typed as one of them so the builder is one type.
+    const q = this.db
+      .selectFrom(table === 'deployments' ? 'deployments as j' : ('migrations_jobs as j' as 'deployments as j'))
+      .innerJoin('resources as r', 'r.id', 'j.resource_id')
+      .select(['j.uuid', 'j.team_id', 'r.uuid as resource_uuid'])
+      .where('j.id', '=', id);
+    void q
+      .executeTakeFirst()
+      .then((row) => {
+        if (!row) return;
+        const change = { teamId: row.team_id, uuids: [row.uuid, row.resource_uuid] };
+        if (how === 'throttled') this.throttle.publish(key, change);
+        else if (how === 'ended') this.throttle.done(key, change);
+        else this.changes.publish(change);
+      })
+      .catch(() => undefined);
+  }
 
   /** Rows whose lease has run out (or that were never leased, long ago): their instance is gone. */
   private stale(alias?: string): RawBuilder<SqlBool> {
@@ -183,6 +215,7 @@ export class JobRunner implements Jobs {
     for (const d of running) {
       if (!(await this.claim('deployments', d.id, 'in_progress'))) continue;
       await this.db.updateTable('deployments').set({ status: 'failed', finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', d.id).where('status', '=', 'in_progress').execute();
+      this.said('deployments', d.id, 'ended');
       this.logger.warn({ deploymentId: d.id }, 'a deployment cut off by a stopped berth marked failed');
     }
     const queued = await this.db.selectFrom('deployments').select(['id', 'server_id']).where('status', '=', 'queued').where(this.stale()).orderBy('id').execute();
@@ -245,6 +278,7 @@ export class JobRunner implements Jobs {
       .where('status', '=', 'pending')
       .executeTakeFirst();
     if (claimed.numUpdatedRows === 0n) return; // cancelled while it waited
+    this.said('migrations_jobs', m.id);
     const controller = new AbortController();
     this.runningMigrations.set(m.id, controller);
     let progress: MigrationProgress = { ...(JSON.parse(m.progress) as MigrationProgress) };
@@ -261,6 +295,7 @@ export class JobRunner implements Jobs {
         .where('lease_owner', '=', this.instanceId)
         .executeTakeFirst();
       if (saved.numUpdatedRows === 0n) controller.abort(new LeaseLost());
+      else this.said('migrations_jobs', m.id, entering ? 'now' : 'throttled');
       for (const l of this.migrationListeners.get(m.id) ?? []) l(p);
       if (entering && hold?.phase === p.phase) await new Promise((r) => setTimeout(r, hold.ms));
     };
@@ -314,6 +349,7 @@ export class JobRunner implements Jobs {
         if (done.numUpdatedRows === 0n) throw new LeaseLost();
         if (m.start_on_destination === 1) await this.recordMovedStart(trx, m);
       });
+      this.said('migrations_jobs', m.id, 'ended');
       if (hold?.phase === 'done') await new Promise((r) => setTimeout(r, hold.ms));
       // Opt-in: a start queued on the target at once, so the pause a user sees is this one (and
       // the target's queue). The move stands whatever the start does; a failure is recorded.
@@ -434,6 +470,7 @@ export class JobRunner implements Jobs {
     const failed = async (error: string) => {
       this.logger.warn({ migration: m.uuid, deployment: m.deployment_uuid, err: error }, 'a migrated resource was not started on its destination');
       await this.db.updateTable('migrations_jobs').set({ error, updated_at: nowIso() }).where('id', '=', migrationId).execute();
+      this.said('migrations_jobs', migrationId);
       return { error };
     };
     let done: Promise<void>;
@@ -497,6 +534,7 @@ export class JobRunner implements Jobs {
       await trx.updateTable('resources').set({ status: resourceStatus, updated_at: nowIso() }).where('id', '=', m.resource_id).where('status', '=', 'migrating').execute();
       await trx.updateTable('migrations_jobs').set({ status, error: message, finished_at: nowIso(), updated_at: nowIso() }).where('id', '=', migrationId).execute();
     });
+    this.said('migrations_jobs', migrationId, 'ended');
   }
 
   /**
@@ -541,6 +579,7 @@ export class JobRunner implements Jobs {
       .where('status', 'in', ['queued', 'in_progress'])
       .executeTakeFirst();
     this.running.get(deploymentId)?.abort();
+    if (r.numUpdatedRows > 0n) this.said('deployments', deploymentId, 'ended');
     return r.numUpdatedRows > 0n;
   }
 
@@ -552,12 +591,14 @@ export class JobRunner implements Jobs {
       .where('status', '=', 'queued')
       .executeTakeFirst();
     if (claimed.numUpdatedRows === 0n) return; // cancelled while it waited
+    this.said('deployments', deploymentId);
     const controller = new AbortController();
     this.running.set(deploymentId, controller);
     const log = async (line: string) => {
       const row = await this.db.selectFrom('deployments').select('logs').where('id', '=', deploymentId).executeTakeFirstOrThrow();
       const logs = `${row.logs}${new Date().toISOString()} ${line}\n`.slice(-MAX_LOG_CHARS);
       await this.db.updateTable('deployments').set({ logs, updated_at: nowIso() }).where('id', '=', deploymentId).execute();
+      this.said('deployments', deploymentId, 'throttled');
     };
     let status: 'finished' | 'failed';
     try {
@@ -574,7 +615,10 @@ export class JobRunner implements Jobs {
       .where('id', '=', deploymentId)
       .where('status', '=', 'in_progress')
       .executeTakeFirst();
-    if (ended.numUpdatedRows > 0n) await this.notifyDeployment(deploymentId, status);
+    if (ended.numUpdatedRows > 0n) {
+      this.said('deployments', deploymentId, 'ended');
+      await this.notifyDeployment(deploymentId, status);
+    }
   }
 
   /** Tells the team's notification channels how a deployment ended (cancelled ones are not news). */
