@@ -17,6 +17,7 @@ import { paramsProblem, tooDeepAnswer } from './message-guard.js';
 import type { OAuthServer } from '../auth/oauth/server.js';
 import { satisfies } from '../auth/permissions.js';
 import { allowedHosts, hostAllowed } from '../http-common/allowed-hosts.js';
+import { McpTaskRunner } from './tasks/runner.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -124,11 +125,16 @@ function catalogueCache(tools: readonly ToolDefinition[]) {
  */
 export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): void {
   const { core, tools, config, logger } = opts;
+  // One task runner per process: each request's server is fresh, a task outlives it.
+  const runner = new McpTaskRunner(core, { leaseMs: config.jobLeaseMs, ttlMs: config.mcpTaskTtlMs, maxTtlMs: config.mcpTaskMaxTtlMs }, logger);
+  runner.start();
+  app.addHook('onClose', () => runner.stop());
   const handler = createMcpHandler(
     (ctx) => {
       const state = ctx.authInfo?.extra as RequestState | undefined;
       if (!state) throw new Error('MCP request reached the server factory without an admitted caller');
-      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor: async () => state.caller });
+      const callerFor = async () => state.caller;
+      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor, tasks: { runner, owner: callerFor } });
     },
     { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected') },
   );

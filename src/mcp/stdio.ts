@@ -8,6 +8,7 @@ import { tools } from './tools/index.js';
 import { visibleTools } from './tools/registry.js';
 import { buildMcpServer, catalogueFor } from './server.js';
 import { serveGuardedStdio } from './message-guard.js';
+import { McpTaskRunner } from './tasks/runner.js';
 
 export interface StdioOptions {
   token: string | undefined;
@@ -41,12 +42,16 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // toolsets). Every call is admitted and checked anew, so a holder's role change applies at the
   // next call: a tool the token lost answers the missing permission, one it gained runs.
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
-  const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op) }));
+  // Tasks: the owner is the session's token, checked anew on every tasks request.
+  const taskRunner = new McpTaskRunner(core, { leaseMs: config.jobLeaseMs, ttlMs: config.mcpTaskTtlMs, maxTtlMs: config.mcpTaskMaxTtlMs }, logger);
+  const tasks = { runner: taskRunner, owner: () => core.identify(access) };
+  const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op), tasks }));
   // Resource status comes from the engines, backups and cleanups from their schedules: a
   // desktop-only installation follows and runs them too.
   const startedAt = performance.now();
   core.deps.runtime.startWatching(assembled.jobs.instanceId);
   const ready = assembled.scheduler.start();
+  taskRunner.start();
   // stdin's end is listened for before the start is awaited: a client may send its requests and
   // close stdin while the scheduler is still starting, and a missed 'end' keeps the process alive.
   process.stdin.once('end', () => {
@@ -61,7 +66,7 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
       .catch(() => undefined)
       .then(() => handle.close())
       .finally(async () => {
-        await assembled.scheduler.stop();
+        await Promise.all([assembled.scheduler.stop(), taskRunner.stop()]);
         await core.deps.runtime.stopWatching().catch(() => undefined);
         await Promise.all([db.destroy(), assembled.close()]);
         // Everything is closed: end now, once the log and stdout are flushed, instead of after
