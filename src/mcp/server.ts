@@ -413,8 +413,9 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       },
       handler as never,
     );
-    // 2025 era tools/list says which tools run as a task (the 2026 era strips it: the server decides).
-    if (tasks && 'op' in t) registered.execution = { taskSupport: taskSupport((t as ToolDefinition).op) };
+    // 2025 era tools/list says which tools run as a task; absent is "forbidden", and every listed
+    // byte is paid for in each conversation. The 2026 era strips it: the server decides.
+    if (tasks && 'op' in t && taskSupport((t as ToolDefinition).op) === 'optional') registered.execution = { taskSupport: 'optional' };
   };
   const tools = sessionTools(
     session,
