@@ -44,7 +44,7 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
   // Tasks: the owner is the session's token, checked anew on every tasks request.
   const taskRunner = new McpTaskRunner(core, { leaseMs: config.jobLeaseMs, ttlMs: config.mcpTaskTtlMs, maxTtlMs: config.mcpTaskMaxTtlMs }, logger);
-  const tasks = { runner: taskRunner, owner: () => core.identify(access) };
+  const tasks = { runner: taskRunner, owner: () => core.identify(access), notifies: true };
   const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op), tasks }));
   // Resource status comes from the engines, backups and cleanups from their schedules: a
   // desktop-only installation follows and runs them too.

@@ -33,6 +33,11 @@ export interface TaskSession {
   runner: McpTaskRunner;
   /** The caller of this request (over stdio: the session's token, checked anew). */
   owner(): Promise<Caller>;
+  /**
+   * The connection outlives the request (stdio): a 2025-era client is sent
+   * notifications/tasks/status when its task ends. Stateless HTTP has no stream left to send on.
+   */
+  notifies?: boolean;
 }
 
 interface Req {
@@ -178,7 +183,8 @@ export function installTasks(server: McpServer, tasks: TaskSession) {
     if (modern ? !(supported && declaresExtension(ctx as Req)) : params?.task === undefined) return undefined;
     if (!supported) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Tool ${String(params?.name)} does not support task-augmented calls`);
     const owner = await tasks.owner();
-    const row = await runner.create(owner, String(params?.name), runner.ttlFor(modern ? undefined : params?.task?.ttl), call);
+    const onEnd = tasks.notifies && !modern ? (row: TaskRow) => void s.notification({ method: 'notifications/tasks/status', params: legacyTask(row) } as never).catch(() => undefined) : undefined;
+    const row = await runner.create(owner, String(params?.name), runner.ttlFor(modern ? undefined : params?.task?.ttl), call, onEnd);
     return modern ? { resultType: 'task', ...modernTask(row) } : { task: legacyTask(row) };
   };
   return { taskCall };
