@@ -126,29 +126,19 @@ export class McpTaskRunner extends Periodic {
   async ended(owner: TaskOwner, taskId: string, signal?: AbortSignal): Promise<TaskRow | undefined> {
     for (;;) {
       const row = await this.store.get(owner, taskId);
-      if (!row || isTerminal(row.status)) return row;
+      if (!row || isTerminal(row.status) || signal?.aborted) return row;
+      // Woken by the call's end when it runs here; else the row is read again shortly (another instance runs it).
       const local = this.local.get(row.id);
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, WAIT_POLL_MS);
-        void local?.ended.then(() => {
+        const wake = () => {
           clearTimeout(t);
+          signal?.removeEventListener('abort', wake);
           resolve();
-        });
-        signal?.addEventListener('abort', () => {
-          clearTimeout(t);
-          resolve();
-        });
+        };
+        const t = setTimeout(wake, WAIT_POLL_MS);
+        void local?.ended.then(wake);
+        signal?.addEventListener('abort', wake, { once: true });
       });
-      if (signal?.aborted) return this.store.get(owner, taskId);
     }
-  }
-
-  /** Waits for the calls running here (tests; a stopping process lets their leases lapse instead). */
-  async settled(): Promise<void> {
-    await Promise.all([...this.local.values()].map((l) => l.ended));
-  }
-
-  override async stop(): Promise<void> {
-    await super.stop();
   }
 }
