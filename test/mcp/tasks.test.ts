@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1HttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { loadConfig } from '../../src/config/config.js';
 import { startServer, type RunningServer } from '../../src/serve.js';
 import { LAPSED_MESSAGE } from '../../src/mcp/tasks/store.js';
@@ -156,6 +156,15 @@ describe('2025-11-25 tasks utility (v1 SDK client, streamable HTTP)', () => {
     }
     // Still the owner's, unchanged.
     expect((await c.experimental.tasks.getTask(taskId)).status).toBe('completed');
+    await c.close();
+  });
+
+  it('a ttl past the maximum is cut to it; none asked gets the default', async () => {
+    const c = await v1(s.rootToken);
+    const ask = async (task: Record<string, unknown>) =>
+      (await c.request({ method: 'tools/call', params: { name: 'start_application', arguments: { uuid: appUuid }, task } }, CreateTaskResultSchema)).task.ttl;
+    expect(await ask({ ttl: 10 ** 12 })).toBe(86_400_000);
+    expect(await ask({})).toBe(3_600_000);
     await c.close();
   });
 
