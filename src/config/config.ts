@@ -61,6 +61,10 @@ const envSchema = z.object({
    * renews every third of it): the longest a dead instance's jobs wait before another takes over.
    */
   BERTH_JOB_LEASE_MS: z.coerce.number().int().min(1_000).default(30_000),
+  /** How long an MCP task (its status and result) is kept after it was made, when the client asks for no ttl. */
+  BERTH_MCP_TASK_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
+  /** The longest ttl a client may ask for an MCP task; longer asks are cut to it. */
+  BERTH_MCP_TASK_MAX_TTL_MS: z.coerce.number().int().min(1_000).default(86_400_000),
   /** How often the expiry-warning worker looks for tokens close to expiry. */
   BERTH_EXPIRY_SCAN_MS: z.coerce.number().int().min(50).default(60_000),
   /**
@@ -134,6 +138,9 @@ export interface Config {
   /** null: the embedded SQLite store in dataDir. */
   databaseUrl: string | null;
   jobLeaseMs: number;
+  /** MCP tasks: the ttl given when the client asks for none, and the most it may ask (ms). */
+  mcpTaskTtlMs: number;
+  mcpTaskMaxTtlMs: number;
   queueConcurrency: number;
   queueCap: number;
   helperImage: string;
@@ -188,6 +195,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     redisUrl: e.REDIS_URL || null,
     databaseUrl: e.DATABASE_URL || null,
     jobLeaseMs: e.BERTH_JOB_LEASE_MS,
+    mcpTaskTtlMs: Math.min(e.BERTH_MCP_TASK_TTL_MS, e.BERTH_MCP_TASK_MAX_TTL_MS),
+    mcpTaskMaxTtlMs: e.BERTH_MCP_TASK_MAX_TTL_MS,
     queueConcurrency: e.BERTH_QUEUE_CONCURRENCY,
     queueCap: e.BERTH_QUEUE_CAP,
     helperImage: e.BERTH_HELPER_IMAGE,

@@ -223,6 +223,8 @@ export class Core {
       caller,
       runHeld: this.runHeld,
       progress: options.progress,
+      answerWithinMs: options.answerWithinMs,
+      onJob: options.onJob,
       get signal() {
         return options.signal;
       },

@@ -32,10 +32,20 @@ export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
 export type ProgressReporter = (p: { progress: number; total?: number; message?: string }) => Promise<void>;
 
+/** A job a call started, for a door that follows it (an MCP task cancels it with the task). */
+export interface StartedJob {
+  kind: 'deployment' | 'migration';
+  uuid: string;
+}
+
 /** What a door may add for one call: progress reports (MCP progress tokens) and cancellation. */
 export interface CallOptions {
   progress?: ProgressReporter;
   signal?: AbortSignal;
+  /** How long an operation that waits on an engine or a job may wait before it answers what it knows; Infinity waits to the end (an MCP task). */
+  answerWithinMs?: number;
+  /** Told of each deployment or migration the call queues, when it is queued. */
+  onJob?: (job: StartedJob) => void;
 }
 
 export interface OperationContext extends CallOptions {

@@ -11,6 +11,7 @@ import {
 } from '@modelcontextprotocol/server';
 import type { IncomingHttpHeaders } from 'node:http';
 import { SERVER_INFO } from './server.js';
+import { TASKS_EXTENSION } from './tasks/handlers.js';
 
 /**
  * The HTTP fast path for `tools/call` (issue 28): the SDK's stateless handler builds a server,
@@ -70,6 +71,8 @@ export function fastCallOf(headers: IncomingHttpHeaders, body: unknown): FastCal
   if (version !== MODERN || headers['mcp-method'] !== 'tools/call' || headers['mcp-name'] !== name || name.startsWith('=?')) return undefined;
   if (!envelopeAccepted(meta, () => classifyInboundRequest({ httpMethod: 'POST', protocolVersionHeader: version, mcpMethodHeader: 'tools/call', mcpNameHeader: name, body }))) return undefined;
   const capabilities = meta[CLIENT_CAPABILITIES_META_KEY];
+  // A client with the tasks extension may get a task: the SDK path decides (tasks/handlers.ts).
+  if (isPlain(capabilities) && isPlain(capabilities.extensions) && capabilities.extensions[TASKS_EXTENSION] !== undefined) return undefined;
   return { era: 'modern', id, name, args, elicits: isPlain(capabilities) && capabilities.elicitation !== undefined };
 }
 

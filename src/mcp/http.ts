@@ -19,6 +19,7 @@ import { satisfies } from '../auth/permissions.js';
 import { allowedHosts, hostAllowed } from '../http-common/allowed-hosts.js';
 import { ListenBus, MAX_STREAMS_PER_TOKEN } from './resources/listen.js';
 import { listenRefusal, listenUris } from './resources/listen-check.js';
+import { McpTaskRunner } from './tasks/runner.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -129,13 +130,18 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
   // 2026-era subscriptions/listen streams hear berth's change feed, each only its team's (listen.ts).
   const feed = core.deps.changes;
   const bus = feed && new ListenBus(feed);
+  // One task runner per process: each request's server is fresh, a task outlives it.
+  const runner = new McpTaskRunner(core, { leaseMs: config.jobLeaseMs, ttlMs: config.mcpTaskTtlMs, maxTtlMs: config.mcpTaskMaxTtlMs }, logger);
+  runner.start();
+  app.addHook('onClose', () => runner.stop());
   const handler = createMcpHandler(
     (ctx) => {
       const state = ctx.authInfo?.extra as RequestState | undefined;
       if (!state) throw new Error('MCP request reached the server factory without an admitted caller');
       // Stateless 2025 HTTP cannot push (no GET stream): subscribe is advertised to the 2026 era only.
       const resources = { core, caller: async () => state.caller, era: ctx.era, advertise: Boolean(bus) && ctx.era === 'modern' };
-      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor: async () => state.caller, resources });
+      const callerFor = async () => state.caller;
+      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor, resources, tasks: { runner, owner: callerFor } });
     },
     { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected'), ...(bus ? { bus, maxSubscriptions: 10_000 } : {}) },
   );

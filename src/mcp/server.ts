@@ -16,6 +16,8 @@ import { TOOLSET_DESCRIPTIONS, TOOLSETS } from '../core/operation.js';
 import { BERTH_VERSION } from '../version.js';
 import { PROMPT_CAPABILITIES, registerPromptsAndCompletion } from './prompts/register.js';
 import { registerResources, type ResourceSession } from './resources/index.js';
+import { installTasks, taskSupport, type TaskSession } from './tasks/handlers.js';
+import type { TaskCallOptions } from './tasks/runner.js';
 
 export const SERVER_INFO = { name: 'berth', version: BERTH_VERSION };
 
@@ -108,6 +110,8 @@ export interface McpSession extends SessionBase {
   readOnly?: boolean;
   /** berth:// resources (src/mcp/resources/): absent, the session has none. */
   resources?: ResourceSession;
+  /** MCP tasks (tasks/): the process's runner and this request's owner; without it tasks are not offered. */
+  tasks?: TaskSession;
 }
 
 /** The low-level request table of the SDK's server (not in its types; see guardToolCalls). */
@@ -278,10 +282,13 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
     return token === undefined ? undefined : (p) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, ...p } } as never);
   };
 
+  /** A call's options from its request context; a task's call has its own (taskContext). */
+  const optionsOf = (ctx: never): ToolCallOptions => taskContexts.get(ctx) ?? { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal, elicit: elicitOf(ctx) };
+
   const operationHandler =
     (tool: ToolDefinition): Handler =>
-    async (args, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
-      const r = await runTool(tool, args, { progress: progressOf(ctx as never), signal: ctx.mcpReq.signal, elicit: elicitOf(ctx as never) });
+    async (args, ctx): Promise<CallToolResult> => {
+      const r = await runTool(tool, args, optionsOf(ctx));
       return answerOf(r, ok);
     };
 
@@ -332,7 +339,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
     call_operation: async (args, ctx) => {
       const found = runnerOf(args.name as string);
       if (!found) return unknownOperation(args.name as string);
-      const r = await found.run(found.tool, args.arguments ?? {}, { progress: progressOf(ctx), signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal, elicit: elicitOf(ctx) });
+      const r = await found.run(found.tool, args.arguments ?? {}, optionsOf(ctx));
       return answerOf(r, (value) => ok({ name: found.tool.name, result: value }));
     },
   };
@@ -373,7 +380,18 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
    */
   const offList = (name: string): ReturnType<typeof runnerOf> => (catalogue.listed.has(name) ? undefined : runnerOf(name));
 
-  return { operationHandler, registered, registeredNamed, offList, runTool, progressOf, elicitOf };
+  return { operationHandler, registered, registeredNamed, offList, runnerOf, runTool, progressOf, elicitOf, optionsOf };
+}
+
+/**
+ * The request context a task's call runs with: none of its request's (the answer is sent by the
+ * time it runs), its own signal, no deadline, and the hook that records the job it queues.
+ */
+const taskContexts = new WeakMap<object, ToolCallOptions>();
+function taskContext(options: TaskCallOptions): never {
+  const ctx = { mcpReq: { signal: options.signal, notify: async () => {}, requestState: () => undefined } };
+  taskContexts.set(ctx, options);
+  return ctx as never;
 }
 
 const META_BY_NAME = new Map(META_TOOLS.map((m) => [m.name, m]));
@@ -387,8 +405,9 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
     debouncedNotificationMethods: ['notifications/tools/list_changed'],
     instructions: 'berth manages servers, projects, applications, databases and services for the team this token is bound to. Tools only show what this token may do; list_toolsets reaches the rest.',
   });
-  const register = (t: Listed, handler: Handler) =>
-    server.registerTool(
+  const tasks = 'core' in session ? session.tasks : undefined;
+  const register = (t: Listed, handler: Handler) => {
+    const registered = server.registerTool(
       t.name,
       {
         ...(restatesName(t) ? {} : { title: t.title }),
@@ -399,13 +418,23 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
       },
       handler as never,
     );
+    // 2025 era tools/list says which tools run as a task; absent is "forbidden", and every listed
+    // byte is paid for in each conversation. The 2026 era strips it: the server decides.
+    if (tasks && 'op' in t && taskSupport((t as ToolDefinition).op) === 'optional') registered.execution = { taskSupport: 'optional' };
+  };
   const tools = sessionTools(
     session,
     (t) => register(t, tools.operationHandler(t)),
     () => server.server.getClientCapabilities(),
   );
   for (const { def, handler } of tools.registered()) register(def, handler);
-  guardToolCalls(server, tools.offList, tools.progressOf, tools.elicitOf);
+  const taskCall = tasks ? installTasks(server, tasks).taskCall : undefined;
+  guardToolCalls(
+    server,
+    tools.offList,
+    tools.optionsOf,
+    taskCall && ((request, ctx, call) => taskCall(request, ctx, tools.runnerOf(String((request as { params?: { name?: unknown } }).params?.name))?.tool.op, call)),
+  );
   if (inProcess) registerPromptsAndCompletion(server, session.core.deps.db, () => session.callerFor());
   if ('resources' in session && session.resources) registerResources(server, session.resources);
   return server;
@@ -478,8 +507,9 @@ function formatIssue(issue: { message: string; path?: ReadonlyArray<PropertyKey 
 function guardToolCalls(
   server: McpServer,
   offList: (name: string) => { tool: ToolDefinition; run: (tool: ToolDefinition, args: unknown, options: ToolCallOptions) => Promise<RunResult> } | undefined,
-  progressOf: (ctx: never) => ProgressReporter | undefined,
-  elicitOf: (ctx: never) => ClientAsker | undefined,
+  optionsOf: (ctx: never) => ToolCallOptions,
+  /** Tasks (tasks/handlers.ts): the answer when the call runs as a task, undefined when it runs now. */
+  taskCall?: (request: unknown, ctx: unknown, call: (options: TaskCallOptions) => Promise<CallToolResult>) => Promise<Record<string, unknown> | undefined>,
 ): void {
   const table = server.server as unknown as RequestTable;
   const sdk = table._getRequestHandler?.('tools/call');
@@ -491,12 +521,11 @@ function guardToolCalls(
     if (problem?.kind === 'too_deep') throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments: ${problem.field} is ${problem.message.toLowerCase()}`);
     if (problem) return errorResult(validationError({ [problem.field]: [problem.message] }));
     const off = typeof params?.name === 'string' ? offList(params.name) : undefined;
-    if (!off) return sdk(request, ctx);
-    const r = await off.run(off.tool, params?.arguments ?? {}, {
-      progress: progressOf(ctx as never),
-      signal: (ctx as { mcpReq: { signal: AbortSignal } }).mcpReq.signal,
-      elicit: elicitOf(ctx as never),
-    });
-    return answerOf(r, (value) => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value }));
+    const call = async (c: unknown): Promise<CallToolResult> => {
+      if (!off) return (await sdk(request, c)) as CallToolResult;
+      const r = await off.run(off.tool, params?.arguments ?? {}, optionsOf(c as never));
+      return answerOf(r, (value) => ({ content: [{ type: 'text', text: render(value) }], structuredContent: value }));
+    };
+    return (await taskCall?.(request, ctx, (options) => call(taskContext(options)))) ?? call(ctx);
   });
 }

@@ -10,6 +10,7 @@ import { buildMcpServer, catalogueFor } from './server.js';
 import { serveGuardedStdio } from './message-guard.js';
 import { LiveSubscriptions } from './resources/live.js';
 import { stdioListenCheck } from './resources/stdio-listen.js';
+import { McpTaskRunner } from './tasks/runner.js';
 
 export interface StdioOptions {
   token: string | undefined;
@@ -46,6 +47,9 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // One connection, one set of followed resources (2025 subscribe and 2026 listens alike).
   const subscriptions = new LiveSubscriptions();
   const caller0 = caller;
+  // Tasks: the owner is the session's token, checked anew on every tasks request.
+  const taskRunner = new McpTaskRunner(core, { leaseMs: config.jobLeaseMs, ttlMs: config.mcpTaskTtlMs, maxTtlMs: config.mcpTaskMaxTtlMs }, logger);
+  const tasks = { runner: taskRunner, owner: () => core.identify(access), notifies: true };
   const handle = serveGuardedStdio(
     (ctx) =>
       buildMcpServer({
@@ -56,6 +60,7 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
         readOnly: opts.readOnly,
         callerFor: (tool) => core.admit(access, tool?.op),
         resources: { core, caller: () => core.admit(access), era: ctx.era, advertise: true, live: { feed: assembled.changes, teamId: caller0.teamId, subscriptions } },
+        tasks,
       }),
     stdioListenCheck(core, () => core.admit(access), subscriptions),
   );
@@ -64,6 +69,7 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   const startedAt = performance.now();
   core.deps.runtime.startWatching(assembled.jobs.instanceId);
   const ready = assembled.scheduler.start();
+  taskRunner.start();
   // stdin's end is listened for before the start is awaited: a client may send its requests and
   // close stdin while the scheduler is still starting, and a missed 'end' keeps the process alive.
   process.stdin.once('end', () => {
@@ -78,7 +84,7 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
       .catch(() => undefined)
       .then(() => handle.close())
       .finally(async () => {
-        await assembled.scheduler.stop();
+        await Promise.all([assembled.scheduler.stop(), taskRunner.stop()]);
         await core.deps.runtime.stopWatching().catch(() => undefined);
         await Promise.all([db.destroy(), assembled.close()]);
         // Everything is closed: end now, once the log and stdout are flushed, instead of after

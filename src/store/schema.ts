@@ -476,6 +476,7 @@ export interface Database {
 
   approval_policies: import('./schema-approvals.js').ApprovalPoliciesTable;
   approvals: import('./schema-approvals.js').ApprovalsTable;
+  mcp_tasks: import('./schema-mcp-tasks.js').McpTasksTable;
   audit_log: import('./schema-audit.js').AuditLogTable;
 }
 

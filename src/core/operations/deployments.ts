@@ -85,7 +85,13 @@ async function views(db: Db, rows: DeploymentRow[], full = false): Promise<z.inf
  * Records a deployment and puts it on its server's queue. When the queue is full the record is
  * removed again and the caller gets 429 "Deployment queue is full.": nothing half-queued stays.
  */
-export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' | 'caller' | 'runtime'>, r: ResourceRow, kind: DeploymentKind, force: boolean, opts: { rollbackTag?: string } = {}) {
+export async function queueDeployment(
+  ctx: Pick<OperationContext, 'db' | 'jobs' | 'caller' | 'runtime' | 'onJob'>,
+  r: ResourceRow,
+  kind: DeploymentKind,
+  force: boolean,
+  opts: { rollbackTag?: string } = {},
+) {
   if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; deploy it when the migration has finished.' });
   if (r.deleting !== null) throw new BerthError('conflict', { message: 'The resource is being deleted.' });
   const server = await serverOf(ctx.db, r);
@@ -97,6 +103,7 @@ export async function queueDeployment(ctx: Pick<OperationContext, 'db' | 'jobs' 
     force,
     ...(opts.rollbackTag ? { rollbackTag: opts.rollbackTag } : {}),
   });
+  ctx.onJob?.({ kind: 'deployment', uuid: d.uuid });
   return { ...d, done, live: ctx.runtime.isLive(server) };
 }
 

@@ -283,6 +283,7 @@ export function migrateOperation(collection: Collection) {
       try {
         const onProgress = throttle ? (p: MigrationProgress) => throttle.push(progressNote(p)) : undefined;
         ({ done } = await ctx.jobs.enqueueMigration(m.id, toServer.id, onProgress));
+        ctx.onJob?.({ kind: 'migration', uuid: migrationUuid });
       } catch (err) {
         // A full queue leaves nothing behind: no migration record, the resource as it was.
         await db.transaction().execute(async (trx) => {
