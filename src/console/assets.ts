@@ -56,6 +56,17 @@ td select { width: auto; }
 .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(12rem, 1fr)); gap: .5rem 1rem; margin: 0 0 1rem; }
 .facts dt { color: var(--muted); font-size: .9rem; }
 .facts dd { margin: 0; font-weight: 600; overflow-wrap: anywhere; }
+.audit { table-layout: fixed; }
+.audit th:nth-child(1) { width: 7.5rem; }
+.audit th:nth-child(3) { width: 30%; }
+.audit th:nth-child(4) { width: 9rem; }
+.audit td { overflow-wrap: anywhere; }
+.audit tr:first-child td { border-bottom: 0; padding-bottom: .15rem; }
+.audit tr.more td { padding-top: 0; }
+.audit .who-how, .audit .targets { color: var(--muted); font-size: .9rem; }
+.audit .targets { margin: .25rem 0; }
+.audit summary { cursor: pointer; }
+.args { max-height: 24rem; overflow: auto; margin: .25rem 0 0; padding: .5rem; background: var(--panel); border: 1px solid var(--line); border-radius: 6px; white-space: pre-wrap; overflow-wrap: anywhere; font: .8rem/1.4 ui-monospace, monospace; }
 .log { max-height: 28rem; overflow: auto; background: #0d1117; color: #e6edf3; padding: .75rem; border-radius: 6px; white-space: pre-wrap; overflow-wrap: anywhere; font: .85rem/1.4 ui-monospace, monospace; }
 @media (max-width: 40rem) {
   .signout { margin-left: 0; width: 100%; justify-content: space-between; }

@@ -91,6 +91,23 @@ export const teamOperations = [
     },
   }),
   defineOperation({
+    name: 'get_current_token',
+    title: 'Get this token',
+    description:
+      "What this token may do: its permissions as they apply now (capped by its holder's role in the team) and whether its team is the instance's root team. Read-only; learn what you may call without trying it.",
+    summary: "The token's own permissions, and whether its team is the instance's root team.",
+    // Any token may ask what it holds: remote mode asks at start, and a read-less token too.
+    permission: 'authenticated',
+    toolset: 'teams',
+    input: () => z.strictObject({}),
+    output: () => z.object({ permissions: z.array(z.string()), root_team: z.boolean() }),
+    annotations: readOnly,
+    http: { method: 'GET', path: '/api/v1/tokens/current' },
+    async run({ caller }) {
+      return { permissions: [...caller.permissions].sort(), root_team: caller.rootTeam };
+    },
+  }),
+  defineOperation({
     name: 'list_current_team_members',
     title: 'List team members',
     description: "List the members of this token's team with their roles (owner, admin, member). Read-only; no secrets are included.",

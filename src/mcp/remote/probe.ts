@@ -1,6 +1,6 @@
-import type { Permission } from '../../auth/permissions.js';
+import { isPermission, type Permission } from '../../auth/permissions.js';
 import type { Operation } from '../../core/operation.js';
-import { RetryLaterError, type Method, type PacedClient, type PacedResponse } from './paced-client.js';
+import { RetryLaterError, type PacedClient, type PacedResponse } from './paced-client.js';
 import { redactText } from './redact-upstream.js';
 import { describeNetworkError, type Upstream } from './upstream.js';
 
@@ -48,19 +48,20 @@ function parseJson(body: string): Record<string, unknown> | undefined {
 const contentType = (res: PacedResponse) => String(res.headers['content-type'] ?? '');
 const messageOf = (a: Answer) => (typeof a.json?.message === 'string' ? a.json.message : undefined);
 const isMissingPermission = (a: Answer) => a.res?.status === 403 && (Array.isArray(a.json?.missing_permissions) || /^Missing required permissions/.test(messageOf(a) ?? ''));
-const ROOT_TEAM_ONLY = "Only a token of the instance's root team may do this.";
+/** berth's read of the token's own permissions (get_current_token). */
+const TOKEN_PATH = '/api/v1/tokens/current';
 
 /**
  * Probes the upstream at start: `GET /api/v1/version` (is this a berth or Coolify API at all?),
  * `GET /api/v1/teams/current` (is the token accepted?), and berth's OpenAPI document (which
- * operations exist). On berth, the token's permissions are then learned without side effects:
- * berth checks the permission before it validates input, so a request with a deliberately
- * invalid field answers 403 (permission missing) or 422 (permission held) and changes nothing.
+ * operations exist). On berth, the token's permissions are then read from `GET /api/v1/tokens/current`:
+ * every probe is a read, so a start leaves nothing on the upstream, not even an audit entry.
  */
 export async function probeUpstream(clients: { fast: PacedClient; patient: PacedClient }, upstream: Upstream, secrets: readonly string[]): Promise<UpstreamFacts> {
-  const once = async (client: PacedClient, method: Method, path: string, body?: unknown): Promise<Answer> => {
+  // Every probe is a read (GET): nothing changes upstream, and nothing is audited there.
+  const once = async (client: PacedClient, path: string): Promise<Answer> => {
     try {
-      const res = await client.request(method, `${upstream.basePath}${path}`, body);
+      const res = await client.request('GET', `${upstream.basePath}${path}`);
       return { res, json: parseJson(res.body) };
     } catch (error) {
       if (error instanceof RetryLaterError && error.response) return { res: error.response, json: parseJson(error.response.body), error };
@@ -69,14 +70,13 @@ export async function probeUpstream(clients: { fast: PacedClient; patient: Paced
   };
   // Without retries first, so a wrong URL fails at once; a rate-limited answer is asked again
   // through the patient client, which waits as the upstream says (up to the wait bound).
-  const ask = async (method: Method, path: string, body?: unknown): Promise<Answer> => {
-    const first = await once(clients.fast, method, path, body);
+  const ask = async (path: string): Promise<Answer> => {
+    const first = await once(clients.fast, path);
     const busy = first.res?.status === 429 || first.res?.status === 503;
-    // Only a read is asked again: the write probes are never sent twice.
-    return busy && method === 'GET' ? once(clients.patient, method, path, body) : first;
+    return busy ? once(clients.patient, path) : first;
   };
   const where = upstream.display;
-  const [version, team, openapi] = await Promise.all([ask('GET', '/api/v1/version'), ask('GET', '/api/v1/teams/current'), ask('GET', '/api/v1/openapi.json')]);
+  const [version, team, openapi] = await Promise.all([ask('/api/v1/version'), ask('/api/v1/teams/current'), ask('/api/v1/openapi.json')]);
 
   // Is anything there at all?
   if (!version.res) {
@@ -122,32 +122,16 @@ export async function probeUpstream(clients: { fast: PacedClient; patient: Paced
   const admitted = team.res?.status === 200 || isMissingPermission(team);
   if (kind !== 'berth' || !admitted) return facts;
 
-  const held = (a: Answer): boolean | undefined => {
-    if (isMissingPermission(a)) return false;
-    if (a.res && (a.res.status === 422 || (a.res.status >= 200 && a.res.status < 300))) return true;
-    return undefined;
-  };
-  const settings = await ask('GET', '/api/v1/settings');
-  const perms = new Set<Permission>();
-  if (settings.res?.status === 200 || (settings.res?.status === 403 && messageOf(settings) === ROOT_TEAM_ONLY)) {
-    perms.add('root');
-    facts.rootTeam = settings.res.status === 200;
-    facts.permissions = perms;
+  // One read of what the token holds: it changes nothing and leaves no audit entry on the
+  // upstream (writes with a bogus body, used before, left two failed entries at every start).
+  if (!offered?.has(`GET ${TOKEN_PATH}`)) return facts;
+  const own = await ask(TOKEN_PATH);
+  const listed = own.res?.status === 200 && Array.isArray(own.json?.permissions) ? (own.json.permissions as unknown[]) : undefined;
+  if (!listed) {
+    warnings.push(`GET ${TOKEN_PATH} answered ${own.res ? `HTTP ${own.res.status}` : 'nothing'}: every tool is listed, and a refusal is reported when called`);
     return facts;
   }
-  if (held(settings) === undefined) perms.add('root');
-  const probe = { _berth_probe: 1 };
-  const [sensitive, write, deploy] = await Promise.all([
-    ask('GET', '/api/v1/applications/_berth_probe/logs?_berth_probe=1'),
-    ask('POST', '/api/v1/projects', probe),
-    ask('POST', '/api/v1/deploy', probe),
-  ]);
-  const read = team.res?.status === 200;
-  if (held(sensitive) !== false) perms.add('read:sensitive');
-  else if (read) perms.add('read');
-  if (held(write) !== false) perms.add('write');
-  if (held(deploy) !== false) perms.add('deploy');
-  facts.rootTeam = !!perms.has('root');
-  facts.permissions = perms;
+  facts.permissions = new Set(listed.filter((p): p is Permission => typeof p === 'string' && isPermission(p)));
+  facts.rootTeam = own.json?.root_team === true;
   return facts;
 }

@@ -116,6 +116,7 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['enable_api', {}],
     ['list_teams', {}],
     ['get_current_team', {}],
+    ['get_current_token', {}],
     ['list_current_team_members', {}],
     ['get_team', { id: s.rootTeamId }],
     ['list_team_members', { id: s.rootTeamId }],

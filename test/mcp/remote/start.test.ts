@@ -27,6 +27,18 @@ describe('start-up probe', { timeout: 90_000 }, () => {
     expect(r.err).not.toContain(s.rootToken.split('|')[1]!);
   });
 
+  it('leaves nothing on the upstream: every probe is a read, so no audit entry (writes with a bogus body left two failed ones)', async () => {
+    const entries = () => s.db.selectFrom('audit_log').select('id').execute();
+    const before = (await entries()).length;
+    for (const permissions of [['read'], ['read', 'write'], ['deploy'], ['root']]) {
+      const r = await remoteStart(s.url, { BERTH_TOKEN: (await s.token({ permissions, role: 'admin' })).token });
+      expect(r.code, r.err).toBe(0);
+    }
+    const r = await remoteStart(s.url, { BERTH_TOKEN: s.rootToken });
+    expect(r.code, r.err).toBe(0);
+    expect((await entries()).length).toBe(before);
+  });
+
   it('a bad token: non-zero exit, the reason on stderr, nothing on stdout', async () => {
     for (const token of ['1|not-the-secret', 'garbage', `${s.rootToken}x`]) {
       const r = await remoteStart(`${s.url}/api/v1`, { BERTH_TOKEN: token });
