@@ -4,6 +4,7 @@ import { BerthError } from '../errors.js';
 import { assembleCore } from '../assemble.js';
 import { createLogger } from '../logging/logger.js';
 import { openStore } from '../store/db.js';
+import { servedUrl } from '../store/served-url.js';
 import { tools } from './tools/index.js';
 import { visibleTools } from './tools/registry.js';
 import { buildMcpServer, catalogueFor } from './server.js';
@@ -41,7 +42,13 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // toolsets). Every call is admitted and checked anew, so a holder's role change applies at the
   // next call: a tool the token lost answers the missing permission, one it gained runs.
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
-  const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor: (tool) => core.admit(access, tool.op) }));
+  // The links this process makes for people (approve_url) name the console a running serve
+  // recorded, read again at every call: serve may start, stop or move while the agent runs.
+  const callerFor = async (tool: { op: Parameters<typeof core.admit>[1] }) => {
+    if (!config.publicUrl) config.servedUrl = await servedUrl(db);
+    return core.admit(access, tool.op);
+  };
+  const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor }));
   // Resource status comes from the engines, backups and cleanups from their schedules: a
   // desktop-only installation follows and runs them too.
   const startedAt = performance.now();
