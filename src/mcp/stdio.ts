@@ -45,7 +45,8 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // The links this process makes for people (approve_url) name the console a running serve
   // recorded, read again at every call: serve may start, stop or move while the agent runs.
   const callerFor = async (tool: { op: Parameters<typeof core.admit>[1] }) => {
-    if (!config.publicUrl) config.servedUrl = await servedUrl(db);
+    // A store that does not answer keeps the last address: the call itself says what is wrong.
+    if (!config.publicUrl) config.servedUrl = await servedUrl(db).catch(() => config.servedUrl);
     return core.admit(access, tool.op);
   };
   const handle = serveGuardedStdio(() => buildMcpServer({ core, logger, catalogue, all: tools, readOnly: opts.readOnly, callerFor }));
