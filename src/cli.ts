@@ -4,7 +4,7 @@ import { command, fail, print, requireInstance, withStore, type DataOpts } from 
 import { registerMcpConfig } from './cli/mcp-config-command.js';
 import { registerApprovals } from './cli/approvals-command.js';
 import { registerAudit } from './cli/audit-command.js';
-import { auditedChange, rootTeam } from './cli/cli-audit.js';
+import { auditedChange, rootTeam, tokenFacts } from './cli/cli-audit.js';
 import type { Db } from './store/db.js';
 import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';
@@ -280,12 +280,6 @@ function settingArgs(key: string, value: string): Record<string, unknown> {
 }
 
 const membershipFacts = (r: { team: { id: number }; user: { id: number } }) => ({ teamId: r.team.id, userId: r.user.id, targets: [`team:${r.team.id}`, `user:${r.user.id}`] });
-
-/** A new token's entry: its team's log, its holder, and its id (never its value). */
-async function tokenFacts(t: { id: number }, trx: Db) {
-  const row = await trx.selectFrom('api_tokens').select(['team_id', 'user_id']).where('id', '=', t.id).executeTakeFirstOrThrow();
-  return { teamId: row.team_id, userId: row.user_id, targets: [`token:${t.id}`] };
-}
 
 program
   .command('version')

@@ -15,6 +15,8 @@ import { TargetGuard } from './core/outbound-guard.js';
 import { createLogger } from './logging/logger.js';
 import { createMailer } from './mail/mailer.js';
 import { openStore } from './store/db.js';
+import { forgetServedUrl, recordServedUrl } from './store/served-url.js';
+import { auditedChange } from './cli/cli-audit.js';
 import { tools } from './mcp/tools/index.js';
 import { OAuthServer } from './auth/oauth/server.js';
 import type { CurrentPerson } from './console/person.js';
@@ -31,7 +33,8 @@ export interface RunningServer {
 
 /**
  * `berth serve`: the store, the core, the HTTP listener and the workers. On the first start of
- * an empty data directory it creates the instance and prints the root token once.
+ * an empty data directory it creates the instance, once its port is bound, and prints the root
+ * token once.
  */
 export interface ServerOptions {
   /** The console's sign-in (who is signed in, from the request's session). */
@@ -41,12 +44,6 @@ export interface ServerOptions {
 export async function startServer(config: Config, out: (line: string) => void = console.log, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = createLogger({ level: config.logLevel, destination: 'stdout' });
   const db = await openStore(config.dataDir, config.databaseUrl);
-  if (!(await isInitialized(db))) {
-    const init = await initInstance(db, {});
-    out(`berth: created a new instance in ${config.databaseUrl ? 'the PostgreSQL store (DATABASE_URL)' : config.dataDir} (team "${init.team.name}", owner ${init.user.email}).`);
-    out('berth: root token (shown once, store it now):');
-    out(init.token);
-  }
   const assembled = assembleCore(db, config, logger);
   const { core } = assembled;
   const outbound = new TargetGuard(config.outboundAllowedTargets);
@@ -87,7 +84,28 @@ export async function startServer(config: Config, out: (line: string) => void = 
     config.notifyScanMs,
   );
 
-  await app.listen({ host: config.host, port: config.port });
+  // The port first: a busy one fails here, before a first start creates the instance and prints
+  // its root token (which would then be lost with the process).
+  const abandon = async (err: unknown): Promise<never> => {
+    await app.close().catch(() => undefined);
+    await assembled.close().catch(() => undefined);
+    mailer?.close();
+    await db.destroy();
+    throw err;
+  };
+  await app.listen({ host: config.host, port: config.port }).catch((err: unknown) => abandon(listenError(err, config)));
+  if (!(await isInitialized(db))) {
+    // Audited as `berth init` is: the cli door, this host (the operator who started serve).
+    const init = await auditedChange(db, (trx) => initInstance(trx, {}), {
+      operation: 'init_instance',
+      args: { team: 'Root Team', api_enabled: true },
+      status: 201,
+      facts: (r) => ({ teamId: r.team.id, userId: r.user.id, targets: [`team:${r.team.id}`, `user:${r.user.id}`] }),
+    }).catch(abandon);
+    out(`berth: created a new instance in ${config.databaseUrl ? 'the PostgreSQL store (DATABASE_URL)' : config.dataDir} (team "${init.team.name}", owner ${init.user.email}).`);
+    out('berth: root token (shown once, store it now):');
+    out(init.token);
+  }
   await expiry.start();
   await notifier.start();
   await assembled.scheduler.start();
@@ -101,7 +119,10 @@ export async function startServer(config: Config, out: (line: string) => void = 
   const url = `http://${host}:${port}`;
   // The issuer is the URL people and clients use, the same one the console's sign-in uses (its
   // session cookie must reach the consent page): BERTH_PUBLIC_URL, else http://localhost:PORT.
-  await oauth.start(config.publicUrl ?? defaultPublicUrl(config.host, port));
+  const reachedAt = config.publicUrl ?? defaultPublicUrl(config.host, port);
+  await oauth.start(reachedAt);
+  // For `berth mcp` on this store: the console's address its approval links name.
+  await recordServedUrl(db, assembled.jobs.instanceId, reachedAt);
 
   let closing: Promise<void> | undefined;
   return {
@@ -114,6 +135,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
         // No new requests; in-flight ones finish. Jobs not yet started are handed back (another
         // instance on the same store queues them at once); running ones end here or time out.
         await app.close();
+        await forgetServedUrl(db, assembled.jobs.instanceId).catch((err) => logger.warn({ err: (err as Error).message }, 'could not remove the recorded address'));
         await assembled.jobs.stop().catch((err) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
         await expiry.stop();
         await notifier.stop();
@@ -125,4 +147,13 @@ export async function startServer(config: Config, out: (line: string) => void = 
         logger.flush();
       })()),
   };
+}
+
+/** A listen that failed, said as what to do: a busy port names itself (nothing was created). */
+function listenError(err: unknown, config: Config): Error {
+  const code = (err as NodeJS.ErrnoException).code;
+  const where = `${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  if (code === 'EADDRINUSE') return new Error(`${where} is already in use (another berth serve?); nothing was created: stop it or choose another --port`);
+  if (code === 'EACCES') return new Error(`not allowed to listen on ${where}; nothing was created: choose another --port`);
+  return err as Error;
 }

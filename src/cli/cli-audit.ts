@@ -41,3 +41,9 @@ export function auditedChange<T>(db: Db, fn: (trx: Db) => Promise<T>, change: Cl
     },
   );
 }
+
+/** A new token's entry: its team's log, its holder, and its id (never its value). */
+export async function tokenFacts(t: { id: number }, trx: Db): Promise<ChangeFacts> {
+  const row = await trx.selectFrom('api_tokens').select(['team_id', 'user_id']).where('id', '=', t.id).executeTakeFirstOrThrow();
+  return { teamId: row.team_id, userId: row.user_id, targets: [`token:${t.id}`] };
+}

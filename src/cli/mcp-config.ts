@@ -86,6 +86,12 @@ export function placementHint(client: Client, file: string): string {
   }
 }
 
+/** A client's file that berth will not rewrite (comments, not an object): left as it is. */
+export class NotMergeable extends Error {}
+
+/** What stands for the token where none is made (`--dry-run`): the shape the README's hand-written entry names. */
+export const PLACEHOLDER_TOKEN = '<id>|<secret>';
+
 /**
  * The existing file's object, for a merge; null when there is no file. Read before any token is
  * made, so a file that cannot be merged changes nothing anywhere.
@@ -104,9 +110,9 @@ export function readConfigFile(file: string): Record<string, unknown> | null {
     doc = JSON.parse(text);
   } catch {
     // VS Code's files may hold comments (JSONC); rewriting them would drop those.
-    throw new Error(`${file} is not plain JSON (comments?); nothing was changed: add the printed entry by hand`);
+    throw new NotMergeable(`${file} is not plain JSON (comments?); nothing was changed`);
   }
-  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new Error(`${file} does not hold a JSON object; nothing was changed`);
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new NotMergeable(`${file} does not hold a JSON object; nothing was changed`);
   return doc as Record<string, unknown>;
 }
 
@@ -116,7 +122,7 @@ export function mergeEntry(client: Client, existing: Record<string, unknown> | n
   const key = containerKey(client);
   const servers = doc[key];
   if (servers !== undefined && (servers === null || typeof servers !== 'object' || Array.isArray(servers))) {
-    throw new Error(`"${key}" in the client's file is not an object; nothing was changed`);
+    throw new NotMergeable(`"${key}" in the client's file is not an object; nothing was changed`);
   }
   doc[key] = { ...((servers as Record<string, unknown>) ?? {}), [ENTRY_NAME]: entry };
   return doc;

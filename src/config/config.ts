@@ -160,6 +160,12 @@ export interface Config {
   watchLeaseMs: number;
   watchReconcileMs: number;
   publicUrl: string | null;
+  /**
+   * The address the newest running `berth serve` recorded in the store (src/store/served-url.ts):
+   * kept current by a process that serves no HTTP itself (`berth mcp`), for the links it makes
+   * for people; null in `serve`, whose own address is its host and port.
+   */
+  servedUrl: string | null;
   oauthAccessTtlS: number;
   oauthRefreshTtlS: number;
   oauthGrantTtlS: number;
@@ -215,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     watchLeaseMs: e.BERTH_WATCH_LEASE_MS,
     watchReconcileMs: e.BERTH_WATCH_RECONCILE_MS,
     publicUrl: e.BERTH_PUBLIC_URL ? e.BERTH_PUBLIC_URL.replace(/\/+$/, '') : null,
+    servedUrl: null,
     oauthAccessTtlS: e.BERTH_OAUTH_ACCESS_TTL,
     oauthRefreshTtlS: e.BERTH_OAUTH_REFRESH_TTL,
     oauthGrantTtlS: e.BERTH_OAUTH_GRANT_TTL,
@@ -231,4 +238,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 export function defaultPublicUrl(host: string, port: number): string {
   const name = ['127.0.0.1', '::1', '0.0.0.0', '::', 'localhost'].includes(host) ? 'localhost' : host.includes(':') ? `[${host}]` : host;
   return `http://${name}:${port}`;
+}
+
+/**
+ * Where people reach the console, for links made outside a request (approve_url): BERTH_PUBLIC_URL,
+ * else the address a running serve recorded (in a process that serves no HTTP), else this
+ * process's own host and port.
+ */
+export function consoleUrl(config: Pick<Config, 'publicUrl' | 'servedUrl' | 'host' | 'port'>): string {
+  return config.publicUrl ?? config.servedUrl ?? defaultPublicUrl(config.host, config.port);
 }

@@ -212,18 +212,29 @@ export async function removeMember(db: Db, input: { team: string; email: string 
   });
 }
 
+/** The holder and team a token would have, by the rules a new token must meet (422 otherwise). */
+async function tokenHolder(trx: Tx, i: z.infer<typeof tokenInput>): Promise<{ user: UserRow; team: TeamRow }> {
+  const user = await userByEmail(trx, i.email);
+  const team = await teamByRef(trx, i.team);
+  const m = await trx.selectFrom('team_members').select('role').where('team_id', '=', team.id).where('user_id', '=', user.id).executeTakeFirst();
+  if (!m) throw validationError({ team: [`${i.email} is not a member of ${team.name}.`] });
+  if (i.permissions.includes('root') && !mayGrantRoot(m.role)) {
+    throw validationError({ permissions: ['root can be granted only to a team owner or admin.'] });
+  }
+  return { user, team };
+}
+
 export async function createToken(db: Db, input: z.input<typeof tokenInput>): Promise<IssuedToken> {
   const i = parse(tokenInput, input);
   return atomically(db, async (trx) => {
-    const user = await userByEmail(trx, i.email);
-    const team = await teamByRef(trx, i.team);
-    const m = await trx.selectFrom('team_members').select('role').where('team_id', '=', team.id).where('user_id', '=', user.id).executeTakeFirst();
-    if (!m) throw validationError({ team: [`${i.email} is not a member of ${team.name}.`] });
-    if (i.permissions.includes('root') && !mayGrantRoot(m.role)) {
-      throw validationError({ permissions: ['root can be granted only to a team owner or admin.'] });
-    }
+    const { user, team } = await tokenHolder(trx, i);
     return insertToken(trx, { name: i.name, userId: user.id, teamId: team.id, permissions: i.permissions, expires: i.expires });
   });
+}
+
+/** What createToken would refuse, refused the same way, with nothing made (`mcp-config --dry-run`). */
+export async function checkToken(db: Db, input: z.input<typeof tokenInput>): Promise<void> {
+  await tokenHolder(db, parse(tokenInput, input));
 }
 
 export async function listTokens(db: Db, teamRef: string) {

@@ -1,7 +1,7 @@
 import { auditArguments } from './audit/entry.js';
 import type { AuditDoor } from '../store/schema-audit.js';
 import { capTo, isPermission, PERMISSIONS, type Permission, type Role } from '../auth/permissions.js';
-import { defaultPublicUrl, type Config } from '../config/config.js';
+import { consoleUrl, type Config } from '../config/config.js';
 import { BerthError, notFound, unexpected } from '../errors.js';
 import { newUuid } from '../ids.js';
 import type { Db } from '../store/db.js';
@@ -88,7 +88,8 @@ const targetOf = (input: Record<string, unknown>): string | null => {
   return null;
 };
 
-export const approvalUrl = (config: Config, uuid: string) => `${config.publicUrl ?? defaultPublicUrl(config.host, config.port)}/approvals/${uuid}`;
+/** The console's page for an approval: BERTH_PUBLIC_URL, else a running serve's recorded address (from `berth mcp`), else this process's own. */
+export const approvalUrl = (config: Config, uuid: string) => `${consoleUrl(config)}/approvals/${uuid}`;
 
 /**
  * Core.run's hook: an agent's call (every token caller; people in the console and CLI are not

@@ -4,6 +4,7 @@ import { BerthError } from '../errors.js';
 import { assembleCore } from '../assemble.js';
 import { createLogger } from '../logging/logger.js';
 import { openStore } from '../store/db.js';
+import { servedUrl } from '../store/served-url.js';
 import { tools } from './tools/index.js';
 import { visibleTools } from './tools/registry.js';
 import { buildMcpServer, catalogueFor } from './server.js';
@@ -44,6 +45,13 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // toolsets). Every call is admitted and checked anew, so a holder's role change applies at the
   // next call: a tool the token lost answers the missing permission, one it gained runs.
   const catalogue = catalogueFor(visibleTools(tools, caller, { readOnly: opts.readOnly }), opts.toolsets, true);
+  // The links this process makes for people (approve_url) name the console a running serve
+  // recorded, read again at every call: serve may start, stop or move while the agent runs.
+  const callerFor = async (tool?: { op: Parameters<typeof core.admit>[1] }) => {
+    // A store that does not answer keeps the last address: the call itself says what is wrong.
+    if (!config.publicUrl) config.servedUrl = await servedUrl(db).catch(() => config.servedUrl);
+    return core.admit(access, tool?.op);
+  };
   // One connection, one set of followed resources (2025 subscribe and 2026 listens alike).
   const subscriptions = new LiveSubscriptions();
   const caller0 = caller;
@@ -58,7 +66,7 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
         catalogue,
         all: tools,
         readOnly: opts.readOnly,
-        callerFor: (tool) => core.admit(access, tool?.op),
+        callerFor,
         resources: { core, caller: () => core.admit(access), era: ctx.era, advertise: true, live: { feed: assembled.changes, teamId: caller0.teamId, subscriptions } },
         tasks,
       }),

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -492,8 +493,8 @@ class Served {
     this.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   }
 
-  static start(dir: string): Served {
-    return new Served(spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', dir], { cwd, env: cleanEnv({ LOG_LEVEL: 'info', ...storeEnv(dir) }), stdio: ['ignore', 'pipe', 'pipe'] }));
+  static start(dir: string, port = '0'): Served {
+    return new Served(spawn(process.execPath, [CLI, 'serve', '--port', port, '--data', dir], { cwd, env: cleanEnv({ LOG_LEVEL: 'info', ...storeEnv(dir) }), stdio: ['ignore', 'pipe', 'pipe'] }));
   }
 
   async url(): Promise<string> {
@@ -574,6 +575,56 @@ describe('berth serve', () => {
     expect(again.status).toBe(200);
     expect(await second.stop()).toEqual({ code: 0, signal: null });
     expect((await snapshot(dir)).teams).toHaveLength(1);
+  });
+});
+
+describe('berth serve: a first start', () => {
+  const running: Served[] = [];
+  afterAll(async () => {
+    for (const s of running) if (s.child.exitCode === null) s.child.kill('SIGKILL');
+  });
+
+  it('on a busy port fails before creating the instance: no root token printed, none made; then it starts, audited as init', { timeout: 60_000 }, async () => {
+    const dir = freshDir();
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = String((taken.address() as net.AddressInfo).port);
+    try {
+      const busy = Served.start(dir, port);
+      running.push(busy);
+      expect((await busy.exited).code).toBe(1);
+      expect(busy.stdout).not.toMatch(TOKEN_LINE);
+      expect(busy.stdout).not.toMatch(/root token|created a new instance/i);
+      expect(busy.stderr.trim()).toBe(`berth: 127.0.0.1:${port} is already in use (another berth serve?); nothing was created: stop it or choose another --port`);
+      // No instance: every other command still says so.
+      expect(await refused(dir, 'token', 'list', '--team', '1')).toMatch(/no berth instance/);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+
+    // The port is free now: the same first start creates the instance, prints its token once,
+    // and leaves the entry `berth init` leaves (the cli door: this host, no token, no address).
+    const first = Served.start(dir, port);
+    running.push(first);
+    await first.url();
+    const rootToken = (first.stdout.match(new RegExp(TOKEN_LINE.source, 'gm')) ?? [])[0]!;
+    expect(rootToken).toBeDefined();
+    const log = await okJson(dir, 'audit', '--team', '1');
+    const owner = (await snapshot(dir)).users[0]!;
+    expect(log.items).toHaveLength(1);
+    expect(log.items[0]).toMatchObject({
+      operation: 'init_instance',
+      door: 'cli',
+      user_id: owner.id,
+      token_id: null,
+      source_ip: null,
+      result: 'ok',
+      status: 201,
+      targets: ['team:1', `user:${owner.id}`],
+      arguments: { team: 'Root Team', api_enabled: true },
+    });
+    expect(JSON.stringify(log)).not.toContain(secretOf(rootToken));
+    expect(await first.stop()).toEqual({ code: 0, signal: null });
   });
 });
 

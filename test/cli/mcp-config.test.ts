@@ -49,6 +49,12 @@ async function mcpConfig(args: string[], cwd = home) {
   return runBerth(['mcp-config', ...args, '--data', cwd === home ? '.berth' : dataDir], { cwd, env });
 }
 
+async function auditOf(team: string): Promise<Array<{ operation: string; targets: string[]; [k: string]: unknown }>> {
+  const r = await runBerth(['audit', '--team', team, '--json', '--data', dataDir], { cwd: home, env });
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout).items;
+}
+
 async function tokens(team = '1'): Promise<Array<{ id: number; name: string; permissions: string[]; email: string }>> {
   const r = await runBerth(['token', 'list', '--team', team, '--json', '--data', dataDir], { cwd: home, env });
   expect(r.code, r.stderr).toBe(0);
@@ -136,7 +142,7 @@ describe('berth mcp-config (stdio)', { timeout: 120_000 }, () => {
     expect(JSON.parse(fs.readFileSync(path.join(dir, '.mcp.json'), 'utf8')).mcpServers.berth).toMatchObject({ type: 'stdio', command: process.execPath });
   });
 
-  it('a file that cannot be merged is left as it was and no token is made', async () => {
+  it('a file that cannot be merged is left as it was; the entry is printed for a person to add, and the command fails', async () => {
     const dir = freshDir();
     const file = path.join(dir, 'mcp.json');
     const jsonc = '{\n  // mine\n  "servers": {}\n}\n';
@@ -144,9 +150,89 @@ describe('berth mcp-config (stdio)', { timeout: 120_000 }, () => {
     const before = (await tokens()).length;
     const r = await mcpConfig(['--client', 'vscode', '--write', '--config-file', file]);
     expect(r.code).not.toBe(0);
-    expect(r.stderr.trim()).toBe(`berth: ${file} is not plain JSON (comments?); nothing was changed: add the printed entry by hand`);
+    expect(r.stderr.trim().split('\n').at(-1)).toBe(`berth: ${file} is not plain JSON (comments?); nothing was changed: add the entry printed above by hand`);
     expect(fs.readFileSync(file, 'utf8')).toBe(jsonc);
-    expect((await tokens()).length).toBe(before);
+    // What "by hand" needs: the entry, in the file's own shape, with a token made for it (shown once).
+    const entry = JSON.parse(r.stdout).servers.berth;
+    expect(entry).toMatchObject({ type: 'stdio', command: process.execPath, args: [fs.realpathSync(CLI), 'mcp', '--data', dataDir] });
+    expect(entry.env.BERTH_TOKEN).toMatch(TOKEN);
+    const after = await tokens();
+    expect(after.length).toBe(before + 1);
+    expect(after.at(-1)).toMatchObject({ id: Number(entry.env.BERTH_TOKEN.split('|')[0]), name: 'mcp-config vscode' });
+
+    // A file holding something other than an object is refused the same way.
+    fs.writeFileSync(file, '[]');
+    const list = await mcpConfig(['--client', 'cursor', '--write', '--config-file', file, '--dry-run']);
+    expect(list.code).not.toBe(0);
+    expect(list.stderr).toContain('does not hold a JSON object; nothing was changed: add the entry printed above by hand');
+    expect(JSON.parse(list.stdout).mcpServers.berth.env.BERTH_TOKEN).toBe('<id>|<secret>');
+    expect(fs.readFileSync(file, 'utf8')).toBe('[]');
+  });
+
+  it('--dry-run prints the entry with a placeholder token and makes nothing; it is refused by the same rules', async () => {
+    const before = await tokens();
+    const auditBefore = (await auditOf('1')).length;
+    for (const client of ['claude-desktop', 'claude-code', 'cursor', 'vscode', 'inspector']) {
+      const r = await mcpConfig(['--client', client, '--dry-run']);
+      expect(r.code, r.stderr).toBe(0);
+      const doc = JSON.parse(r.stdout);
+      const entry = client === 'claude-code' ? doc : (doc.servers ?? doc.mcpServers).berth;
+      expect(entry.env.BERTH_TOKEN).toBe('<id>|<secret>');
+      expect(entry.args).toEqual([fs.realpathSync(CLI), 'mcp', '--data', dataDir]);
+      expect(r.stderr).toMatch(/no token made/);
+    }
+    const http = await mcpConfig(['--client', 'vscode', '--http', 'http://127.0.0.1:8000', '--dry-run']);
+    expect(JSON.parse(http.stdout).servers.berth.headers).toEqual({ Authorization: 'Bearer <id>|<secret>' });
+
+    // --write with --dry-run writes nothing (and prints only berth's entry, never the file's others).
+    const dir = freshDir();
+    const file = path.join(dir, 'mcp.json');
+    const mine = JSON.stringify({ servers: { other: { command: 'x', env: { SECRET: 'keep-me-off-stdout' } } } });
+    fs.writeFileSync(file, mine);
+    const dry = await mcpConfig(['--client', 'vscode', '--write', '--dry-run', '--config-file', file]);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(fs.readFileSync(file, 'utf8')).toBe(mine);
+    expect(Object.keys(JSON.parse(dry.stdout).servers)).toEqual(['berth']);
+    expect(dry.stdout).not.toContain('keep-me-off-stdout');
+    expect(dry.stderr).toContain(`--write would merge it into ${file} (nothing written)`);
+
+    // What a real run refuses, a dry run refuses too.
+    const bad = await mcpConfig(['--client', 'cursor', '--dry-run', '--email', 'dev@example.test', '--team', '1']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stdout).toBe('');
+    expect(bad.stderr).toMatch(/dev@example\.test is not a member of Root Team/);
+
+    expect(await tokens()).toEqual(before);
+    expect((await auditOf('1')).length).toBe(auditBefore);
+  });
+
+  it("each token it makes is audited as `berth token create`'s: the cli door, its holder, its id, never its value", async () => {
+    const r = await mcpConfig(['--client', 'cursor', '--permissions', 'read,write', '--expires', '30d']);
+    expect(r.code, r.stderr).toBe(0);
+    const token = JSON.parse(r.stdout).mcpServers.berth.env.BERTH_TOKEN as string;
+    const id = Number(token.split('|')[0]);
+    const entry = (await auditOf('1')).find((e) => e.targets.includes(`token:${id}`));
+    expect(entry).toMatchObject({
+      operation: 'create_token',
+      door: 'cli',
+      result: 'ok',
+      status: 201,
+      token_id: null,
+      source_ip: null,
+      arguments: { email: 'admin@localhost.localdomain', team: '1', name: 'mcp-config cursor', permissions: ['read', 'write'], expires: '30d' },
+    });
+    expect(JSON.stringify(await auditOf('1'))).not.toContain(token.split('|')[1]);
+  });
+
+  it('a file that cannot be written takes its token with it: made, then revoked, both audited', async () => {
+    const before = await tokens();
+    // Read as missing, then no file can be made there (procfs): the write fails after the token exists.
+    const r = await mcpConfig(['--client', 'cursor', '--write', '--config-file', '/proc/self/berth-mcp.json']);
+    expect(r.code).not.toBe(0);
+    expect(await tokens()).toEqual(before);
+    const [revoked, created] = await auditOf('1');
+    expect(created).toMatchObject({ operation: 'create_token', result: 'ok', door: 'cli', arguments: { name: 'mcp-config cursor' } });
+    expect(revoked).toMatchObject({ operation: 'revoke_token', result: 'ok', door: 'cli', targets: created!.targets });
   });
 
   it('--email, --team and --permissions choose the holder, by the same rules as token create', async () => {

@@ -6,26 +6,14 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enginesAvailable, useEngines } from '../helpers/engines.js';
 import { CLI } from '../helpers/mcp.js';
 import { spawnServe, type ServeProcess } from '../helpers/process.js';
 import { tempDir } from '../helpers/server.js';
 import { storeEnv } from '../helpers/store.js';
+import { README, walkthroughScript } from '../helpers/readme.js';
 import { containersLabelled, volumesLabelled } from './support.js';
-
-const README = path.resolve(import.meta.dirname, '../../README.md');
-
-/** The ```sh blocks between `<!-- walkthrough:start -->` and `<!-- walkthrough:end -->`. */
-export function walkthroughScript(readme: string): string {
-  const start = readme.indexOf('<!-- walkthrough:start -->');
-  const end = readme.indexOf('<!-- walkthrough:end -->');
-  if (start === -1 || end <= start) throw new Error('README.md has no walkthrough markers');
-  const blocks = [...readme.slice(start, end).matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-  if (blocks.length === 0) throw new Error('the walkthrough has no sh blocks');
-  return blocks.join('\n');
-}
 
 const haveTools = ['bash', 'curl', 'jq'].every((t) => {
   try {
