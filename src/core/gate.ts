@@ -181,6 +181,7 @@ export class Core {
       caller,
       runHeld: this.runHeld,
       progress: options.progress,
+      answerWithinMs: options.answerWithinMs,
       get signal() {
         return options.signal;
       },

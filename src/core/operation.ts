@@ -32,10 +32,16 @@ export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
 export type ProgressReporter = (p: { progress: number; total?: number; message?: string }) => Promise<void>;
 
-/** What a door may add for one call: progress reports (MCP progress tokens) and cancellation. */
+/** What a door may add for one call: progress reports (MCP progress tokens), cancellation, its answer bound. */
 export interface CallOptions {
   progress?: ProgressReporter;
   signal?: AbortSignal;
+  /**
+   * How long this call may wait for the work it starts before answering with how to follow it:
+   * undefined is the instance's setting (config.answerWithinMs), Infinity waits to the end (an MCP
+   * task's call, whose client is not waiting on it). Read through src/core/answer-bound.ts only.
+   */
+  answerWithinMs?: number;
 }
 
 export interface OperationContext extends CallOptions {

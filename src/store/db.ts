@@ -47,6 +47,7 @@ import * as m029 from './migrations/029-file-storages.js';
 import * as m030 from './migrations/030-approvals.js';
 import * as m031 from './migrations/031-audit.js';
 import * as m032 from './migrations/032-audit-lean.js';
+import * as m033 from './migrations/033-backup-restores.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 import { carryCommits, commitText, takePending } from './with-commit.js';
 
@@ -81,6 +82,7 @@ const migrations: Record<string, Migration> = {
   '030-approvals': m030,
   '031-audit': m031,
   '032-audit-lean': m032,
+  '033-backup-restores': m033,
 
   '009-shared-variables': m009,
 

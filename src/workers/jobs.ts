@@ -521,6 +521,10 @@ export class JobRunner implements Jobs {
     return id;
   }
 
+  async restoreDatabaseBackup(executionId: number, timeoutS: number) {
+    return (await this.backups.claimRestore(executionId)) ? this.backups.startRestore(executionId, timeoutS) : null;
+  }
+
   async runVolumeBackup(backupId: number): Promise<string> {
     const runner = new VolumeBackupRunner(this.db, this.runtime, this.logger);
     const claimed = (await runner.claim(backupId, null))!;
