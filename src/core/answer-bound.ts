@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { OperationContext } from './operation.js';
 import { ProgressThrottle } from './progress-throttle.js';
 import { SINGULAR, type Collection } from './model/kinds.js';
+import { brief } from './runtime-fields.js';
 
 /**
  * No call outlives its client's patience: an operation that waits on an engine or a job waits at
@@ -25,14 +26,16 @@ export interface Phase {
   total?: number;
 }
 
-/** How to follow work that goes on after the answer: the tool that reads it and its resource. */
-export const followSchema = z
-  .object({
-    tool: z.string().describe('The tool that reads the work, called with `arguments`.'),
-    arguments: z.record(z.string(), z.string()),
-    resource: z.string().describe('The berth:// resource of the work.'),
-  })
-  .describe('How to follow the work after this answer.');
+/**
+ * How to follow work that goes on after the answer: the tool that reads it and its resource. Left
+ * out of MCP tool schemas (berth.brief: the default tools/list's size budget); the answer's
+ * message names the same, and REST and OpenAPI show the field.
+ */
+export const followSchema = brief(
+  z
+    .object({ tool: z.string(), arguments: z.record(z.string(), z.string()), resource: z.string() })
+    .describe('How to follow the work after this answer: `tool` called with `arguments`, or the berth:// `resource`.'),
+);
 export type Follow = z.infer<typeof followSchema>;
 
 /** What can be followed, by the tool that reads it and its resource URI. */

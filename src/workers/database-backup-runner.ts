@@ -213,17 +213,18 @@ export class BackupRunner implements Schedule {
    * Runs a claimed restore in the background of this process, not of the call that asked (which
    * answers within its bound): its outcome goes on the execution's row; `done` settles with it.
    */
-  startRestore(executionId: number, timeoutS: number): { done: Promise<RestoreOutcome> } {
-    const done = this.restore(executionId, timeoutS).finally(() => this.restoring.delete(executionId));
+  startRestore(executionId: number, o: { timeoutS: number; okMessage: string }): { done: Promise<RestoreOutcome> } {
+    const done = this.restore(executionId, o).finally(() => this.restoring.delete(executionId));
     this.restoring.set(executionId, done);
     return { done };
   }
 
-  private async restore(executionId: number, timeoutS: number): Promise<RestoreOutcome> {
+  /** `okMessage`: what a restore that ended well did (a record-only server's restored nothing). */
+  private async restore(executionId: number, { timeoutS, okMessage }: { timeoutS: number; okMessage: string }): Promise<RestoreOutcome> {
     let out: RestoreOutcome;
     try {
       const { logs } = await this.runtime.restoreBackup(executionId, AbortSignal.timeout(timeoutS * 1000));
-      out = { ok: true, message: 'Backup restored.', logs };
+      out = { ok: true, message: okMessage, logs };
     } catch (err) {
       const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
       const message = timedOut ? `The restore did not finish within the backup's timeout (${timeoutS} s) and was stopped.` : (err as Error).message;

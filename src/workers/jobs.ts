@@ -521,8 +521,8 @@ export class JobRunner implements Jobs {
     return id;
   }
 
-  async restoreDatabaseBackup(executionId: number, timeoutS: number) {
-    return (await this.backups.claimRestore(executionId)) ? this.backups.startRestore(executionId, timeoutS) : null;
+  async restoreDatabaseBackup(executionId: number, o: { timeoutS: number; okMessage: string }) {
+    return (await this.backups.claimRestore(executionId)) ? this.backups.startRestore(executionId, o) : null;
   }
 
   async runVolumeBackup(backupId: number): Promise<string> {

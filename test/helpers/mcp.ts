@@ -57,11 +57,11 @@ export async function httpClient(kind: ClientKind, baseUrl: string, token: strin
   return wrapV2(c);
 }
 
-export async function stdioClient(kind: ClientKind, dataDir: string, token: string, args: string[] = []): Promise<AnyClient> {
+export async function stdioClient(kind: ClientKind, dataDir: string, token: string, args: string[] = [], env: Record<string, string> = {}): Promise<AnyClient> {
   const params = {
     command: process.execPath,
     args: [CLI, 'mcp', '--data', dataDir, ...(args.includes('--toolsets') ? [] : ['--toolsets', 'all']), ...args],
-    env: { BERTH_TOKEN: token, LOG_LEVEL: 'warn', ...storeEnv(dataDir) },
+    env: { BERTH_TOKEN: token, LOG_LEVEL: 'warn', ...storeEnv(dataDir), ...env },
     stderr: 'pipe' as const,
   };
   if (kind === 'v1') {

@@ -14,6 +14,7 @@ import { bit, bool, CREATE, DELETE, messageSchema, READ, UPDATE } from './common
 import { serverOf } from './resource-common.js';
 import { DATABASE_KINDS, type DatabaseKind } from '../model/kinds.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
+import { brief } from '../runtime-fields.js';
 import { answerBound, follow, followSchema, followText } from '../answer-bound.js';
 import type { Jobs } from '../jobs.js';
 
@@ -38,13 +39,16 @@ export const executionSchema = z.object({
   local_storage_deleted: z.boolean(),
   /** The dump tool's output. */
   logs: sensitive(z.string().nullable()),
-  /** The last restore of this execution's file (null: never restored); it may run past its call's answer. */
+  /**
+   * The last restore of this execution's file (null: never restored), which may run past its
+   * call's answer. Its details are left out of MCP schemas (the list's size budget), not answers.
+   */
   restore_status: z.enum(['running', 'success', 'failed']).nullable(),
-  restore_message: z.string().nullable(),
-  restore_started_at: z.string().nullable(),
-  restore_finished_at: z.string().nullable(),
+  restore_message: brief(z.string().nullable()),
+  restore_started_at: brief(z.string().nullable()),
+  restore_finished_at: brief(z.string().nullable()),
   /** The restore tool's output. */
-  restore_logs: sensitive(z.string().nullable()),
+  restore_logs: brief(sensitive(z.string().nullable())),
 });
 
 export const backupSchema = z.object({
@@ -366,7 +370,8 @@ export const backupOperations = [
       const f = follow.backupExecutions(r.uuid, b.uuid);
       // The restore runs in the background of the process (recorded on the execution), never in
       // the call: an answer at the bound leaves it running.
-      const started = await jobs.restoreDatabaseBackup(e.id, b.timeout);
+      const okMessage = live ? 'Backup restored.' : `Nothing was restored. ${RECORD_ONLY_NOTE}`;
+      const started = await jobs.restoreDatabaseBackup(e.id, { timeoutS: b.timeout, okMessage });
       if (!started) throw new BerthError('conflict', { message: `A restore of execution ${e.uuid} is running already; ${followText(f)}.` });
       const w = await bound.wait(started.done, async () => ({ message: `restore of ${e.uuid}: running, ${bound.seconds()} s` }));
       if (!w.ended) {
@@ -376,7 +381,7 @@ export const backupOperations = [
       }
       bound.finish({ message: w.value.message });
       if (!w.value.ok) throw new BerthError('conflict', { message: w.value.message });
-      return { message: live ? 'Backup restored.' : `Nothing was restored. ${RECORD_ONLY_NOTE}`, logs: w.value.logs, restore_status: 'success' as const, follow: f };
+      return { message: okMessage, logs: w.value.logs, restore_status: 'success' as const, follow: f };
     },
   }),
 ];
