@@ -148,7 +148,7 @@ export function migrateOperation(collection: Collection) {
         // The two opt-ins are left out of MCP schemas (the tool list's size budget; the tool
         // description names start_on_destination); accepted on every door.
         keep_source_volumes: brief(z.boolean().default(false).describe('Keep the source copies of moved volumes (default: removed once verified).')),
-        wait: z.boolean().optional().describe('Wait for the end, up to the answer bound (25 s).'),
+        wait: z.boolean().optional().describe('Wait up to the answer bound (25 s).'),
         start_on_destination: brief(
           z.boolean().default(false).describe('Start it on the target right after the switch (one short pause in all); by default it stays stopped and the caller redeploys.'),
         ),
