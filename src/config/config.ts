@@ -88,6 +88,12 @@ const envSchema = z.object({
   BERTH_WATCH_LEASE_MS: z.coerce.number().int().min(300).default(15_000),
   BERTH_WATCH_RECONCILE_MS: z.coerce.number().int().min(100).default(15_000),
   /**
+   * The longest a call waits for the work it started (a deployment, a migration, a restore) before
+   * it answers with the status so far and how to follow the work, which goes on: under the 60 s an
+   * MCP client waits by default, and the time-outs of most HTTP clients (src/core/answer-bound.ts).
+   */
+  BERTH_ANSWER_WITHIN_MS: z.coerce.number().int().min(0).default(25_000),
+  /**
    * berth's public base URL as clients and people reach it (https://berth.example.com, no path):
    * the OAuth issuer, and /mcp under it the protected resource; console sign-in links point there,
    * passkeys are bound to its host name, and https makes the console's cookies Secure. Empty: the
@@ -159,6 +165,8 @@ export interface Config {
   scheduleTickMs: number;
   watchLeaseMs: number;
   watchReconcileMs: number;
+  /** A call's answer bound (BERTH_ANSWER_WITHIN_MS); CallOptions.answerWithinMs overrides it for one call. */
+  answerWithinMs: number;
   publicUrl: string | null;
   /**
    * The address the newest running `berth serve` recorded in the store (src/store/served-url.ts):
@@ -220,6 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     scheduleTickMs: e.BERTH_SCHEDULE_TICK_MS,
     watchLeaseMs: e.BERTH_WATCH_LEASE_MS,
     watchReconcileMs: e.BERTH_WATCH_RECONCILE_MS,
+    answerWithinMs: e.BERTH_ANSWER_WITHIN_MS,
     publicUrl: e.BERTH_PUBLIC_URL ? e.BERTH_PUBLIC_URL.replace(/\/+$/, '') : null,
     servedUrl: null,
     oauthAccessTtlS: e.BERTH_OAUTH_ACCESS_TTL,

@@ -35,6 +35,11 @@ export interface Jobs {
   deleteResource(resourceId: number, flags: RemoveOptions): Promise<{ done: boolean; error?: string; log: string[] }>;
   /** Claims an on-demand execution of a database backup and runs it in the background; the execution's id. */
   runDatabaseBackup(backupId: number): Promise<number>;
+  /**
+   * Starts a restore of a backup execution's file in the background (recorded on the execution);
+   * null when a restore of it is running already. `done` settles with its outcome.
+   */
+  restoreDatabaseBackup(executionId: number, o: { timeoutS: number; okMessage: string }): Promise<{ done: Promise<{ ok: boolean; message: string; logs: string }> } | null>;
   /** Claims an on-demand execution of a volume backup and runs it in the background; the execution's uuid. */
   runVolumeBackup(backupId: number): Promise<string>;
   /** Runs a recorded Docker cleanup execution in the background (its outcome goes on the row and to the team's channels). */

@@ -38,11 +38,15 @@ export interface StartedJob {
   uuid: string;
 }
 
-/** What a door may add for one call: progress reports (MCP progress tokens) and cancellation. */
+/** What a door may add for one call: progress reports (MCP progress tokens), cancellation, its answer bound. */
 export interface CallOptions {
   progress?: ProgressReporter;
   signal?: AbortSignal;
-  /** How long an operation that waits on an engine or a job may wait before it answers what it knows; Infinity waits to the end (an MCP task). */
+  /**
+   * How long this call may wait for the work it starts before answering with how to follow it:
+   * undefined is the instance's setting (config.answerWithinMs), Infinity waits to the end (an MCP
+   * task's call, whose client is not waiting on it). Read through src/core/answer-bound.ts only.
+   */
   answerWithinMs?: number;
   /** Told of each deployment or migration the call queues, when it is queued. */
   onJob?: (job: StartedJob) => void;

@@ -484,6 +484,7 @@ export class LiveRuntime implements Runtime {
     let first: number | undefined;
     let upSince: number | undefined;
     let lastCheck = 0;
+    let waitSaid = false;
     for (;;) {
       const info = await engine.inspectContainer(name, { signal: ctx.signal });
       const s = info.State;
@@ -498,6 +499,11 @@ export class LiveRuntime implements Runtime {
       }
       if (hasCheck) {
         const health = s.Health?.Status;
+        // Said once, so a caller following the deployment (a progress heartbeat) sees what it waits on.
+        if (health !== 'healthy' && !waitSaid) {
+          waitSaid = true;
+          await ctx.log(`${name}: health check ${health || 'starting'}, waiting up to ${DEPLOY_READY_TIMEOUT_MS / 1000} s for healthy`);
+        }
         if (health === 'healthy') {
           await ctx.log(`${name} is healthy`);
           return;

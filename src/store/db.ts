@@ -48,6 +48,7 @@ import * as m030 from './migrations/030-approvals.js';
 import * as m031 from './migrations/031-audit.js';
 import * as m032 from './migrations/032-audit-lean.js';
 import * as m033 from './migrations/033-approvals-binding.js';
+import * as m034 from './migrations/034-backup-restores.js';
 import * as m035 from './migrations/035-mcp-tasks.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
 import { carryCommits, commitText, takePending } from './with-commit.js';
@@ -84,6 +85,7 @@ const migrations: Record<string, Migration> = {
   '031-audit': m031,
   '032-audit-lean': m032,
   '033-approvals-binding': m033,
+  '034-backup-restores': m034,
   '035-mcp-tasks': m035,
 
   '009-shared-variables': m009,

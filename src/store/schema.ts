@@ -519,4 +519,10 @@ export interface BackupExecutionsTable extends Timestamps {
   scheduled_for: string | null;
   local_storage_deleted: number;
   finished_at: string | null;
+  /** The last restore of this execution's file (033): null when never restored. */
+  restore_status: BackupExecutionStatus | null;
+  restore_message: string | null;
+  restore_logs: string | null;
+  restore_started_at: string | null;
+  restore_finished_at: string | null;
 }

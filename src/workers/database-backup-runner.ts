@@ -9,6 +9,13 @@ import type { Schedule } from './scheduler.js';
 /** A running execution older than its backup's timeout plus this belongs to an instance that died. */
 const ORPHAN_GRACE_MS = 60_000;
 
+/** How a restore ended: ok, or why not; the restore tool's output. */
+export interface RestoreOutcome {
+  ok: boolean;
+  message: string;
+  logs: string;
+}
+
 /** The largest tool output kept per execution. */
 const MAX_LOG_CHARS = 200_000;
 
@@ -21,6 +28,7 @@ const MAX_LOG_CHARS = 200_000;
 export class BackupRunner implements Schedule {
   readonly scheduleName = 'database backups';
   private readonly active = new Map<number, Promise<void>>();
+  private readonly restoring = new Map<number, Promise<RestoreOutcome>>();
 
   constructor(
     private readonly db: Db,
@@ -166,6 +174,17 @@ export class BackupRunner implements Schedule {
       if (this.active.has(o.id) || Date.parse(o.created_at) + o.timeout * 1000 + ORPHAN_GRACE_MS > now.getTime()) continue;
       await this.finish(o.id, { status: 'failed', message: 'berth stopped during this backup; its file, if any, is incomplete. Run the backup again.' });
     }
+    // Restores by the same rule: one running past its timeout and grace, and not this instance's, lost its instance.
+    const restores = await this.db
+      .selectFrom('scheduled_database_backup_executions as e')
+      .innerJoin('scheduled_database_backups as b', 'b.id', 'e.backup_id')
+      .select(['e.id', 'e.restore_started_at', 'b.timeout'])
+      .where('e.restore_status', '=', 'running')
+      .execute();
+    for (const o of restores) {
+      if (this.restoring.has(o.id) || Date.parse(o.restore_started_at ?? '') + o.timeout * 1000 + ORPHAN_GRACE_MS > now.getTime()) continue;
+      await this.endRestore(o.id, { ok: false, message: 'berth stopped during this restore; the database may hold part of the dump. Restore again.' });
+    }
     const backups = await this.db.selectFrom('scheduled_database_backups').select(['id', 'frequency', 'created_at']).where('enabled', '=', 1).execute();
     for (const b of backups) {
       const due = lastDue(b.frequency, now);
@@ -175,8 +194,64 @@ export class BackupRunner implements Schedule {
     }
   }
 
-  /** Waits for the runs this instance started. */
+  /**
+   * Claims a restore of an execution's file: its row says running from now on. False when a
+   * restore of it runs already (one at a time: two would drop and load the same objects at once).
+   */
+  async claimRestore(executionId: number): Promise<boolean> {
+    const now = nowIso();
+    const r = await this.db
+      .updateTable('scheduled_database_backup_executions')
+      .set({ restore_status: 'running', restore_message: 'Restore in progress.', restore_logs: null, restore_started_at: now, restore_finished_at: null, updated_at: now })
+      .where('id', '=', executionId)
+      .where((eb) => eb.or([eb('restore_status', 'is', null), eb('restore_status', '!=', 'running')]))
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /**
+   * Runs a claimed restore in the background of this process, not of the call that asked (which
+   * answers within its bound): its outcome goes on the execution's row; `done` settles with it.
+   */
+  startRestore(executionId: number, o: { timeoutS: number; okMessage: string }): { done: Promise<RestoreOutcome> } {
+    const done = this.restore(executionId, o).finally(() => this.restoring.delete(executionId));
+    this.restoring.set(executionId, done);
+    return { done };
+  }
+
+  /** `okMessage`: what a restore that ended well did (a record-only server's restored nothing). */
+  private async restore(executionId: number, { timeoutS, okMessage }: { timeoutS: number; okMessage: string }): Promise<RestoreOutcome> {
+    let out: RestoreOutcome;
+    try {
+      const { logs } = await this.runtime.restoreBackup(executionId, AbortSignal.timeout(timeoutS * 1000));
+      out = { ok: true, message: okMessage, logs };
+    } catch (err) {
+      const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
+      const message = timedOut ? `The restore did not finish within the backup's timeout (${timeoutS} s) and was stopped.` : (err as Error).message;
+      out = { ok: false, message, logs: (err as Error & { logs?: string }).logs ?? message };
+    }
+    await this.endRestore(executionId, out).catch((err: Error) => this.logger.warn({ err: err.message, execution: executionId }, 'restore outcome not recorded'));
+    return out;
+  }
+
+  /** A restore's one move out of `running`. */
+  private async endRestore(executionId: number, o: Omit<RestoreOutcome, 'logs'> & { logs?: string }): Promise<void> {
+    await this.db
+      .updateTable('scheduled_database_backup_executions')
+      .set({
+        restore_status: o.ok ? 'success' : 'failed',
+        restore_message: o.message,
+        ...(o.logs === undefined ? {} : { restore_logs: o.logs.slice(-MAX_LOG_CHARS) }),
+        restore_finished_at: nowIso(),
+        updated_at: nowIso(),
+      })
+      .where('id', '=', executionId)
+      .where('restore_status', '=', 'running')
+      .execute();
+  }
+
+  /** Waits for the runs and restores this instance started. */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.active.values()]);
+    await Promise.allSettled([...this.active.values(), ...this.restoring.values()]);
   }
 }

@@ -559,6 +559,10 @@ export class JobRunner implements Jobs {
     return id;
   }
 
+  async restoreDatabaseBackup(executionId: number, o: { timeoutS: number; okMessage: string }) {
+    return (await this.backups.claimRestore(executionId)) ? this.backups.startRestore(executionId, o) : null;
+  }
+
   async runVolumeBackup(backupId: number): Promise<string> {
     const runner = new VolumeBackupRunner(this.db, this.runtime, this.logger);
     const claimed = (await runner.claim(backupId, null))!;

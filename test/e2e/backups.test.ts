@@ -2,7 +2,8 @@
  * End to end on a real engine: a PostgreSQL database (image built by `engines.sh pg-image` from
  * Debian's package, no registry) is backed up on demand by a helper container made from its own
  * image (pg_dump over 127.0.0.1 in the database container's network namespace) into the
- * database's backup volume; the row dropped afterwards comes back with the restore operation.
+ * database's backup volume; the row dropped afterwards comes back with the restore operation, which
+ * answers at once here (answer bound 0) and goes on in berth's background, on its execution's record.
  * Then a backup of the stopped database leaves a failed execution with a clear message.
  */
 import { execFileSync } from 'node:child_process';
@@ -29,7 +30,9 @@ describe.skipIf(!enginesAvailable)('database backups on a real engine (PostgreSQ
     // Debian's postgresql package is the image's source (installed already where the store tests ran).
     execFileSync('bash', [path.join(path.dirname(ENGINES_SCRIPT), 'postgres.sh'), 'install'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
     execFileSync('bash', [ENGINES_SCRIPT, 'pg-image', engines.dir], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ENGINES_QUIET: '1' }, timeout: 300_000 });
-    s = await startTestServer({ apiRateLimit: 0, helperImage: ENGINE_IMAGE });
+    // Calls answer at once (answer bound 0): start and stop are followed by their deployments, and
+    // the restore goes on in berth's background after its answer, on its execution's record.
+    s = await startTestServer({ apiRateLimit: 0, helperImage: ENGINE_IMAGE, answerWithinMs: 0 });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
   }, 360_000);
@@ -90,7 +93,21 @@ describe.skipIf(!enginesAvailable)('database backups on a real engine (PostgreSQ
     psql(db, 'delete from orders');
     expect(psql(db, 'select count(*) from orders')).toBe('0');
     const restored = await api.ok('POST', `/databases/${db}/backups/${b.uuid}/executions/${b.execution_uuid}/restore`);
-    expect(restored.message).toBe('Backup restored.');
+    expect(restored).toMatchObject({
+      restore_status: 'running',
+      follow: { tool: 'list_database_backup_executions', arguments: { uuid: db, scheduled_backup_uuid: b.uuid }, resource: `berth://databases/${db}` },
+    });
+    expect(restored.message).toContain(b.execution_uuid);
+    const back = await until(
+      'the restore to end',
+      async () => {
+        const e = (await runs(db, b.uuid)).find((x: { uuid: string }) => x.uuid === b.execution_uuid);
+        return e.restore_status === 'running' ? undefined : e;
+      },
+      60_000,
+    );
+    expect(back, JSON.stringify(back)).toMatchObject({ restore_status: 'success', restore_message: 'Backup restored.', status: 'success' });
+    expect(Date.parse(back.restore_finished_at)).toBeGreaterThanOrEqual(Date.parse(back.restore_started_at));
     expect(psql(db, 'select item from orders where id = 1')).toBe('kept-by-backup');
 
     // Scheduled runs (a database backup and a volume backup of its storage) by two instances

@@ -190,6 +190,64 @@ describe('executions', () => {
     expect((await settled(db, r.json.uuid)).map((e: { uuid: string }) => e.uuid)).toEqual([p.json.execution_uuid]);
   });
 
+  it('a restore is recorded on its execution: one at a time, and one whose instance died is failed by the sweep', async () => {
+    const db = c.w.databaseUuid;
+    const b = await c.s.db.selectFrom('scheduled_database_backups').select(['id', 'uuid', 'timeout']).where('uuid', '=', c.w.backupUuid).executeTakeFirstOrThrow();
+    const uuid = `restorable${'x'.repeat(14)}`;
+    const at = new Date().toISOString();
+    await c.s.db
+      .insertInto('scheduled_database_backup_executions')
+      .values({
+        uuid,
+        backup_id: b.id,
+        status: 'success',
+        message: 'Backup completed.',
+        logs: null,
+        size: 10,
+        filename: 'r.dmp',
+        database_name: 'postgres',
+        scheduled_for: null,
+        local_storage_deleted: 0,
+        finished_at: at,
+        created_at: at,
+        updated_at: at,
+      })
+      .execute();
+    const restore = () => c.api('POST', path(db, `/${b.uuid}/executions/${uuid}/restore`), c.write);
+    const execution = async () => (await c.api('GET', path(db, `/${b.uuid}/executions`), c.sensitive)).json.executions.find((e: { uuid: string }) => e.uuid === uuid);
+    expect(await execution()).toMatchObject({ restore_status: null, restore_message: null, restore_started_at: null });
+
+    // A record-only server: the restore ends at once, restoring nothing, and says so on the execution too.
+    const r = await restore();
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({
+      restore_status: 'success',
+      follow: { tool: 'list_database_backup_executions', arguments: { uuid: db, scheduled_backup_uuid: b.uuid }, resource: `berth://databases/${db}` },
+    });
+    expect(r.json.message).toMatch(/^Nothing was restored/);
+    const done = await execution();
+    expect(done).toMatchObject({ restore_status: 'success', restore_message: r.json.message, restore_logs: expect.stringMatching(/Nothing was restored/) });
+    expect(done.restore_finished_at).toEqual(expect.any(String));
+    // Without read:sensitive the restore tool's output is left out, as the dump tool's is.
+    expect((await c.api('GET', path(db, `/${b.uuid}/executions`), c.read)).json.executions.find((e: { uuid: string }) => e.uuid === uuid)).not.toHaveProperty('restore_logs');
+
+    // One restore of a file at a time: a second while one runs is a 409 naming how to follow it.
+    const long = '2000-01-01T00:00:00.000Z';
+    await c.s.db.updateTable('scheduled_database_backup_executions').set({ restore_status: 'running', restore_started_at: long, restore_finished_at: null }).where('uuid', '=', uuid).execute();
+    const again = await restore();
+    expect(again.status, again.text).toBe(409);
+    expect(again.json.message).toMatch(/running already; follow it with list_database_backup_executions/);
+
+    // Its instance died: past the backup's timeout and the grace, the sweep fails it (not before).
+    const runner = new BackupRunner(c.s.db, recordOnlyRuntime, { warn: () => undefined } as never);
+    await runner.tick(new Date(Date.parse(long) + b.timeout * 1000));
+    expect((await execution()).restore_status).toBe('running');
+    await runner.tick(new Date(Date.parse(long) + b.timeout * 1000 + 61_000));
+    expect(await execution()).toMatchObject({ restore_status: 'failed', restore_message: expect.stringMatching(/^berth stopped during this restore/), status: 'success' });
+    // And it can be restored again.
+    expect((await restore()).json.restore_status).toBe('success');
+  });
+
   it('a scheduled run is claimed by exactly one of several runners sharing the store', async () => {
     const created = await c.api('POST', path(c.w.databaseUuid), c.write, { frequency: 'hourly' });
     const id = (await c.s.db.selectFrom('scheduled_database_backups').select('id').where('uuid', '=', created.json.uuid).executeTakeFirstOrThrow()).id;

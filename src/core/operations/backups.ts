@@ -14,6 +14,8 @@ import { bit, bool, CREATE, DELETE, messageSchema, READ, UPDATE } from './common
 import { serverOf } from './resource-common.js';
 import { DATABASE_KINDS, type DatabaseKind } from '../model/kinds.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
+import { brief } from '../runtime-fields.js';
+import { answerBound, follow, followSchema, followText } from '../answer-bound.js';
 import type { Jobs } from '../jobs.js';
 
 type BackupRow = Omit<ScheduledBackupsTable, 'id'> & { id: number };
@@ -37,6 +39,16 @@ export const executionSchema = z.object({
   local_storage_deleted: z.boolean(),
   /** The dump tool's output. */
   logs: sensitive(z.string().nullable()),
+  /**
+   * The last restore of this execution's file (null: never restored), which may run past its
+   * call's answer. Its details are left out of MCP schemas (the list's size budget), not answers.
+   */
+  restore_status: z.enum(['running', 'success', 'failed']).nullable(),
+  restore_message: brief(z.string().nullable()),
+  restore_started_at: brief(z.string().nullable()),
+  restore_finished_at: brief(z.string().nullable()),
+  /** The restore tool's output. */
+  restore_logs: brief(sensitive(z.string().nullable())),
 });
 
 export const backupSchema = z.object({
@@ -74,6 +86,11 @@ function executionView(e: ExecutionRow): z.infer<typeof executionSchema> {
     finished_at: e.finished_at,
     local_storage_deleted: bool(e.local_storage_deleted),
     logs: e.logs,
+    restore_status: e.restore_status ?? null,
+    restore_message: e.restore_message ?? null,
+    restore_started_at: e.restore_started_at ?? null,
+    restore_finished_at: e.restore_finished_at ?? null,
+    restore_logs: e.restore_logs ?? null,
   };
 }
 
@@ -344,24 +361,35 @@ export const backupOperations = [
     name: 'restore_database_backup_execution',
     title: 'Restore a database backup',
     description:
-      'Load a successful backup run back into its running database (PostgreSQL, MySQL, MariaDB, MongoDB): objects in the dump are dropped and recreated, so changes since the backup are lost. Waits until the restore ends.',
+      'Load a successful backup run back into its running database (PostgreSQL, MySQL, MariaDB, MongoDB): objects in the dump are dropped and recreated, so changes since the backup are lost. Answers when the restore ends, or within the answer bound with restore_status running (it goes on; follow the execution).',
     summary: 'Restore a successful backup execution into its running database (replaces the objects the dump holds). berth only; Coolify has no restore endpoint.',
     permission: 'write',
     toolset: 'backups',
     input: () => z.strictObject({ uuid: uuidParam, scheduled_backup_uuid: uuidParam, execution_uuid: uuidParam }),
-    output: () => z.object({ message: z.string(), logs: sensitive(z.string()) }),
+    output: () => z.object({ message: z.string(), logs: sensitive(z.string()), restore_status: z.enum(['running', 'success']), follow: followSchema }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     destroysData: true,
     http: { method: 'POST', path: `${base}/{scheduled_backup_uuid}/executions/{execution_uuid}/restore` },
-    async run({ db, caller, runtime }, i) {
+    async run(ctx, i) {
+      const { db, caller, runtime, jobs } = ctx;
+      const bound = answerBound(ctx);
       const { r, b, e } = await restorable(db, caller.teamId, i);
-      try {
-        const live = runtime.isLive(await serverOf(db, r));
-        const out = await runtime.restoreBackup(e.id, AbortSignal.timeout(b.timeout * 1000));
-        return { message: live ? 'Backup restored.' : `Nothing was restored. ${RECORD_ONLY_NOTE}`, logs: out.logs };
-      } catch (err) {
-        throw new BerthError('conflict', { message: (err as Error).message });
+      const live = runtime.isLive(await serverOf(db, r));
+      const f = follow.backupExecutions(r.uuid, b.uuid);
+      // The restore runs in the background of the process (recorded on the execution), never in
+      // the call: an answer at the bound leaves it running.
+      const okMessage = live ? 'Backup restored.' : `Nothing was restored. ${RECORD_ONLY_NOTE}`;
+      const started = await jobs.restoreDatabaseBackup(e.id, { timeoutS: b.timeout, okMessage });
+      if (!started) throw new BerthError('conflict', { message: `A restore of execution ${e.uuid} is running already; ${followText(f)}.` });
+      const w = await bound.wait(started.done, async () => ({ message: `restore of ${e.uuid}: running, ${bound.seconds()} s` }));
+      if (!w.ended) {
+        const message = `The restore is running after ${bound.seconds()} s and goes on: restore_status of execution ${e.uuid} says when it ends; ${followText(f)}.`;
+        bound.finish({ message });
+        return { message, logs: '', restore_status: 'running' as const, follow: f };
       }
+      bound.finish({ message: w.value.message });
+      if (!w.value.ok) throw new BerthError('conflict', { message: w.value.message });
+      return { message: okMessage, logs: w.value.logs, restore_status: 'success' as const, follow: f };
     },
   }),
 ];

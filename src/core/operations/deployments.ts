@@ -11,6 +11,7 @@ import { sensitive } from '../redact.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { flag, uuidParam } from '../validators.js';
 import { brief } from '../runtime-fields.js';
+import { answerBound, follow, followSchema, followText, type AnswerBound, type Phase } from '../answer-bound.js';
 import { ENGINE, READ } from './common.js';
 import { displayStatus, serverOf, type ResourceRow, perCollection } from './resource-common.js';
 import { SINGULAR, type Collection } from '../model/kinds.js';
@@ -256,21 +257,28 @@ export function collectionOf(r: Pick<ResourceRow, 'kind'>): Collection {
 
 const VERB: Record<'start' | 'stop' | 'restart', string> = { start: 'starting', stop: 'stopping', restart: 'restarting' };
 const DONE: Record<'start' | 'stop' | 'restart', string> = { start: 'started', stop: 'stopped', restart: 'restarted' };
-/** How long start, stop and restart wait for their deployment before answering. */
-const ACTION_WAIT_MS = 150_000;
 /** How long they wait for it to leave the queue (others' jobs ahead of it) before answering that it is queued. */
 const QUEUED_WAIT_MS = 3_000;
 
+/** A deployment's phase for a progress notification: its status, time so far and last log line. */
+export async function deploymentPhase(db: Db, id: number, bound: AnswerBound): Promise<Phase | undefined> {
+  const d = await db.selectFrom('deployments').select(['uuid', 'status', 'logs']).where('id', '=', id).executeTakeFirst();
+  if (!d) return undefined;
+  const line = d.logs.trimEnd().split('\n').at(-1)?.slice(0, 200);
+  return { message: `deployment ${d.uuid}: ${shownStatus(d.status).replace('_', ' ')}, ${bound.seconds()} s${line ? ` — ${line}` : ''}` };
+}
+
 /**
  * Waits for a queued deployment the way start/stop/restart answer: behind other jobs on its
- * server's queue it gives up after a short wait; once it runs, it is waited for (bounded).
+ * server's queue it gives up after a short wait; once it runs, it is waited for within the call's
+ * answer bound (src/core/answer-bound.ts), with a heartbeat to a caller that hears progress.
  */
-export async function waitForDeployment(db: Db, id: number, done: Promise<void>): Promise<{ ended: boolean; status: string }> {
-  const within = (ms: number) => Promise.race([done.then(() => true), new Promise<false>((res) => setTimeout(res, ms, false).unref())]);
-  let ended = await within(QUEUED_WAIT_MS);
+export async function waitForDeployment(db: Db, bound: AnswerBound, id: number, done: Promise<void>): Promise<{ ended: boolean; status: string }> {
+  const look = () => deploymentPhase(db, id, bound);
+  let { ended } = await bound.wait(done, look, bound.toEnd ? Infinity : QUEUED_WAIT_MS);
   if (!ended) {
     const started = await db.selectFrom('deployments').select('status').where('id', '=', id).executeTakeFirst();
-    if (started?.status === 'in_progress') ended = await within(ACTION_WAIT_MS);
+    if (started?.status === 'in_progress') ({ ended } = await bound.wait(done, look));
   }
   const dep = await db.selectFrom('deployments').select('status').where('id', '=', id).executeTakeFirst();
   return { ended, status: shownStatus(dep?.status ?? 'cancelled') };
@@ -291,26 +299,30 @@ export function lifecycleOperations(collection: Collection) {
       toolset,
       // Coolify's restart of a service may pull its images first (latest=true) and recreate the containers.
       input: () => z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.meta({ 'berth.brief': true }).optional() } : {}) }),
-      output: () => z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string() }),
+      output: () => z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string(), follow: followSchema }),
       annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
       // Coolify answers GET here too (Route::match(['get','post'])); its restart of a service takes latest from the query.
       http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}`, alsoGet: true, ...(collection === 'services' && action === 'restart' ? { query: ['latest'] } : {}) },
       async run(ctx, i) {
         const { uuid } = i;
         const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, kinds);
+        const bound = answerBound(ctx);
         const d = await queueDeployment(ctx, r, action, Boolean((i as { latest?: boolean }).latest));
         const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
         // The answer comes once the engine is in the asked state (or the action failed), and says
-        // what the engine was seen doing afterwards; a long queue answers before, saying so.
-        const { ended, status: depStatus } = await waitForDeployment(ctx.db, d.id, d.done);
+        // what the engine was seen doing afterwards; a long queue or the answer bound answers
+        // before, with how to follow the deployment, which goes on.
+        const { ended, status: depStatus } = await waitForDeployment(ctx.db, bound, d.id, d.done);
         const now = await ctx.db.selectFrom('resources').select(['status', 'observed_status', 'deleting']).where('id', '=', r.id).executeTakeFirst();
         const status = now ? displayStatus(now) : 'deleted';
+        const f = follow.deployment(d.uuid);
         const message = !ended
-          ? `${label} ${VERB[action]} request queued; it has not finished yet (deployment ${d.uuid}).${note(d.live)}`
+          ? `${label} ${VERB[action]}: deployment ${d.uuid} is ${depStatus.replace('_', ' ')} after ${bound.seconds()} s and goes on; ${followText(f)}.${note(d.live)}`
           : depStatus === 'finished'
             ? `${label} ${DONE[action]}.`
             : `${label} ${action} ${depStatus}:${d.live ? ` get_deployment ${d.uuid} has its logs.` : note(d.live)}`;
-        return { message, deployment_uuid: d.uuid, deployment_status: depStatus, status };
+        bound.finish({ message });
+        return { message, deployment_uuid: d.uuid, deployment_status: depStatus, status, follow: f };
       },
     }),
   );

@@ -12,15 +12,12 @@ import { defineOperation, type OperationContext } from '../operation.js';
 import { waitForDeployment } from './deployments.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { uuidParam } from '../validators.js';
-import { ProgressThrottle } from '../progress-throttle.js';
+import { answerBound, follow, followSchema, type AnswerBound } from '../answer-bound.js';
 import type { MigrationProgress } from '../runtime.js';
 import { ENGINE, messageSchema, READ, stamps } from './common.js';
 import { serverOf, perCollection } from './resource-common.js';
 import type { Collection } from '../model/kinds.js';
 import { isManaged } from './servers.js';
-
-/** The longest a migrate call waits for its migration to end (then it answers with where it is). */
-const WAIT_LIMIT_S = 600;
 
 export const migrationSchema = z.object({
   migration_uuid: z.string(),
@@ -114,7 +111,7 @@ type Started = { ok: boolean; error: string | null; deployment_uuid?: string };
  * How the start a migration queued on its target went, waited for as start_* waits (a long
  * queue answers before it ends): its error is the migration's (recorded by the job).
  */
-async function startedOnDestination(ctx: OperationContext, migrationId: number, queued?: { uuid: string; done: Promise<void> } | { error: string }): Promise<Started> {
+async function startedOnDestination(ctx: OperationContext, bound: AnswerBound, migrationId: number, queued?: { uuid: string; done: Promise<void> } | { error: string }): Promise<Started> {
   if (queued && 'error' in queued) return { ok: false, error: queued.error };
   const m = await ctx.db
     .selectFrom('migrations_jobs as m')
@@ -123,7 +120,7 @@ async function startedOnDestination(ctx: OperationContext, migrationId: number, 
     .where('m.id', '=', migrationId)
     .executeTakeFirstOrThrow();
   if (m.id === null || m.uuid === null) return { ok: false, error: m.error ?? 'Moved, but no start was queued; start it.' };
-  const { ended, status } = await waitForDeployment(ctx.db, m.id, queued?.done ?? ctx.jobs.deploymentEnded(m.id));
+  const { ended, status } = await waitForDeployment(ctx.db, bound, m.id, queued?.done ?? ctx.jobs.deploymentEnded(m.id));
   const error = (await ctx.db.selectFrom('migrations_jobs').select('error').where('id', '=', migrationId).executeTakeFirstOrThrow()).error;
   return { ok: ended && status === 'finished', error: ended ? error : null, deployment_uuid: m.uuid };
 }
@@ -151,7 +148,7 @@ export function migrateOperation(collection: Collection) {
         // The two opt-ins are left out of MCP schemas (the tool list's size budget; the tool
         // description names start_on_destination); accepted on every door.
         keep_source_volumes: brief(z.boolean().default(false).describe('Keep the source copies of moved volumes (default: removed once verified).')),
-        wait: z.boolean().optional().describe(`Wait up to ${WAIT_LIMIT_S} s for the end.`),
+        wait: z.boolean().optional().describe('Wait up to the answer bound (25 s).'),
         start_on_destination: brief(
           z.boolean().default(false).describe('Start it on the target right after the switch (one short pause in all); by default it stays stopped and the caller redeploys.'),
         ),
@@ -170,11 +167,13 @@ export function migrateOperation(collection: Collection) {
         downtime_ms: z.number().int().nullable().optional(),
         started_on_destination: z.boolean().optional(),
         start_deployment_uuid: brief(z.string().optional().describe('The start deployment queued on the target (start_on_destination).')),
+        follow: followSchema,
       }),
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/migrate` },
     async run(ctx, i) {
       const { db, caller } = ctx;
+      const bound = answerBound(ctx);
       const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
@@ -238,6 +237,7 @@ export function migrateOperation(collection: Collection) {
         ...(status === 'finished' && movesData ? { downtime_ms: downtimeMs } : {}),
         ...(status === 'finished' && started ? { started_on_destination: started.ok } : {}),
         ...(started?.deployment_uuid ? { start_deployment_uuid: started.deployment_uuid } : {}),
+        follow: follow.migration(migrationUuid),
       });
 
       if (!movesData) {
@@ -262,7 +262,7 @@ export function migrateOperation(collection: Collection) {
           return inserted;
         });
         // Queued on the target like start_* (its queue and cap apply), and waited for as start_* does.
-        const started = i.start_on_destination ? await startedOnDestination(ctx, done.id, await ctx.jobs.startMoved(done.id)) : undefined;
+        const started = i.start_on_destination ? await startedOnDestination(ctx, bound, done.id, await ctx.jobs.startMoved(done.id)) : undefined;
         // Its stopped container stays on the old server no longer: removed now (retried if that fails).
         await ctx.jobs.removeLeftovers(done.id);
         return result('finished', null, started);
@@ -278,10 +278,9 @@ export function migrateOperation(collection: Collection) {
         return inserted;
       });
       let done: Promise<void>;
-      // Notifications an agent can follow: at most four a second, each with the total when known.
-      const throttle = ctx.progress ? new ProgressThrottle(ctx.progress) : undefined;
       try {
-        const onProgress = throttle ? (p: MigrationProgress) => throttle.push(progressNote(p)) : undefined;
+        // Notifications an agent can follow (the bound throttles them), each with the total when known.
+        const onProgress = bound.reporting ? (p: MigrationProgress) => bound.report(progressNote(p)) : undefined;
         ({ done } = await ctx.jobs.enqueueMigration(m.id, toServer.id, onProgress));
         ctx.onJob?.({ kind: 'migration', uuid: migrationUuid });
       } catch (err) {
@@ -292,17 +291,28 @@ export function migrateOperation(collection: Collection) {
         });
         throw err;
       }
-      // A caller that asked to wait (or for progress: an MCP progress token) waits, bounded.
-      if (i.wait ?? ctx.progress !== undefined) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([done.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, WAIT_LIMIT_S * 1000)))]);
-        clearTimeout(timer);
+      // A caller that asked to wait (or for progress: an MCP progress token; or a task's call,
+      // bound to the end) waits, within the call's answer bound.
+      if (i.wait ?? (ctx.progress !== undefined || bound.toEnd)) {
+        const look = async () => {
+          const now = await db.selectFrom('migrations_jobs').select('progress').where('id', '=', m.id).executeTakeFirst();
+          return now && progressNote(JSON.parse(now.progress) as MigrationProgress);
+        };
+        await bound.wait(
+          done.catch(() => undefined),
+          look,
+        );
         const now = await db.selectFrom('migrations_jobs').select(['status', 'downtime_ms', 'progress', 'error']).where('id', '=', m.id).executeTakeFirstOrThrow();
         const last = JSON.parse(now.progress) as MigrationProgress;
         const note = progressNote({ ...last, phase: now.status === 'finished' ? 'done' : last.phase });
-        throttle?.finish({ ...note, progress: note.total ?? note.progress, message: now.status === 'finished' ? note.message : `${now.status}: ${now.error ?? ''}`.trim() });
+        const ended = ['finished', 'failed', 'cancelled'].includes(now.status);
+        bound.finish({
+          ...note,
+          ...(ended ? { progress: note.total ?? note.progress } : {}),
+          message: now.status === 'finished' || !ended ? note.message : `${now.status}: ${now.error ?? ''}`.trim(),
+        });
         // The job queued the start on the target at the switch (see jobs.ts): waited for here too.
-        const started = now.status === 'finished' && i.start_on_destination ? await startedOnDestination(ctx, m.id) : undefined;
+        const started = now.status === 'finished' && i.start_on_destination ? await startedOnDestination(ctx, bound, m.id) : undefined;
         return result(now.status, now.downtime_ms, started);
       }
       return result('pending');

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BerthError } from '../../errors.js';
+import { answerBound, follow, followSchema, followText } from '../answer-bound.js';
 import { ownedResource } from '../lookup.js';
 import { defineOperation } from '../operation.js';
 import { uuidParam } from '../validators.js';
@@ -34,13 +35,26 @@ export function deleteOperation(collection: Collection) {
     permission: 'write',
     toolset,
     input: () => z.strictObject({ uuid: uuidParam, delete_configurations: flag, delete_volumes: flag, docker_cleanup: flag, delete_connected_networks: flag }),
-    output: () => z.object({ message: z.string(), removed: z.array(z.string()).optional() }),
+    output: () => z.object({ message: z.string(), removed: z.array(z.string()).optional(), follow: followSchema.optional() }),
     annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: true },
     http: { method: 'DELETE', path: `/api/v1/${collection}/{uuid}` },
-    async run({ db, caller, jobs }, i) {
+    async run(ctx, i) {
+      const { db, caller, jobs, logger } = ctx;
+      const bound = answerBound(ctx);
       const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       if (r.status === 'migrating') throw new BerthError('conflict', { message: `The ${singular} is being migrated; delete it when the migration has finished.` });
-      const result = await jobs.deleteResource(r.id, { volumes: i.delete_volumes ?? true, networks: i.delete_connected_networks ?? true, cleanup: i.docker_cleanup ?? true });
+      // The resource is marked deleting before the engine is asked: past the answer bound the
+      // removal goes on, and an instance that dies leaves the mark, which the deletion tick retries.
+      const work = jobs.deleteResource(r.id, { volumes: i.delete_volumes ?? true, networks: i.delete_connected_networks ?? true, cleanup: i.docker_cleanup ?? true });
+      const w = await bound.wait(work, async () => ({ message: `deleting ${r.uuid}: ${bound.seconds()} s` }));
+      if (!w.ended) {
+        work.catch((err: Error) => logger.warn({ err: err.message, resource: r.uuid }, 'deletion failed after its answer; the deletion tick retries it'));
+        const f = follow.resource(collection, r.uuid);
+        const message = `${WHAT[collection]} deletion goes on after ${bound.seconds()} s: it stays listed as deleting until its engine has removed it; ${followText(f)}.`;
+        bound.finish({ message });
+        return { message, follow: f };
+      }
+      const result = w.value;
       if (!result.done) {
         return {
           message: `${WHAT[collection]} deletion started, but its server's engine could not be reached (${result.error}). It stays listed as deleting, and berth removes it once the engine answers.`,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { answerBound, follow, followSchema, followText } from '../answer-bound.js';
 import { z } from 'zod';
 import { atomically } from '../../store/atomic.js';
 import { nowIso, type Db } from '../../store/db.js';
@@ -156,16 +157,27 @@ function partOperations(kind: Kind) {
       permission: 'deploy',
       toolset: 'services',
       input: () => z.strictObject(ids),
-      output: () => z.object({ message: z.string() }),
+      output: () => z.object({ message: z.string(), follow: followSchema }),
       annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
       http: { method: 'POST', path: `${base}/${action}` },
-      async run({ db, caller, runtime }, i) {
+      async run(ctx, i) {
+        const { db, caller, runtime, logger } = ctx;
+        const bound = answerBound(ctx);
         const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
+        const f = follow.resource('services', r.uuid);
+        // The engine's work goes on past the answer bound (a health check may take minutes): the
+        // service's observed status is its record, as the engine watcher sees it.
+        const work = runtime.serviceContainer(r.id, part.name, action);
         try {
-          return { message: await runtime.serviceContainer(r.id, part.name, action) };
+          const w = await bound.wait(work, async () => ({ message: `${part.name}: ${action} running, ${bound.seconds()} s` }));
+          if (w.ended) return { message: w.value, follow: f };
         } catch (err) {
           throw new BerthError('conflict', { message: (err as Error).message });
         }
+        work.catch((err: Error) => logger.warn({ err: err.message, service: r.uuid, container: part.name }, `${action} of a service container failed after its answer`));
+        const message = `${part.name}: ${action} goes on after ${bound.seconds()} s (its health check, or the engine, is slow); ${followText(f)}.`;
+        bound.finish({ message });
+        return { message, follow: f };
       },
     }),
   );
