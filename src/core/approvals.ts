@@ -31,6 +31,7 @@ export const APPROVER_ROLES: ReadonlySet<Role> = new Set(['owner', 'admin']);
 /** Changing the policy itself, while it holds anything, waits for a person too. */
 export const POLICY_RULE = 'approval_policy';
 const UPDATE_POLICY_OP = 'update_approval_policy';
+const DECISIONS: ReadonlySet<string> = new Set(['approve_approval', 'deny_approval']);
 
 export interface ApprovalPolicy {
   rules: string[];
@@ -98,7 +99,9 @@ export const approvalUrl = (config: Config, uuid: string) => `${consoleUrl(confi
  * (the gate's) runs only for a call the policy holds, before anything is recorded.
  */
 export async function holdForApproval(deps: { db: Db; config: Config }, op: Operation, caller: Caller, input: Record<string, unknown>, checkFirst?: () => Promise<void>): Promise<void> {
-  if (op.annotations.readOnly || caller.person) return;
+  // A decision on a held call is never held itself: a token's approve is refused whatever the
+  // policy (holding it queued a call that could only fail), and a deny withdraws, it runs nothing.
+  if (op.annotations.readOnly || caller.person || DECISIONS.has(op.name)) return;
   const policy = await readPolicy(deps.db, caller.teamId);
   if (!policy.rules.length && op.name !== UPDATE_POLICY_OP) return;
   const rule = await ruleFor(deps.db, op, caller, input, policy);

@@ -2,6 +2,9 @@ import { inputRequired, inputResponse, type ElicitRequestURLParams, type ElicitR
 import { getApproval, type ApprovalView } from '../core/approvals.js';
 import type { Caller } from '../core/caller.js';
 import type { Core } from '../core/gate.js';
+import type { Operation } from '../core/operation.js';
+import { parseInput } from '../core/validation.js';
+import { approvalArgsHash } from '../store/approval-args-hash.js';
 import { BerthError, errorCatalogue, validationError, type ErrorKind } from '../errors.js';
 
 type Elicit = (params: ElicitRequestURLParams, options?: { timeout?: number; signal?: AbortSignal }) => Promise<ElicitResult>;
@@ -83,19 +86,32 @@ function pageRequest(a: Pending): InputRequiredResult {
  * against the store: it must name a call of this team held for this same token (and OAuth
  * client) and operation, else it is a 422 on requestState. No decision (yet): the pending answer.
  */
-export async function resumeInClient(core: Core, caller: Caller, operation: string, asker: RoundsAsker): Promise<{ ran: unknown } | BerthError> {
+export async function resumeInClient(core: Core, caller: Caller, op: Operation, args: unknown, asker: RoundsAsker): Promise<{ ran: unknown } | BerthError> {
+  const operation = op.name;
   const uuid = asker.state?.startsWith(STATE_PREFIX) ? asker.state.slice(STATE_PREFIX.length) : '';
   const foreign = validationError({ requestState: ['This requestState does not name a call of this token that berth holds for approval; send the call again without it.'] });
   if (!/^[a-z0-9]{24}$/.test(uuid)) return foreign;
   const held = await getApproval(core.deps.db, core.deps.config, caller.teamId, uuid).catch(() => undefined);
   const by = held?.requested_by;
   if (!held || held.operation !== operation || by?.token_id !== caller.tokenId || by.user_id !== caller.userId || by.oauth_client_id !== (caller.oauth?.clientId ?? null)) return foreign;
+  // The retry must be the same call: other arguments under a held call's state would be answered
+  // with what the held arguments did (the person approved those, not these).
+  if (heldArgsHash(op, args) !== held.args_hash) return foreign;
   const pendingAnswer = (v: ApprovalView) => new BerthError('approval_pending', { approval: v });
   const done = settled(held);
   if (done) return done;
   const page = inputResponse(asker.responses, PAGE_KEY);
   const opened = held.status === 'running' || (page.kind === 'elicit' && page.action === 'accept');
   return (opened && (await waitForDecision(core, caller, held.uuid, asker.signal))) || pendingAnswer(held);
+}
+
+/** The hash an approval binds (src/store/approval-args-hash.ts) of a call's arguments as the gate would hold them; undefined when they do not parse. */
+function heldArgsHash(op: Operation, args: unknown): string | undefined {
+  try {
+    return approvalArgsHash(JSON.stringify(parseInput(op, args)));
+  } catch {
+    return undefined;
+  }
 }
 
 /** A decided approval as the call's answer; undefined while it is still pending or running. */

@@ -196,7 +196,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
       // A 2026-era call sent again with its person's answer decides the held call it names; it does not run anew.
       const asker = options.elicit;
       if (asker?.era === 'modern' && asker.state !== undefined && 'core' in session) {
-        const decided = await resumeInClient(session.core, await session.callerFor(tool), tool.op.name, asker);
+        const decided = await resumeInClient(session.core, await session.callerFor(tool), tool.op, agent.args, asker);
         if (decided instanceof BerthError) throw decided;
         return view(decided.ran);
       }

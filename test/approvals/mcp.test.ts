@@ -258,6 +258,30 @@ describe('approvals over MCP: only a person approves', { timeout: 90_000 }, () =
       expect(await approvalOf(p)).toMatchObject({ status: 'succeeded', decided_via: 'cli' });
     });
 
+    it('a call sent again under its held call’s requestState with other arguments is refused, not answered with the held call’s result', async () => {
+      const held = await project('mrtr-same-1');
+      const other = await project('mrtr-same-2');
+      const first = await call(s.url, 'POST', '/mcp', {
+        token: s.rootToken,
+        body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'delete_project', arguments: { uuid: held } } },
+        headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', 'x-berth-toolsets': 'all' },
+      });
+      const uuid = /"uuid\\?":\\?"([a-z0-9]{24})/.exec(first.text)?.[1];
+      expect(uuid, first.text).toBeTruthy();
+      const cli = await runBerth(['approvals', 'approve', uuid!, '--email', s.ownerEmail, '--data', s.dataDir], { cwd: s.dataDir, env: { LOG_LEVEL: 'silent', ...storeEnv(s.dataDir) } });
+      expect(cli.code, cli.stderr).toBe(0);
+      expect(await exists(held)).toBe(false);
+      // The same token, the same state, another project: its answer must not be "Project deleted."
+      const { c } = await v2Client(s.rootToken, { url: {} }, 'modern-http');
+      try {
+        const r = (await c.callTool({ name: 'delete_project', arguments: { uuid: other }, inputResponses: {}, requestState: `berth-approval:${uuid}` } as never)) as ToolResult;
+        expect(errorBody(r).errors).toMatchObject({ requestState: [expect.stringMatching(/does not name a call of this token/)] });
+      } finally {
+        await c.close();
+      }
+      expect(await exists(other)).toBe(true);
+    });
+
     it('a requestState naming another token’s held call decides nothing', async () => {
       const p = await project('mrtr-forged');
       // Held for the owner's token (an agent without elicitation).

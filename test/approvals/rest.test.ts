@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../../src/core/admin.js';
+import { readPolicy, writePolicy } from '../../src/core/approvals.js';
 import { loadConfig } from '../../src/config/config.js';
 import { startServer, type RunningServer } from '../../src/serve.js';
 import { browse, signInByLink, type ConsoleSession } from '../helpers/console.js';
@@ -139,6 +140,25 @@ describe('approvals over REST', { timeout: 60_000 }, () => {
       expect(r.json.message).toMatch(/never by a token/);
     }
     expect((await approval(a.uuid)).status).toBe('pending');
+  });
+
+  it('a decision is never held, whatever the policy names: a token’s approve is refused, not queued', async () => {
+    const p = await project('decisions-not-held');
+    const a = await held(p);
+    const before = await readPolicy(s.db, s.rootTeamId);
+    // Set in the store: over the API, changing a policy that holds anything waits for a person.
+    await writePolicy(s.db, s.rootTeamId, { ...before, rules: [...before.rules, 'approve_approval', 'deny_approval'] });
+    try {
+      const pendingBefore = (await call(s.url, 'GET', '/api/v1/approvals?status=pending', { token: s.rootToken })).json.length;
+      const r = await call(s.url, 'POST', `/api/v1/approvals/${a.uuid}/approve`, { token: s.rootToken });
+      expect(r.status, r.text).toBe(403);
+      expect((await call(s.url, 'GET', '/api/v1/approvals?status=pending', { token: s.rootToken })).json.length).toBe(pendingBefore);
+      const d = await call(s.url, 'POST', `/api/v1/approvals/${a.uuid}/deny`, { token: s.rootToken });
+      expect(d.status, d.text).toBe(200);
+      expect((await approval(a.uuid)).status).toBe('denied');
+    } finally {
+      await writePolicy(s.db, s.rootTeamId, before);
+    }
   });
 
   it('a denied call never runs, and cannot be approved afterwards', async () => {
