@@ -13,7 +13,7 @@ import { enginesAvailable, useEngines } from '../helpers/engines.js';
 import { httpClient, stdioClient, type AnyClient } from '../helpers/mcp.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { TEST_STORE } from '../helpers/store.js';
-import { Api, deployed, ensureSleeperImage, registerEngines, SLEEPER_IMAGE, until, type Platform } from './support.js';
+import { Api, deployed, ensureSleeperImage, registerEngines, slowHealthApp, until, type Platform } from './support.js';
 
 const BOUND_MS = 3_000;
 type Note = { at: number; progress: number; total?: number; message?: string };
@@ -39,33 +39,6 @@ function expectPaced(notes: Note[], ms: number): void {
   for (let k = 1; k < notes.length; k++) expect(notes[k]!.progress).toBeGreaterThan(notes[k - 1]!.progress);
 }
 
-/**
- * An application that serves its health check only after `readyAfterS` (busybox httpd from a
- * `sh -c` entrypoint), with a 90 s start period: until then the check says starting.
- */
-async function slowApp(api: Api, p: Platform, name: string, readyAfterS: number): Promise<string> {
-  const [repo, tag] = SLEEPER_IMAGE.split(':');
-  const serve = `sleep ${readyAfterS}; mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www`;
-  const { uuid } = await api.ok('POST', '/applications/dockerimage', {
-    project_uuid: p.project,
-    server_uuid: p.serverA,
-    destination_uuid: p.destA,
-    environment_name: 'production',
-    name,
-    docker_registry_image_name: repo,
-    docker_registry_image_tag: tag,
-    ports_exposes: '8080',
-    health_check_enabled: true,
-    health_check_path: '/index.html',
-    health_check_interval: 2,
-    health_check_timeout: 5,
-    health_check_retries: 3,
-    health_check_start_period: 90,
-    custom_docker_run_options: `--entrypoint "sh -c '${serve}'" --init --stop-timeout 2`,
-  });
-  return uuid;
-}
-
 describe.skipIf(!enginesAvailable)('answers within the bound on a slow start (real engine, SDK clients with default settings)', () => {
   const engines = useEngines();
   let s: TestServer;
@@ -85,7 +58,7 @@ describe.skipIf(!enginesAvailable)('answers within the bound on a slow start (re
   }, 60_000);
 
   it('v1 over stdio, v2 over HTTP and REST each answer within the bound, name the deployment to follow, and the deployment ends afterwards', async () => {
-    const uuid = await slowApp(api, p, 'answer-bound', 10);
+    const uuid = await slowHealthApp(api, p, 'answer-bound', { readyAfterS: 10, startPeriodS: 90 });
     apps.push(uuid);
 
     // v1 SDK client over stdio: `berth mcp` with the bound in its environment runs the deployment itself.
@@ -145,7 +118,7 @@ describe.skipIf(!enginesAvailable)('answers within the bound on a slow start (re
   it.skipIf(TEST_STORE === 'postgres')(
     'with the default bound, a start whose check passes after 70 s answers at 25 s to an SDK client with default settings (no -32001)',
     async () => {
-      const uuid = await slowApp(api, p, 'answer-bound-default', 70);
+      const uuid = await slowHealthApp(api, p, 'answer-bound-default', { readyAfterS: 70, startPeriodS: 90 });
       apps.push(uuid);
       const v1 = await stdioClient('v1', s.dataDir, s.rootToken);
       try {

@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport as V1HttpTransport } from '@modelcontextp
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { enginesAvailable, useEngines } from '../helpers/engines.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { Api, ensureSleeperImage, registerEngines, SLEEPER_IMAGE, until, type Platform } from './support.js';
+import { Api, ensureSleeperImage, registerEngines, slowHealthApp, until, type Platform } from './support.js';
 
 describe.skipIf(!enginesAvailable)('MCP tasks on a real engine', () => {
   const engines = useEngines();
@@ -32,29 +32,7 @@ describe.skipIf(!enginesAvailable)('MCP tasks on a real engine', () => {
     await s?.stop();
   });
 
-  /** An application serving /index.html after `delayS` seconds, with a health check on it. */
-  const app = async (name: string, delayS: number, startPeriodS: number) => {
-    const [repo, tag] = SLEEPER_IMAGE.split(':');
-    const serve = `sleep ${delayS}; mkdir -p /www && echo berth-ok > /www/index.html && exec httpd -f -p 8080 -h /www`;
-    const { uuid } = await api.ok('POST', '/applications/dockerimage', {
-      project_uuid: p.project,
-      server_uuid: p.serverA,
-      destination_uuid: p.destA,
-      environment_name: 'production',
-      name,
-      docker_registry_image_name: repo,
-      docker_registry_image_tag: tag,
-      ports_exposes: '8080',
-      health_check_enabled: true,
-      health_check_path: '/index.html',
-      health_check_interval: 1,
-      health_check_timeout: 5,
-      health_check_retries: 3,
-      health_check_start_period: startPeriodS,
-      custom_docker_run_options: `--entrypoint "sh -c '${serve}'" --stop-timeout 1`,
-    });
-    return uuid as string;
-  };
+  const app = (name: string, delayS: number, startPeriodS: number) => slowHealthApp(api, p, name, { readyAfterS: delayS, startPeriodS, intervalS: 1 });
 
   it('a start that waits for its health check answers with its task at once; the task ends with the start’s answer', async () => {
     const uuid = await app('task-slow-start', 6, 30);

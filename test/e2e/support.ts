@@ -308,6 +308,34 @@ while [ $sz -lt $rest ]; do k=$((1 + (i * 37) % 64)); head -c $((k * 1024 - i % 
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * An application on engine a that serves its health check only after `readyAfterS` (busybox
+ * httpd from a `sh -c` entrypoint), checked every `intervalS`: until then, and within
+ * `startPeriodS`, the check says starting. Not deployed.
+ */
+export async function slowHealthApp(api: Api, p: Platform, name: string, o: { readyAfterS: number; startPeriodS: number; intervalS?: number }): Promise<string> {
+  const [repo, tag] = SLEEPER_IMAGE.split(':');
+  const serve = `sleep ${o.readyAfterS}; mkdir -p /www && echo berth-ok > /www/index.html && exec httpd -f -p 8080 -h /www`;
+  const { uuid } = await api.ok('POST', '/applications/dockerimage', {
+    project_uuid: p.project,
+    server_uuid: p.serverA,
+    destination_uuid: p.destA,
+    environment_name: 'production',
+    name,
+    docker_registry_image_name: repo,
+    docker_registry_image_tag: tag,
+    ports_exposes: '8080',
+    health_check_enabled: true,
+    health_check_path: '/index.html',
+    health_check_interval: o.intervalS ?? 2,
+    health_check_timeout: 5,
+    health_check_retries: 3,
+    health_check_start_period: o.startPeriodS,
+    custom_docker_run_options: `--entrypoint "sh -c '${serve}'" --init --stop-timeout 1`,
+  });
+  return uuid as string;
+}
+
 /** An application from `image` with a persistent volume at /data, deployed on engine a. */
 export async function deployAppWithVolume(api: Api, p: Platform, name: string, image = SLEEPER_IMAGE, expected: 'finished' | 'failed' = 'finished'): Promise<{ uuid: string; volume: string }> {
   const [repo, tag] = image.split(':');

@@ -59,31 +59,22 @@ const taskIdOf = (params: Record<string, unknown>): string => {
   return params.taskId;
 };
 
-/** A task on the 2025-11-25 wire (Task). */
-export function legacyTask(row: TaskRow) {
+/** What a task says on either wire, before the era's names for its durations. */
+function taskFields(row: TaskRow) {
   return {
     taskId: row.task_id,
     status: row.status,
     ...(row.status_message ? { statusMessage: row.status_message } : {}),
     createdAt: row.created_at,
     lastUpdatedAt: row.updated_at,
-    ttl: Number(row.ttl_ms),
-    pollInterval: POLL_INTERVAL_MS,
   };
 }
 
+/** A task on the 2025-11-25 wire (Task). */
+export const legacyTask = (row: TaskRow) => ({ ...taskFields(row), ttl: Number(row.ttl_ms), pollInterval: POLL_INTERVAL_MS });
+
 /** A task on the 2026-07-28 wire (SEP-2663: flat, durations in ...Ms). */
-function modernTask(row: TaskRow) {
-  return {
-    taskId: row.task_id,
-    status: row.status,
-    ...(row.status_message ? { statusMessage: row.status_message } : {}),
-    createdAt: row.created_at,
-    lastUpdatedAt: row.updated_at,
-    ttlMs: Number(row.ttl_ms),
-    pollIntervalMs: POLL_INTERVAL_MS,
-  };
-}
+const modernTask = (row: TaskRow) => ({ ...taskFields(row), ttlMs: Number(row.ttl_ms), pollIntervalMs: POLL_INTERVAL_MS });
 
 /** tasks/get in the 2026 era: the task, with its result or its error inlined once it ended. */
 function detailedTask(row: TaskRow) {
