@@ -237,6 +237,9 @@ describe('the checks are no stricter than the operations', () => {
     remove_service_tag: 404,
     // The world's service volume is declared in its compose file.
     delete_service_storage: 422,
+    // A decision is never held: a token's approve is refused, a deny runs (src/core/approvals.ts).
+    approve_approval: 403,
+    deny_approval: 200,
   };
 
   it('every write operation with path parameters, on its own objects, is held', async () => {
