@@ -13,11 +13,6 @@ type Elicit = (params: ElicitRequestURLParams, options?: { timeout?: number; sig
 export type ClientAsker = LegacyAsker | RoundsAsker;
 
 interface AskerBase {
-  /**
-   * Form mode, as the client declared it. Never used to approve (issue 39): a form's answer
-   * comes from the client the agent runs in, which may be the agent itself.
-   */
-  form?: boolean;
   /** URL mode (MCP 2025-11-25 on): the client opens a page of ours for its person. */
   url: boolean;
   signal?: AbortSignal;

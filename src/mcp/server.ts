@@ -252,24 +252,22 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
     // 2026 era: the capabilities come with each request, the question goes back in its result.
     const envelope = req?.envelope;
     if (envelope?.[PROTOCOL_VERSION_META_KEY] !== undefined) {
-      const e = (envelope[CLIENT_CAPABILITIES_META_KEY] as { elicitation?: { form?: object; url?: object } } | undefined)?.elicitation;
+      const e = (envelope[CLIENT_CAPABILITIES_META_KEY] as { elicitation?: { url?: object } } | undefined)?.elicitation;
       if (!e) return undefined;
       const state = req?.requestState?.();
       return {
         era: 'modern',
-        form: Boolean(e.form) || !e.url,
         url: Boolean(e.url),
         signal: req?.signal,
         ...(typeof state === 'string' ? { state } : {}),
         ...(req?.inputResponses ? { responses: req.inputResponses } : {}),
       };
     }
-    const e = clientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
+    const e = clientCapabilities()?.elicitation as { url?: object } | undefined;
     if (!e || !req?.elicitInput) return undefined;
     const url = Boolean(e.url);
     return {
       era: 'legacy',
-      form: Boolean(e.form) || !url,
       url,
       elicit: req.elicitInput.bind(req),
       complete: (elicitationId) => req.notify?.({ method: 'notifications/elicitation/complete', params: { elicitationId } } as never) ?? Promise.resolve(),

@@ -3,22 +3,19 @@ import { satisfies } from '../../auth/permissions.js';
 import type { Caller } from '../../core/caller.js';
 import type { Db } from '../../store/db.js';
 import { complete, NO_COMPLETION, type CompletionKind } from '../completion/candidates.js';
+import { RESOURCE_KINDS, templateOf } from '../resources/kinds.js';
 import { PROMPTS, PromptArgumentError } from './catalogue.js';
 
 const byName = new Map(PROMPTS.map((p) => [p.name, p]));
 
 /**
  * The resource templates whose variable completes, by template URI (what a `ref/resource`
- * names): the uuid of one of the team's things of that kind.
+ * names): the uuid of one of the team's things of that kind. Derived from the resources' own
+ * table (src/mcp/resources/kinds.ts), whose kinds are the plurals of the completion kinds.
  */
-export const TEMPLATE_COMPLETIONS: Readonly<Record<string, { variable: string; kind: CompletionKind }>> = {
-  'berth://applications/{uuid}': { variable: 'uuid', kind: 'application' },
-  'berth://databases/{uuid}': { variable: 'uuid', kind: 'database' },
-  'berth://services/{uuid}': { variable: 'uuid', kind: 'service' },
-  'berth://servers/{uuid}': { variable: 'uuid', kind: 'server' },
-  'berth://deployments/{uuid}': { variable: 'uuid', kind: 'deployment' },
-  'berth://migrations/{uuid}': { variable: 'uuid', kind: 'migration' },
-};
+export const TEMPLATE_COMPLETIONS: Readonly<Record<string, { variable: string; kind: CompletionKind }>> = Object.fromEntries(
+  RESOURCE_KINDS.map((k) => [templateOf(k), { variable: 'uuid', kind: k.kind.slice(0, -1) as CompletionKind }]),
+);
 
 /** The capabilities these handlers need declared before they are set. */
 export const PROMPT_CAPABILITIES = { prompts: { listChanged: false }, completions: {} } as const;
