@@ -10,7 +10,7 @@ export { rootTeam, type ChangeFacts } from '../core/audit/change.js';
  * The `cli` door of the audit log: a change the admin CLI makes on the store directly (it runs no
  * core operation) leaves one entry, written in the change's own transaction (src/core/audit/change.ts).
  * The operator at the shell is nobody berth knows: no token, no address; the user is the person
- * the change is made for (docs/decisions.md, "Audit log: the cli and job doors").
+ * the change is made for (docs/decisions/audit-and-approvals.md, "Audit log: the cli and job doors").
  */
 export type CliChange<T> = StoreChange<T>;
 

@@ -17,7 +17,7 @@ export interface Caller {
   oauth?: { clientId: string };
   /**
    * A person acting in the console or the CLI, not an agent (tokenId is 0): the approval policy
-   * holds only agents' calls (docs/decisions.md, "Approvals").
+   * holds only agents' calls (docs/decisions/audit-and-approvals.md, "Approvals").
    */
   person?: 'console' | 'cli';
 }

@@ -11,7 +11,7 @@ import { mountPath } from './validators.js';
  * reads them (`--opt value`, `--opt=value`, `-o value`). Options that only shape the tenant's own
  * container are accepted; options that reach into the host pass only the host-access check
  * (core/host-access.ts); everything else is a 422 that names the option, never silently dropped.
- * See docs/decisions.md for the list and why.
+ * See docs/decisions/README.md for the list and why.
  */
 
 /** What the options set on the container: safe settings and host-reaching ones (checked apart). */

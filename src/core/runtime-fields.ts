@@ -94,7 +94,7 @@ export type LimitsFields = { [K in keyof typeof limitsInput]-?: Exclude<z.infer<
 /**
  * Coolify's column defaults, but one: berth's health check is off until turned on. Coolify's
  * column says on, and a check against an image with no HTTP endpoint (a worker, a busybox) would
- * mark it unhealthy and fail its deploys; see docs/decisions.md.
+ * mark it unhealthy and fail its deploys; see docs/decisions/status-and-engine-truth.md.
  */
 export const HEALTH_DEFAULTS: HealthCheckFields = {
   health_check_enabled: false,

@@ -4,7 +4,7 @@ import { nowIso, type Db } from './db.js';
 /**
  * Where a running `berth serve` is reached, recorded in the store for the processes that serve
  * no HTTP themselves (`berth mcp` on stdio), so the links they make for people (approve_url)
- * point at the console that runs rather than at the default port (docs/decisions.md, "Approval
+ * point at the console that runs rather than at the default port (docs/decisions/console-and-oauth.md, "Approval
  * links from a stdio agent").
  *
  * One settings row per serve process (`served_url:<its instance id>`), written when it listens and

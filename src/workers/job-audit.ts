@@ -9,7 +9,7 @@ import type { Db } from '../store/db.js';
  * when it ends. It is written in the same transaction as the run's one conditional move out of
  * `running`, so of several instances (or a run and the tick that finds it orphaned) exactly one
  * writes it. It is attributed to whoever set the schedule as it stands, read from the log itself
- * (docs/decisions.md, "Audit log: the job door").
+ * (docs/decisions/audit-and-approvals.md, "Audit log: the job door").
  */
 export interface JobRun {
   teamId: number;

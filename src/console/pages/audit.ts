@@ -36,7 +36,7 @@ async function tokenNames(db: Db, teamId: number, entries: AuditEntryView[]): Pr
 /**
  * Who made the call, through which door, with what, from where. A person in the console or at
  * the CLI holds no token, so none is named; the CLI runs on the host itself; a scheduled run is
- * attributed to whoever set the schedule (docs/decisions.md, "Audit log: the job door").
+ * attributed to whoever set the schedule (docs/decisions/audit-and-approvals.md, "Audit log: the job door").
  */
 function who(e: AuditEntryView, names: Map<number, string>): Html {
   const person = e.user_email ?? (e.user_id !== null ? `user #${e.user_id}` : e.door === 'cli' ? 'the operator' : 'nobody known');

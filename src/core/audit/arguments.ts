@@ -4,7 +4,7 @@ import { sensitiveNames } from '../redact.js';
 
 /**
  * An entry's arguments as stored: secrets hidden first, then cut to fixed bounds, so one call can
- * add at most ARGUMENT_LIMITS.bytes to the log whatever it sent (docs/decisions.md, "Audit log:
+ * add at most ARGUMENT_LIMITS.bytes to the log whatever it sent (docs/decisions/audit-and-approvals.md, "Audit log:
  * bounded arguments"). Every cut happens on what the redaction left, so no cut can show a secret.
  */
 

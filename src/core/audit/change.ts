@@ -9,7 +9,7 @@ import { entryRow, outcomeOf, scrubbedArguments } from './entry.js';
  * An audited change that is no core operation: the admin CLI's and the console's own changes
  * to the store (memberships, tokens, passkeys, sign-in links). Its entry is written in the
  * change's own transaction, so a change is never stored without its entry; a refused or failed
- * change gets its entry after the rollback (docs/decisions.md, "Audit log: the cli and job doors"
+ * change gets its entry after the rollback (docs/decisions/audit-and-approvals.md, "Audit log: the cli and job doors"
  * and "Audit log: the console's own changes").
  */
 
