@@ -11,6 +11,7 @@ import { approvalArgsHash } from '../store/approval-args-hash.js';
 import { readSettings } from '../store/settings.js';
 import type { Caller } from './caller.js';
 import type { Operation } from './operation.js';
+import { operationTable } from './operations/table.js';
 import { resourceInProduction } from './production.js';
 import { hasSensitive, redact } from './redact.js';
 
@@ -242,9 +243,9 @@ export interface Decider {
 export type HeldRunner = (op: Operation, caller: Caller, input: unknown) => Promise<unknown>;
 
 let operationsByName: Map<string, Operation> | undefined;
-async function operationNamed(name: string): Promise<Operation | undefined> {
-  // Lazily: the operation table imports the approvals operations, which import this module.
-  operationsByName ??= new Map((await import('./operations/index.js')).operations.map((o) => [o.name, o]));
+function operationNamed(name: string): Operation | undefined {
+  // From the registered table: the table's own module imports the approvals operations, which import this one.
+  operationsByName ??= new Map(operationTable().map((o) => [o.name, o]));
   return operationsByName.get(name);
 }
 
@@ -296,7 +297,7 @@ export async function decide(deps: { db: Db; config: Config }, runHeld: HeldRunn
   if (claimed.args_hash === null || approvalArgsHash(claimed.input) !== claimed.args_hash) {
     return finish({ status: 'failed', error: JSON.stringify({ kind: 'conflict', message: 'The stored arguments no longer match the hash they were held with: the call did not run.' }) });
   }
-  const op = await operationNamed(claimed.operation);
+  const op = operationNamed(claimed.operation);
   const caller = await askingCaller(db, claimed, who.via);
   if (!op || !caller) {
     return finish({ status: 'failed', error: JSON.stringify({ kind: 'invalid_token', message: 'The token that asked was revoked, expired or left the team: the call did not run.' }) });

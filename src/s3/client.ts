@@ -1,5 +1,4 @@
 import aws4 from 'aws4';
-import type { TargetGuard } from '../core/outbound-guard.js';
 
 export interface S3Target {
   endpoint: string;
@@ -25,7 +24,13 @@ function explain(status: number, body: string): string {
  * AWS Signature V4 (path-style addressing, which every S3-compatible store accepts). Throws with
  * the reason; the endpoint's address is checked like every outbound target.
  */
-export async function checkBucket(t: S3Target, guard: TargetGuard, timeoutMs = 10_000): Promise<void> {
+/** What the check needs of the outbound guard (the core's TargetGuard is one); s3 sits below the core. */
+export interface BucketGuard {
+  urlRefusal(url: string): string | null;
+  fetch(url: string, init: { method: 'GET'; headers: Record<string, string>; timeoutMs: number }): Promise<{ status: number; text: string }>;
+}
+
+export async function checkBucket(t: S3Target, guard: BucketGuard, timeoutMs = 10_000): Promise<void> {
   const why = guard.urlRefusal(t.endpoint);
   if (why) throw new Error(`The endpoint is not allowed: ${why}`);
   const base = new URL(t.endpoint);

@@ -1,5 +1,8 @@
-import type { CompiledQuery, DatabaseConnection } from 'kysely';
-import type { Db } from './db.js';
+import type { CompiledQuery, DatabaseConnection, Kysely } from 'kysely';
+import type { Database } from './schema.js';
+
+/** The store's handle, named from the schema rather than from db.ts, which imports this module. */
+type Db = Kysely<Database>;
 
 /**
  * Statements a transaction sends together with its COMMIT, in one round trip (bench/audit: on
