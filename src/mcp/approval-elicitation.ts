@@ -2,7 +2,7 @@ import { inputRequired, inputResponse, type ElicitRequestURLParams, type ElicitR
 import { getApproval, type ApprovalView } from '../core/approvals.js';
 import type { Caller } from '../core/caller.js';
 import type { Core } from '../core/gate.js';
-import type { Operation } from '../core/operation.js';
+import type { Operation, ProgressReporter } from '../core/operation.js';
 import { parseInput } from '../core/validation.js';
 import { approvalArgsHash } from '../store/approval-args-hash.js';
 import { BerthError, errorCatalogue, validationError, type ErrorKind } from '../errors.js';
@@ -46,8 +46,30 @@ const STATE_PREFIX = 'berth-approval:';
 /** How often a call waiting on the approval page reads the approval's state. */
 const POLL_MS = 500;
 
-/** How long a call waits for the person's decision before it answers "pending" instead. */
-const ANSWER_WITHIN_MS = 10 * 60_000;
+/**
+ * The longest a call waits for the person's decision before it answers "pending" instead: an MCP
+ * task's call (no client waiting on it) waits this long; any other call only its answer bound.
+ */
+const LONGEST_WAIT_MS = 10 * 60_000;
+
+/** How often a waiting call that asked for progress hears that it still waits. */
+const HEARTBEAT_MS = 5_000;
+
+/** What bounds one call's wait: its answer bound (CallOptions.answerWithinMs) and its progress token. */
+export interface WaitOptions {
+  answerWithinMs?: number;
+  progress?: ProgressReporter;
+}
+
+/**
+ * When the wait for a decision ends: within the call's answer bound (the instance's setting, 25 s
+ * by default), so a client with default timeouts gets the pending answer (approval uuid, page)
+ * and follows it with get_approval rather than giving up on a call that holds on; a task's call
+ * (answerWithinMs Infinity) waits up to LONGEST_WAIT_MS.
+ */
+function waitDeadline(core: Core, options: WaitOptions): number {
+  return Date.now() + Math.min(LONGEST_WAIT_MS, options.answerWithinMs ?? core.deps.config.answerWithinMs);
+}
 
 /**
  * A held call put to the person at the MCP client, so the agent's call can finish in one turn
@@ -59,11 +81,17 @@ const ANSWER_WITHIN_MS = 10 * 60_000;
  * denied, expired or failed, the 2026 era's question, or undefined to answer "pending" (no URL
  * mode, no decision in time).
  */
-export async function confirmInClient(core: Core, caller: Caller, pending: BerthError, asker: ClientAsker): Promise<{ ran: unknown } | { ask: InputRequiredResult } | BerthError | undefined> {
+export async function confirmInClient(
+  core: Core,
+  caller: Caller,
+  pending: BerthError,
+  asker: ClientAsker,
+  options: WaitOptions = {},
+): Promise<{ ran: unknown } | { ask: InputRequiredResult } | BerthError | undefined> {
   const a = pending.details.approval;
   if (!a || !asker.url) return undefined;
   if (asker.era === 'modern') return { ask: pageRequest(a) };
-  return askByUrl(core, caller, a, asker);
+  return askByUrl(core, caller, a, asker, options);
 }
 
 const pageMessage = (a: Pending) =>
@@ -81,7 +109,7 @@ function pageRequest(a: Pending): InputRequiredResult {
  * against the store: it must name a call of this team held for this same token (and OAuth
  * client) and operation, else it is a 422 on requestState. No decision (yet): the pending answer.
  */
-export async function resumeInClient(core: Core, caller: Caller, op: Operation, args: unknown, asker: RoundsAsker): Promise<{ ran: unknown } | BerthError> {
+export async function resumeInClient(core: Core, caller: Caller, op: Operation, args: unknown, asker: RoundsAsker, options: WaitOptions = {}): Promise<{ ran: unknown } | BerthError> {
   const operation = op.name;
   const uuid = asker.state?.startsWith(STATE_PREFIX) ? asker.state.slice(STATE_PREFIX.length) : '';
   const foreign = validationError({ requestState: ['This requestState does not name a call of this token that berth holds for approval; send the call again without it.'] });
@@ -97,7 +125,7 @@ export async function resumeInClient(core: Core, caller: Caller, op: Operation, 
   if (done) return done;
   const page = inputResponse(asker.responses, PAGE_KEY);
   const opened = held.status === 'running' || (page.kind === 'elicit' && page.action === 'accept');
-  return (opened && (await waitForDecision(core, caller, held.uuid, asker.signal))) || pendingAnswer(held);
+  return (opened && (await waitForDecision(core, caller, held.uuid, waitDeadline(core, options), options.progress, asker.signal))) || pendingAnswer(held);
 }
 
 /** The hash an approval binds (src/store/approval-args-hash.ts) of a call's arguments as the gate would hold them; undefined when they do not parse. */
@@ -116,13 +144,21 @@ function settled(v: ApprovalView): { ran: unknown } | BerthError | undefined {
   return new BerthError('conflict', { message: `Approval ${v.uuid} was ${v.status}: the call did not run.` });
 }
 
-/** Reads the approval from the store until it is decided (on any instance) or time is up. */
-async function waitForDecision(core: Core, caller: Caller, uuid: string, signal?: AbortSignal): Promise<{ ran: unknown } | BerthError | undefined> {
-  const deadline = Date.now() + ANSWER_WITHIN_MS;
+/**
+ * Reads the approval from the store until it is decided (on any instance) or the deadline; a
+ * caller with a progress token hears every HEARTBEAT_MS that the call still waits for a person.
+ */
+async function waitForDecision(core: Core, caller: Caller, uuid: string, deadline: number, progress?: ProgressReporter, signal?: AbortSignal): Promise<{ ran: unknown } | BerthError | undefined> {
+  const started = Date.now();
+  let told = started;
   while (Date.now() < deadline && !signal?.aborted) {
     const done = settled(await getApproval(core.deps.db, core.deps.config, caller.teamId, uuid));
     if (done) return done;
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    if (progress && Date.now() - told >= HEARTBEAT_MS) {
+      told = Date.now();
+      await progress({ progress: Math.round((told - started) / 1000), message: `waiting for a person to decide approval ${uuid} in the console` }).catch(() => undefined);
+    }
+    await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
   }
   return undefined;
 }
@@ -136,15 +172,16 @@ type Pending = Record<string, unknown> & { uuid: string };
  * from the store, so a decision on any instance (console, CLI) counts and the call runs once,
  * where it was decided. Declined or no decision in time: the pending answer stands.
  */
-async function askByUrl(core: Core, caller: Caller, a: Pending, asker: LegacyAsker): Promise<{ ran: unknown } | BerthError | undefined> {
+async function askByUrl(core: Core, caller: Caller, a: Pending, asker: LegacyAsker, options: WaitOptions): Promise<{ ran: unknown } | BerthError | undefined> {
+  const deadline = waitDeadline(core, options);
   let answer: ElicitResult;
   try {
-    answer = await asker.elicit({ mode: 'url', elicitationId: a.uuid, url: String(a.approve_url), message: pageMessage(a) }, { timeout: ANSWER_WITHIN_MS, signal: asker.signal });
+    answer = await asker.elicit({ mode: 'url', elicitationId: a.uuid, url: String(a.approve_url), message: pageMessage(a) }, { timeout: Math.max(1, deadline - Date.now()), signal: asker.signal });
   } catch {
     return undefined;
   }
   if (answer.action !== 'accept') return undefined;
-  const done = await waitForDecision(core, caller, a.uuid, asker.signal);
+  const done = await waitForDecision(core, caller, a.uuid, deadline, options.progress, asker.signal);
   if (done) await asker.complete(a.uuid).catch(() => undefined);
   return done;
 }

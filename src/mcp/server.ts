@@ -196,7 +196,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
       // A 2026-era call sent again with its person's answer decides the held call it names; it does not run anew.
       const asker = options.elicit;
       if (asker?.era === 'modern' && asker.state !== undefined && 'core' in session) {
-        const decided = await resumeInClient(session.core, await session.callerFor(tool), tool.op, agent.args, asker);
+        const decided = await resumeInClient(session.core, await session.callerFor(tool), tool.op, agent.args, asker, options);
         if (decided instanceof BerthError) throw decided;
         return view(decided.ran);
       }
@@ -204,7 +204,7 @@ function sessionTools(session: McpSession | ExecutorSession, onEnable: (t: ToolD
     } catch (err) {
       // A held call: a client that can ask its person does, so the call can finish in this turn.
       if (err instanceof BerthError && err.kind === 'approval_pending' && options.elicit && !(options.elicit.era === 'modern' && options.elicit.state !== undefined) && 'core' in session) {
-        const asked = await confirmInClient(session.core, await session.callerFor(tool), err, options.elicit).catch((e: unknown) => unexpected(e));
+        const asked = await confirmInClient(session.core, await session.callerFor(tool), err, options.elicit, options).catch((e: unknown) => unexpected(e));
         if (asked instanceof BerthError) return { error: errorResult(asked, hintFor(tool)) };
         if (asked && 'ask' in asked) return asked;
         if (asked) return view(asked.ran);

@@ -55,7 +55,7 @@ describe('approvals over MCP: only a person approves', { timeout: 90_000 }, () =
   };
 
   /** A v1 SDK client (@modelcontextprotocol/sdk) on `berth mcp` over stdio, answering every elicitation with `answer`. */
-  async function v1Client(token: string, modes: Modes, answer: Answer = acceptAll) {
+  async function v1Client(token: string, modes: Modes, answer: Answer = acceptAll, env: Record<string, string> = {}) {
     const asked: Array<Record<string, unknown>> = [];
     const completed: string[] = [];
     const c = new V1Client({ name: 'berth-test-v1-elicit', version: '1.0.0' }, { capabilities: { elicitation: modes } });
@@ -70,7 +70,7 @@ describe('approvals over MCP: only a person approves', { timeout: 90_000 }, () =
       new V1StdioTransport({
         command: process.execPath,
         args: [CLI, 'mcp', '--data', s.dataDir, '--toolsets', 'all'],
-        env: { BERTH_TOKEN: token, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir) },
+        env: { BERTH_TOKEN: token, LOG_LEVEL: 'warn', ...storeEnv(s.dataDir), ...env },
         stderr: 'pipe',
       }),
     );
@@ -207,6 +207,23 @@ describe('approvals over MCP: only a person approves', { timeout: 90_000 }, () =
     const runs = await call(s.url, 'GET', `/api/v1/audit?operation=delete_project&resource=${p}&result=ok`, { token: s.rootToken });
     expect(runs.json).toHaveLength(1);
   });
+
+  it('URL mode, the page opened but nobody decides: the call answers pending within its answer bound, and a caller with a progress token hears that it waits', async () => {
+    const p = await project('elicit-undecided');
+    // A 6 s bound: past one 5 s heartbeat, far short of the 10 minutes a call used to hold a client that gives up at 60.
+    const client = await v1Client(s.rootToken, { url: {} }, () => ({ action: 'accept' }), { BERTH_ANSWER_WITHIN_MS: '6000' });
+    const heard: string[] = [];
+    try {
+      const r = (await client.c.callTool({ name: 'delete_project', arguments: { uuid: p } }, undefined, { onprogress: (n) => void heard.push(String(n.message)) })) as ToolResult;
+      expectPending(r, p);
+      expect(client.asked).toHaveLength(1);
+      expect(heard.length).toBeGreaterThanOrEqual(1);
+      expect(heard[0]).toMatch(/waiting for a person to decide approval [a-z0-9]{24} in the console/);
+    } finally {
+      await client.c.close();
+    }
+    await stillHeld(p);
+  }, 30_000);
 
   it('URL mode, the page declined in the client: nothing is decided, the call answers pending', async () => {
     const p = await project('elicit-no');
