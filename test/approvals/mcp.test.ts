@@ -9,6 +9,7 @@ import { browse, signInByLink, type ConsoleSession } from '../helpers/console.js
 import { CLI, errorBody, httpClient, stdioClient, type ToolResult } from '../helpers/mcp.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { storeEnv } from '../helpers/store.js';
+import { remoteClient } from '../mcp/remote/helpers.js';
 
 /** What a client that approves everything answers, whatever it is asked (form or URL). */
 const acceptAll = () => ({ action: 'accept' as const, content: { approve: true } });
@@ -237,8 +238,15 @@ describe('approvals over MCP: only a person approves', { timeout: 90_000 }, () =
     await stillHeld(p);
   });
 
-  it('clients without elicitation get the pending result and where to approve (stdio and HTTP)', async () => {
-    for (const open of [() => stdioClient('v2-legacy', s.dataDir, s.rootToken), () => httpClient('v2-modern', s.url, s.rootToken), () => stdioClient('v1', s.dataDir, s.rootToken)]) {
+  it('clients without elicitation get the pending result and where to approve (stdio, HTTP, and remote mode relaying the upstream’s)', async () => {
+    const opens = [
+      () => stdioClient('v2-legacy', s.dataDir, s.rootToken),
+      () => httpClient('v2-modern', s.url, s.rootToken),
+      () => stdioClient('v1', s.dataDir, s.rootToken),
+      // berth mcp --api-url: the upstream's 202 is answered as local mode answers a held call.
+      () => remoteClient('v2-modern', s.url, s.rootToken),
+    ];
+    for (const open of opens) {
       const p = await project('no-elicit');
       const c = await open();
       try {

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { pathParams, type CallOptions, type Operation, type ProgressReporter } from '../../core/operation.js';
 import { pageOf } from '../../core/pagination.js';
 import { parseInput } from '../../core/validation.js';
+import { BerthError } from '../../errors.js';
 import { RetryLaterError, type Method, type PacedClient, type PacedResponse } from './paced-client.js';
 import { ToolCallError, type ToolExecutor } from '../server.js';
 import { ERROR_BODY_LIMIT, redactText, upstreamErrorBody } from './redact-upstream.js';
@@ -156,6 +157,21 @@ function waitReporter(progress: ProgressReporter | undefined, logger: Logger, to
   };
 }
 
+/**
+ * A berth upstream's 202 for a call its team's policy holds: the pending approval (uuid, page on
+ * the upstream's console), answered as local mode answers a held call rather than as an output
+ * that does not match (which dropped where to approve). Undefined for any other 202.
+ */
+function heldApproval(body: string): (Record<string, unknown> & { uuid: string }) | undefined {
+  try {
+    const json = JSON.parse(body) as { approval?: unknown };
+    const a = json.approval;
+    return isObject(a) && typeof a.uuid === 'string' && /^[a-z0-9]{24}$/.test(a.uuid) ? (a as Record<string, unknown> & { uuid: string }) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const SAFE = new Set(['GET', 'HEAD']);
 /** Errors raised before a request left this machine: a write was certainly not made. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -190,6 +206,8 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
       waits.stop();
     }
     if (res.status < 200 || res.status >= 300) throw new ToolCallError(upstreamErrorBody(res.status, res.body, secrets), res.status);
+    const held = res.status === 202 ? heldApproval(res.body) : undefined;
+    if (held) throw new BerthError('approval_pending', { approval: held });
     return checkOutput(op, outputFrom(op, res, input, secrets));
   };
 
