@@ -233,8 +233,11 @@ async function askingCaller(db: Db, row: { token_id: number; team_id: number; pe
 export interface Decider {
   userId: number;
   teamId: number;
-  /** A person's doors only; rows decided before issue 39 may still say mcp_elicitation. */
-  via: 'console' | 'cli';
+  /**
+   * Where the decision was made: a person's door (console, cli) for an approve; a token's deny
+   * names its door (rest, mcp-stdio, mcp-http). Rows decided before issue 39 may say mcp_elicitation.
+   */
+  via: AuditDoor;
   /** The arguments hash the person was shown (the console posts it back); refused when it is not the held call's. */
   argsHash?: string;
 }

@@ -167,6 +167,8 @@ describe('approvals over REST', { timeout: 60_000 }, () => {
     const denied = await call(s.url, 'POST', `/api/v1/approvals/${a.uuid}/deny`, { token: s.rootToken });
     expect(denied.status).toBe(200);
     expect(denied.json.status).toBe('denied');
+    // A token's deny names its door, not the CLI's.
+    expect(denied.json.decided_via).toBe('rest');
     expect((await approveInConsole(a.uuid)).status).toBe(409);
     expect((await call(s.url, 'GET', `/api/v1/projects/${p}`, { token: s.rootToken })).status).toBe(200);
   });

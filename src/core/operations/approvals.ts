@@ -53,7 +53,7 @@ async function decideAs(ctx: OperationContext, uuid: string, what: 'approve' | '
   await getApproval(ctx.db, ctx.config, caller.teamId, uuid);
   if (what === 'approve' && !caller.person) throw new BerthError('approval_not_allowed');
   if (!ctx.runHeld) throw new Error('approvals need the core to run a held call');
-  return decide(ctx, ctx.runHeld, { userId: caller.userId, teamId: caller.teamId, via: caller.person ?? 'cli', ...(argsHash ? { argsHash } : {}) }, uuid, what);
+  return decide(ctx, ctx.runHeld, { userId: caller.userId, teamId: caller.teamId, via: caller.person ?? caller.door, ...(argsHash ? { argsHash } : {}) }, uuid, what);
 }
 
 /** A caller without read:sensitive sees no hidden argument's name either (as in every response). */
