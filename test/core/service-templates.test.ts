@@ -16,8 +16,7 @@ describe('built-in one-click catalog: every template is one berth runs', () => {
       expect(t.slogan.length, t.type).toBeGreaterThan(10);
       expect(t.tags.length, t.type).toBeGreaterThan(0);
     }
-    for (const popular of ['uptime-kuma', 'n8n', 'vaultwarden', 'gitea', 'umami', 'ghost', 'minio', 'grafana', 'wordpress-with-mariadb'])
-      expect(types, popular).toContain(popular);
+    for (const popular of ['uptime-kuma', 'n8n', 'vaultwarden', 'gitea', 'umami', 'ghost', 'minio', 'grafana', 'wordpress-with-mariadb']) expect(types, popular).toContain(popular);
   });
 
   for (const t of BUILTIN_TEMPLATES) {

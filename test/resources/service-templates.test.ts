@@ -104,7 +104,12 @@ describe('one-click services over REST', () => {
   });
 
   it('an unknown type is a 422 that names the list tool and route; type with docker_compose_raw, or neither, is a 422; nothing is created', async () => {
-    const before = (await c.s.db.selectFrom('resources').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+    const before = (
+      await c.s.db
+        .selectFrom('resources')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n;
     const r = await create(c, 'no-such-template');
     expect(r.status).toBe(422);
     expect(r.json).toEqual({
@@ -118,7 +123,12 @@ describe('one-click services over REST', () => {
     expect(neither.status).toBe(422);
     expect(neither.json.errors.type[0]).toContain('list_service_templates');
     expect((await create(c, 'bad type!')).status).toBe(422);
-    const after = (await c.s.db.selectFrom('resources').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+    const after = (
+      await c.s.db
+        .selectFrom('resources')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n;
     expect(Number(after)).toBe(Number(before));
   });
 });
@@ -147,8 +157,18 @@ describe('one-click services over MCP', () => {
 describe("BERTH_SERVICE_TEMPLATES: an operator's catalog in Coolify's format extends and overrides berth's", () => {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   const catalog = JSON.stringify({
-    'uptime-kuma': { compose: b64('services:\n  kuma:\n    image: registry.example.test/kuma:9\n    environment:\n      - ADMIN=$SERVICE_PASSWORD_KUMA\n'), slogan: "The operator's own kuma.", tags: ['ours'] },
-    'house-app': { compose: b64('services:\n  app:\n    image: registry.example.test/app:1\n    environment:\n      - TOKEN=$SERVICE_BASE64_64_TOKEN\n'), slogan: 'An app of the house.', tags: ['house'], logo: 'x.svg', minversion: '0.0.0' },
+    'uptime-kuma': {
+      compose: b64('services:\n  kuma:\n    image: registry.example.test/kuma:9\n    environment:\n      - ADMIN=$SERVICE_PASSWORD_KUMA\n'),
+      slogan: "The operator's own kuma.",
+      tags: ['ours'],
+    },
+    'house-app': {
+      compose: b64('services:\n  app:\n    image: registry.example.test/app:1\n    environment:\n      - TOKEN=$SERVICE_BASE64_64_TOKEN\n'),
+      slogan: 'An app of the house.',
+      tags: ['house'],
+      logo: 'x.svg',
+      minversion: '0.0.0',
+    },
   });
 
   async function expectOperatorCatalog(source: string) {
