@@ -22,7 +22,7 @@ const envsOf = async (ctx: Ctx, uuid: string, token: string): Promise<Record<str
 async function planned(s: TestServer, uuid: string) {
   const r = await s.db.selectFrom('resources').select('id').where('uuid', '=', uuid).executeTakeFirstOrThrow();
   const plan = await planResource(s.db, r.id);
-  return Object.fromEntries(plan.containers.map((k) => [k.name.slice(uuid.length + 1), Object.fromEntries(k.spec.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))]));
+  return Object.fromEntries(plan.containers.map((k) => [k.name.slice(uuid.length + 1), Object.fromEntries((k.spec.env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))]));
 }
 
 describe('one-click services over REST', () => {
