@@ -150,3 +150,15 @@ export function interpolateContainer(k: ComposeContainer, vars: Record<string, s
     ...(k.healthcheck ? { healthcheck: { ...k.healthcheck, test: k.healthcheck.test.map(one) } } : {}),
   };
 }
+
+/**
+ * A copy's SERVICE_URL_/SERVICE_FQDN_ value: one berth generated names the source's containers
+ * (`<uuid>-<service>`), which the copy must not reach; it names the copy's. Any other value (a
+ * person's own URL, a secret) is kept as it is.
+ */
+export function copiedMagicValue(key: string, value: string | null, fromUuid: string, toUuid: string): string | null {
+  const v = magicVariable(key);
+  if (value === null || !v || (v.command !== 'URL' && v.command !== 'FQDN')) return value;
+  const m = /^(http:\/\/)?([a-z0-9]{24})-/.exec(value);
+  return m && m[2] === fromUuid ? `${m[1] ?? ''}${toUuid}-${value.slice(m[0].length)}` : value;
+}

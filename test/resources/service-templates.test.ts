@@ -95,6 +95,22 @@ describe('one-click services over REST', () => {
     expect(seen.n8n!.DB_POSTGRESDB_PASSWORD).toBe('rotated-by-hand');
   });
 
+  it("a clone keeps the template's variables, but its URLs name the clone's containers, not the source's", async () => {
+    const r = await create(c, 'grafana');
+    const env = await envsOf(c, r.json.uuid, c.sensitive);
+    const cloned = await c.api('POST', `/services/${r.json.uuid}/clone`, c.write, { destination_uuid: c.w.destinationUuid });
+    expect(cloned.status, cloned.text).toBe(201);
+    const copy = cloned.json.uuid as string;
+    const copied = await envsOf(c, copy, c.sensitive);
+    expect(copied).toMatchObject({
+      SERVICE_PASSWORD_GRAFANA: env.SERVICE_PASSWORD_GRAFANA,
+      SERVICE_URL_GRAFANA: `http://${copy}-grafana`,
+      SERVICE_URL_GRAFANA_3000: `http://${copy}-grafana:3000`,
+      SERVICE_FQDN_GRAFANA: `${copy}-grafana`,
+    });
+    expect((await planned(c.s, copy)).grafana).toMatchObject({ GF_SERVER_ROOT_URL: `http://${copy}-grafana`, GF_SECURITY_ADMIN_PASSWORD: env.SERVICE_PASSWORD_GRAFANA });
+  });
+
   it('a service from a compose file keeps its `$` literal, as before (no interpolation)', async () => {
     const yaml = 'services:\n  app:\n    image: nginx:1\n    environment:\n      PASS: "a$$b${X}"\n';
     const r = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml });
