@@ -95,6 +95,18 @@ describe('one-click services over REST', () => {
     expect(seen.n8n!.DB_POSTGRESDB_PASSWORD).toBe('rotated-by-hand');
   });
 
+  it("a template service's new compose file gets values for the magic variables it adds; the ones it had are kept", async () => {
+    const r = await create(c, 'memos');
+    const before = await envsOf(c, r.json.uuid, c.sensitive);
+    const compose = `services:\n  memos:\n    image: neosmemo/memos:stable\n    environment:\n      - SERVICE_URL_MEMOS_5230\n      - TOKEN=$SERVICE_PASSWORD_TOKEN\n    volumes:\n      - memos-data:/var/opt/memos\n`;
+    const patched = await c.api('PATCH', `/services/${r.json.uuid}`, c.write, { docker_compose_raw: compose });
+    expect(patched.status, patched.text).toBe(200);
+    const after = await envsOf(c, r.json.uuid, c.sensitive);
+    expect(after).toMatchObject(before);
+    expect(after.SERVICE_PASSWORD_TOKEN).toMatch(/^[A-Za-z0-9]{32}$/);
+    expect((await planned(c.s, r.json.uuid)).memos!.TOKEN).toBe(after.SERVICE_PASSWORD_TOKEN);
+  });
+
   it("a clone keeps the template's variables, but its URLs name the clone's containers, not the source's", async () => {
     const r = await create(c, 'grafana');
     const env = await envsOf(c, r.json.uuid, c.sensitive);

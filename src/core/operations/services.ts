@@ -225,6 +225,12 @@ export const serviceOperations = [
           .where('id', '=', r.id)
           .execute();
         if (compose) await syncStorages(trx, r.id, compose.containers);
+        // A template service's new compose may name magic variables it lacks: generated as at create.
+        if (compose && c.template) {
+          const have = new Set((await trx.selectFrom('environment_variables').select('key').where('resource_id', '=', r.id).where('is_preview', '=', 0).execute()).map((e) => e.key));
+          const fresh = Object.entries(templateEnvironment(compose.yaml, r.uuid, compose.containers)).filter(([k]) => !have.has(k));
+          await insertVariables(trx, r.id, Object.fromEntries(fresh));
+        }
       });
       return { uuid, domains: [] };
     },
