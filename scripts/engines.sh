@@ -10,6 +10,9 @@
 #   scripts/engines.sh pg-image DIR  import a PostgreSQL image (localhost/berth-postgres:15) into the
 #                                  engines under DIR, built once from Debian's postgresql package
 #                                  (cached tarball: $BERTH_PG_ROOTFS, default /tmp/berth-postgres-rootfs.tar)
+#   scripts/engines.sh mosquitto-image DIR  import eclipse-mosquitto:2 (the one-click template's image)
+#                                  into the engines under DIR, built once from Debian's mosquitto
+#                                  packages (apt-get download; cached: /tmp/berth-mosquitto-rootfs.tar)
 #
 # Each engine is `podman system service` with its own storage root, run root, tmp dir (libpod
 # state, file locks, events), network config dir and volume path, so the two share nothing: a
@@ -231,6 +234,66 @@ cmd_pg_image() {
   log "pg-image: $PG_IMAGE"
 }
 
+MOSQUITTO_IMAGE="docker.io/library/eclipse-mosquitto:2"
+MOSQUITTO_ROOTFS="${BERTH_MOSQUITTO_ROOTFS:-/tmp/berth-mosquitto-rootfs.tar}"
+
+# The MQTT broker of the `mosquitto` one-click template with no registry: Debian's mosquitto and
+# mosquitto_passwd (packages fetched with apt-get download, unpacked, never installed), every
+# library ldd lists for them, busybox for the template's shell entrypoint, and the official
+# image's layout (/mosquitto/{config,data,log}, user mosquitto, uid 1883).
+build_mosquitto_rootfs_tar() { # out.tar
+  local out="$1" rfs debs f lib
+  [ -s "$out" ] && return 0
+  [ -x /bin/busybox ] || die "/bin/busybox missing (run: $0 install)"
+  debs="$(mktemp -d)"
+  chmod 777 "$debs"
+  (cd "$debs" && apt-get download -qq mosquitto libmosquitto1 libcjson1 libdlt2 libwrap0 >/dev/null 2>&1) || die "apt-get download of mosquitto failed"
+  mkdir "$debs/x"
+  for f in "$debs"/*.deb; do dpkg-deb -x "$f" "$debs/x"; done
+  rfs="$(mktemp -d)"
+  chmod 755 "$rfs"
+  mkdir -p "$rfs"/{bin,etc,tmp,root,proc,sys,dev,usr/bin,usr/sbin,mosquitto/config,mosquitto/data,mosquitto/log}
+  chmod 1777 "$rfs/tmp"
+  cp /bin/busybox "$rfs/bin/busybox"
+  for f in $(/bin/busybox --list); do [ "$f" = busybox ] || ln -sf busybox "$rfs/bin/$f"; done
+  cp "$debs/x/usr/sbin/mosquitto" "$rfs/usr/sbin/"
+  cp "$debs/x/usr/bin/mosquitto_passwd" "$rfs/usr/bin/"
+  for f in "$rfs/usr/sbin/mosquitto" "$rfs/usr/bin/mosquitto_passwd"; do
+    LD_LIBRARY_PATH="$debs/x/usr/lib/x86_64-linux-gnu" ldd "$f" 2>/dev/null | awk '/=>/ {print $3} $1 ~ /^\/.*ld-linux/ {print $1}' | grep '^/' || true
+  done | sort -u | while read -r lib; do
+    case "$lib" in
+      "$debs/x"/*) mkdir -p "$rfs/usr/lib/x86_64-linux-gnu"; cp -L "$lib" "$rfs/usr/lib/x86_64-linux-gnu/" ;;
+      *) mkdir -p "$rfs$(dirname "$lib")"; cp -L "$lib" "$rfs$lib" ;;
+    esac
+  done
+  for f in lib lib64; do
+    if [ -L "/$f" ] && [ -d "$rfs/$f" ] && [ ! -L "$rfs/$f" ]; then
+      mkdir -p "$rfs/usr/$f"; cp -a "$rfs/$f/." "$rfs/usr/$f/"; rm -rf "${rfs:?}/$f"; ln -s "usr/$f" "$rfs/$f"
+    fi
+  done
+  printf 'root:x:0:0:root:/root:/bin/sh\nmosquitto:x:1883:1883:mosquitto:/var/empty:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$rfs/etc/passwd"
+  printf 'root:x:0:\nmosquitto:x:1883:\nnogroup:x:65534:\n' >"$rfs/etc/group"
+  printf 'listener 1883\nallow_anonymous false\n' >"$rfs/mosquitto/config/mosquitto.conf"
+  chown -R 1883:1883 "$rfs/mosquitto"
+  tar -C "$rfs" --numeric-owner -cf "$out.$$.tmp" .
+  mv "$out.$$.tmp" "$out"
+  rm -rf "$rfs" "$debs"
+}
+
+cmd_mosquitto_image() {
+  local dir="${1:?usage: $0 mosquitto-image DIR}" e
+  dir="$(cd "$dir" && pwd)"
+  build_mosquitto_rootfs_tar "$MOSQUITTO_ROOTFS"
+  for e in "${ENGINES[@]}"; do
+    [ -S "$dir/$e/engine.sock" ] || continue
+    run_podman "$e" "$dir" image exists "$MOSQUITTO_IMAGE" 2>/dev/null && continue
+    run_podman "$e" "$dir" import --quiet --change 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' \
+      --change 'CMD ["/usr/sbin/mosquitto", "-c", "/mosquitto/config/mosquitto.conf"]' \
+      "$MOSQUITTO_ROOTFS" "$MOSQUITTO_IMAGE" >/dev/null || run_podman "$e" "$dir" image exists "$MOSQUITTO_IMAGE"
+  done
+  log "mosquitto-image: $MOSQUITTO_IMAGE"
+}
+
 wait_ping() { # socket deadline-seconds log
   local sock="$1" until=$((SECONDS + $2))
   while [ $SECONDS -lt $until ]; do
@@ -383,6 +446,7 @@ case "${1:-}" in
   down) shift; cmd_down "$@" ;;
   env) shift; cmd_env "$@" ;;
   pg-image) shift; cmd_pg_image "$@" ;;
+  mosquitto-image) shift; cmd_mosquitto_image "$@" ;;
   podman) shift; e="${1:?engine}"; dir="${2:?dir}"; shift 2; dir="$(cd "$dir" && pwd)"; run_podman "$e" "$dir" "$@" ;;
   # What `podman` needs to act on engine E: its environment (NAME=value lines), a `--` line, then
   # its global flags, one a line. Tests run podman with them directly (a bash and three forks

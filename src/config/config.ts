@@ -35,6 +35,12 @@ const envSchema = z.object({
   /** Image of the never-started helper containers that read and write volumes during migrations. */
   BERTH_HELPER_IMAGE: z.string().min(1).default('busybox:latest'),
   /**
+   * One-click service templates of the operator, in Coolify's service-templates.json format: a
+   * file path or an http(s) URL (read on first use, 10 s timeout). They extend and override
+   * berth's own catalog. Empty: berth's own only.
+   */
+  BERTH_SERVICE_TEMPLATES: z.string().default(''),
+  /**
    * Migrations also read each copied volume back and compare every file's sha256 (a second pass
    * over the data). Off: the stored destination is verified by listings (count, sizes, metadata).
    */
@@ -150,6 +156,8 @@ export interface Config {
   queueConcurrency: number;
   queueCap: number;
   helperImage: string;
+  /** BERTH_SERVICE_TEMPLATES: the operator's template catalog (file or URL), or null. */
+  serviceTemplates: string | null;
   migrationChecksums: boolean;
   sshTimeoutMs: number;
   sshIdleMs: number;
@@ -214,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     queueConcurrency: e.BERTH_QUEUE_CONCURRENCY,
     queueCap: e.BERTH_QUEUE_CAP,
     helperImage: e.BERTH_HELPER_IMAGE,
+    serviceTemplates: e.BERTH_SERVICE_TEMPLATES.trim() || null,
     migrationChecksums: e.BERTH_MIGRATION_CHECKSUMS === 'true' || e.BERTH_MIGRATION_CHECKSUMS === '1',
     sshTimeoutMs: e.BERTH_SSH_TIMEOUT_MS,
     sshIdleMs: e.BERTH_SSH_IDLE_MS,

@@ -6,6 +6,7 @@ import { volumeName } from '../core/model/volumes.js';
 import type { ServiceConfig } from '../core/model/service.js';
 import type { Db } from '../store/db.js';
 import { dependencyOrder, type DependencyCondition } from '../core/compose.js';
+import { interpolateContainer } from '../core/compose-variables.js';
 import { describeHostReach, hostReaching } from '../core/host-access.js';
 import { labelsOf } from '../core/custom-labels.js';
 import { parseRunOptions } from '../core/run-options.js';
@@ -145,7 +146,11 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     const c = config as ServiceConfig;
     // Stored in dependency order since depends_on is honoured; older records are ordered here.
     const ordered = dependencyOrder(c.containers);
-    const list = 'order' in ordered ? ordered.order : c.containers;
+    const stored = 'order' in ordered ? ordered.order : c.containers;
+    // A template's compose reads the service's variables as compose would (${VAR}, $$).
+    const unset = new Set<string>();
+    const list = c.template ? stored.map((k) => interpolateContainer(k, userEnv, unset)) : stored;
+    if (unset.size) notes.push(`Variables the compose file uses that are not set (empty, as compose makes them): ${[...unset].sort().join(', ')}.`);
     containers = list.map((k) => ({
       name: `${r.uuid}-${k.name}`,
       ...(k.dependsOn?.length ? { dependsOn: k.dependsOn.map((d) => ({ name: `${r.uuid}-${d.service}`, condition: d.condition })) } : {}),

@@ -119,10 +119,10 @@ describe("Coolify's service fields", () => {
     expect((await c.api('PATCH', `/services/${uuid}/databases/${db}`, c.write, { url: 'https://db.example.com' })).json.errors).toEqual({ url: ['This field is not allowed.'] });
   });
 
-  it('one-click templates and urls are refused by name, saying berth does not support them yet; the network switch is kept', async () => {
+  it('a one-click template berth lacks names the list; urls are refused by name, saying berth does not support them yet; the network switch is kept', async () => {
     const oneClick = await c.api('POST', '/services', c.write, { ...placeOf(c.w), type: 'gitea-with-mysql' });
     expect(oneClick.status).toBe(422);
-    expect(oneClick.json.errors.type).toEqual(['berth does not support this Coolify field yet: one-click service templates are not available; send the compose file as docker_compose_raw.']);
+    expect(oneClick.json.errors.type).toEqual(['Unknown service type "gitea-with-mysql". list_service_templates (GET /api/v1/services/templates) lists the types.']);
     const urls = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml(''), urls: [{ name: 'web', url: 'https://a.example.com' }] });
     expect(urls.json.errors.urls[0]).toMatch(/^berth does not support this Coolify field yet: .*PATCH \/services\/\{uuid\}\/applications/);
     const made = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml('') });

@@ -12,4 +12,10 @@ export interface ServiceConfig {
    * other resources there; false gives the service a network of its own (named by its uuid).
    */
   connect_to_docker_network?: boolean;
+  /**
+   * The one-click template it was made from (Coolify's service_type). Such a service keeps
+   * Coolify's compose semantics at deploy: `${VAR}` in environment values, command, entrypoint
+   * and health check reads the service's variables (core/compose-variables.ts).
+   */
+  template?: string;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { copiedMagicValue } from '../compose-variables.js';
 import { validationError } from '../../errors.js';
 import { newUuid } from '../../ids.js';
 import { atomically } from '../../store/atomic.js';
@@ -49,7 +50,7 @@ export function cloneOperation(collection: Collection) {
           const { id: _e, ...env } = e;
           await trx
             .insertInto('environment_variables')
-            .values({ ...env, uuid: newUuid(), resource_id: id, ...stamps() })
+            .values({ ...env, value: copiedMagicValue(env.key, env.value, r.uuid, uuid), uuid: newUuid(), resource_id: id, ...stamps() })
             .execute();
         }
         // New volumes named after the copy: the source's data is never shared.

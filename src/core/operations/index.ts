@@ -25,6 +25,7 @@ import { envOperations, logOperation, storageOperations } from './resource-parts
 import type { Collection } from '../model/kinds.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serviceOperations } from './services.js';
+import { serviceTemplateOperations } from './service-templates.js';
 import { servicePartOperations } from './service-parts.js';
 import { settingsOperations } from './instance-settings.js';
 import { serviceStorageOperations } from './service-storages.js';
@@ -68,6 +69,7 @@ export const operations: readonly Operation[] = [
   ...databaseOperations,
   ...resourceFamily('databases'),
   ...serviceOperations,
+  ...serviceTemplateOperations,
   ...resourceFamily('services'),
   ...scheduledTaskOperations('services'),
   ...serviceStorageOperations,

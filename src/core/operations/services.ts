@@ -13,6 +13,8 @@ import { sensitive } from '../redact.js';
 import { description, name, tags, uuidParam } from '../validators.js';
 import { CREATE, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
+import { LIST_TEMPLATES_TOOL, templateEnvironment, templateFor, templateType } from './service-templates.js';
+import { validationError } from '../../errors.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
 /**
@@ -26,7 +28,8 @@ const labelEscape = z
 
 export const serviceSchema = z.object({
   ...placedSchema,
-  service_type: z.null(),
+  /** The one-click template it was made from (create_service's type), or null. */
+  service_type: z.string().nullable(),
   /** The compose file as YAML (decoded); sensitive. */
   docker_compose_raw: sensitive(z.string()),
   containers: z.array(z.object({ name: z.string(), image: z.string(), volumes: z.array(z.string()) })),
@@ -39,7 +42,7 @@ async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchem
   const c = config<ServiceConfig>(r);
   return {
     ...(await placedView(db, r)),
-    service_type: null,
+    service_type: c.template ?? null,
     docker_compose_raw: c.docker_compose_raw,
     containers: c.containers.map((k) => ({ name: k.name, image: k.image, volumes: k.mounts.map((m) => m.volume) })),
     volumes: c.volumes,
@@ -62,6 +65,25 @@ export async function syncStorages(db: Db, resourceId: number, containers: Compo
         .values({ uuid: newUuid(), resource_id: resourceId, name: volume, mount_path: w.target, container: w.container, engine_volume: null, ...stamps() })
         .execute();
   }
+}
+
+/** A new service's generated variables: runtime and build time, as Coolify's defaults. */
+async function insertVariables(db: Db, resourceId: number, env: Record<string, string>) {
+  const rows = Object.entries(env).map(([key, value]) => ({
+    uuid: newUuid(),
+    resource_id: resourceId,
+    key,
+    value,
+    is_preview: 0,
+    is_literal: 0,
+    is_multiline: 0,
+    is_shown_once: 0,
+    is_runtime: 1,
+    is_buildtime: 1,
+    comment: null,
+    ...stamps(),
+  }));
+  if (rows.length) await db.insertInto('environment_variables').values(rows).execute();
 }
 
 export const serviceOperations = [
@@ -88,10 +110,10 @@ export const serviceOperations = [
   }),
   defineOperation({
     name: 'create_service',
-    title: 'Create a service from compose',
+    title: 'Create a service',
     description:
-      'Create a service from a docker compose file (docker_compose_raw, base64 as Coolify expects, or plain YAML). Named volumes only: settings that reach into the host (privileged, host binds, cap_add, host namespaces) need host_access on the server. Nothing runs until you deploy.',
-    summary: 'Create a service from a docker compose file (base64 or YAML).',
+      'Create a service from a one-click template (type, e.g. "uptime-kuma"; list_service_templates lists them; passwords and users generated per service as its variables) or from a docker compose file (docker_compose_raw, base64 as Coolify expects, or plain YAML). Named volumes only: settings that reach into the host need host_access on the server. Nothing runs until you deploy (or instant_deploy).',
+    summary: 'Create a service from a one-click template (type) or a docker compose file (base64 or YAML).',
     permission: 'write',
     toolset: 'services',
     input: () =>
@@ -99,7 +121,8 @@ export const serviceOperations = [
         ...placementInput,
         name: name.optional(),
         description: description.optional(),
-        docker_compose_raw: composeInput,
+        type: templateType.optional().describe('A one-click template (list_service_templates); instead of docker_compose_raw.'),
+        docker_compose_raw: composeInput.optional(),
         instant_deploy: z.boolean().optional(),
         is_container_label_escape_enabled: labelEscape,
         tags: tags.optional(),
@@ -108,23 +131,33 @@ export const serviceOperations = [
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/services', status: 201 },
     unsupported: {
-      type: 'one-click service templates are not available; send the compose file as docker_compose_raw',
       urls: "set each application's url with PATCH /services/{uuid}/applications/{app_uuid}",
     },
     async run(ctx, i) {
       const { db, caller } = ctx;
-      const compose = parseCompose(i.docker_compose_raw);
+      if ((i.type === undefined) === (i.docker_compose_raw === undefined)) {
+        const both = i.type !== undefined;
+        throw validationError({
+          [both ? 'docker_compose_raw' : 'type']: [both ? 'Give either type or docker_compose_raw, not both.' : `Give type (a one-click template: ${LIST_TEMPLATES_TOOL}) or docker_compose_raw.`],
+        });
+      }
+      const template = i.type === undefined ? undefined : await templateFor(ctx, i.type);
+      const compose = parseCompose(template ? template.compose : i.docker_compose_raw!);
       const place = await resolvePlacement(db, caller.teamId, i);
       requireHostAccess(compose, (await serverOf(db, { destination_id: place.destinationId })).host_access === 1);
       const uuid = newUuid();
-      const c: ServiceConfig = { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes };
+      const c: ServiceConfig = { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes, ...(template ? { template: template.type } : {}) };
+      const env = template ? templateEnvironment(compose.yaml, uuid, compose.containers) : {};
       const row = await db.transaction().execute(async (trx) => {
         const r = await trx
           .insertInto('resources')
-          .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'service', place, name: i.name ?? `service-${uuid.slice(0, 10)}`, description: i.description, tags: i.tags }, c))
+          .values(
+            newResourceRow({ uuid, teamId: caller.teamId, kind: 'service', place, name: i.name ?? `${template?.type ?? 'service'}-${uuid.slice(0, 10)}`, description: i.description, tags: i.tags }, c),
+          )
           .returningAll()
           .executeTakeFirstOrThrow();
         await syncStorages(trx, r.id, compose.containers);
+        await insertVariables(trx, r.id, env);
         return r;
       });
       const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;
@@ -192,6 +225,12 @@ export const serviceOperations = [
           .where('id', '=', r.id)
           .execute();
         if (compose) await syncStorages(trx, r.id, compose.containers);
+        // A template service's new compose may name magic variables it lacks: generated as at create.
+        if (compose && c.template) {
+          const have = new Set((await trx.selectFrom('environment_variables').select('key').where('resource_id', '=', r.id).where('is_preview', '=', 0).execute()).map((e) => e.key));
+          const fresh = Object.entries(templateEnvironment(compose.yaml, r.uuid, compose.containers)).filter(([k]) => !have.has(k));
+          await insertVariables(trx, r.id, Object.fromEntries(fresh));
+        }
       });
       return { uuid, domains: [] };
     },

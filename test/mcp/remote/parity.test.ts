@@ -172,6 +172,7 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['list_database_storages', { uuid: w.databaseUuid }],
     ['get_database_logs', { uuid: w.databaseUuid, lines: 10 }],
     ['list_services', {}],
+    ['list_service_templates', { search: 'postgresql' }],
     ['get_service', { uuid: w.serviceUuid }],
     ['list_service_envs', { uuid: w.serviceUuid }],
     ['list_service_storages', { uuid: w.serviceUuid }],
