@@ -21,7 +21,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => s.stop());
 
-export const UI_CAPABILITIES = { extensions: { [UI_EXTENSION]: { mimeTypes: [VIEW_MIME] } } };
+const UI_CAPABILITIES = { extensions: { [UI_EXTENSION]: { mimeTypes: [VIEW_MIME] } } };
 type Kind = 'v2-modern' | 'v2-legacy' | 'v1';
 type Any = Client | V1Client;
 
