@@ -10,7 +10,9 @@ import { build } from 'esbuild';
 const ENTRY = `
 import { AppBridge, PostMessageTransport } from '@modelcontextprotocol/ext-apps/app-bridge';
 window.openedLinks = [];
+window.mountedAt = {};
 window.mountView = async (id, html, toolResult, theme, width) => {
+  window.mountedAt[id] = Date.now();
   const frame = document.createElement('iframe');
   frame.id = id;
   frame.setAttribute('sandbox', 'allow-scripts');
@@ -40,6 +42,9 @@ export function hostPage(): Promise<string> {
     target: 'chrome120',
     minify: true,
     logLevel: 'silent',
-  }).then((r) => `<!doctype html><html><head><meta charset="utf-8"><title>berth test host</title></head><body style="margin:0;background:#888">${'<script>'}${r.outputFiles[0]!.text.replace(/<\/script/gi, '<\\/script')}</script></body></html>`);
+  }).then(
+    (r) =>
+      `<!doctype html><html><head><meta charset="utf-8"><title>berth test host</title></head><body style="margin:0;background:#888">${'<script>'}${r.outputFiles[0]!.text.replace(/<\/script/gi, '<\\/script')}</script></body></html>`,
+  );
   return page;
 }

@@ -11,12 +11,18 @@ import { VIEWS, type ViewName } from './views.js';
 /**
  * The app-only tool a view follows its object with (`_meta.ui.visibility: ["app"]`: the host
  * lets the view call it and keeps it from the model). Called with the version the view shows,
- * it answers once the object differs (a change on berth's change feed naming it, the same feed
- * resource subscriptions hear) or after FOLLOW_WAIT_MS unchanged: a long poll through the host
- * bridge, so the view updates within moments of a change without polling on a timer.
+ * it answers once the object differs (a change on berth's change feed, the one resource
+ * subscriptions hear, or a periodic read: REREAD_MS) or after FOLLOW_WAIT_MS unchanged: a long
+ * poll through the host bridge, so the view updates within moments of a change.
  */
 export const FOLLOW_TOOL = 'follow_view';
 export const FOLLOW_WAIT_MS = 15_000;
+/**
+ * While waiting, the object is also read again this often: a change made by another process on
+ * the same SQLite file (a person deciding in `berth serve`'s console while `berth mcp` serves the
+ * chat) reaches no in-process feed.
+ */
+export const REREAD_MS = 1_500;
 /** Most rows the board shows (each is one status read). */
 export const BOARD_LIMIT = 100;
 
@@ -82,12 +88,12 @@ export async function follow(core: Core, caller: () => Promise<Caller>, input: F
   };
   let now = await read();
   const feed = core.deps.changes;
-  if (input.since === undefined || now.version !== input.since || !feed) return now;
+  if (input.since === undefined || now.version !== input.since) return now;
   const teamId = (await caller()).teamId;
   const deadline = Date.now() + waitMs;
   let wake: (() => void) | undefined;
   let woken = false;
-  const stop = feed.subscribe((c) => {
+  const stop = feed?.subscribe((c) => {
     if (c.teamId !== null && c.teamId !== teamId) return;
     if (c.teamId === null && (input.uuid === undefined || !c.uuids.includes(input.uuid))) return;
     woken = true;
@@ -100,7 +106,7 @@ export async function follow(core: Core, caller: () => Promise<Caller>, input: F
       if (!woken) {
         await new Promise<void>((resolve) => {
           wake = resolve;
-          setTimeout(resolve, deadline - Date.now()).unref();
+          setTimeout(resolve, Math.min(REREAD_MS, deadline - Date.now())).unref();
         });
       }
       woken = false;
@@ -108,7 +114,7 @@ export async function follow(core: Core, caller: () => Promise<Caller>, input: F
       now = await read();
     }
   } finally {
-    stop();
+    stop?.();
     signal?.removeEventListener('abort', onAbort);
   }
   return now;
