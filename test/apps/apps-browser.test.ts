@@ -94,7 +94,8 @@ describe.skipIf(browserMissing || !enginesAvailable)('MCP Apps views in Chromium
     const frame = page.frameLocator(`#${id}`);
     await frame.locator('#root[data-rendered]').waitFor({ timeout: 10_000 });
     // Both clocks are the page's: from the host mounting the view to its first drawing.
-    const firstRenderMs = Number(await frame.locator('#root').getAttribute('data-rendered')) - (await page.evaluate((i) => (globalThis as never as { mountedAt: Record<string, number> }).mountedAt[i]!, id));
+    const firstRenderMs =
+      Number(await frame.locator('#root').getAttribute('data-rendered')) - (await page.evaluate((i) => (globalThis as never as { mountedAt: Record<string, number> }).mountedAt[i]!, id));
     expect(firstRenderMs, `${id}: first render`).toBeLessThan(FIRST_RENDER_MS + SLACK_MS);
     return { frame, firstRenderMs, result };
   }
@@ -108,7 +109,7 @@ describe.skipIf(browserMissing || !enginesAvailable)('MCP Apps views in Chromium
   const fitsWidth = async (page: Page, id: string) => {
     const frame = (await page.locator(`#${id}`).elementHandle())!;
     const inner = (await frame.contentFrame())!;
-    expect(await inner.evaluate(() => ((globalThis as never as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement.scrollWidth <= (globalThis as never as { document: { documentElement: { clientWidth: number } } }).document.documentElement.clientWidth + 1))).toBe(true);
+    expect(await inner.evaluate('document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1')).toBe(true);
   };
 
   it('board, deployment, migration and approval views render real data and follow REST changes (2026 era)', async () => {

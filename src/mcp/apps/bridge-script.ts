@@ -107,8 +107,8 @@ export const VIEW_STYLES = `
 :root[data-theme=dark]{--bg:#15181c;--fg:#e6e9ec;--muted:#9aa4ae;--line:#2d333a;--card:#1d2126;--ok:#5cc981;--bad:#ff8a80;--warn:#f0c05a;--accent:#8fb2ff}
 *{box-sizing:border-box}body{margin:0;padding:12px;background:var(--bg);color:var(--fg);font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;overflow-wrap:anywhere}
 h1{font-size:16px;margin:0 0 8px}.muted{color:var(--muted)}.problem{color:var(--bad)}
-table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:6px 4px;border-bottom:1px solid var(--line);vertical-align:top}th{font-size:12px;color:var(--muted);font-weight:600}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;background:var(--card);border:1px solid var(--line)}
+table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:6px 4px;border-bottom:1px solid var(--line);vertical-align:top}th{font-size:12px;color:var(--muted);font-weight:600;white-space:nowrap}
+.badge{white-space:nowrap;display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;background:var(--card);border:1px solid var(--line)}
 .s-running,.s-finished,.s-succeeded{color:var(--ok)}.s-failed,.s-exited,.s-denied,.s-expired,.s-cancelled,.s-unreachable{color:var(--bad)}.s-in_progress,.s-queued,.s-pending,.s-restarting,.s-starting{color:var(--warn)}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 12px;margin:8px 0}dt{color:var(--muted)}dd{margin:0}
 pre{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px;max-height:320px;overflow:auto;white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace;margin:8px 0}
