@@ -64,6 +64,7 @@ describe.each<Kind>(['v2-modern', 'v2-legacy', 'v1'])('MCP Apps over HTTP, %s cl
   it('a client with it gets the linked tools, the app-only follow tool and the four views', async () => {
     const c = await connect(kind, true);
     try {
+      expect((c.getServerCapabilities() as { extensions?: Record<string, unknown> }).extensions?.[UI_EXTENSION]).toEqual({});
       const tools = await listTools(c);
       for (const v of VIEWS) {
         for (const name of v.tools) {

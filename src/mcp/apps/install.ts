@@ -6,7 +6,7 @@ import { BerthError, toWire, validationError } from '../../errors.js';
 import { issuesToErrors } from '../../core/validation.js';
 import { FOLLOW_TOOL, follow, followInput, followOutput } from './follow.js';
 import { viewHtml } from './html.js';
-import { declaresUi, LEGACY_URI_KEY, VIEW_BY_TOOL, VIEW_BY_URI, VIEW_MIME, VIEWS } from './views.js';
+import { declaresUi, LEGACY_URI_KEY, UI_EXTENSION, VIEW_BY_TOOL, VIEW_BY_URI, VIEW_MIME, VIEWS } from './views.js';
 
 /** What the apps need of a session: the core, its caller, and (2025 HTTP) the declaration its request carried. */
 export interface AppsSession {
@@ -51,6 +51,9 @@ const viewResource = (v: (typeof VIEWS)[number]) => ({ uri: v.uri, name: `${v.na
  */
 export function installApps(server: McpServer, session: AppsSession): void {
   const table = server.server as unknown as RequestTable;
+  // Both sides declare an extension before either uses it: berth says it serves views (as it
+  // says it runs tasks); what it offers still waits for the client's own declaration.
+  server.server.registerCapabilities({ extensions: { [UI_EXTENSION]: {} } } as never);
   const declared = (ctx: Ctx): boolean => {
     const envelope = ctx?.mcpReq?.envelope;
     if (envelope?.[PROTOCOL_VERSION_META_KEY] !== undefined) return declaresUi(envelope[CLIENT_CAPABILITIES_META_KEY]);
