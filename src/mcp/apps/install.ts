@@ -59,49 +59,44 @@ export function installApps(server: McpServer, session: AppsSession): void {
     if (envelope?.[PROTOCOL_VERSION_META_KEY] !== undefined) return declaresUi(envelope[CLIENT_CAPABILITIES_META_KEY]);
     return session.appsDeclared === true || declaresUi(server.server.getClientCapabilities());
   };
-  const wrap = (method: string, wrapper: (sdk: Handler | undefined, request: { params?: Record<string, unknown> }, ctx: Ctx) => Promise<unknown>) => {
+  /** The SDK's handler of a method, answering as it did unless the request's client declared the extension. */
+  const wrap = (method: string, wrapper: (sdk: Handler, request: { params?: Record<string, unknown> }, ctx: Ctx) => Promise<unknown>) => {
     const sdk = table._requestHandlers.get(method);
-    table._requestHandlers.set(method, (request, ctx) => (declared(ctx) ? wrapper(sdk, request, ctx) : sdk ? sdk(request, ctx) : Promise.reject(new Error(`no ${method} handler`))));
+    if (sdk) table._requestHandlers.set(method, (request, ctx) => (declared(ctx) ? wrapper(sdk, request, ctx) : sdk(request, ctx)));
   };
 
-  if (table._requestHandlers.has('tools/list')) {
-    wrap('tools/list', async (sdk, request, ctx) => {
-      const result = (await sdk!(request, ctx)) as { tools: Array<Record<string, unknown>> };
-      const tools = result.tools.map((t) => {
-        const view = VIEW_BY_TOOL.get(String(t.name));
-        if (!view) return t;
-        const meta = (t._meta ?? {}) as Record<string, unknown>;
-        return { ...t, _meta: { ...meta, ui: { ...(meta.ui as object | undefined), resourceUri: view.uri }, [LEGACY_URI_KEY]: view.uri } };
-      });
-      return { ...result, tools: [...tools, followListing()] };
+  wrap('tools/list', async (sdk, request, ctx) => {
+    const result = (await sdk(request, ctx)) as { tools: Array<Record<string, unknown>> };
+    const tools = result.tools.map((t) => {
+      const view = VIEW_BY_TOOL.get(String(t.name));
+      if (!view) return t;
+      const meta = (t._meta ?? {}) as Record<string, unknown>;
+      return { ...t, _meta: { ...meta, ui: { ...(meta.ui as object | undefined), resourceUri: view.uri }, [LEGACY_URI_KEY]: view.uri } };
     });
-  }
-  if (table._requestHandlers.has('tools/call')) {
-    wrap('tools/call', async (sdk, request, ctx) => {
-      if (request.params?.name !== FOLLOW_TOOL) return sdk!(request, ctx);
-      const parsed = followInput.safeParse(request.params?.arguments ?? {});
-      if (!parsed.success) return toolError(validationError(issuesToErrors(parsed.error.issues)));
-      try {
-        const out = await follow(session.core, () => session.callerFor(), parsed.data, ctx?.mcpReq?.signal);
-        return { content: [{ type: 'text', text: `${out.view} ${out.version}` }], structuredContent: out };
-      } catch (err) {
-        if (err instanceof BerthError) return toolError(err);
-        throw err;
-      }
-    });
-  }
-  if (table._requestHandlers.has('resources/list')) {
-    wrap('resources/list', async (sdk, request, ctx) => {
-      const result = (await sdk!(request, ctx)) as { resources: unknown[] };
-      // The views lead the first page; a later page (a cursor) is berth:// resources only.
-      return request.params?.cursor === undefined ? { ...result, resources: [...VIEWS.map(viewResource), ...result.resources] } : result;
-    });
-    wrap('resources/read', async (sdk, request, ctx) => {
-      const view = VIEW_BY_URI.get(String(request.params?.uri ?? ''));
-      if (!view) return sdk!(request, ctx);
-      return { contents: [{ uri: view.uri, mimeType: VIEW_MIME, text: viewHtml(view.name, view.title), _meta: { ui: { csp: CSP } } }] };
-    });
-  }
+    return { ...result, tools: [...tools, followListing()] };
+  });
+  wrap('tools/call', async (sdk, request, ctx) => {
+    if (request.params?.name !== FOLLOW_TOOL) return sdk(request, ctx);
+    const parsed = followInput.safeParse(request.params?.arguments ?? {});
+    if (!parsed.success) return toolError(validationError(issuesToErrors(parsed.error.issues)));
+    try {
+      const out = await follow(session.core, () => session.callerFor(), parsed.data, ctx?.mcpReq?.signal);
+      return { content: [{ type: 'text', text: `${out.view} ${out.version}` }], structuredContent: out };
+    } catch (err) {
+      if (err instanceof BerthError) return toolError(err);
+      throw err;
+    }
+  });
+  wrap('resources/list', async (sdk, request, ctx) => {
+    const result = (await sdk(request, ctx)) as { resources: unknown[] };
+    // The views lead the first page; a later page (a cursor) is berth:// resources only.
+    return request.params?.cursor === undefined ? { ...result, resources: [...VIEWS.map(viewResource), ...result.resources] } : result;
+  });
+  wrap('resources/read', async (sdk, request, ctx) => {
+    const view = VIEW_BY_URI.get(String(request.params?.uri ?? ''));
+    if (!view) return sdk(request, ctx);
+    return { contents: [{ uri: view.uri, mimeType: VIEW_MIME, text: viewHtml(view.name, view.title), _meta: { ui: { csp: CSP } } }] };
+  });
 }
 
 function toolError(err: BerthError) {
