@@ -1,5 +1,6 @@
 import { createMcpHandler, type AuthInfo } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -20,6 +21,18 @@ import { allowedHosts, hostAllowed } from '../http-common/allowed-hosts.js';
 import { ListenBus, MAX_STREAMS_PER_TOKEN } from './resources/listen.js';
 import { listenRefusal, listenUris } from './resources/listen-check.js';
 import { McpTaskRunner } from './tasks/runner.js';
+import { declaresUi } from './apps/views.js';
+
+/**
+ * Stateless 2025-era HTTP keeps nothing between requests, so what a client declared at
+ * initialize is gone by its tools/list. A client that declares MCP Apps is given a session id
+ * that says so, and sends it with every later request (as the 2025 transport requires); berth
+ * reads the declaration back from it. It is no session: nothing is stored, any instance reads
+ * it, and it grants nothing (it only says the client can show views).
+ */
+const APPS_SESSION = 'berth-apps.';
+const appsSessionId = () => `${APPS_SESSION}${randomUUID()}`;
+const appsSessionOf = (h: string | string[] | undefined): boolean => typeof h === 'string' && h.startsWith(APPS_SESSION);
 
 interface McpRouteOptions {
   core: Core;
@@ -35,6 +48,7 @@ interface RequestState {
   catalogue: ToolCatalogue;
   only?: string;
   readOnly: boolean;
+  appsDeclared: boolean;
 }
 
 /** A JSON-RPC error answered by the route itself (the SDK never sees the request). */
@@ -141,7 +155,18 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
       // Stateless 2025 HTTP cannot push (no GET stream): subscribe is advertised to the 2026 era only.
       const resources = { core, caller: async () => state.caller, era: ctx.era, advertise: Boolean(bus) && ctx.era === 'modern' };
       const callerFor = async () => state.caller;
-      return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor, resources, tasks: { runner, owner: callerFor } });
+      return buildMcpServer({
+        core,
+        logger,
+        catalogue: state.catalogue,
+        only: state.only,
+        all: tools,
+        readOnly: state.readOnly,
+        callerFor,
+        resources,
+        tasks: { runner, owner: callerFor },
+        appsDeclared: state.appsDeclared,
+      });
     },
     { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected'), ...(bus ? { bus, maxSubscriptions: 10_000 } : {}) },
   );
@@ -215,7 +240,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
     const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
     const calledName = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
-    const state: RequestState = { caller, catalogue, readOnly, ...(typeof calledName === 'string' ? { only: calledName } : {}) };
+    const state: RequestState = { caller, catalogue, readOnly, appsDeclared: appsSessionOf(req.headers['mcp-session-id']), ...(typeof calledName === 'string' ? { only: calledName } : {}) };
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // A listen stream follows only what its token reads, and a token holds only so many streams.
@@ -225,6 +250,10 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
       if (refusal) return reply.code(200).send(refusal);
       if (bus.streamsOf(caller.tokenId) >= MAX_STREAMS_PER_TOKEN)
         return reply.code(200).send({ jsonrpc: '2.0', id: (req.body as { id?: unknown }).id ?? null, error: { code: -32603, message: 'Subscription limit reached' } });
+    }
+    // A 2025-era client that declares MCP Apps at initialize gets a session id saying so (apps below).
+    if (body && typeof body === 'object' && (body as { method?: unknown }).method === 'initialize' && declaresUi((body as { params?: { capabilities?: unknown } }).params?.capabilities)) {
+      reply.raw.setHeader('mcp-session-id', appsSessionId());
     }
     // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.
     if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
