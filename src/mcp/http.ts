@@ -1,10 +1,10 @@
-import { createMcpHandler, type AuthInfo } from '@modelcontextprotocol/server';
-import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler, isLegacyRequest, type AuthInfo } from '@modelcontextprotocol/server';
+import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import type { ServerResponse } from 'node:http';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import type { Caller } from '../core/caller.js';
+import type { Caller, RequestAccess } from '../core/caller.js';
 import { BerthError, validationError } from '../errors.js';
 import type { Core } from '../core/gate.js';
 import { accessOf } from '../http-common/access.js';
@@ -20,6 +20,8 @@ import { allowedHosts, hostAllowed } from '../http-common/allowed-hosts.js';
 import { ListenBus, MAX_STREAMS_PER_TOKEN } from './resources/listen.js';
 import { listenRefusal, listenUris } from './resources/listen-check.js';
 import { McpTaskRunner } from './tasks/runner.js';
+import { LiveSubscriptions } from './resources/live.js';
+import { LegacySessions } from './http-sessions.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -71,6 +73,9 @@ function lazyAbortOptions(res: ServerResponse): { readonly signal: AbortSignal }
     },
   };
 }
+
+/** A JSON-RPC initialize request (the 2025 era's first message, which opens a session). */
+const isInitialize = (body: unknown): boolean => Boolean(body) && typeof body === 'object' && !Array.isArray(body) && (body as { method?: unknown }).method === 'initialize';
 
 /** A boolean header: exactly true or false (absent is false); anything else is refused, never guessed. */
 function booleanHeader(req: FastifyRequest, name: string): boolean {
@@ -149,11 +154,23 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     bus?.closeAll();
     await handler.close();
   });
+  // 2025-era sessions: one server for the session's life, which pushes what changes on the
+  // client's GET stream; its caller is read per request (admitted as every request is).
+  const sessions = new LegacySessions({ idleMs: config.mcpSessionIdleMs, logger });
+  // Open GET streams would hold up the server's close.
+  app.addHook('preClose', () => sessions.closeAll());
+  const sessionServer = (callerNow: () => Caller, first: Caller, catalogue: ToolCatalogue, readOnly: boolean) => {
+    const callerFor = async () => callerNow();
+    const live = feed && { feed, teamId: first.teamId, subscriptions: new LiveSubscriptions() };
+    const resources = { core, caller: callerFor, era: 'legacy' as const, advertise: Boolean(live), ...(live ? { live } : {}) };
+    return buildMcpServer({ core, logger, catalogue, all: tools, readOnly, callerFor, resources, tasks: { runner, owner: callerFor, notifies: true } });
+  };
   const serve = toNodeHandler(handler);
   const byName = new Map(tools.map((t) => [t.name, t]));
   const catalogueOf = catalogueCache(tools);
 
-  app.post('/mcp', async (req, reply) => {
+  /** What every /mcp request goes through first: the transport guards, admission, OAuth step-up. */
+  async function admitted(req: FastifyRequest): Promise<{ access: RequestAccess; caller: Caller }> {
     guard(req, config);
     const access = accessOf(req);
     access.mcp = true;
@@ -178,6 +195,17 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     if (oauth && caller.oauth && needed && needed !== 'authenticated' && !satisfies(caller.permissions, needed)) {
       throw new BerthError('missing_permissions', { missingPermissions: [needed], insufficientScope: true, resourceMetadata: oauth.resourceMetadataUrl });
     }
+    return { access, caller };
+  }
+
+  /** The SDK writes the response itself, past Fastify's hooks: the rate headers are set on it first. */
+  const takeOver = (reply: FastifyReply, access: RequestAccess) => {
+    if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
+    reply.hijack();
+  };
+
+  app.post('/mcp', async (req, reply) => {
+    const { access, caller } = await admitted(req);
     // One request, one charge: a JSON-RPC batch would run many calls for one. The MCP revisions
     // served here have no batching (2025-06-18 removed it), so a batch is refused unread.
     if (Array.isArray(req.body)) {
@@ -211,6 +239,18 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
       writeFastAnswer(reply.raw, fast, result, raw, access.rate ? rateHeaders(access.rate) : undefined);
       return;
     }
+    // A 2025-era client that initializes gets a session (http-sessions.ts), and its requests go
+    // to it; 2026-era requests and sessionless 2025 ones stay on the stateless handler below.
+    const sessionId = req.headers['mcp-session-id'];
+    const opens = sessionId === undefined && isInitialize(req.body);
+    if (sessions && (typeof sessionId === 'string' || opens) && (await isLegacyRequest(await toWebRequest(req.raw, req.body), req.body))) {
+      const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions] };
+      (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
+      takeOver(reply, access);
+      const r = { caller, recheck: () => core.identify(access), req: req.raw, res: reply.raw, body: req.body };
+      if (typeof sessionId === 'string') return sessions.handle(sessionId, r);
+      return sessions.open(r, (callerNow) => sessionServer(callerNow, caller, catalogue, readOnly));
+    }
     // Building a server with every listed tool dominated a call's cost: a tools/call needs only
     // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
     const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
@@ -226,9 +266,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
       if (bus.streamsOf(caller.tokenId) >= MAX_STREAMS_PER_TOKEN)
         return reply.code(200).send({ jsonrpc: '2.0', id: (req.body as { id?: unknown }).id ?? null, error: { code: -32603, message: 'Subscription limit reached' } });
     }
-    // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.
-    if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
-    reply.hijack();
+    takeOver(reply, access);
     if (bus && uris) {
       const stream = { teamId: caller.teamId, tokenId: caller.tokenId, uris, recheck: () => core.identify(access), end: () => reply.raw.destroy() };
       await bus.serving(stream, () => serve(req.raw, reply.raw, req.body));
@@ -236,4 +274,19 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     }
     await serve(req.raw, reply.raw, req.body);
   });
+
+  // GET (the client's stream for what the server pushes) and DELETE (the end) of a 2025 session.
+  // Without a session id they stay what they were: 405, the stateless door has neither.
+  const sessionRequest = async (req: FastifyRequest, reply: FastifyReply) => {
+    const id = req.headers['mcp-session-id'];
+    if (!sessions || typeof id !== 'string') {
+      await core.chargeAddress(accessOf(req));
+      throw new BerthError('method_not_allowed', { allow: ['POST'] });
+    }
+    const { access, caller } = await admitted(req);
+    takeOver(reply, access);
+    await sessions.handle(id, { caller, recheck: () => core.identify(access), req: req.raw, res: reply.raw, body: undefined });
+  };
+  app.get('/mcp', sessionRequest);
+  app.delete('/mcp', sessionRequest);
 }
