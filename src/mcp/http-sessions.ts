@@ -118,7 +118,17 @@ export class LegacySessions {
       onsessionclosed: (id) => void this.sessions.delete(id),
     });
     const server = build(() => this.current.getStore() ?? session.latest);
-    session = { id: undefined, tokenId: r.caller.tokenId, teamId: r.caller.teamId, server, serve: toNodeHandler({ fetch: (request, options) => transport.handleRequest(request, options) }), latest: r.caller, recheck: r.recheck, lastSeen: Date.now(), open: 0 };
+    session = {
+      id: undefined,
+      tokenId: r.caller.tokenId,
+      teamId: r.caller.teamId,
+      server,
+      serve: toNodeHandler({ fetch: (request, options) => transport.handleRequest(request, options) }),
+      latest: r.caller,
+      recheck: r.recheck,
+      lastSeen: Date.now(),
+      open: 0,
+    };
     await server.connect(transport);
     // However it ends (DELETE, the transport's own close, ours), it is forgotten.
     const previous = server.server.onclose;
