@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { WebStandardStreamableHTTPServerTransport, type McpServer } from '@modelcontextprotocol/server';
@@ -56,6 +56,11 @@ export class LegacySessions {
   private readonly current = new AsyncLocalStorage<Caller>();
   private timer: NodeJS.Timeout | undefined;
   private lastRecheck = Date.now();
+  /**
+   * This process's mark in the ids it gives (`<mark>.<token id>.<uuid>`): an id of another
+   * instance, for the same token, is one this process cannot hold (see where()).
+   */
+  private readonly mark = randomBytes(4).toString('hex');
 
   constructor(
     private readonly opts: {
@@ -66,6 +71,20 @@ export class LegacySessions {
 
   get size(): number {
     return this.sessions.size;
+  }
+
+  /**
+   * Where a session id a request names is: held here; another instance's for this same token
+   * (several instances behind a balancer that does not keep a client on one: the request is
+   * served statelessly, as before sessions, and pushes reach it only on its own instance); or
+   * unknown (never given, ended, or another token's: the SDK's 404, one answer for all).
+   */
+  where(id: string, caller: Caller): 'here' | 'elsewhere' | 'unknown' {
+    const [mark, tokenId] = id.split('.', 2);
+    if (tokenId !== String(caller.tokenId)) return 'unknown';
+    if (mark !== this.mark) return /^[0-9a-f]{8}\.\d+\.[0-9a-f-]{36}$/.test(id) ? 'elsewhere' : 'unknown';
+    const session = this.sessions.get(id);
+    return session && session.tokenId === caller.tokenId && session.teamId === caller.teamId ? 'here' : 'unknown';
   }
 
   sessionsOf(tokenId: number): number {
@@ -86,7 +105,7 @@ export class LegacySessions {
   async handle(id: string, r: SessionRequest): Promise<void> {
     await this.answering(r, async () => {
       const session = this.sessions.get(id);
-      if (!session || session.tokenId !== r.caller.tokenId || session.teamId !== r.caller.teamId) {
+      if (!session || this.where(id, r.caller) !== 'here') {
         r.res.writeHead(404, { 'content-type': 'application/json' }).end(UNKNOWN_SESSION);
         return;
       }
@@ -109,7 +128,7 @@ export class LegacySessions {
     this.makeRoomFor(r.caller.tokenId);
     let session: Session;
     const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: randomUUID,
+      sessionIdGenerator: () => `${this.mark}.${r.caller.tokenId}.${randomUUID()}`,
       onsessioninitialized: (id) => {
         session.id = id;
         this.sessions.set(id, session);

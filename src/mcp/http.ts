@@ -243,7 +243,8 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     // to it; 2026-era requests and sessionless 2025 ones stay on the stateless handler below.
     const sessionId = req.headers['mcp-session-id'];
     const opens = sessionId === undefined && isInitialize(req.body);
-    if (sessions && (typeof sessionId === 'string' || opens) && (await isLegacyRequest(await toWebRequest(req.raw, req.body), req.body))) {
+    const held = typeof sessionId === 'string' && sessions.where(sessionId, caller) !== 'elsewhere';
+    if ((held || opens) && (await isLegacyRequest(await toWebRequest(req.raw, req.body), req.body))) {
       const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions] };
       (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
       takeOver(reply, access);
@@ -279,11 +280,14 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
   // Without a session id they stay what they were: 405, the stateless door has neither.
   const sessionRequest = async (req: FastifyRequest, reply: FastifyReply) => {
     const id = req.headers['mcp-session-id'];
-    if (!sessions || typeof id !== 'string') {
+    const notAllowed = () => new BerthError('method_not_allowed', { allow: ['POST'] });
+    if (typeof id !== 'string') {
       await core.chargeAddress(accessOf(req));
-      throw new BerthError('method_not_allowed', { allow: ['POST'] });
+      throw notAllowed();
     }
     const { access, caller } = await admitted(req);
+    // Another instance's session (for this token): this instance has no stream for it, as stateless.
+    if (sessions.where(id, caller) === 'elsewhere') throw notAllowed();
     takeOver(reply, access);
     await sessions.handle(id, { caller, recheck: () => core.identify(access), req: req.raw, res: reply.raw, body: undefined });
   };

@@ -71,7 +71,7 @@ const ping = (id: string, token: string) => call(s.url, 'POST', '/mcp', { token,
 describe('2025 sessions over streamable HTTP (SDK v1, default settings)', () => {
   it('subscribe: a rename through REST reaches the client as notifications/resources/updated; a foreign URI is not found', async () => {
     const { c, t } = await connect(s.rootToken);
-    expect(t.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(t.sessionId).toMatch(/^[0-9a-f]{8}\.\d+\.[0-9a-f-]{36}$/);
     expect(c.getServerCapabilities()?.resources?.subscribe).toBe(true);
     const foreign = await errorOf(c.subscribeResource({ uri: `berth://applications/${otherApp}` }));
     expect(foreign.code).toBe(-32602);
@@ -169,6 +169,16 @@ describe('2025 sessions over streamable HTTP (SDK v1, default settings)', () => 
     expect((await ping(ids[0]!, reader.token)).status).toBe(404);
     for (const id of ids.slice(1)) expect((await ping(id, reader.token)).status).toBe(200);
     for (const id of ids.slice(1)) expect((await call(s.url, 'DELETE', '/mcp', { token: reader.token, headers: { 'mcp-session-id': id } })).status).toBe(200);
+  });
+
+  it("another instance's session id for the same token is served statelessly (several instances, no sticky balancing); for another token it is unknown", async () => {
+    const tokenId = s.rootToken.split('|')[0]!;
+    const elsewhere = `0badf00d.${tokenId}.11111111-2222-4333-8444-555555555555`;
+    const r = await ping(elsewhere, s.rootToken);
+    expect(r.status).toBe(200);
+    expect(r.headers['mcp-session-id']).toBeUndefined();
+    expect((await call(s.url, 'GET', '/mcp', { token: s.rootToken, headers: { ...accept, 'mcp-session-id': elsewhere } })).status).toBe(405);
+    expect((await ping(elsewhere, other.rootToken)).status).toBe(404);
   });
 
   it('without a session id, GET and DELETE stay 405 and a 2025 request without initialize is served statelessly', async () => {
