@@ -7,7 +7,7 @@
  */
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1HttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ResourceUpdatedNotificationSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_SESSIONS_PER_TOKEN } from '../../src/mcp/http-sessions.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
@@ -27,9 +27,9 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => s.stop());
 
-async function connect(token: string): Promise<{ c: V1Client; t: V1HttpTransport }> {
+async function connect(token: string, more: Record<string, string> = {}): Promise<{ c: V1Client; t: V1HttpTransport }> {
   const c = new V1Client({ name: 't', version: '1' });
-  const t = new V1HttpTransport(new URL('/mcp', s.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+  const t = new V1HttpTransport(new URL('/mcp', s.url), { requestInit: { headers: { Authorization: `Bearer ${token}`, ...more } } });
   await c.connect(t);
   return { c, t };
 }
@@ -91,6 +91,23 @@ describe('2025 sessions over streamable HTTP (SDK v1, default settings)', () => 
     // Tools run in the session too, under the request's caller.
     const team = await c.callTool({ name: 'get_current_team', arguments: {} });
     expect(team.isError).toBeFalsy();
+    await t.terminateSession();
+    await c.close();
+  });
+
+  it('a task of the session: its end is sent as notifications/tasks/status on the GET stream', async () => {
+    const { c, t } = await connect(s.rootToken, { 'x-berth-toolsets': 'all' });
+    const statuses: Array<{ taskId: string; status: string }> = [];
+    c.setNotificationHandler(TaskStatusNotificationSchema, (n) => void statuses.push(n.params));
+    await c.listTools();
+    const seen: Array<{ type: string; task?: { taskId: string } }> = [];
+    for await (const m of c.experimental.tasks.callToolStream({ name: 'start_application', arguments: { uuid: w.appUuid } }, CallToolResultSchema)) seen.push(m as never);
+    expect(seen[0]).toMatchObject({ type: 'taskCreated' });
+    expect(seen.at(-1)).toMatchObject({ type: 'result' });
+    const taskId = seen[0]!.task!.taskId;
+    const deadline = Date.now() + 5_000;
+    while (!statuses.some((x) => x.taskId === taskId && x.status !== 'working') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(statuses).toContainEqual(expect.objectContaining({ taskId, status: 'completed' }));
     await t.terminateSession();
     await c.close();
   });
