@@ -9,7 +9,8 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1HttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, ResourceUpdatedNotificationSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_SESSIONS_PER_TOKEN } from '../../src/mcp/http-sessions.js';
+import * as admin from '../../src/core/admin.js';
+import { MAX_SESSIONS_PER_TOKEN, SESSION_RECHECK_MS } from '../../src/mcp/http-sessions.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
 import { buildWorld, type World } from '../helpers/world.js';
 
@@ -172,6 +173,21 @@ describe('2025 sessions over streamable HTTP (SDK v1, default settings)', () => 
     await t.terminateSession();
     await c.close();
   });
+
+  it(
+    'a revoked token: its session ends within SESSION_RECHECK_MS even while its GET stream is open, and its listener is gone',
+    async () => {
+      const before = s.changes.listenerCount;
+      const reader = await s.token({ permissions: ['read'] });
+      const { c } = await connect(reader.token);
+      await c.subscribeResource({ uri: `berth://applications/${w.appUuid}` });
+      expect(s.changes.listenerCount).toBe(before + 1);
+      await admin.revokeToken(s.db, reader.id);
+      await listenersBackTo(before, SESSION_RECHECK_MS * 3);
+      await c.close();
+    },
+    SESSION_RECHECK_MS * 4,
+  );
 
   it('a token holds at most MAX_SESSIONS_PER_TOKEN sessions: one more ends its least recently used', async () => {
     const reader = await s.token({ permissions: ['read'] });
