@@ -127,8 +127,10 @@ function catalogueCache(tools: readonly ToolDefinition[]) {
 }
 
 /**
- * POST /mcp: stateless streamable HTTP. Each request is authenticated and checked like any API
- * request, then served by a fresh MCP server holding only the tools this caller may see.
+ * /mcp: streamable HTTP. Each request is authenticated and checked like any API request. POSTs
+ * are served statelessly by a fresh MCP server holding only the tools this caller may see, except
+ * a 2025-era client's once it initialized: those, and its GET and DELETE, go to its session
+ * (http-sessions.ts), which can push.
  */
 export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): void {
   const { core, tools, config, logger } = opts;
@@ -143,7 +145,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     (ctx) => {
       const state = ctx.authInfo?.extra as RequestState | undefined;
       if (!state) throw new Error('MCP request reached the server factory without an admitted caller');
-      // Stateless 2025 HTTP cannot push (no GET stream): subscribe is advertised to the 2026 era only.
+      // Sessionless 2025 HTTP cannot push (no GET stream): subscribe is advertised to the 2026 era only.
       const resources = { core, caller: async () => state.caller, era: ctx.era, advertise: Boolean(bus) && ctx.era === 'modern' };
       const callerFor = async () => state.caller;
       return buildMcpServer({ core, logger, catalogue: state.catalogue, only: state.only, all: tools, readOnly: state.readOnly, callerFor, resources, tasks: { runner, owner: callerFor } });
