@@ -71,6 +71,8 @@ const envSchema = z.object({
   BERTH_MCP_TASK_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
   /** The longest ttl a client may ask for an MCP task; longer asks are cut to it. */
   BERTH_MCP_TASK_MAX_TTL_MS: z.coerce.number().int().min(1_000).default(86_400_000),
+  /** How long a 2025-era MCP session over HTTP lives without a request or an open stream before it is ended. */
+  BERTH_MCP_SESSION_IDLE_MS: z.coerce.number().int().min(1_000).default(1_800_000),
   /** How often the expiry-warning worker looks for tokens close to expiry. */
   BERTH_EXPIRY_SCAN_MS: z.coerce.number().int().min(50).default(60_000),
   /**
@@ -153,6 +155,8 @@ export interface Config {
   /** MCP tasks: the ttl given when the client asks for none, and the most it may ask (ms). */
   mcpTaskTtlMs: number;
   mcpTaskMaxTtlMs: number;
+  /** A 2025-era HTTP session with no request and no open stream for this long is ended (ms). */
+  mcpSessionIdleMs: number;
   queueConcurrency: number;
   queueCap: number;
   helperImage: string;
@@ -219,6 +223,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     jobLeaseMs: e.BERTH_JOB_LEASE_MS,
     mcpTaskTtlMs: Math.min(e.BERTH_MCP_TASK_TTL_MS, e.BERTH_MCP_TASK_MAX_TTL_MS),
     mcpTaskMaxTtlMs: e.BERTH_MCP_TASK_MAX_TTL_MS,
+    mcpSessionIdleMs: e.BERTH_MCP_SESSION_IDLE_MS,
     queueConcurrency: e.BERTH_QUEUE_CONCURRENCY,
     queueCap: e.BERTH_QUEUE_CAP,
     helperImage: e.BERTH_HELPER_IMAGE,

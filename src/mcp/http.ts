@@ -1,11 +1,10 @@
-import { createMcpHandler, type AuthInfo } from '@modelcontextprotocol/server';
-import { toNodeHandler } from '@modelcontextprotocol/node';
-import { randomUUID } from 'node:crypto';
+import { createMcpHandler, isLegacyRequest, type AuthInfo } from '@modelcontextprotocol/server';
+import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import type { ServerResponse } from 'node:http';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import type { Caller } from '../core/caller.js';
+import type { Caller, RequestAccess } from '../core/caller.js';
 import { BerthError, validationError } from '../errors.js';
 import type { Core } from '../core/gate.js';
 import { accessOf } from '../http-common/access.js';
@@ -21,18 +20,8 @@ import { allowedHosts, hostAllowed } from '../http-common/allowed-hosts.js';
 import { ListenBus, MAX_STREAMS_PER_TOKEN } from './resources/listen.js';
 import { listenRefusal, listenUris } from './resources/listen-check.js';
 import { McpTaskRunner } from './tasks/runner.js';
-import { declaresUi } from './apps/views.js';
-
-/**
- * Stateless 2025-era HTTP keeps nothing between requests, so what a client declared at
- * initialize is gone by its tools/list. A client that declares MCP Apps is given a session id
- * that says so, and sends it with every later request (as the 2025 transport requires); berth
- * reads the declaration back from it. It is no session: nothing is stored, any instance reads
- * it, and it grants nothing (it only says the client can show views).
- */
-const APPS_SESSION = 'berth-apps.';
-const appsSessionId = () => `${APPS_SESSION}${randomUUID()}`;
-const appsSessionOf = (h: string | string[] | undefined): boolean => typeof h === 'string' && h.startsWith(APPS_SESSION);
+import { LiveSubscriptions } from './resources/live.js';
+import { LegacySessions } from './http-sessions.js';
 
 interface McpRouteOptions {
   core: Core;
@@ -48,7 +37,6 @@ interface RequestState {
   catalogue: ToolCatalogue;
   only?: string;
   readOnly: boolean;
-  appsDeclared: boolean;
 }
 
 /** A JSON-RPC error answered by the route itself (the SDK never sees the request). */
@@ -85,6 +73,9 @@ function lazyAbortOptions(res: ServerResponse): { readonly signal: AbortSignal }
     },
   };
 }
+
+/** A JSON-RPC initialize request (the 2025 era's first message, which opens a session). */
+const isInitialize = (body: unknown): boolean => Boolean(body) && typeof body === 'object' && !Array.isArray(body) && (body as { method?: unknown }).method === 'initialize';
 
 /** A boolean header: exactly true or false (absent is false); anything else is refused, never guessed. */
 function booleanHeader(req: FastifyRequest, name: string): boolean {
@@ -136,8 +127,10 @@ function catalogueCache(tools: readonly ToolDefinition[]) {
 }
 
 /**
- * POST /mcp: stateless streamable HTTP. Each request is authenticated and checked like any API
- * request, then served by a fresh MCP server holding only the tools this caller may see.
+ * /mcp: streamable HTTP. Each request is authenticated and checked like any API request. POSTs
+ * are served statelessly by a fresh MCP server holding only the tools this caller may see, except
+ * a 2025-era client's once it initialized: those, and its GET and DELETE, go to its session
+ * (http-sessions.ts), which can push.
  */
 export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): void {
   const { core, tools, config, logger } = opts;
@@ -152,7 +145,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     (ctx) => {
       const state = ctx.authInfo?.extra as RequestState | undefined;
       if (!state) throw new Error('MCP request reached the server factory without an admitted caller');
-      // Stateless 2025 HTTP cannot push (no GET stream): subscribe is advertised to the 2026 era only.
+      // Sessionless 2025 HTTP cannot push (no GET stream): subscribe is advertised to the 2026 era only.
       const resources = { core, caller: async () => state.caller, era: ctx.era, advertise: Boolean(bus) && ctx.era === 'modern' };
       const callerFor = async () => state.caller;
       return buildMcpServer({
@@ -165,7 +158,6 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
         callerFor,
         resources,
         tasks: { runner, owner: callerFor },
-        appsDeclared: state.appsDeclared,
       });
     },
     { onerror: (err) => logger.debug({ err: err.message }, 'mcp request rejected'), ...(bus ? { bus, maxSubscriptions: 10_000 } : {}) },
@@ -174,11 +166,23 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     bus?.closeAll();
     await handler.close();
   });
+  // 2025-era sessions: one server for the session's life, which pushes what changes on the
+  // client's GET stream; its caller is read per request (admitted as every request is).
+  const sessions = new LegacySessions({ idleMs: config.mcpSessionIdleMs, logger });
+  // Open GET streams would hold up the server's close.
+  app.addHook('preClose', () => sessions.closeAll());
+  const sessionServer = (callerNow: () => Caller, first: Caller, catalogue: ToolCatalogue, readOnly: boolean) => {
+    const callerFor = async () => callerNow();
+    const live = feed && { feed, teamId: first.teamId, subscriptions: new LiveSubscriptions() };
+    const resources = { core, caller: callerFor, era: 'legacy' as const, advertise: Boolean(live), ...(live ? { live } : {}) };
+    return buildMcpServer({ core, logger, catalogue, all: tools, readOnly, callerFor, resources, tasks: { runner, owner: callerFor, notifies: true } });
+  };
   const serve = toNodeHandler(handler);
   const byName = new Map(tools.map((t) => [t.name, t]));
   const catalogueOf = catalogueCache(tools);
 
-  app.post('/mcp', async (req, reply) => {
+  /** What every /mcp request goes through first: the transport guards, admission, OAuth step-up. */
+  async function admitted(req: FastifyRequest): Promise<{ access: RequestAccess; caller: Caller }> {
     guard(req, config);
     const access = accessOf(req);
     access.mcp = true;
@@ -203,6 +207,17 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     if (oauth && caller.oauth && needed && needed !== 'authenticated' && !satisfies(caller.permissions, needed)) {
       throw new BerthError('missing_permissions', { missingPermissions: [needed], insufficientScope: true, resourceMetadata: oauth.resourceMetadataUrl });
     }
+    return { access, caller };
+  }
+
+  /** The SDK writes the response itself, past Fastify's hooks: the rate headers are set on it first. */
+  const takeOver = (reply: FastifyReply, access: RequestAccess) => {
+    if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
+    reply.hijack();
+  };
+
+  app.post('/mcp', async (req, reply) => {
+    const { access, caller } = await admitted(req);
     // One request, one charge: a JSON-RPC batch would run many calls for one. The MCP revisions
     // served here have no batching (2025-06-18 removed it), so a batch is refused unread.
     if (Array.isArray(req.body)) {
@@ -236,11 +251,24 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
       writeFastAnswer(reply.raw, fast, result, raw, access.rate ? rateHeaders(access.rate) : undefined);
       return;
     }
+    // A 2025-era client that initializes gets a session (http-sessions.ts), and its requests go
+    // to it; 2026-era requests and sessionless 2025 ones stay on the stateless handler below.
+    const sessionId = req.headers['mcp-session-id'];
+    const opens = sessionId === undefined && isInitialize(req.body);
+    const held = typeof sessionId === 'string' && sessions.where(sessionId, caller) !== 'elsewhere';
+    if ((held || opens) && (await isLegacyRequest(await toWebRequest(req.raw, req.body), req.body))) {
+      const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions] };
+      (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
+      takeOver(reply, access);
+      const r = { caller, recheck: () => core.identify(access), req: req.raw, res: reply.raw, body: req.body };
+      if (typeof sessionId === 'string') return sessions.handle(sessionId, r);
+      return sessions.open(r, (callerNow) => sessionServer(callerNow, caller, catalogue, readOnly));
+    }
     // Building a server with every listed tool dominated a call's cost: a tools/call needs only
     // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
     const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
     const calledName = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
-    const state: RequestState = { caller, catalogue, readOnly, appsDeclared: appsSessionOf(req.headers['mcp-session-id']), ...(typeof calledName === 'string' ? { only: calledName } : {}) };
+    const state: RequestState = { caller, catalogue, readOnly, ...(typeof calledName === 'string' ? { only: calledName } : {}) };
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // A listen stream follows only what its token reads, and a token holds only so many streams.
@@ -251,13 +279,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
       if (bus.streamsOf(caller.tokenId) >= MAX_STREAMS_PER_TOKEN)
         return reply.code(200).send({ jsonrpc: '2.0', id: (req.body as { id?: unknown }).id ?? null, error: { code: -32603, message: 'Subscription limit reached' } });
     }
-    // A 2025-era client that declares MCP Apps at initialize gets a session id saying so (apps below).
-    if (body && typeof body === 'object' && (body as { method?: unknown }).method === 'initialize' && declaresUi((body as { params?: { capabilities?: unknown } }).params?.capabilities)) {
-      reply.raw.setHeader('mcp-session-id', appsSessionId());
-    }
-    // The SDK writes the response itself, past Fastify's hooks: set the rate headers here.
-    if (access.rate) for (const [k, v] of Object.entries(rateHeaders(access.rate))) reply.raw.setHeader(k, v);
-    reply.hijack();
+    takeOver(reply, access);
     if (bus && uris) {
       const stream = { teamId: caller.teamId, tokenId: caller.tokenId, uris, recheck: () => core.identify(access), end: () => reply.raw.destroy() };
       await bus.serving(stream, () => serve(req.raw, reply.raw, req.body));
@@ -265,4 +287,22 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
     }
     await serve(req.raw, reply.raw, req.body);
   });
+
+  // GET (the client's stream for what the server pushes) and DELETE (the end) of a 2025 session.
+  // Without a session id they stay what they were: 405, the stateless door has neither.
+  const sessionRequest = async (req: FastifyRequest, reply: FastifyReply) => {
+    const id = req.headers['mcp-session-id'];
+    const notAllowed = () => new BerthError('method_not_allowed', { allow: ['POST'] });
+    if (typeof id !== 'string') {
+      await core.chargeAddress(accessOf(req));
+      throw notAllowed();
+    }
+    const { access, caller } = await admitted(req);
+    // Another instance's session (for this token): this instance has no stream for it, as stateless.
+    if (sessions.where(id, caller) === 'elsewhere') throw notAllowed();
+    takeOver(reply, access);
+    await sessions.handle(id, { caller, recheck: () => core.identify(access), req: req.raw, res: reply.raw, body: undefined });
+  };
+  app.get('/mcp', sessionRequest);
+  app.delete('/mcp', sessionRequest);
 }

@@ -113,8 +113,6 @@ export interface McpSession extends SessionBase {
   resources?: ResourceSession;
   /** MCP tasks (tasks/): the process's runner and this request's owner; without it tasks are not offered. */
   tasks?: TaskSession;
-  /** 2025-era HTTP: the client declared the MCP Apps extension at initialize (apps/install.ts). */
-  appsDeclared?: boolean;
 }
 
 /** The low-level request table of the SDK's server (not in its types; see guardToolCalls). */
@@ -439,7 +437,7 @@ export function buildMcpServer(session: McpSession | ExecutorSession): McpServer
   if (inProcess) registerPromptsAndCompletion(server, session.core.deps.db, () => session.callerFor());
   if ('resources' in session && session.resources) registerResources(server, session.resources);
   // Views for people (MCP Apps), to a client that declares the extension only.
-  if (inProcess) installApps(server, { core: session.core, callerFor: () => session.callerFor(), appsDeclared: session.appsDeclared });
+  if (inProcess) installApps(server, { core: session.core, callerFor: () => session.callerFor() });
   return server;
 }
 

@@ -3,7 +3,7 @@
  * reads under the token's permissions (logs only with read:sensitive), another team's and
  * unknown URIs answered alike (-32602 with data.uri), and a change made through REST reaching a
  * subscriber: 2026 subscriptions/listen over HTTP and stdio, 2025 resources/subscribe over
- * stdio. A subscriber that leaves leaves nothing behind.
+ * stdio (and over HTTP sessions: http-sessions.test.ts). A subscriber that leaves leaves nothing behind.
  */
 import { Client } from '@modelcontextprotocol/client';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -94,9 +94,9 @@ describe('berth:// resources: list, templates, read', () => {
     expect(app).toHaveProperty('last_exit_code');
     expect(app).toHaveProperty('last_deployment');
     expect(await doc(c, `berth://migrations/${w.migrationUuid}`)).toHaveProperty('status');
-    // Advertised only where it can be delivered: stateless 2025 HTTP has no stream to push on.
+    // Both eras can be pushed to over HTTP: 2026 on its listen stream, 2025 on its session's GET stream (http-sessions.test.ts).
     const caps = era === 'modern' ? (c as Client).getServerCapabilities() : (c as V1Client).getServerCapabilities();
-    expect(caps?.resources?.subscribe).toBe(era === 'modern');
+    expect(caps?.resources?.subscribe).toBe(true);
     await c.close();
   });
 

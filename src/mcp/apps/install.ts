@@ -12,8 +12,6 @@ import { declaresUi, LEGACY_URI_KEY, UI_EXTENSION, VIEW_BY_TOOL, VIEW_BY_URI, VI
 export interface AppsSession {
   core: Core;
   callerFor(): Promise<Caller>;
-  /** 2025-era HTTP: the client declared the extension at initialize (http.ts reads it back from its session id). */
-  appsDeclared?: boolean;
 }
 
 type Ctx = { mcpReq?: { envelope?: Record<string, unknown>; signal?: AbortSignal } } | undefined;
@@ -47,7 +45,7 @@ const viewResource = (v: (typeof VIEWS)[number]) => ({ uri: v.uri, name: `${v.na
  * tool; resources/list and resources/read add the ui:// documents; tools/call serves the follow
  * tool. A client without the extension gets the SDK's answers untouched. The declaration is read
  * per request: a 2026-era request carries it in its envelope, a 2025 stdio connection said it at
- * initialize, a 2025 HTTP request through its session id (http.ts).
+ * initialize, a 2025 HTTP session's likewise (its one server, http-sessions.ts).
  */
 export function installApps(server: McpServer, session: AppsSession): void {
   const table = server.server as unknown as RequestTable;
@@ -57,7 +55,7 @@ export function installApps(server: McpServer, session: AppsSession): void {
   const declared = (ctx: Ctx): boolean => {
     const envelope = ctx?.mcpReq?.envelope;
     if (envelope?.[PROTOCOL_VERSION_META_KEY] !== undefined) return declaresUi(envelope[CLIENT_CAPABILITIES_META_KEY]);
-    return session.appsDeclared === true || declaresUi(server.server.getClientCapabilities());
+    return declaresUi(server.server.getClientCapabilities());
   };
   /** The SDK's handler of a method, answering as it did unless the request's client declared the extension. */
   const wrap = (method: string, wrapper: (sdk: Handler, request: { params?: Record<string, unknown> }, ctx: Ctx) => Promise<unknown>) => {

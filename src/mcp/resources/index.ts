@@ -10,11 +10,11 @@ import { LiveSubscriptions } from './live.js';
 /**
  * How a session serves berth:// resources. Reads and lists are the same everywhere; what is
  * pushed depends on the connection:
- * - `live`: a connection that outlives a request (stdio): resources/subscribe (2025 era) and
+ * - `live`: a connection that outlives a request (stdio, a 2025 HTTP session): resources/subscribe (2025 era) and
  *   list_changed are sent on it, and 2026 listens are routed by the SDK's stdio entry;
  * - `advertise` without `live`: the 2026 HTTP era, whose subscriptions/listen streams are
  *   served by the handler's listen router over berth's change feed (listen.ts);
- * - neither: stateless 2025 HTTP, which has no way to push, so subscribe is not advertised.
+ * - neither: sessionless 2025 HTTP, which has no way to push, so subscribe is not advertised.
  */
 export interface ResourceSession {
   core: Core;
