@@ -15,6 +15,7 @@ const NO_BUILD_SERVERS = 'berth has no build servers: an application is built on
 const NO_PROXY = 'berth runs no reverse proxy; configure it in your own proxy in front of the application';
 const NO_WEBHOOKS = 'berth has no git webhooks: deploy with POST /deploy (deploy) after a push';
 const GIT_BUILDS_ONLY = 'the build steps apply to an application built from a git repository with build_pack "nixpacks" or "static" (POST /applications/public or /applications/private-deploy-key)';
+const STATIC_PACK = 'a static site is build_pack "static" of a git application (its files served on port 80); berth has no static switch or nginx configuration';
 const NO_HOOKS = "berth runs no commands around a deployment: run it in the image's entrypoint, or as a scheduled task";
 const COMPOSE = 'Docker Compose applications are services in berth: POST /services with docker_compose_raw';
 
@@ -26,10 +27,10 @@ export const SERVER_FIELDS: Readonly<Record<string, CoolifyField>> = {
 
 export const APPLICATION_FIELDS: Readonly<Record<string, CoolifyField>> = {
   git_commit_sha: field('berth builds the head of git_branch at each deploy and cannot pin a commit yet', 'HEAD', ...NONE),
-  is_static: field('berth has no static-site mode: serve the files from an image of your own (nginx, say)', false),
-  is_spa: field('berth has no static-site mode: serve the files from an image of your own (nginx, say)', false),
-  static_image: field('berth has no static-site mode: serve the files from an image of your own (nginx, say)', ...NONE),
-  custom_nginx_configuration: field('berth has no static-site mode: serve the files from an image of your own (nginx, say)', ...NONE),
+  is_static: field(STATIC_PACK, false),
+  is_spa: field(STATIC_PACK, false),
+  static_image: field(STATIC_PACK, ...NONE),
+  custom_nginx_configuration: field(STATIC_PACK, ...NONE),
   install_command: field(GIT_BUILDS_ONLY, ...NONE),
   build_command: field(GIT_BUILDS_ONLY, ...NONE),
   start_command: field(GIT_BUILDS_ONLY, ...NONE),
