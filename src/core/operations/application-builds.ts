@@ -91,6 +91,7 @@ const step = z
   .max(2000)
   .regex(/^[^\x00-\x1f\x7f]*$/, 'One line, without control characters.')
   .nullable()
+  .meta({ 'berth.brief': true })
   .optional();
 
 const gitFields = {
@@ -101,7 +102,7 @@ const gitFields = {
   install_command: step,
   build_command: step,
   start_command: step,
-  publish_directory: repoPath.nullable().optional(),
+  publish_directory: repoPath.nullable().meta({ 'berth.brief': true }).optional(),
 };
 
 type GitInput = { build_pack: string; ports_exposes: string } & Partial<Record<'install_command' | 'build_command' | 'start_command' | 'publish_directory', string | null>> & {
@@ -188,7 +189,7 @@ export const applicationBuildOperations = [
     name: 'create_public_application',
     title: 'Create an application from a git repository',
     description:
-      'Create an application built from a public git repository (git_repository, git_branch, base_directory) on the server\'s engine at each deploy. build_pack: "nixpacks" (Coolify\'s default: berth detects Node, Python, Go or a static site and writes the Dockerfile; install_command, build_command, start_command replace its steps; ports_exposes is the port), "static" (files or publish_directory served on port 80), "dockerfile" (dockerfile_location). A failed build fails the deployment and leaves the running container alone. Runtime fields as create_application.',
+      'Create an application built from a public git repository (git_repository, git_branch, base_directory) at each deploy. build_pack "nixpacks": Node, Python, Go or a static site detected, steps replaced by install_command, build_command, start_command; "static": files or publish_directory on port 80; "dockerfile": dockerfile_location. A failed build leaves the running container alone. Runtime fields as create_application.',
     summary: "Create an application built from a public git repository (nixpacks detection, static site or Dockerfile) on the server's engine at each deploy.",
     permission: 'write',
     toolset: 'applications',
