@@ -183,7 +183,12 @@ export async function generateBuild(pack: 'nixpacks' | 'static', dir: string, st
   if (await exists(dir, 'package.json')) return node(dir, steps, port, images);
   if ((await exists(dir, 'requirements.txt')) || (await exists(dir, 'pyproject.toml'))) return python(dir, steps, port, images);
   if (await exists(dir, 'go.mod')) return go(steps, port, images);
-  if (await exists(dir, 'index.html')) return staticSite(dir, steps, images);
+  if (await exists(dir, 'index.html')) {
+    const site = await staticSite(dir, steps, images);
+    // The static image listens on 80 whatever ports_exposes says: the log says so rather than a health check failing unexplained.
+    const first = port?.split(',')[0]?.trim();
+    return first && first !== '80' ? { ...site, stack: `${site.stack}, served on port 80 (not ports_exposes ${first})` } : site;
+  }
   throw new Error(
     `nixpacks found nothing to build: none of ${DETECTED_FILES.join(', ')} is in the repository's base directory. Add a Dockerfile and use build_pack "dockerfile", or set base_directory to where the project is.`,
   );

@@ -140,7 +140,7 @@ describe.skipIf(!enginesAvailable)(`build packs ${enginesAvailable ? '' : `(skip
     commit('node', { 'build.js': NODE_APP['build.js'] });
   }, 600_000);
 
-  it('start_command and install_command replace the detected steps', async () => {
+  it('start_command and install_command replace the detected steps; a generated build rolls back as a Dockerfile build does', async () => {
     const repo = commit('node', NODE_APP);
     const { uuid } = await api.ok('POST', '/applications/public', {
       ...place(),
@@ -159,6 +159,16 @@ describe.skipIf(!enginesAvailable)(`build packs ${enginesAvailable ? '' : `(skip
     expect(await api.ok('GET', `/applications/${uuid}`)).toMatchObject({ install_command: 'echo custom install > installed.txt', start_command: expect.stringContaining('node server.js') });
     await until('the app to answer', async () => (answer(uuid, 4000).includes('started by') ? true : undefined), 30_000, 500);
     expect(answer(uuid, 4000)).toBe('built by npm run build | started by start_command and custom install');
+
+    // A generated build is kept for rollback as a Dockerfile build is.
+    commit('node', { 'build.js': NODE_APP['build.js'].replace('built by npm run build', 'second build') });
+    await deploy(uuid);
+    await until('the second build to answer', async () => (answer(uuid, 4000).startsWith('second build') ? true : undefined), 30_000, 500);
+    const back = await api.ok('POST', `/applications/${uuid}/rollback`, { commit: d.deployment_uuid });
+    const rb = await deployed(api, back.deployment_uuid, 120_000);
+    expect(rb.logs).not.toMatch(/cloning|generated Dockerfile/);
+    await until('the first build to answer again', async () => (answer(uuid, 4000).startsWith('built by npm run build') ? true : undefined), 30_000, 500);
+    commit('node', { 'build.js': NODE_APP['build.js'] });
   }, 400_000);
 
   it('static: a Node-built site’s publish_directory served on port 80 by the static image', async () => {

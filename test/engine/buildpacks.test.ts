@@ -70,6 +70,7 @@ describe('generated builds', () => {
   it('static: plain files, or publish_directory; nixpacks serves an index.html as static; nothing known fails naming the files', async () => {
     const plain = await generateBuild('nixpacks', repo({ 'index.html': '' }), {}, '80', images);
     expect(plain.dockerfile).toBe('FROM nginx:alpine\nCOPY . /usr/share/nginx/html/\n');
+    expect((await generateBuild('nixpacks', repo({ 'index.html': '' }), {}, '3000', images)).stack).toBe('static, served on port 80 (not ports_exposes 3000)');
     const dist = await generateBuild('static', repo({ 'public/index.html': '' }), { publish_directory: '/public/' }, '80', images);
     expect(dist.dockerfile).toBe('FROM nginx:alpine\nCOPY public/ /usr/share/nginx/html/\n');
     await expect(generateBuild('nixpacks', repo({ 'README.md': '' }), {}, '80', images)).rejects.toThrow(/none of package.json, requirements.txt, pyproject.toml, go.mod, index.html/);
