@@ -13,7 +13,7 @@
 #   scripts/engines.sh buildpack-images DIR  import the build packs' base images into engine a under
 #                                  DIR (localhost/berth-bp-node, -python, -static :test), built once
 #                                  from the host's node + npm, Debian's python3 + pip, and busybox
-#                                  httpd (cached tarballs /tmp/berth-bp-*-rootfs.tar)
+#                                  httpd (cached tarballs /tmp/berth-bp-*-rootfs-*.tar)
 #
 # Each engine is `podman system service` with its own storage root, run root, tmp dir (libpod
 # state, file locks, events), network config dir and volume path, so the two share nothing: a
@@ -307,8 +307,11 @@ BP_PYTHON_IMAGE=localhost/berth-bp-python:test
 BP_STATIC_IMAGE=localhost/berth-bp-static:test
 
 cmd_buildpack_images() {
-  local dir="${1:?usage: $0 buildpack-images DIR}" node_tar=/tmp/berth-bp-node-rootfs.tar py_tar=/tmp/berth-bp-python-rootfs.tar
+  local dir="${1:?usage: $0 buildpack-images DIR}" node_tar py_tar
   dir="$(cd "$dir" && pwd)"
+  # Named by the binaries they copy (size and time), so an upgraded node or python makes new ones.
+  node_tar="/tmp/berth-bp-node-rootfs-$(stat -c %s-%Y "$(readlink -f "$(command -v node)")").tar"
+  py_tar="/tmp/berth-bp-python-rootfs-$(stat -c %s-%Y "$(readlink -f /usr/bin/python3)" 2>/dev/null || echo none).tar"
   build_node_rootfs_tar "$node_tar"
   build_python_rootfs_tar "$py_tar"
   local env='ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
