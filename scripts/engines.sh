@@ -10,6 +10,10 @@
 #   scripts/engines.sh pg-image DIR  import a PostgreSQL image (localhost/berth-postgres:15) into the
 #                                  engines under DIR, built once from Debian's postgresql package
 #                                  (cached tarball: $BERTH_PG_ROOTFS, default /tmp/berth-postgres-rootfs.tar)
+#   scripts/engines.sh buildpack-images DIR  import the build packs' base images into engine a under
+#                                  DIR (localhost/berth-bp-node, -python, -static :test), built once
+#                                  from the host's node + npm, Debian's python3 + pip, and busybox
+#                                  httpd (cached tarballs /tmp/berth-bp-*-rootfs-*.tar)
 #   scripts/engines.sh mosquitto-image DIR  import eclipse-mosquitto:2 (the one-click template's image)
 #                                  into the engines under DIR, built once from Debian's mosquitto
 #                                  packages (apt-get download; cached: /tmp/berth-mosquitto-rootfs.tar)
@@ -27,7 +31,8 @@ IMAGE="${BERTH_ENGINE_IMAGE:-localhost/berth-busybox:latest}"
 STORAGE_DRIVER="${BERTH_ENGINE_STORAGE_DRIVER:-overlay}"
 ENGINES=(a b)
 # catatonit: the init podman runs for `--init` (a run option berth accepts).
-PACKAGES=(podman runc conmon busybox-static containernetworking-plugins curl catatonit)
+# python3-pip: the Python build pack's test image is made from Debian's python3 and pip.
+PACKAGES=(podman runc conmon busybox-static containernetworking-plugins curl catatonit python3-pip)
 
 log() { [ -n "${ENGINES_QUIET:-}" ] || echo "engines: $*" >&2; }
 die() { echo "engines: $*" >&2; exit 1; }
@@ -232,6 +237,100 @@ cmd_pg_image() {
       "$PG_ROOTFS" "$PG_IMAGE" >/dev/null || run_podman "$e" "$dir" image exists "$PG_IMAGE"
   done
   log "pg-image: $PG_IMAGE"
+}
+
+# A rootfs with busybox for a shell, `files` copied as they are and every library ldd lists for
+# `elfs` (binaries and shared objects); what the build packs' test images start from.
+rootfs_with() { # rfs elf...
+  local rfs="$1" f lib; shift
+  chmod 755 "$rfs"
+  mkdir -p "$rfs"/{bin,etc,tmp,root,proc,sys,dev,usr/local/bin}
+  chmod 1777 "$rfs/tmp"
+  cp /bin/busybox "$rfs/bin/busybox"
+  for f in $(/bin/busybox --list); do [ "$f" = busybox ] || ln -sf busybox "$rfs/bin/$f"; done
+  ln -s bin "$rfs/sbin"
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    ldd "$f" 2>/dev/null | awk '/=>/ {print $3} $1 ~ /^\/.*ld-linux/ {print $1}' | grep '^/' || true
+  done | sort -u | while read -r lib; do
+    mkdir -p "$rfs$(dirname "$lib")"
+    cp -L "$lib" "$rfs$lib"
+  done
+  for f in lib lib64; do
+    if [ -L "/$f" ] && [ -d "$rfs/$f" ] && [ ! -L "$rfs/$f" ]; then
+      mkdir -p "$rfs/usr/$f"; cp -a "$rfs/$f/." "$rfs/usr/$f/"; rm -rf "${rfs:?}/$f"; ln -s "usr/$f" "$rfs/$f"
+    fi
+  done
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$rfs/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$rfs/etc/group"
+}
+
+# node:22-slim's stand-in: the host's node binary and its npm (the one `npm ci` ran with).
+build_node_rootfs_tar() { # out.tar
+  local out="$1" rfs node npmdir
+  [ -s "$out" ] && return 0
+  node="$(readlink -f "$(command -v node)")"
+  npmdir="$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")"
+  [ -x "$node" ] && [ -f "$npmdir/bin/npm-cli.js" ] || die "node and npm are needed for the node image"
+  rfs="$(mktemp -d)"
+  rootfs_with "$rfs" "$node"
+  mkdir -p "$rfs/usr/local/lib/node_modules"
+  cp "$node" "$rfs/usr/local/bin/node"
+  cp -a "$npmdir" "$rfs/usr/local/lib/node_modules/npm"
+  printf '#!/bin/sh\nexec node /usr/local/lib/node_modules/npm/bin/npm-cli.js "$@"\n' >"$rfs/usr/local/bin/npm"
+  chmod 755 "$rfs/usr/local/bin/npm"
+  tar -C "$rfs" --numeric-owner -cf "$out.$$.tmp" .
+  mv "$out.$$.tmp" "$out"
+  rm -rf "$rfs"
+}
+
+# python:3.12-slim's stand-in: Debian's python3 with its standard library and pip (no
+# EXTERNALLY-MANAGED marker: as in the official image, pip installs into the image).
+build_python_rootfs_tar() { # out.tar
+  local out="$1" rfs py ver
+  [ -s "$out" ] && return 0
+  py="$(readlink -f /usr/bin/python3)"
+  ver="$(basename "$py")"
+  [ -x "$py" ] && [ -d /usr/lib/python3/dist-packages/pip ] || die "Debian's python3 and python3-pip are needed for the python image (run: $0 install)"
+  rfs="$(mktemp -d)"
+  rootfs_with "$rfs" "$py" /usr/lib/"$ver"/lib-dynload/*.so
+  mkdir -p "$rfs/usr/bin" "$rfs/usr/lib/python3/dist-packages"
+  cp "$py" "$rfs/usr/bin/$ver"
+  cp -a "/usr/lib/$ver" "$rfs/usr/lib/$ver"
+  rm -rf "$rfs/usr/lib/$ver/test" "$rfs/usr/lib/$ver/EXTERNALLY-MANAGED" "$rfs/usr/lib/$ver"/config-*
+  cp -a /usr/lib/python3/dist-packages/pip /usr/lib/python3/dist-packages/pip-*.dist-info "$rfs/usr/lib/python3/dist-packages/"
+  for f in python python3; do ln -sf "/usr/bin/$ver" "$rfs/usr/local/bin/$f"; done
+  tar -C "$rfs" --numeric-owner -cf "$out.$$.tmp" .
+  mv "$out.$$.tmp" "$out"
+  rm -rf "$rfs"
+}
+
+BP_NODE_IMAGE=localhost/berth-bp-node:test
+BP_PYTHON_IMAGE=localhost/berth-bp-python:test
+BP_STATIC_IMAGE=localhost/berth-bp-static:test
+
+cmd_buildpack_images() {
+  local dir="${1:?usage: $0 buildpack-images DIR}" node_tar py_tar
+  dir="$(cd "$dir" && pwd)"
+  # Named by the binaries they copy (size and time), so an upgraded node or python makes new ones.
+  node_tar="/tmp/berth-bp-node-rootfs-$(stat -c %s-%Y "$(readlink -f "$(command -v node)")").tar"
+  py_tar="/tmp/berth-bp-python-rootfs-$(stat -c %s-%Y "$(readlink -f /usr/bin/python3)" 2>/dev/null || echo none).tar"
+  build_node_rootfs_tar "$node_tar"
+  build_python_rootfs_tar "$py_tar"
+  local env='ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+  # Test files sharing one pair may import at the same moment: theirs counts as well.
+  run_podman a "$dir" image exists "$BP_NODE_IMAGE" 2>/dev/null ||
+    run_podman a "$dir" import --quiet --change "$env" --change 'ENV HOME=/root' --change 'CMD ["node"]' "$node_tar" "$BP_NODE_IMAGE" >/dev/null ||
+    run_podman a "$dir" image exists "$BP_NODE_IMAGE"
+  run_podman a "$dir" image exists "$BP_PYTHON_IMAGE" 2>/dev/null ||
+    run_podman a "$dir" import --quiet --change "$env" --change 'CMD ["python3"]' "$py_tar" "$BP_PYTHON_IMAGE" >/dev/null ||
+    run_podman a "$dir" image exists "$BP_PYTHON_IMAGE"
+  # nginx:alpine's contract: /usr/share/nginx/html served on port 80 by the image's own command.
+  run_podman a "$dir" image exists "$BP_STATIC_IMAGE" 2>/dev/null ||
+    run_podman a "$dir" import --quiet --change "$env" --change 'CMD ["httpd", "-f", "-p", "80", "-h", "/usr/share/nginx/html"]' \
+      "$dir/busybox-rootfs.tar" "$BP_STATIC_IMAGE" >/dev/null ||
+    run_podman a "$dir" image exists "$BP_STATIC_IMAGE"
+  log "buildpack-images: $BP_NODE_IMAGE $BP_PYTHON_IMAGE $BP_STATIC_IMAGE"
 }
 
 MOSQUITTO_IMAGE="docker.io/library/eclipse-mosquitto:2"
@@ -446,6 +545,7 @@ case "${1:-}" in
   down) shift; cmd_down "$@" ;;
   env) shift; cmd_env "$@" ;;
   pg-image) shift; cmd_pg_image "$@" ;;
+  buildpack-images) shift; cmd_buildpack_images "$@" ;;
   mosquitto-image) shift; cmd_mosquitto_image "$@" ;;
   podman) shift; e="${1:?engine}"; dir="${2:?dir}"; shift 2; dir="$(cd "$dir" && pwd)"; run_podman "$e" "$dir" "$@" ;;
   # What `podman` needs to act on engine E: its environment (NAME=value lines), a `--` line, then

@@ -1,6 +1,17 @@
 import path from 'node:path';
 import { z } from 'zod';
 
+/** The base images of the generated builds (build packs nixpacks and static), by stack. */
+export interface BuildpackImages {
+  node: string;
+  python: string;
+  go: string;
+  /** Serves /usr/share/nginx/html on port 80 with its own command, as nginx does. */
+  static: string;
+}
+/** The official images, as Coolify's users know them; BERTH_BUILDPACK_IMAGES overrides any of them. */
+export const DEFAULT_BUILDPACK_IMAGES: Readonly<BuildpackImages> = { node: 'node:22-slim', python: 'python:3.12-slim', go: 'golang:1.23', static: 'nginx:alpine' };
+
 /**
  * Every environment variable berth reads, declared once. Read at start only: a changed value
  * needs a restart (the spec says so for API_RATE_LIMIT; we keep one rule for all).
@@ -32,6 +43,29 @@ const envSchema = z.object({
   /** Jobs (deployments, migrations) running at once per server, and how many may wait. */
   BERTH_QUEUE_CONCURRENCY: z.coerce.number().int().min(1).default(2),
   BERTH_QUEUE_CAP: z.coerce.number().int().min(1).default(20),
+  /**
+   * Base images of the generated builds (build packs nixpacks and static), a JSON object with any
+   * of node, python, go and static (which must serve /usr/share/nginx/html on port 80, as nginx
+   * does); the others keep their defaults (core/model/application.ts).
+   */
+  BERTH_BUILDPACK_IMAGES: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      if (!v.trim()) return {};
+      let o: unknown;
+      try {
+        o = JSON.parse(v);
+      } catch {
+        o = null;
+      }
+      const keys = Object.keys(DEFAULT_BUILDPACK_IMAGES);
+      if (!o || typeof o !== 'object' || Array.isArray(o) || Object.entries(o).some(([k, i]) => !keys.includes(k) || typeof i !== 'string' || !/^[a-z0-9][a-z0-9._/:@-]{0,254}$/.test(i))) {
+        ctx.addIssue({ code: 'custom', message: `must be a JSON object of image references with keys among ${keys.join(', ')}` });
+        return z.NEVER;
+      }
+      return o as Partial<BuildpackImages>;
+    }),
   /** Image of the never-started helper containers that read and write volumes during migrations. */
   BERTH_HELPER_IMAGE: z.string().min(1).default('busybox:latest'),
   /**
@@ -162,6 +196,8 @@ export interface Config {
   helperImage: string;
   /** BERTH_SERVICE_TEMPLATES: the operator's template catalog (file or URL), or null. */
   serviceTemplates: string | null;
+  /** The generated builds' base images (defaults, then BERTH_BUILDPACK_IMAGES). */
+  buildpackImages: BuildpackImages;
   migrationChecksums: boolean;
   sshTimeoutMs: number;
   sshIdleMs: number;
@@ -228,6 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     queueCap: e.BERTH_QUEUE_CAP,
     helperImage: e.BERTH_HELPER_IMAGE,
     serviceTemplates: e.BERTH_SERVICE_TEMPLATES.trim() || null,
+    buildpackImages: { ...DEFAULT_BUILDPACK_IMAGES, ...e.BERTH_BUILDPACK_IMAGES },
     migrationChecksums: e.BERTH_MIGRATION_CHECKSUMS === 'true' || e.BERTH_MIGRATION_CHECKSUMS === '1',
     sshTimeoutMs: e.BERTH_SSH_TIMEOUT_MS,
     sshIdleMs: e.BERTH_SSH_IDLE_MS,

@@ -5,7 +5,8 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { create } from 'tar';
-import type { BuildSource } from '../core/model/application.js';
+import type { BuildpackImages, BuildPack, BuildSource } from '../core/model/application.js';
+import { generateBuild, type GeneratedBuild } from './buildpacks.js';
 import { parseIp } from '../core/network-guard.js';
 import type { TargetGuard } from '../core/outbound-guard.js';
 import { parseSshRepository, sshRepositoryAt } from '../core/ssh-repository.js';
@@ -24,8 +25,22 @@ export interface BuildContext {
   dockerfile: string;
   /** The commit a git source was built from. */
   commit: string | null;
+  /** nixpacks and static: the Dockerfile berth wrote (kept in the deployment's log). */
+  generated?: GeneratedBuild;
+  /** The directory the context is made from (a compose file is read there). */
+  dir: string;
   cleanup(): Promise<void>;
 }
+
+/** How a source becomes an image: the build pack, and for generated builds the port and the base images. */
+export interface BuildPlan {
+  pack: BuildPack;
+  port: string | null;
+  images: BuildpackImages;
+}
+
+/** The generated Dockerfile's name in the context (ignored by COPY through .dockerignore). */
+const GENERATED_DOCKERFILE = '.berth.Dockerfile';
 
 async function sizeOf(dir: string): Promise<number> {
   let total = 0;
@@ -224,13 +239,20 @@ async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: str
 }
 
 /** Where a built application's context comes from: its inline Dockerfile, or a clone of its repository. */
-export async function prepareBuildContext(source: BuildSource, guard: TargetGuard, log: (l: string) => Promise<void>, ssh?: SshCloneSecrets): Promise<BuildContext> {
+export async function prepareBuildContext(
+  source: BuildSource,
+  guard: TargetGuard,
+  log: (l: string) => Promise<void>,
+  ssh?: SshCloneSecrets,
+  plan: BuildPlan = { pack: 'dockerfile', port: null, images: {} as BuildpackImages },
+): Promise<BuildContext> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-build-'));
   const cleanup = () => fs.rm(dir, { recursive: true, force: true });
   try {
     let contextDir: string;
     let dockerfile = 'Dockerfile';
     let commit: string | null = null;
+    let generated: GeneratedBuild | undefined;
     if ('dockerfile' in source) {
       contextDir = path.join(dir, 'src');
       await fs.mkdir(contextDir);
@@ -241,12 +263,27 @@ export async function prepareBuildContext(source: BuildSource, guard: TargetGuar
       // checked at the door: no "..", no control characters).
       const rel = (p: string) => p.replace(/^\/+/, '');
       contextDir = path.join(dir, 'src', rel(source.base_directory));
-      dockerfile = rel(source.dockerfile_location) || 'Dockerfile';
-      await fs.stat(path.join(contextDir, dockerfile)).catch(() => {
-        throw new Error(`The repository has no ${path.posix.join(source.base_directory, dockerfile)} on branch ${source.git_branch}.`);
-      });
+      const isDir = await fs.stat(contextDir).then(
+        (s) => s.isDirectory(),
+        () => false,
+      );
+      if (!isDir) throw new Error(`The repository has no directory ${source.base_directory} (base_directory) on branch ${source.git_branch}.`);
+      if (plan.pack === 'nixpacks' || plan.pack === 'static') {
+        generated = await generateBuild(plan.pack, contextDir, source.steps ?? {}, plan.port, plan.images);
+        dockerfile = GENERATED_DOCKERFILE;
+        await fs.writeFile(path.join(contextDir, dockerfile), generated.dockerfile);
+        const ignore = await fs.readFile(path.join(contextDir, '.dockerignore'), 'utf8').catch(() => '');
+        await fs.writeFile(path.join(contextDir, '.dockerignore'), `${ignore}${ignore && !ignore.endsWith('\n') ? '\n' : ''}${GENERATED_DOCKERFILE}\n`);
+      } else if (plan.pack === 'dockerfile') {
+        dockerfile = rel(source.dockerfile_location) || 'Dockerfile';
+        await fs.stat(path.join(contextDir, dockerfile)).catch(() => {
+          throw new Error(`The repository has no ${path.posix.join(source.base_directory, dockerfile)} on branch ${source.git_branch}.`);
+        });
+      }
     }
     return {
+      dir: contextDir,
+      ...(generated ? { generated } : {}),
       tar: () => create({ cwd: contextDir, portable: true, filter: (p) => !/^(\.\/)?\.git(\/|$)/.test(p) }, ['.']) as unknown as Readable,
       dockerfile,
       commit,

@@ -33,7 +33,8 @@ import type { DatabaseKind } from '../core/model/kinds.js';
 import { TargetGuard } from '../core/outbound-guard.js';
 import type { ChangePublisher } from '../core/changes.js';
 import { execTask } from './task-exec.js';
-import { DEFAULT_IMAGES_TO_KEEP, UNBUILT_TAG, type ApplicationConfig } from '../core/model/application.js';
+import { DEFAULT_IMAGES_TO_KEEP, isBuilt, UNBUILT_TAG, type ApplicationConfig, type BuildPack } from '../core/model/application.js';
+import { DEFAULT_BUILDPACK_IMAGES, type BuildpackImages } from '../config/config.js';
 import { BACKUP_DIR, backupVolumeName, lastLines, sizedOutput, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
 
 /**
@@ -109,6 +110,8 @@ export class LiveRuntime implements Runtime {
     private readonly outbound: TargetGuard = new TargetGuard(''),
     /** The engine watcher's lease and full-look intervals. */
     private readonly watch: { leaseMs: number; reconcileMs: number; changes?: ChangePublisher } = { leaseMs: 15_000, reconcileMs: 15_000 },
+    /** The base images of generated builds (nixpacks, static). */
+    private readonly buildpackImages: BuildpackImages = DEFAULT_BUILDPACK_IMAGES,
   ) {}
 
   isLive(server: ServerEngine): boolean {
@@ -243,7 +246,7 @@ export class LiveRuntime implements Runtime {
     const r = await ctx.db.selectFrom('resources').select(['uuid', 'kind', 'config', 'team_id']).where('id', '=', d.resource_id).executeTakeFirstOrThrow();
     if (r.kind !== 'application') return;
     const c = JSON.parse(r.config) as ApplicationConfig;
-    if (c.build_pack !== 'dockerfile' || !c.source) return;
+    if (!isBuilt(c) || !c.source) return;
     if (d.kind !== 'deploy') {
       if (c.docker_registry_image_tag === UNBUILT_TAG) throw new Error('This application has not been built yet: deploy it first.');
       return;
@@ -273,9 +276,11 @@ export class LiveRuntime implements Runtime {
         };
       }
     }
-    const context = await prepareBuildContext(source, this.outbound, ctx.log, ssh);
+    const context = await prepareBuildContext(source, this.outbound, ctx.log, ssh, { pack: c.build_pack as BuildPack, port: c.ports_exposes, images: this.buildpackImages });
     try {
       if (context.commit) await ctx.log(`building commit ${context.commit}`);
+      // The Dockerfile berth wrote is kept whole in the log: a person reads what ran.
+      if (context.generated) await ctx.log(`${c.build_pack} detected ${context.generated.stack}; generated Dockerfile:\n${context.generated.dockerfile.trimEnd()}`);
       const image = `localhost/berth-app-${r.uuid}`;
       const engine = await this.engineFor(await this.serverOfResource(d.resource_id));
       // Build output comes line by line; it reaches the deployment's log in batches.
@@ -359,7 +364,7 @@ export class LiveRuntime implements Runtime {
     const r = await ctx.db.selectFrom('resources').select(['uuid', 'kind', 'config']).where('id', '=', resourceId).executeTakeFirstOrThrow();
     if (r.kind !== 'application') return;
     const c = JSON.parse(r.config) as ApplicationConfig;
-    if (c.build_pack !== 'dockerfile' || c.docker_registry_image_name !== `localhost/berth-app-${r.uuid}`) return;
+    if (!isBuilt(c) || c.docker_registry_image_name !== `localhost/berth-app-${r.uuid}`) return;
     const keep = c.docker_images_to_keep ?? DEFAULT_IMAGES_TO_KEEP;
     const older = (await this.imagesOf(engine, c.docker_registry_image_name, ctx.signal)).filter((i) => i.tag !== c.docker_registry_image_tag).slice(keep);
     for (const i of older) {

@@ -62,21 +62,26 @@ describe('Coolify fields berth does not apply', () => {
       ...place,
       ...repo,
       is_static: true,
-      install_command: 'npm ci',
       watch_paths: 'src/**',
       health_check_type: 'cmd',
       git_commit_sha: 'abc123',
     });
     expect(refused.status).toBe(422);
-    expect(Object.keys(refused.json.errors).sort()).toEqual(['git_commit_sha', 'health_check_type', 'install_command', 'is_static', 'watch_paths']);
-    expect(refused.json.errors.install_command).toEqual([`${NOT_YET}berth builds with a Dockerfile only (build_pack "dockerfile"): put the step in the Dockerfile.`]);
+    expect(Object.keys(refused.json.errors).sort()).toEqual(['git_commit_sha', 'health_check_type', 'is_static', 'watch_paths']);
+    // The steps are a git application's own fields, for the generated builds only.
+    expect((await api('POST', '/applications/public', { ...place, ...repo, install_command: 'npm ci' })).json.errors).toEqual({
+      install_command: ['Applies to build_pack "nixpacks" or "static" (this one is "dockerfile": put the step in the Dockerfile).'],
+    });
+    expect((await api('POST', '/applications/dockerimage', { ...place, docker_registry_image_name: 'nginx', ports_exposes: '80', install_command: 'npm ci' })).json.errors.install_command[0]).toMatch(
+      new RegExp(`^${NOT_YET}the build steps apply to an application built from a git repository`),
+    );
     expect(refused.json.errors.watch_paths[0]).toContain('POST /deploy');
 
     const image = { ...place, docker_registry_image_name: 'nginx', ports_exposes: '80' };
     expect((await api('POST', '/applications/dockerimage', { ...image, use_build_server: true })).json.errors.use_build_server[0]).toMatch(new RegExp(`^${NOT_YET}`));
     const patch = (body: Record<string, unknown>) => api('PATCH', `/applications/${made.json.uuid}`, body);
     expect((await patch({ is_static: false, instant_deploy: false })).status).toBe(200);
-    expect((await patch({ is_static: true })).json.errors).toEqual({ is_static: [expect.stringMatching(new RegExp(`^${NOT_YET}berth has no static-site mode`))] });
+    expect((await patch({ is_static: true })).json.errors).toEqual({ is_static: [expect.stringMatching(new RegExp(`^${NOT_YET}a static site is build_pack "static"`))] });
   });
 
   it("databases: each kind's configuration fields name the field, with the env or file storage to use instead", async () => {

@@ -35,12 +35,50 @@ describe('builds from source', () => {
     expect(p.json.errors.docker_registry_image_tag[0]).toMatch(/built from a Dockerfile/);
   });
 
+  it("nixpacks (Coolify's default) and static: stored with the steps given, shown as Coolify shows them", async () => {
+    const nix = await c.api('POST', '/applications/public', c.write, {
+      ...place(),
+      ...repo,
+      build_pack: 'nixpacks',
+      install_command: '',
+      build_command: 'npm run build:prod',
+      start_command: 'node dist/server.js',
+      publish_directory: null,
+    });
+    expect(nix.status, nix.text).toBe(201);
+    expect((await c.api('GET', `/applications/${nix.json.uuid}`, c.read)).json).toMatchObject({
+      build_pack: 'nixpacks',
+      install_command: null,
+      build_command: 'npm run build:prod',
+      start_command: 'node dist/server.js',
+      publish_directory: null,
+      dockerfile_location: null,
+      docker_registry_image_tag: 'unbuilt',
+    });
+    const site = await c.api('POST', '/applications/public', c.write, { ...place(), ...repo, build_pack: 'static', publish_directory: '/dist' });
+    expect(site.status, site.text).toBe(201);
+    expect((await c.api('GET', `/applications/${site.json.uuid}`, c.read)).json).toMatchObject({ build_pack: 'static', publish_directory: '/dist', start_command: null });
+    const compose = await c.api('POST', '/applications/public', c.write, { ...place(), ...repo, build_pack: 'dockercompose' });
+    expect(compose.json.errors.build_pack[0]).toMatch(/compose file.*POST \/services/);
+  });
+
   it('refuses what is not base64, other build packs, unsafe URLs, branches and paths; nothing is stored', async () => {
     const before = await dump(c.s);
     const bad: Array<[string, Record<string, unknown>, string]> = [
       ['/applications/dockerfile', { dockerfile: 'FROM busybox' }, 'dockerfile'],
       ['/applications/dockerfile', { dockerfile: Buffer.from('FROM busybox\n\u00e9\n', 'utf8').toString('base64') }, 'dockerfile'],
-      ['/applications/public', { ...repo, build_pack: 'nixpacks' }, 'build_pack'],
+      ['/applications/public', { ...repo, build_pack: 'heroku' }, 'build_pack'],
+      ['/applications/public', { ...repo, build_pack: 'dockercompose' }, 'build_pack'],
+      ['/applications/public', { ...repo, build_pack: 'dockerimage' }, 'build_pack'],
+      // A step belongs to the generated builds; a static site has no start command and serves on 80.
+      ['/applications/public', { ...repo, install_command: 'npm ci' }, 'install_command'],
+      ['/applications/public', { ...repo, build_pack: 'nixpacks', dockerfile_location: '/Dockerfile' }, 'dockerfile_location'],
+      ['/applications/public', { ...repo, build_pack: 'nixpacks', start_command: 'node a.js\nUSER root' }, 'start_command'],
+      ['/applications/public', { ...repo, build_pack: 'nixpacks', build_command: 'x'.repeat(2001) }, 'build_command'],
+      ['/applications/public', { ...repo, build_pack: 'static', start_command: 'nginx' }, 'start_command'],
+      ['/applications/public', { ...repo, build_pack: 'static', ports_exposes: '3000' }, 'ports_exposes'],
+      ['/applications/public', { ...repo, build_pack: 'static', publish_directory: '/../dist' }, 'publish_directory'],
+      ['/applications/dockerfile', { dockerfile: Buffer.from('FROM busybox\n').toString('base64'), start_command: 'x' }, 'start_command'],
       ['/applications/public', { ...repo, git_repository: 'file:///etc/passwd' }, 'git_repository'],
       ['/applications/public', { ...repo, git_repository: 'ext::sh -c touch% /tmp/pwned' }, 'git_repository'],
       ['/applications/public', { ...repo, git_repository: 'https://user:secret@git.example.test/app.git' }, 'git_repository'],

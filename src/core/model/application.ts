@@ -6,7 +6,23 @@ export const UNBUILT_TAG = 'unbuilt';
 /** Coolify's default for docker_images_to_keep: built images kept for rollback besides the one running. */
 export const DEFAULT_IMAGES_TO_KEEP = 2;
 
-/** Where a built application's image comes from (build_pack dockerfile). */
+/** Build packs that build an image from source at each deploy (dockerimage pulls one instead). */
+export const BUILD_PACKS = ['dockerfile', 'nixpacks', 'static'] as const;
+export type BuildPack = (typeof BUILD_PACKS)[number];
+
+/** The base images of the generated builds, declared with the settings (BERTH_BUILDPACK_IMAGES). */
+export type { BuildpackImages } from '../../config/config.js';
+
+/** Coolify's steps of a generated build: each replaces the detected one (one shell line each). */
+export interface BuildSteps {
+  install_command?: string | null;
+  build_command?: string | null;
+  start_command?: string | null;
+  /** Where a static site's files are after the build (static), relative to base_directory. */
+  publish_directory?: string | null;
+}
+
+/** Where a built application's image comes from (every build pack but dockerimage). */
 export type BuildSource =
   | { dockerfile: string }
   | {
@@ -18,12 +34,14 @@ export type BuildSource =
       private_key_id?: number;
       /** The git host's key(s), "type base64" lines: given at create, or pinned at the first clone. */
       git_host_key?: string | null;
+      /** nixpacks and static: the steps given in place of the detected ones. */
+      steps?: BuildSteps;
     };
 
 /** Coolify's runtime fields are stored only when set (see runtime-fields.ts for their defaults). */
 export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<LimitsFields> {
-  /** dockerimage: run a registry image; dockerfile: build it on the server's engine at each deploy. */
-  build_pack: 'dockerimage' | 'dockerfile';
+  /** dockerimage: run a registry image; the others: build it on the server's engine at each deploy. */
+  build_pack: 'dockerimage' | BuildPack;
   source?: BuildSource;
   docker_registry_image_name: string;
   docker_registry_image_tag: string;
@@ -37,3 +55,6 @@ export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<L
   /** Built images kept for rollback besides the running one (older ones are removed after a deploy). */
   docker_images_to_keep?: number;
 }
+
+/** Whether an application's image is built by berth (from a Dockerfile, written or generated) rather than pulled. */
+export const isBuilt = (c: Pick<ApplicationConfig, 'build_pack'>): boolean => c.build_pack !== 'dockerimage';

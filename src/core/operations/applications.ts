@@ -9,7 +9,7 @@ import { defineOperation } from '../operation.js';
 import { listOf, pageInput } from '../pagination.js';
 import { customLabelsInput, decodeCustomLabels, encodeCustomLabels } from '../custom-labels.js';
 import { parseRunOptions, requireRunOptionsAccess } from '../run-options.js';
-import { DEFAULT_IMAGES_TO_KEEP, type ApplicationConfig } from '../model/application.js';
+import { BUILD_PACKS, DEFAULT_IMAGES_TO_KEEP, isBuilt, type ApplicationConfig } from '../model/application.js';
 import { checkLimits, givenHealthCheck, givenLimits, healthCheckInput, healthCheckOutput, healthCheckView, limitsInput, limitsOutput, limitsView } from '../runtime-fields.js';
 import type { Db } from '../../store/db.js';
 import { description, domains, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
@@ -20,13 +20,18 @@ import { APPLICATION_FIELDS, APPLICATION_UPDATE_FIELDS } from './coolify-fields.
 
 export const applicationSchema = z.object({
   ...placedSchema,
-  build_pack: z.enum(['dockerimage', 'dockerfile']),
+  build_pack: z.enum(['dockerimage', ...BUILD_PACKS]),
   /** Built applications: the repository, branch and Dockerfile, or the inline Dockerfile. */
   git_repository: z.string().nullable(),
   git_branch: z.string().nullable(),
   base_directory: z.string().nullable(),
   dockerfile_location: z.string().nullable(),
   dockerfile: z.string().nullable(),
+  /** nixpacks and static: the steps given in place of the detected ones. */
+  install_command: z.string().nullable().meta({ 'berth.brief': true }),
+  build_command: z.string().nullable().meta({ 'berth.brief': true }),
+  start_command: z.string().nullable().meta({ 'berth.brief': true }),
+  publish_directory: z.string().nullable().meta({ 'berth.brief': true }),
   docker_registry_image_name: z.string(),
   docker_registry_image_tag: z.string(),
   ports_exposes: z.string().nullable(),
@@ -58,8 +63,12 @@ export async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof appli
     git_repository: git?.git_repository ?? null,
     git_branch: git?.git_branch ?? null,
     base_directory: git?.base_directory ?? null,
-    dockerfile_location: git?.dockerfile_location ?? null,
+    dockerfile_location: c.build_pack === 'dockerfile' ? (git?.dockerfile_location ?? null) : null,
     dockerfile: source && 'dockerfile' in source ? source.dockerfile : null,
+    install_command: git?.steps?.install_command ?? null,
+    build_command: git?.steps?.build_command ?? null,
+    start_command: git?.steps?.start_command ?? null,
+    publish_directory: git?.steps?.publish_directory ?? null,
   };
 }
 
@@ -209,7 +218,7 @@ export const applicationOperations = [
       return atomically(store, async (db) => {
         const r = await ownedResource(db, uuid, caller.teamId, ['application']);
         const c = config<ApplicationConfig>(r);
-        if (c.build_pack === 'dockerfile' && (i.docker_registry_image_name !== undefined || i.docker_registry_image_tag !== undefined)) {
+        if (isBuilt(c) && (i.docker_registry_image_name !== undefined || i.docker_registry_image_tag !== undefined)) {
           throw validationError({
             [i.docker_registry_image_name !== undefined ? 'docker_registry_image_name' : 'docker_registry_image_tag']: ['This application is built from a Dockerfile: each deploy builds its image.'],
           });

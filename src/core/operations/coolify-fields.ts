@@ -14,7 +14,8 @@ const NONE = [null, ''] as const;
 const NO_BUILD_SERVERS = 'berth has no build servers: an application is built on the server that runs it';
 const NO_PROXY = 'berth runs no reverse proxy; configure it in your own proxy in front of the application';
 const NO_WEBHOOKS = 'berth has no git webhooks: deploy with POST /deploy (deploy) after a push';
-const DOCKERFILE_ONLY = 'berth builds with a Dockerfile only (build_pack "dockerfile"): put the step in the Dockerfile';
+const GIT_BUILDS_ONLY = 'the build steps apply to an application built from a git repository with build_pack "nixpacks" or "static" (POST /applications/public or /applications/private-deploy-key)';
+const STATIC_PACK = 'a static site is build_pack "static" of a git application (its files served on port 80); berth has no static switch or nginx configuration';
 const NO_HOOKS = "berth runs no commands around a deployment: run it in the image's entrypoint, or as a scheduled task";
 const COMPOSE = 'Docker Compose applications are services in berth: POST /services with docker_compose_raw';
 
@@ -26,14 +27,14 @@ export const SERVER_FIELDS: Readonly<Record<string, CoolifyField>> = {
 
 export const APPLICATION_FIELDS: Readonly<Record<string, CoolifyField>> = {
   git_commit_sha: field('berth builds the head of git_branch at each deploy and cannot pin a commit yet', 'HEAD', ...NONE),
-  is_static: field('berth has no static-site mode: serve the files from an image of your own (nginx, say)', false),
-  is_spa: field('berth has no static-site mode: serve the files from an image of your own (nginx, say)', false),
-  static_image: field('berth has no static-site mode: serve the files from an image of your own (nginx, say)', ...NONE),
-  custom_nginx_configuration: field('berth has no static-site mode: serve the files from an image of your own (nginx, say)', ...NONE),
-  install_command: field(DOCKERFILE_ONLY, ...NONE),
-  build_command: field(DOCKERFILE_ONLY, ...NONE),
-  start_command: field(DOCKERFILE_ONLY, ...NONE),
-  publish_directory: field(DOCKERFILE_ONLY, ...NONE),
+  is_static: field(STATIC_PACK, false),
+  is_spa: field(STATIC_PACK, false),
+  static_image: field(STATIC_PACK, ...NONE),
+  custom_nginx_configuration: field(STATIC_PACK, ...NONE),
+  install_command: field(GIT_BUILDS_ONLY, ...NONE),
+  build_command: field(GIT_BUILDS_ONLY, ...NONE),
+  start_command: field(GIT_BUILDS_ONLY, ...NONE),
+  publish_directory: field(GIT_BUILDS_ONLY, ...NONE),
   pre_deployment_command: field(NO_HOOKS, ...NONE),
   pre_deployment_command_container: field(NO_HOOKS, ...NONE),
   post_deployment_command: field(NO_HOOKS, ...NONE),
@@ -68,6 +69,11 @@ export const APPLICATION_FIELDS: Readonly<Record<string, CoolifyField>> = {
   docker_compose_custom_start_command: field(COMPOSE, ...NONE),
   docker_compose_custom_build_command: field(COMPOSE, ...NONE),
 };
+
+/** Creates from a git repository: the build steps are fields of theirs. */
+export const GIT_APPLICATION_FIELDS: Readonly<Record<string, CoolifyField>> = Object.fromEntries(
+  Object.entries(APPLICATION_FIELDS).filter(([k]) => !['install_command', 'build_command', 'start_command', 'publish_directory'].includes(k)),
+);
 
 /** PATCH /applications/{uuid}: the same, and a deploy asked for with the change. */
 export const APPLICATION_UPDATE_FIELDS: Readonly<Record<string, CoolifyField>> = {

@@ -89,7 +89,7 @@ export const PROMPTS: readonly PromptDeclaration[] = [
         'Steps:',
         privateRepo
           ? `1. Create it with create_private_deploy_key_application: git_repository "${repository}", git_branch "${branch}", project_uuid "${project.uuid}", server_uuid "${server.uuid}", environment_name "production", and private_key_uuid of a team key whose public half is a deploy key of the repository (list_private_keys; create_private_key if none).`
-          : `1. Create it with create_public_application: git_repository "${repository}", git_branch "${branch}", build_pack "dockerfile", project_uuid "${project.uuid}", server_uuid "${server.uuid}", environment_name "production", ports_exposes for the port it listens on.`,
+          : `1. Create it with create_public_application: git_repository "${repository}", git_branch "${branch}", build_pack "nixpacks" (berth detects Node, Python, Go or a static site; "dockerfile" if the repository has a Dockerfile), project_uuid "${project.uuid}", server_uuid "${server.uuid}", environment_name "production", ports_exposes for the port it listens on.`,
         '2. Deploy it with deploy (uuid: the new application\u2019s uuid). A build can take minutes: call it as a task if your client supports MCP tasks, or follow the deployment it names with get_deployment (or subscribe to berth://deployments/{uuid}) until it is finished or failed.',
         '3. When it has finished, read berth://applications/{uuid} (or get_application) to confirm the engine reports it running; if it failed, read the deployment log and say what went wrong.',
         'Tell me the application\u2019s uuid and its state at the end.',
