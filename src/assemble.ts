@@ -46,7 +46,7 @@ export function assembleCore(
     { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs, changes },
   ),
 ): Assembled {
-  const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
+  const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl, redisTimeoutMs: config.redisTimeoutMs });
   const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
   const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs, changes });
   const core = new Core({ db, config, logger, limits, runtime, jobs, changes });

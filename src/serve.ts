@@ -43,7 +43,7 @@ export interface ServerOptions {
 
 export async function startServer(config: Config, out: (line: string) => void = console.log, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = createLogger({ level: config.logLevel, destination: 'stdout' });
-  const db = await openStore(config.dataDir, config.databaseUrl);
+  const db = await openStore(config.dataDir, config.databaseUrl, config.storeTimeoutMs);
   const assembled = assembleCore(db, config, logger);
   const { core } = assembled;
   const outbound = new TargetGuard(config.outboundAllowedTargets);

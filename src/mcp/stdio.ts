@@ -28,7 +28,7 @@ export interface StdioOptions {
 export async function runStdio(config: Config, opts: StdioOptions): Promise<void> {
   const logger = createLogger({ level: config.logLevel, destination: 'stderr' });
   if (!opts.token) throw new Error('set BERTH_TOKEN to an API token (<id>|<secret>) to use berth mcp');
-  const db = await openStore(config.dataDir, config.databaseUrl);
+  const db = await openStore(config.dataDir, config.databaseUrl, config.storeTimeoutMs);
   const assembled = assembleCore(db, config, logger);
   const { core } = assembled;
   const access: RequestAccess = { authorization: `Bearer ${opts.token}`, sourceIp: '127.0.0.1', mcp: true, door: 'mcp-stdio' };
