@@ -3,7 +3,6 @@ import type { Config } from './config/config.js';
 import { Core } from './core/gate.js';
 import type { Runtime } from './core/runtime.js';
 import { JobRunner } from './workers/jobs.js';
-import { JobQueues } from './limits/job-queues.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { LiveRuntime } from './engine/live-runtime.js';
 import { TargetGuard } from './core/outbound-guard.js';
@@ -22,7 +21,6 @@ export interface Assembled {
   core: Core;
   jobs: JobRunner;
   limits: RateLimits;
-  queues: JobQueues;
   /** Every schedule (backups, cleanups); started by `serve` and `berth mcp` alike. */
   scheduler: Scheduler;
   /** What changed, for the MCP door's subscriptions (in-process, PostgreSQL or Redis: change-feeds.ts). */
@@ -47,8 +45,7 @@ export function assembleCore(
   ),
 ): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl, redisTimeoutMs: config.redisTimeoutMs });
-  const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
-  const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs, changes });
+  const jobs = new JobRunner(db, { concurrency: config.queueConcurrency, cap: config.queueCap }, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs, changes });
   const core = new Core({ db, config, logger, limits, runtime, jobs, changes });
   // The one list of schedules: each claims its due runs once across instances (see Schedule).
   const scheduler = new Scheduler(
@@ -67,11 +64,9 @@ export function assembleCore(
     core,
     jobs,
     limits,
-    queues,
     scheduler,
     changes,
     async close() {
-      await queues.close();
       await runtime.close();
       await limits.close();
       await changes.close();
