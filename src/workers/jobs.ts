@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { BerthError } from '../errors.js';
 import { sql, type RawBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { notify } from './notify/notifier.js';
@@ -563,11 +564,16 @@ export class JobRunner implements Jobs {
    * being deleted, and the tick tries again.
    */
   async deleteResource(resourceId: number, flags: RemoveOptions): Promise<{ done: boolean; error?: string; log: string[] }> {
-    await this.db
+    // The mark is the claim: one statement, so of deletes racing (or one after a delete whose
+    // engine could not be reached) exactly one goes on; the others answer 404 like a delete of
+    // a resource that is gone, whatever the engine's state.
+    const claimed = await this.db
       .updateTable('resources')
       .set({ deleting: JSON.stringify(flags), updated_at: nowIso() })
       .where('id', '=', resourceId)
-      .execute();
+      .where('deleting', 'is', null)
+      .executeTakeFirst();
+    if (claimed.numUpdatedRows === 0n) throw new BerthError('not_found');
     const active = await this.db.selectFrom('deployments').select('id').where('resource_id', '=', resourceId).where('status', 'in', ['queued', 'in_progress']).execute();
     for (const d of active) await this.cancel(d.id);
     return finishDeletion(this.db, this.runtime, this.logger, resourceId);
