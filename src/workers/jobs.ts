@@ -185,10 +185,22 @@ export class JobRunner implements Jobs {
     const deployments = [...this.queues.waitingIds('deployment'), ...this.running.keys()];
     const migrations = [...this.queues.waitingIds('migration'), ...this.runningMigrations.keys()];
     if (deployments.length > 0) {
-      await this.db.updateTable('deployments').set({ lease_until: until }).where('lease_owner', '=', this.instanceId).where('id', 'in', deployments).where('status', 'in', ['queued', 'in_progress']).execute();
+      await this.db
+        .updateTable('deployments')
+        .set({ lease_until: until })
+        .where('lease_owner', '=', this.instanceId)
+        .where('id', 'in', deployments)
+        .where('status', 'in', ['queued', 'in_progress'])
+        .execute();
     }
     if (migrations.length > 0) {
-      await this.db.updateTable('migrations_jobs').set({ lease_until: until }).where('lease_owner', '=', this.instanceId).where('id', 'in', migrations).where('status', 'in', ['pending', 'copying']).execute();
+      await this.db
+        .updateTable('migrations_jobs')
+        .set({ lease_until: until })
+        .where('lease_owner', '=', this.instanceId)
+        .where('id', 'in', migrations)
+        .where('status', 'in', ['pending', 'copying'])
+        .execute();
     }
   }
 

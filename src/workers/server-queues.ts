@@ -202,11 +202,7 @@ export class ServerQueues {
       if (mine?.status !== waits || mine.lease_owner !== this.owner) return 'gone';
       if (Number(running.n) + Number(copying.n) + Number(older.n) >= this.settings.concurrency) return 'wait';
       if (w.kind === 'deployment') {
-        await trx
-          .updateTable('deployments')
-          .set({ status: 'in_progress', lease_until: this.leaseEnd(), started_at: nowIso(), updated_at: nowIso() })
-          .where('id', '=', w.id)
-          .execute();
+        await trx.updateTable('deployments').set({ status: 'in_progress', lease_until: this.leaseEnd(), started_at: nowIso(), updated_at: nowIso() }).where('id', '=', w.id).execute();
       } else {
         await trx.updateTable('migrations_jobs').set({ status: 'copying', lease_until: this.leaseEnd(), updated_at: nowIso() }).where('id', '=', w.id).execute();
       }

@@ -44,9 +44,7 @@ describe.runIf(hasRedis)('jobs on three instances sharing a store and Redis', ()
   };
   const row = (uuid: string) => db.selectFrom('deployments').select(['status', 'lease_owner', 'lease_until']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
   async function app(i: number, server: string, name: string): Promise<string> {
-    return (
-      await api(i, 'POST', '/applications/dockerimage', { project_uuid: project, server_uuid: server, environment_name: 'production', docker_registry_image_name: 'nginx', name })
-    ).uuid;
+    return (await api(i, 'POST', '/applications/dockerimage', { project_uuid: project, server_uuid: server, environment_name: 'production', docker_registry_image_name: 'nginx', name })).uuid;
   }
   const deploy = async (i: number, appUuid: string): Promise<string> => (await api(i, 'POST', `/deploy?uuid=${appUuid}`)).deployments[0].deployment_uuid;
 
@@ -95,10 +93,14 @@ describe.runIf(hasRedis)('jobs on three instances sharing a store and Redis', ()
 
     // The two cut off are failed; the queued one runs on a living instance.
     for (const uuid of first.slice(0, 2)) await until(`${uuid} failed`, async () => ((await row(uuid)).status === 'failed' ? true : undefined), 30_000);
-    const taken = await until('the queued one to run elsewhere', async () => {
-      const r = await row(first[2]!);
-      return r.status === 'in_progress' ? r : undefined;
-    }, 30_000);
+    const taken = await until(
+      'the queued one to run elsewhere',
+      async () => {
+        const r = await row(first[2]!);
+        return r.status === 'in_progress' ? r : undefined;
+      },
+      30_000,
+    );
     expect(taken.lease_owner).not.toBe(x);
     // Loosely "within the lease" (the sweep runs every third of one): seconds, not for good.
     expect(Date.now() - killedAt).toBeLessThan(20_000);
