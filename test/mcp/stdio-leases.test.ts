@@ -1,7 +1,7 @@
 /**
  * `berth mcp` runs the same background work as `serve` (src/assemble.ts start/stop): a long job
  * started through it keeps its lease while a `serve` shares the store, with a short lease
- * (BERTH_JOB_LEASE_MS=1000 on both). Before, the stdio server never renewed its leases, and
+ * (BERTH_JOB_LEASE_MS=2000 on both). Before, the stdio server never renewed its leases, and
  * serve's sweep took such a deployment over and failed it after one lease.
  * The engine is a socket that accepts and never answers: the deployment runs until it is cut.
  */
@@ -13,7 +13,8 @@ import { type AnyClient, stdioClient } from '../helpers/mcp.js';
 import { call, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/wait.js';
 
-const LEASE = { BERTH_JOB_LEASE_MS: '1000' };
+// Short, but not so short that a loaded 2-core machine stalls a renewal past it.
+const LEASE = { BERTH_JOB_LEASE_MS: '2000' };
 
 let s: TestServer;
 let dir: string;
@@ -59,8 +60,8 @@ describe('berth mcp beside serve', () => {
       const x = await row();
       return x.status === 'in_progress' ? x : undefined;
     });
-    // Four leases later: still running, still berth mcp's, its lease renewed.
-    await new Promise((res) => setTimeout(res, 4_000));
+    // Three leases later: still running, still berth mcp's, its lease renewed.
+    await new Promise((res) => setTimeout(res, 6_000));
     const later = await row();
     expect(later, later.logs).toMatchObject({ status: 'in_progress', lease_owner: started.lease_owner });
     expect(later.lease_until!).toBeGreaterThan(Date.now() - 200);
