@@ -19,7 +19,7 @@ const envSchema = z.object({
   API_RATE_LIMIT: z.coerce.number().int().min(0).default(200),
   /** The rate-limit window; the spec's minute. Shorter only for tests. */
   BERTH_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(60_000),
-  /** Shares rate-limit buckets and job queues between berth processes. */
+  /** Shares rate-limit buckets (and the change feed) between berth processes; job queues are in the store. */
   REDIS_URL: z.string().default(''),
   /** A Redis command unanswered this long means Redis is hung: requests answer 503 until it answers a PING. */
   BERTH_REDIS_TIMEOUT_MS: z.coerce.number().int().min(50).default(1_000),
