@@ -134,7 +134,9 @@ export class ServerQueues {
     for (const w of this.waiting.filter((x) => x.serverId === serverId)) {
       const outcome = await this.tryStart(w);
       if (outcome === 'wait') return;
-      this.waiting.splice(this.waiting.indexOf(w), 1);
+      // Not there when stop() settled it meanwhile: a job marked running is still run here.
+      const at = this.waiting.indexOf(w);
+      if (at >= 0) this.waiting.splice(at, 1);
       if (outcome === 'gone') {
         // Cancelled while it waited, or taken over by another instance: nothing to run here.
         w.resolve();
