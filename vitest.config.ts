@@ -30,7 +30,7 @@ const POSTGRES_ONLY = ['test/mcp/resources-instances.test.ts'];
  * here run on PostgreSQL too, with the whole API and MCP suite. This keeps both runs within the
  * suite's time budget.
  */
-const E2E_ON_BOTH_STORES = new Set(['multi-instance.test.ts', 'migrate-kill.test.ts']);
+const E2E_ON_BOTH_STORES = new Set(['multi-instance.test.ts', 'migrate-kill.test.ts', 'jobs-outlive.test.ts']);
 const E2E_SQLITE_ONLY = fs
   .readdirSync(new URL('./test/e2e/', import.meta.url))
   .filter((f) => f.endsWith('.test.ts') && !E2E_ON_BOTH_STORES.has(f))

@@ -3,7 +3,6 @@ import type { Config } from './config/config.js';
 import { Core } from './core/gate.js';
 import type { Runtime } from './core/runtime.js';
 import { JobRunner } from './workers/jobs.js';
-import { JobQueues } from './limits/job-queues.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { LiveRuntime } from './engine/live-runtime.js';
 import { TargetGuard } from './core/outbound-guard.js';
@@ -17,16 +16,30 @@ import { AuditRetention } from './workers/audit-retention.js';
 import { OAuthClientSweep } from './workers/oauth-client-sweep.js';
 import type { ChangeFeed } from './core/changes.js';
 import { openChanges } from './core/change-feeds.js';
+import { createMailer, type Mailer } from './mail/mailer.js';
+import { ExpiryWarnings } from './workers/expiry-warnings.js';
+import { Notifier } from './workers/notify/notifier.js';
+import { createSenders } from './workers/notify/senders.js';
 
 export interface Assembled {
   core: Core;
   jobs: JobRunner;
   limits: RateLimits;
-  queues: JobQueues;
   /** Every schedule (backups, cleanups); started by `serve` and `berth mcp` alike. */
   scheduler: Scheduler;
   /** What changed, for the MCP door's subscriptions (in-process, PostgreSQL or Redis: change-feeds.ts). */
   changes: ChangeFeed;
+  /** SMTP_URL's mailer (expiry warnings, the console's sign-in links); null without SMTP. */
+  mailer: Mailer | null;
+  /**
+   * Starts the background work of an instance: job leases (renewal, the sweep that takes over a
+   * dead instance's jobs, the queues' polling), the schedules, the engine watcher, notification
+   * delivery and token-expiry warnings. One start for `serve` and `berth mcp` alike, so a job
+   * started through either keeps its lease while the other shares the store.
+   */
+  start(): Promise<void>;
+  /** Stops it again (waiting jobs are handed back to the store for another instance). */
+  stop(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -47,9 +60,8 @@ export function assembleCore(
     config.buildpackImages,
   ),
 ): Assembled {
-  const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });
-  const queues = new JobQueues({ concurrency: config.queueConcurrency, cap: config.queueCap, redisUrl: config.redisUrl });
-  const jobs = new JobRunner(db, queues, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs, changes });
+  const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl, redisTimeoutMs: config.redisTimeoutMs });
+  const jobs = new JobRunner(db, { concurrency: config.queueConcurrency, cap: config.queueCap }, runtime, logger, { holdPhase: config.testHoldMigrationPhase, leaseMs: config.jobLeaseMs, changes });
   const core = new Core({ db, config, logger, limits, runtime, jobs, changes });
   // The one list of schedules: each claims its due runs once across instances (see Schedule).
   const scheduler = new Scheduler(
@@ -64,18 +76,40 @@ export function assembleCore(
     logger,
     config.scheduleTickMs,
   );
+  const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
+  const outbound = new TargetGuard(config.outboundAllowedTargets);
+  const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
+  const notifier = new Notifier(
+    db,
+    createSenders({ guard: outbound, mailer, telegramApiUrl: config.telegramApiUrl, pushoverApiUrl: config.pushoverApiUrl, timeoutMs: 10_000 }),
+    logger,
+    config.notifyScanMs,
+  );
+  let started = false;
   return {
     core,
     jobs,
     limits,
-    queues,
     scheduler,
     changes,
+    mailer,
+    async start() {
+      started = true;
+      await Promise.all([expiry.start(), notifier.start(), scheduler.start(), jobs.start()]);
+      runtime.startWatching(jobs.instanceId);
+    },
+    async stop() {
+      if (!started) return;
+      started = false;
+      await jobs.stop().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
+      await Promise.all([expiry.stop(), notifier.stop(), scheduler.stop()]);
+      await runtime.stopWatching().catch(() => undefined);
+    },
     async close() {
-      await queues.close();
       await runtime.close();
       await limits.close();
       await changes.close();
+      mailer?.close();
     },
   };
 }

@@ -183,7 +183,7 @@ export function unexpected(err: unknown): BerthError {
   const message = typeof e?.message === 'string' ? e.message : '';
   if (
     (typeof e?.code === 'string' && STORE_DOWN_CODES.has(e.code)) ||
-    /^Connection terminated|timeout exceeded when trying to connect|Cannot reach the PostgreSQL store|^Connection is closed|max retries per request|not queryable|Stream isn't writeable|enableOfflineQueue/.test(
+    /^Connection terminated|timeout exceeded when trying to connect|Cannot reach the PostgreSQL store|^Connection is closed|max retries per request|Query read timeout|not queryable|Stream isn't writeable|enableOfflineQueue/.test(
       message,
     )
   ) {

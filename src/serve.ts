@@ -8,12 +8,8 @@ import { buildHttpServer } from './http-server.js';
 import { allowedHosts } from './http-common/allowed-hosts.js';
 import { oauthConnectedApps } from './console/apps.js';
 import { consolePlugin, Sessions } from './console/index.js';
-import { ExpiryWarnings } from './workers/expiry-warnings.js';
-import { Notifier } from './workers/notify/notifier.js';
-import { createSenders } from './workers/notify/senders.js';
 import { TargetGuard } from './core/outbound-guard.js';
 import { createLogger } from './logging/logger.js';
-import { createMailer } from './mail/mailer.js';
 import { openStore } from './store/db.js';
 import { forgetServedUrl, recordServedUrl } from './store/served-url.js';
 import { auditedChange } from './cli/cli-audit.js';
@@ -43,7 +39,7 @@ export interface ServerOptions {
 
 export async function startServer(config: Config, out: (line: string) => void = console.log, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = createLogger({ level: config.logLevel, destination: 'stdout' });
-  const db = await openStore(config.dataDir, config.databaseUrl);
+  const db = await openStore(config.dataDir, config.databaseUrl, config.storeTimeoutMs);
   const assembled = assembleCore(db, config, logger);
   const { core } = assembled;
   const outbound = new TargetGuard(config.outboundAllowedTargets);
@@ -60,7 +56,7 @@ export async function startServer(config: Config, out: (line: string) => void = 
   const sessions = new Sessions(db, { publicUrl: config.publicUrl });
   const currentPerson: CurrentPerson = options.currentPerson ?? ((req) => sessions.currentPerson(req));
   const app = await buildHttpServer({ core, operations, tools, config, logger, oauth, currentPerson });
-  const mailer = config.smtpUrl ? createMailer(config.smtpUrl, config.smtpFrom) : null;
+  const { mailer } = assembled;
   // The console for people at `/`, in its own context (form parsing, HTML error pages).
   await app.register(consolePlugin, {
     db,
@@ -76,20 +72,12 @@ export async function startServer(config: Config, out: (line: string) => void = 
   if (mailer && !config.publicUrl && !allowedHosts(config)) {
     logger.warn('SMTP_URL is set but BERTH_PUBLIC_URL is not, and MCP_ALLOWED_HOSTS names no host: the console mails no sign-in links (their address cannot be trusted from a request)');
   }
-  const expiry = new ExpiryWarnings(db, mailer, logger, config.expiryScanMs);
-  const notifier = new Notifier(
-    db,
-    createSenders({ guard: outbound, mailer, telegramApiUrl: config.telegramApiUrl, pushoverApiUrl: config.pushoverApiUrl, timeoutMs: 10_000 }),
-    logger,
-    config.notifyScanMs,
-  );
 
   // The port first: a busy one fails here, before a first start creates the instance and prints
   // its root token (which would then be lost with the process).
   const abandon = async (err: unknown): Promise<never> => {
     await app.close().catch(() => undefined);
     await assembled.close().catch(() => undefined);
-    mailer?.close();
     await db.destroy();
     throw err;
   };
@@ -106,11 +94,8 @@ export async function startServer(config: Config, out: (line: string) => void = 
     out('berth: root token (shown once, store it now):');
     out(init.token);
   }
-  await expiry.start();
-  await notifier.start();
-  await assembled.scheduler.start();
-  await assembled.jobs.start();
-  core.deps.runtime.startWatching(assembled.jobs.instanceId);
+  // The background work, started as `berth mcp` starts it (src/assemble.ts).
+  await assembled.start();
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   // PORT=0 asks for any free port: links made from the config (approve_url) name the one it got.
@@ -136,13 +121,8 @@ export async function startServer(config: Config, out: (line: string) => void = 
         // instance on the same store queues them at once); running ones end here or time out.
         await app.close();
         await forgetServedUrl(db, assembled.jobs.instanceId).catch((err) => logger.warn({ err: (err as Error).message }, 'could not remove the recorded address'));
-        await assembled.jobs.stop().catch((err) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
-        await expiry.stop();
-        await notifier.stop();
-        await assembled.scheduler.stop();
-        await core.deps.runtime.stopWatching();
+        await assembled.stop();
         await assembled.close();
-        mailer?.close();
         await db.destroy();
         logger.flush();
       })()),

@@ -1,7 +1,8 @@
 // bench/soak: mixed REST and MCP load for a set time against three `berth serve` instances that
 // share one PostgreSQL (scripts/postgres.sh) and one Redis, behind a client-side round robin.
 // During the run one instance is killed (SIGKILL) and restarted, PostgreSQL is stopped and
-// started, and Redis is stopped and started. Every --sample seconds each instance's RSS, live heap
+// started, Redis is stopped and started (without persistence: its keys are gone), and Redis is
+// frozen (SIGSTOP) and thawed. Every --sample seconds each instance's RSS, live heap
 // (after a GC), open descriptors and event-loop delay are sampled (bench/soak/probe.mjs is
 // preloaded into each instance), with the p99 latency the clients saw in that window. Afterwards
 // the clients' ledger is checked against the API (bench/soak/workload.mjs).
@@ -286,6 +287,16 @@ const chaos = [
       ),
   ],
   [0.65, () => outage('Redis', stopRedis, startRedis)],
+  // Connected but not answering (issue 40): 503 within BERTH_REDIS_TIMEOUT_MS, not 500s.
+  [
+    0.8,
+    () =>
+      outage(
+        'Redis frozen (SIGSTOP)',
+        async () => redis.kill('SIGSTOP'),
+        async () => redis.kill('SIGCONT'),
+      ),
+  ],
 ];
 
 // ---- the run ----------------------------------------------------------------------------------------

@@ -30,8 +30,15 @@ const envSchema = z.object({
   API_RATE_LIMIT: z.coerce.number().int().min(0).default(200),
   /** The rate-limit window; the spec's minute. Shorter only for tests. */
   BERTH_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(60_000),
-  /** Shares rate-limit buckets and job queues between berth processes. */
+  /** Shares rate-limit buckets (and the change feed) between berth processes; job queues are in the store. */
   REDIS_URL: z.string().default(''),
+  /** A Redis command unanswered this long means Redis is hung: requests answer 503 until it answers a PING. */
+  BERTH_REDIS_TIMEOUT_MS: z.coerce.number().int().min(50).default(1_000),
+  /**
+   * A PostgreSQL query unanswered this long fails (503; the connection is dropped), so a store
+   * that accepts connections but does not answer is an outage, not a request that hangs.
+   */
+  BERTH_STORE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
   /**
    * The store: empty for the embedded SQLite file in BERTH_DATA; a postgres:// URL for a
    * PostgreSQL database that several berth instances share.
@@ -183,6 +190,9 @@ export interface Config {
   apiRateLimit: number;
   rateWindowMs: number;
   redisUrl: string | null;
+  redisTimeoutMs: number;
+  /** PostgreSQL: the longest a query (or a connect) may take before it fails as an outage. */
+  storeTimeoutMs: number;
   /** null: the embedded SQLite store in dataDir. */
   databaseUrl: string | null;
   jobLeaseMs: number;
@@ -255,6 +265,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     apiRateLimit: e.API_RATE_LIMIT,
     rateWindowMs: e.BERTH_RATE_WINDOW_MS,
     redisUrl: e.REDIS_URL || null,
+    redisTimeoutMs: e.BERTH_REDIS_TIMEOUT_MS,
+    storeTimeoutMs: e.BERTH_STORE_TIMEOUT_MS,
     databaseUrl: e.DATABASE_URL || null,
     jobLeaseMs: e.BERTH_JOB_LEASE_MS,
     mcpTaskTtlMs: Math.min(e.BERTH_MCP_TASK_TTL_MS, e.BERTH_MCP_TASK_MAX_TTL_MS),

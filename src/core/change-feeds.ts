@@ -65,10 +65,10 @@ class RedisChanges extends SharedChanges {
   private readonly pub: RedisClient;
   private readonly sub: RedisClient;
 
-  constructor(url: string, logger: Logger) {
+  constructor(url: string, logger: Logger, timeoutMs?: number) {
     super(logger);
-    this.pub = redisClient(url);
-    this.sub = redisClient(url);
+    this.pub = redisClient(url, timeoutMs);
+    this.sub = redisClient(url, timeoutMs);
     // A subscriber connection has no commands to time out; ioredis subscribes again on reconnect.
     this.sub.on('message', (_channel: string, text: string) => this.received(text));
     this.sub.subscribe(CHANGE_CHANNEL).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'changes: could not subscribe on Redis'));
@@ -152,8 +152,8 @@ class PostgresChanges extends SharedChanges {
 }
 
 /** The feed this deployment has: Redis when REDIS_URL is set, else PostgreSQL's when that is the store, else in-process. */
-export function openChanges(db: Db, config: { redisUrl: string | null; databaseUrl: string | null }, logger: Logger): ChangeFeed {
-  if (config.redisUrl) return new RedisChanges(config.redisUrl, logger);
+export function openChanges(db: Db, config: { redisUrl: string | null; redisTimeoutMs?: number; databaseUrl: string | null }, logger: Logger): ChangeFeed {
+  if (config.redisUrl) return new RedisChanges(config.redisUrl, logger, config.redisTimeoutMs);
   if (config.databaseUrl) return new PostgresChanges(db, config.databaseUrl, logger);
   return new LocalChanges();
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { assertRedisUp } from './redis.js';
+import { redisCall } from './redis.js';
 
 /** The outcome of charging one request to a bucket. */
 export interface RateDecision {
@@ -82,20 +82,20 @@ export class RedisBuckets implements Buckets {
   }
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateDecision> {
-    assertRedisUp(this.redis);
-    const [count, ttl] = await this.redis.berthHit(this.prefix + key, windowMs);
+    const [count, ttl] = await redisCall(this.redis, () => this.redis.berthHit(this.prefix + key, windowMs));
     const resetAt = Date.now() + ttl;
     return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetAt };
   }
 
   async peek(key: string, limit: number, windowMs: number): Promise<RateDecision> {
-    assertRedisUp(this.redis);
-    const [count, ttl] = await this.redis
-      .multi()
-      .get(this.prefix + key)
-      .pttl(this.prefix + key)
-      .exec()
-      .then((r) => [Number(r?.[0]?.[1] ?? 0), Number(r?.[1]?.[1] ?? -2)]);
+    const [count, ttl] = await redisCall(this.redis, () =>
+      this.redis
+        .multi()
+        .get(this.prefix + key)
+        .pttl(this.prefix + key)
+        .exec()
+        .then((r) => [Number(r?.[0]?.[1] ?? 0), Number(r?.[1]?.[1] ?? -2)]),
+    );
     const resetAt = Date.now() + (ttl! > 0 ? ttl! : windowMs);
     return { allowed: count! < limit, limit, remaining: Math.max(0, limit - count!), resetAt };
   }

@@ -17,6 +17,8 @@ export interface RateLimitConfig {
   apiRateLimit: number;
   windowMs: number;
   redisUrl: string | null;
+  /** A Redis command unanswered this long is an outage (503). */
+  redisTimeoutMs?: number;
 }
 
 /** /api/health's own limit per source address, whatever API_RATE_LIMIT says (spec). */
@@ -35,7 +37,7 @@ export class RateLimits {
   }
 
   static create(config: RateLimitConfig): RateLimits {
-    const buckets = config.redisUrl ? new RedisBuckets(redisClient(config.redisUrl)) : new MemoryBuckets(config.windowMs);
+    const buckets = config.redisUrl ? new RedisBuckets(redisClient(config.redisUrl, config.redisTimeoutMs)) : new MemoryBuckets(config.windowMs);
     return new RateLimits(buckets, config.windowMs, config.apiRateLimit);
   }
 

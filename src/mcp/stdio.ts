@@ -28,7 +28,7 @@ export interface StdioOptions {
 export async function runStdio(config: Config, opts: StdioOptions): Promise<void> {
   const logger = createLogger({ level: config.logLevel, destination: 'stderr' });
   if (!opts.token) throw new Error('set BERTH_TOKEN to an API token (<id>|<secret>) to use berth mcp');
-  const db = await openStore(config.dataDir, config.databaseUrl);
+  const db = await openStore(config.dataDir, config.databaseUrl, config.storeTimeoutMs);
   const assembled = assembleCore(db, config, logger);
   const { core } = assembled;
   const access: RequestAccess = { authorization: `Bearer ${opts.token}`, sourceIp: '127.0.0.1', mcp: true, door: 'mcp-stdio' };
@@ -75,8 +75,10 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
   // Resource status comes from the engines, backups and cleanups from their schedules: a
   // desktop-only installation follows and runs them too.
   const startedAt = performance.now();
-  core.deps.runtime.startWatching(assembled.jobs.instanceId);
-  const ready = assembled.scheduler.start();
+  // The same background work as `serve` (src/assemble.ts): above all the job leases, renewed
+  // here as there, so a long job started through this process is not taken over by a serve
+  // sharing the store.
+  const ready = assembled.start();
   taskRunner.start();
   // stdin's end is listened for before the start is awaited: a client may send its requests and
   // close stdin while the scheduler is still starting, and a missed 'end' keeps the process alive.
@@ -92,8 +94,7 @@ export async function runStdio(config: Config, opts: StdioOptions): Promise<void
       .catch(() => undefined)
       .then(() => handle.close())
       .finally(async () => {
-        await Promise.all([assembled.scheduler.stop(), taskRunner.stop()]);
-        await core.deps.runtime.stopWatching().catch(() => undefined);
+        await Promise.all([assembled.stop(), taskRunner.stop()]);
         await Promise.all([db.destroy(), assembled.close()]);
         // Everything is closed: end now, once the log and stdout are flushed, instead of after
         // Node's own teardown of the isolate (measured: tens of ms of a client's spawn → exit).

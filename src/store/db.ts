@@ -108,8 +108,8 @@ export const DATABASE_FILE = 'berth.sqlite';
  * Opens the store and brings its schema up to date: the PostgreSQL database named by
  * databaseUrl, or else (creating it if needed) the embedded SQLite file in dataDir.
  */
-export async function openStore(dataDir: string, databaseUrl: string | null = null): Promise<Db> {
-  const db = databaseUrl ? await openPostgres(databaseUrl) : openSqlite(dataDir);
+export async function openStore(dataDir: string, databaseUrl: string | null = null, timeoutMs = DEFAULT_STORE_TIMEOUT_MS): Promise<Db> {
+  const db = databaseUrl ? await openPostgres(databaseUrl, timeoutMs) : openSqlite(dataDir);
   setMigrationDialect(databaseUrl ? 'postgres' : 'sqlite');
   if (await migratedExactly(db)) return db;
   // Several instances starting at once migrate one after another (Kysely locks on PostgreSQL).
@@ -171,16 +171,21 @@ function openSqlite(dataDir: string): Db {
  * PostgreSQL through the pg driver, loaded only here: the embedded default never pays for it.
  * Counts (int8) come back as numbers, as SQLite's do; no count berth makes nears 2^53.
  */
-async function openPostgres(url: string): Promise<Db> {
+async function openPostgres(url: string, timeoutMs: number): Promise<Db> {
   // A plain require: the shipped bundle runs in a vm.Script, where import() of a package fails.
   const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
   const types = { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format as never)) };
-  const pool = new pg.Pool({ connectionString: url, types: types as never, max: 10, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 });
+  // A server that accepts but does not answer (frozen, overloaded) fails the query after
+  // timeoutMs (503, "Query read timeout"), instead of holding the request for ever.
+  const pool = new pg.Pool({ connectionString: url, types: types as never, max: 10, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, idleTimeoutMillis: 30_000 });
   // A connection the server drops must not take the process down (an 'error' event without a
   // listener throws): an idle one is the pool's to replace; a checked-out one also fails its
   // query, which the request answers with 503, and is released.
   pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    dropOnTimeout(client);
+  });
   const db = new Kysely<Database>({ dialect: new KeepErrorPostgresDialect({ pool }, pg.escapeLiteral) });
   try {
     await sql`select 1`.execute(db);
@@ -190,6 +195,26 @@ async function openPostgres(url: string): Promise<Db> {
   }
   registerAuthVersion(db, authVersionOf(pool));
   return db;
+}
+
+/** BERTH_STORE_TIMEOUT_MS's default. */
+export const DEFAULT_STORE_TIMEOUT_MS = 5_000;
+
+/**
+ * A query that timed out was sent: its answer, if it ever comes, would be read as the answer to
+ * the connection's next query. The connection is closed instead (the pool replaces it).
+ */
+function dropOnTimeout(client: import('pg').PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const r = query(...args);
+    if (r instanceof Promise) {
+      r.catch((err: unknown) => {
+        if ((err as Error | null)?.message === 'Query read timeout') (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+      });
+    }
+    return r;
+  };
 }
 
 /**

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { BerthError } from '../errors.js';
 import { sql, type RawBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { notify } from './notify/notifier.js';
 import type { MigrationProgress, Runtime } from '../core/runtime.js';
-import type { JobQueues } from '../limits/job-queues.js';
+import { ServerQueues } from './server-queues.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { Database } from '../store/schema.js';
 import type { DeploymentKind } from '../core/model/deployment.js';
@@ -81,10 +82,12 @@ export class JobRunner implements Jobs {
   /** Deployment logs and migration progress: a few changes a second at most (the last one always said). */
   private readonly throttle: ChangeThrottle;
   private readonly changes: ChangePublisher;
+  /** The per-server queues, counted in the store (server-queues.ts). */
+  private readonly queues: ServerQueues;
 
   constructor(
     private readonly db: Db,
-    private readonly queues: JobQueues,
+    queue: { concurrency: number; cap: number },
     private readonly runtime: Runtime,
     private readonly logger: Logger,
     /** Tests only (BERTH_TEST_HOLD_MIGRATION_PHASE): hold a migration when it enters this phase. */
@@ -96,6 +99,8 @@ export class JobRunner implements Jobs {
     this.backups = new BackupRunner(db, runtime, logger);
     this.tasks = new TaskRunner(db, runtime, logger);
     this.outage = new OutageLog(logger, 'job leases', 'warn');
+    // A slot freed on another instance is seen within a second (sooner with a short lease).
+    this.queues = new ServerQueues(db, { ...queue, pollMs: Math.max(100, Math.min(1_000, Math.floor(this.leaseMs / 4))) }, this.instanceId, this.leaseEnd, logger);
   }
 
   private leaseEnd = () => Date.now() + this.leaseMs;
@@ -139,6 +144,7 @@ export class JobRunner implements Jobs {
    * renews the leases of what this one holds.
    */
   async start(): Promise<void> {
+    this.queues.start();
     await this.sweep();
     this.timer = setInterval(
       () => {
@@ -163,15 +169,39 @@ export class JobRunner implements Jobs {
    */
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    this.queues.stop();
     await this.ticking;
     await this.db.updateTable('deployments').set({ lease_until: 0 }).where('lease_owner', '=', this.instanceId).where('status', '=', 'queued').execute();
     await this.db.updateTable('migrations_jobs').set({ lease_until: 0 }).where('lease_owner', '=', this.instanceId).where('status', '=', 'pending').execute();
   }
 
+  /**
+   * Renews the leases of the jobs this process holds (waiting here or running), by id: a row whose
+   * job ended here but whose last write failed (the store away) is not kept alive for ever; its
+   * lease runs out and the sweep ends it.
+   */
   private async renew(): Promise<void> {
     const until = this.leaseEnd();
-    await this.db.updateTable('deployments').set({ lease_until: until }).where('lease_owner', '=', this.instanceId).where('status', 'in', ['queued', 'in_progress']).execute();
-    await this.db.updateTable('migrations_jobs').set({ lease_until: until }).where('lease_owner', '=', this.instanceId).where('status', 'in', ['pending', 'copying']).execute();
+    const deployments = [...this.queues.waitingIds('deployment'), ...this.running.keys()];
+    const migrations = [...this.queues.waitingIds('migration'), ...this.runningMigrations.keys()];
+    if (deployments.length > 0) {
+      await this.db
+        .updateTable('deployments')
+        .set({ lease_until: until })
+        .where('lease_owner', '=', this.instanceId)
+        .where('id', 'in', deployments)
+        .where('status', 'in', ['queued', 'in_progress'])
+        .execute();
+    }
+    if (migrations.length > 0) {
+      await this.db
+        .updateTable('migrations_jobs')
+        .set({ lease_until: until })
+        .where('lease_owner', '=', this.instanceId)
+        .where('id', 'in', migrations)
+        .where('status', 'in', ['pending', 'copying'])
+        .execute();
+    }
   }
 
   /** Claims a stale row for this instance; only one instance's claim of a row succeeds. */
@@ -204,7 +234,7 @@ export class JobRunner implements Jobs {
       .execute();
     for (const m of migrations) {
       if (!(await this.claim('migrations_jobs', m.id, 'pending'))) continue;
-      await this.enqueueMigration(m.id, m.server_id).catch(async (err: Error) => {
+      await this.queueMigration(m.id, m.server_id, undefined, false).catch(async (err: Error) => {
         // Not resumable now (e.g. the target's queue is full): roll back rather than leave the
         // resource blocked as migrating. Its source volumes were never touched; a re-run is safe.
         this.logger.error({ err, migrationId: m.id }, 'could not resume a migration; rolling it back');
@@ -221,7 +251,7 @@ export class JobRunner implements Jobs {
     const queued = await this.db.selectFrom('deployments').select(['id', 'server_id']).where('status', '=', 'queued').where(this.stale()).orderBy('id').execute();
     for (const d of queued) {
       if (!(await this.claim('deployments', d.id, 'queued'))) continue;
-      await this.enqueue(d.id, d.server_id).catch(async (err) => {
+      await this.enqueue(d.id, d.server_id, false).catch(async (err) => {
         this.logger.error({ err, deploymentId: d.id }, 'could not requeue');
         // Handed back: another instance (or a later sweep) tries again.
         await this.db.updateTable('deployments').set({ lease_until: 0 }).where('id', '=', d.id).execute();
@@ -229,10 +259,14 @@ export class JobRunner implements Jobs {
     }
   }
 
-  /** Puts a deployment on its server's queue; 429 "Deployment queue is full." when it is. */
-  async enqueue(deploymentId: number, serverId: number): Promise<{ done: Promise<void> }> {
+  /**
+   * Puts a deployment on its server's queue; 429 "Deployment queue is full." when it is (a row
+   * taken over from an instance that is gone was counted already: `checkRoom` false).
+   */
+  async enqueue(deploymentId: number, serverId: number, checkRoom = true): Promise<{ done: Promise<void> }> {
+    if (checkRoom) await this.queues.checkRoom('deployment', deploymentId, serverId);
     await this.db.updateTable('deployments').set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() }).where('id', '=', deploymentId).execute();
-    const { done } = await this.queues.submit(String(serverId), () => this.run(deploymentId));
+    const done = this.queues.submit('deployment', deploymentId, serverId, () => this.run(deploymentId));
     // Settles when the deployment has ended, however; never rejects (failures are logged here).
     const ended = done.catch((err) => this.logger.error({ err, deploymentId }, 'deployment job failed'));
     if (!this.queuedHere.has(deploymentId)) {
@@ -246,14 +280,19 @@ export class JobRunner implements Jobs {
    * Queues a migration's volume transfer on the target server's queue. `done` settles when the
    * migration has finished or failed; `onProgress` hears every progress update.
    */
-  async enqueueMigration(migrationId: number, serverId: number, onProgress?: (p: MigrationProgress) => void): Promise<{ done: Promise<void> }> {
+  enqueueMigration(migrationId: number, serverId: number, onProgress?: (p: MigrationProgress) => void): Promise<{ done: Promise<void> }> {
+    return this.queueMigration(migrationId, serverId, onProgress, true);
+  }
+
+  private async queueMigration(migrationId: number, serverId: number, onProgress: ((p: MigrationProgress) => void) | undefined, checkRoom: boolean): Promise<{ done: Promise<void> }> {
+    if (checkRoom) await this.queues.checkRoom('migration', migrationId, serverId);
     if (onProgress) {
       let set = this.migrationListeners.get(migrationId);
       if (!set) this.migrationListeners.set(migrationId, (set = new Set()));
       set.add(onProgress);
     }
     await this.db.updateTable('migrations_jobs').set({ lease_owner: this.instanceId, lease_until: this.leaseEnd() }).where('id', '=', migrationId).execute();
-    const { done } = await this.queues.submit(String(serverId), () => this.runMigration(migrationId));
+    const done = this.queues.submit('migration', migrationId, serverId, () => this.runMigration(migrationId));
     done.catch((err) => this.logger.error({ err, migrationId }, 'migration job failed'));
     const settled = done.finally(() => onProgress && this.migrationListeners.get(migrationId)?.delete(onProgress));
     // Most callers never wait for `done` (REST, a resumed job): its failure, logged above, must
@@ -270,14 +309,8 @@ export class JobRunner implements Jobs {
    * resource and its data are where they were; a failure or a cancel rolls back to exactly that.
    */
   private async runMigration(migrationId: number): Promise<void> {
+    // Marked copying, leased by this instance, by the queue that started it.
     const m = await this.db.selectFrom('migrations_jobs').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
-    const claimed = await this.db
-      .updateTable('migrations_jobs')
-      .set({ status: 'copying', lease_owner: this.instanceId, lease_until: this.leaseEnd(), updated_at: nowIso() })
-      .where('id', '=', m.id)
-      .where('status', '=', 'pending')
-      .executeTakeFirst();
-    if (claimed.numUpdatedRows === 0n) return; // cancelled while it waited
     this.said('migrations_jobs', m.id);
     const controller = new AbortController();
     this.runningMigrations.set(m.id, controller);
@@ -543,11 +576,16 @@ export class JobRunner implements Jobs {
    * being deleted, and the tick tries again.
    */
   async deleteResource(resourceId: number, flags: RemoveOptions): Promise<{ done: boolean; error?: string; log: string[] }> {
-    await this.db
+    // The mark is the claim: one statement, so of deletes racing (or one after a delete whose
+    // engine could not be reached) exactly one goes on; the others answer 404 like a delete of
+    // a resource that is gone, whatever the engine's state.
+    const claimed = await this.db
       .updateTable('resources')
       .set({ deleting: JSON.stringify(flags), updated_at: nowIso() })
       .where('id', '=', resourceId)
-      .execute();
+      .where('deleting', 'is', null)
+      .executeTakeFirst();
+    if (claimed.numUpdatedRows === 0n) throw new BerthError('not_found');
     const active = await this.db.selectFrom('deployments').select('id').where('resource_id', '=', resourceId).where('status', 'in', ['queued', 'in_progress']).execute();
     for (const d of active) await this.cancel(d.id);
     return finishDeletion(this.db, this.runtime, this.logger, resourceId);
@@ -587,14 +625,8 @@ export class JobRunner implements Jobs {
     return r.numUpdatedRows > 0n;
   }
 
+  /** Runs a deployment the queue has marked in_progress (leased by this instance). */
   private async run(deploymentId: number): Promise<void> {
-    const claimed = await this.db
-      .updateTable('deployments')
-      .set({ status: 'in_progress', lease_owner: this.instanceId, lease_until: this.leaseEnd(), started_at: nowIso(), updated_at: nowIso() })
-      .where('id', '=', deploymentId)
-      .where('status', '=', 'queued')
-      .executeTakeFirst();
-    if (claimed.numUpdatedRows === 0n) return; // cancelled while it waited
     this.said('deployments', deploymentId);
     const controller = new AbortController();
     this.running.set(deploymentId, controller);

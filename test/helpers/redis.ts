@@ -9,7 +9,7 @@ import { freePort } from './process.js';
 export const hasRedis = spawnSync('redis-server', ['--version']).status === 0;
 if (!hasRedis && process.env.CI) throw new Error('redis-server is required in CI (.ci/run installs it)');
 
-export async function startRedis(): Promise<{ url: string; stop: () => void }> {
+export async function startRedis(): Promise<{ url: string; stop: () => void; signal: (sig: NodeJS.Signals) => void }> {
   const port = await freePort();
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const url = `redis://127.0.0.1:${port}`;
@@ -30,5 +30,5 @@ export async function startRedis(): Promise<{ url: string; stop: () => void }> {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  return { url, stop: () => proc.kill() };
+  return { url, stop: () => proc.kill(), signal: (sig) => proc.kill(sig) };
 }

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import * as admin from '../../src/core/admin.js';
-import { JobQueues } from '../../src/limits/job-queues.js';
 import { openStore } from '../../src/store/db.js';
 import { spawnServe, type ServeProcess } from '../helpers/process.js';
 import { tempDir } from '../helpers/server.js';
@@ -39,21 +38,5 @@ describe.runIf(hasRedis)('limits shared through Redis', () => {
     } finally {
       await Promise.all(procs.map((p) => p.stop()));
     }
-  });
-
-  it('job queues are shared: the cap counts jobs queued by every process', async () => {
-    const a = new JobQueues({ concurrency: 1, cap: 1, redisUrl });
-    const b = new JobQueues({ concurrency: 1, cap: 1, redisUrl });
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const server = `shared-${Date.now()}`;
-    const first = await a.submit(server, () => gate);
-    const second = await b.submit(server, () => gate);
-    await expect(a.submit(server, () => gate)).rejects.toMatchObject({ kind: 'queue_full' });
-    await expect(b.submit(server, () => gate)).rejects.toMatchObject({ kind: 'queue_full' });
-    release();
-    await Promise.all([first.done, second.done]);
-    await a.close();
-    await b.close();
   });
 });
