@@ -123,11 +123,12 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
      */
     query?: readonly string[];
     /**
-     * Coolify answers GET on this route as well (`Route::match(['get','post'])`, a CI's
-     * `curl /deploy?uuid=…`): the same operation (permission, approvals, limits, audit), its
-     * fields from the query. No HEAD: a HEAD must not start anything.
+     * Coolify 4.3.11 answers GET on this POST route with 405 "This endpoint has changed to a POST
+     * request." and `Allow: POST` (OtherController::post_required, after the route's token and
+     * permission checks): the REST door answers the same, and nothing runs. Not a route of its own
+     * in the OpenAPI document (Coolify's does not list it either).
      */
-    alsoGet?: true;
+    getMovedToPost?: true;
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */
@@ -194,16 +195,18 @@ export function pathParams(path: string): string[] {
   return [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!);
 }
 
-/** One way an operation is reached over REST: its declared method, or the GET Coolify also answers. */
+/** One way an operation is reached over REST: its declared method, at its path or an alias. */
 export interface OperationRoute {
   method: HttpMethod;
   path: string;
-  /** The GET of an `alsoGet` action: answered without HEAD, every field from the query. */
-  alsoGet?: true;
 }
 
-/** Every method and path an operation answers (its path and aliases, and GET too when declared): the router, OpenAPI and the 405's Allow read this. */
+/** Every method and path an operation answers (its path and aliases): the router, OpenAPI and the 405's Allow read this. */
 export function routesOf(op: Pick<Operation, 'http'>): OperationRoute[] {
-  const paths = [op.http.path, ...(op.http.aliases ?? [])];
-  return [...paths.map((path) => ({ method: op.http.method, path })), ...(op.http.alsoGet ? paths.map((path) => ({ method: 'GET' as const, path, alsoGet: true as const })) : [])];
+  return [op.http.path, ...(op.http.aliases ?? [])].map((path) => ({ method: op.http.method, path }));
+}
+
+/** The paths where a GET answers Coolify's "changed to a POST request" 405 (Operation.http.getMovedToPost). */
+export function movedToPostPaths(op: Pick<Operation, 'http'>): string[] {
+  return op.http.getMovedToPost ? [op.http.path, ...(op.http.aliases ?? [])] : [];
 }

@@ -151,8 +151,8 @@ export const deploymentOperations = [
       }),
     output: () => deployResult,
     annotations: ENGINE,
-    // Coolify reads these from the query (a CI's `curl /deploy?uuid=…`) as from the body, and answers GET too.
-    http: { method: 'POST', path: '/api/v1/deploy', query: ['uuid', 'tag', 'force'], alsoGet: true },
+    // Coolify reads these from the query (a CI's `curl -X POST /deploy?uuid=…`) as from the body; a GET answers its 405.
+    http: { method: 'POST', path: '/api/v1/deploy', query: ['uuid', 'tag', 'force'], getMovedToPost: true },
     async run(ctx, i) {
       const deployments = [];
       for (const r of await deployTargets(ctx.db, ctx.caller.teamId, i)) {
@@ -301,8 +301,8 @@ export function lifecycleOperations(collection: Collection) {
       input: () => z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.meta({ 'berth.brief': true }).optional() } : {}) }),
       output: () => z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string(), follow: followSchema }),
       annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
-      // Coolify answers GET here too (Route::match(['get','post'])); its restart of a service takes latest from the query.
-      http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}`, alsoGet: true, ...(collection === 'services' && action === 'restart' ? { query: ['latest'] } : {}) },
+      // GET answers Coolify's 405 (getMovedToPost); its restart of a service takes latest from the query.
+      http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}`, getMovedToPost: true, ...(collection === 'services' && action === 'restart' ? { query: ['latest'] } : {}) },
       async run(ctx, i) {
         const { uuid } = i;
         const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, kinds);
