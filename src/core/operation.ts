@@ -50,6 +50,11 @@ export interface CallOptions {
   answerWithinMs?: number;
   /** Told of each deployment or migration the call queues, when it is queued. */
   onJob?: (job: StartedJob) => void;
+  /**
+   * A list (http.list) answers every item instead of a page: the REST door's call that names
+   * neither `page` nor `per_page`, as Coolify's lists answer. MCP tools keep their pages.
+   */
+  everyItem?: boolean;
 }
 
 export interface OperationContext extends CallOptions {
@@ -104,8 +109,12 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
     path: string;
     /** Success status; 200 unless given. */
     status?: number;
-    /** The output is a page (listOf): REST sends its items as a bare array and the rest as headers. */
-    list?: boolean;
+    /**
+     * The output is a page (listOf): REST sends its items as a bare array and the rest as headers.
+     * Without `page` and `per_page` a REST call gets every item (Coolify's lists do), except a
+     * list declared 'paged' (berth's own audit log, which grows without bound).
+     */
+    list?: true | 'paged';
     /** REST sends this output field as text/plain (Coolify's GET /version). */
     text?: string;
     /** Further paths for the same operation (Coolify 4.3 renamed /teams/current to /team). */

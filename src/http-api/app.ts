@@ -267,12 +267,15 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
           const caller = await core.admit(accessOf(req), op);
           // Permission before the body is even read: a refused caller never learns about its input.
           await core.authorizeAudited(op, caller);
-          const output = (await core.run(op, caller, inputOf(req, op))) as Record<string, unknown>;
+          const input = inputOf(req, op);
+          // A list without page and per_page answers every item, as Coolify's do (CallOptions.everyItem).
+          const everyItem = op.http.list === true && !Object.hasOwn(req.query as object, 'page') && !Object.hasOwn(req.query as object, 'per_page');
+          const output = (await core.run(op, caller, input, everyItem ? { everyItem } : {})) as Record<string, unknown>;
           reply.code(op.http.status ?? 200);
           if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));
           if (op.http.list) {
             const { items, total, page, per_page } = output as { items: unknown[]; total: number; page: number; per_page: number };
-            return reply.headers({ 'X-Total-Count': String(total), 'X-Page': String(page), 'X-Per-Page': String(per_page) }).send(items);
+            return reply.headers({ 'X-Total-Count': String(total), 'X-Page': String(page), 'X-Per-Page': String(everyItem ? items.length : per_page) }).send(items);
           }
           return reply.send(output);
         },

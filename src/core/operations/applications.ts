@@ -6,7 +6,7 @@ import { newUuid } from '../../ids.js';
 import { ownedResource } from '../lookup.js';
 import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
-import { listOf, pageInput } from '../pagination.js';
+import { listOf, pageInput, pageOf } from '../pagination.js';
 import { customLabelsInput, decodeCustomLabels, encodeCustomLabels } from '../custom-labels.js';
 import { parseRunOptions, requireRunOptionsAccess } from '../run-options.js';
 import { DEFAULT_IMAGES_TO_KEEP, type ApplicationConfig } from '../model/application.js';
@@ -15,7 +15,7 @@ import type { Db } from '../../store/db.js';
 import { description, domains, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
 import { CREATE, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
+import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, type ResourceRow } from './resource-common.js';
 import { APPLICATION_FIELDS, APPLICATION_UPDATE_FIELDS } from './coolify-fields.js';
 
 export const applicationSchema = z.object({
@@ -39,11 +39,11 @@ export const applicationSchema = z.object({
   docker_images_to_keep: z.number().int().meta({ 'berth.brief': true }),
 });
 
-export async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof applicationSchema>> {
+export async function view(db: Db, r: ResourceRow, known?: Placements): Promise<z.infer<typeof applicationSchema>> {
   const { source, ...c } = config<ApplicationConfig>(r);
   const git = source && 'git_repository' in source ? source : null;
   return {
-    ...(await placedView(db, r)),
+    ...(await placedView(db, r, known)),
     build_pack: c.build_pack,
     docker_registry_image_name: c.docker_registry_image_name,
     docker_registry_image_tag: c.docker_registry_image_tag,
@@ -136,8 +136,8 @@ export const applicationOperations = [
     async run({ db, caller }, { tag, ...p }) {
       let rows = await db.selectFrom('resources').selectAll().where('team_id', '=', caller.teamId).where('kind', '=', 'application').orderBy('id').execute();
       if (tag) rows = rows.filter((r) => (JSON.parse(r.tags) as string[]).includes(tag));
-      const page = rows.slice((p.page - 1) * p.per_page, p.page * p.per_page);
-      return { items: await Promise.all(page.map((r) => view(db, r))), total: rows.length, ...p };
+      const { items, ...rest } = pageOf(rows, p);
+      return { items: await placedViews(db, items, view), ...rest };
     },
   }),
   defineOperation({

@@ -13,7 +13,7 @@ import { sensitive } from '../redact.js';
 import { description, name, tags, uuidParam } from '../validators.js';
 import { CREATE, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
+import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
 /**
  * Coolify's is_container_label_escape_enabled: true (its default) keeps `$` in labels literal,
@@ -35,10 +35,10 @@ export const serviceSchema = z.object({
   connect_to_docker_network: z.boolean(),
 });
 
-async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchema>> {
+async function view(db: Db, r: ResourceRow, known?: Placements): Promise<z.infer<typeof serviceSchema>> {
   const c = config<ServiceConfig>(r);
   return {
-    ...(await placedView(db, r)),
+    ...(await placedView(db, r, known)),
     service_type: null,
     docker_compose_raw: c.docker_compose_raw,
     containers: c.containers.map((k) => ({ name: k.name, image: k.image, volumes: k.mounts.map((m) => m.volume) })),
@@ -82,7 +82,7 @@ export const serviceOperations = [
         base,
         p,
         (q) => q.selectAll().orderBy('id'),
-        (rows) => Promise.all(rows.map((r) => view(db, r))),
+        (rows) => placedViews(db, rows, view),
       );
     },
   }),
