@@ -110,7 +110,7 @@ describe('paginated lists', () => {
 
     const mcp = await httpClient('v2-modern', c.s.url, c.read);
     try {
-      const r = (await mcp.callTool('list_applications', {})) as { structuredContent: { items: unknown[]; total: number; per_page: number } };
+      const r = (await mcp.callTool('list_applications', {})) as unknown as { structuredContent: { items: unknown[]; total: number; per_page: number } };
       expect(r.structuredContent.total).toBe(before.length + 260);
       expect(r.structuredContent.items.length).toBe(r.structuredContent.per_page);
       expect(r.structuredContent.per_page).toBeLessThanOrEqual(100);
