@@ -42,25 +42,31 @@ export const applicationSchema = z.object({
 export async function view(db: Db, r: ResourceRow, known?: Placements): Promise<z.infer<typeof applicationSchema>> {
   const { source, ...c } = config<ApplicationConfig>(r);
   const git = source && 'git_repository' in source ? source : null;
-  return {
-    ...(await placedView(db, r, known)),
-    build_pack: c.build_pack,
-    docker_registry_image_name: c.docker_registry_image_name,
-    docker_registry_image_tag: c.docker_registry_image_tag,
-    ports_exposes: c.ports_exposes,
-    ports_mappings: c.ports_mappings,
-    fqdn: c.fqdn,
-    ...healthCheckView(c),
-    ...limitsView(c),
-    custom_labels: encodeCustomLabels(c.custom_labels),
-    custom_docker_run_options: c.custom_docker_run_options ?? null,
-    docker_images_to_keep: c.docker_images_to_keep ?? DEFAULT_IMAGES_TO_KEEP,
-    git_repository: git?.git_repository ?? null,
-    git_branch: git?.git_branch ?? null,
-    base_directory: git?.base_directory ?? null,
-    dockerfile_location: git?.dockerfile_location ?? null,
-    dockerfile: source && 'dockerfile' in source ? source.dockerfile : null,
-  };
+  // Object.assign, not one literal of spreads: V8 built that literal ~20× slower, which a list of
+  // 2,000 applications felt (bench/lists). The keys come in the same order.
+  return Object.assign(
+    await placedView(db, r, known),
+    {
+      build_pack: c.build_pack,
+      docker_registry_image_name: c.docker_registry_image_name,
+      docker_registry_image_tag: c.docker_registry_image_tag,
+      ports_exposes: c.ports_exposes,
+      ports_mappings: c.ports_mappings,
+      fqdn: c.fqdn,
+    },
+    healthCheckView(c),
+    limitsView(c),
+    {
+      custom_labels: encodeCustomLabels(c.custom_labels),
+      custom_docker_run_options: c.custom_docker_run_options ?? null,
+      docker_images_to_keep: c.docker_images_to_keep ?? DEFAULT_IMAGES_TO_KEEP,
+      git_repository: git?.git_repository ?? null,
+      git_branch: git?.git_branch ?? null,
+      base_directory: git?.base_directory ?? null,
+      dockerfile_location: git?.dockerfile_location ?? null,
+      dockerfile: source && 'dockerfile' in source ? source.dockerfile : null,
+    },
+  );
 }
 
 /** Image name and tag as Coolify stores them: a tag inside the name wins over the default. */
