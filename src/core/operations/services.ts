@@ -13,6 +13,7 @@ import { sensitive } from '../redact.js';
 import { description, name, tags, uuidParam } from '../validators.js';
 import { CREATE, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
+import { partSchema, partViews } from './service-parts.js';
 import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
 /**
@@ -134,17 +135,19 @@ export const serviceOperations = [
   defineOperation({
     name: 'get_service',
     title: 'Get a service',
-    description: 'Get a service with its containers and volumes. The compose file itself needs read:sensitive.',
+    description: 'Get a service with its containers, volumes, applications and databases (their uuids). The compose file itself needs read:sensitive.',
     default: true,
-    summary: 'Get a service with its containers and volumes (the compose file needs read:sensitive).',
+    summary: 'Get a service with its containers, volumes, applications and databases (the compose file needs read:sensitive).',
     permission: 'read',
     toolset: 'services',
     input: () => z.strictObject({ uuid: uuidParam }),
-    output: () => serviceSchema,
+    // Coolify loads the service's applications and databases here (service_by_uuid), not in its list.
+    output: () => serviceSchema.extend({ applications: z.array(partSchema), databases: z.array(partSchema) }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/services/{uuid}' },
     async run({ db, caller }, { uuid }) {
-      return view(db, await ownedResource(db, uuid, caller.teamId, ['service']));
+      const r = await ownedResource(db, uuid, caller.teamId, ['service']);
+      return { ...(await view(db, r)), applications: partViews(r, 'application'), databases: partViews(r, 'database') };
     },
   }),
   defineOperation({
