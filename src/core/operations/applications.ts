@@ -17,6 +17,8 @@ import { CREATE, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, type ResourceRow } from './resource-common.js';
 import { APPLICATION_FIELDS, APPLICATION_UPDATE_FIELDS } from './coolify-fields.js';
+import { anyRepository, applyGitUpdate, gitBranch, repoPath } from './git-fields.js';
+import { TargetGuard } from '../outbound-guard.js';
 
 export const applicationSchema = z.object({
   ...placedSchema,
@@ -200,16 +202,27 @@ export const applicationOperations = [
     name: 'update_application',
     title: 'Update an application',
     description:
-      "Change an application (image, ports, domains, name, Coolify's health_check_*, limits_*, custom_labels, custom_docker_run_options). Call deploy afterwards for the running container to pick it up.",
+      "Change an application (image, ports, domains, name, a git application's git_repository, git_branch, base_directory, dockerfile_location; Coolify's health_check_*, limits_*, custom_labels, custom_docker_run_options). Deploy afterwards to apply.",
     summary: 'Change an application; redeploy for the change to reach the running container.',
     permission: 'write',
     toolset: 'applications',
-    input: () => z.strictObject({ uuid: uuidParam, ...appFields, docker_registry_image_name: imageName.optional() }),
+    input: () =>
+      z.strictObject({
+        uuid: uuidParam,
+        ...appFields,
+        docker_registry_image_name: imageName.optional(),
+        // A git application's source, checked as on create (git-fields.ts); the build pack stays.
+        git_repository: anyRepository.optional(),
+        git_branch: gitBranch.optional(),
+        base_directory: repoPath.optional(),
+        dockerfile_location: repoPath.optional(),
+        build_pack: z.string().max(64).optional(),
+      }),
     output: () => z.object({ uuid: z.string() }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/applications/{uuid}' },
     unsupported: APPLICATION_UPDATE_FIELDS,
-    async run({ db: store, caller }, { uuid, ...i }) {
+    async run({ db: store, caller, config: settings }, { uuid, git_repository, git_branch, base_directory, dockerfile_location, build_pack, ...i }) {
       // Read, merge and write the config in one transaction: concurrent PATCHes of different
       // fields both land.
       return atomically(store, async (db) => {
@@ -225,6 +238,7 @@ export const applicationOperations = [
         if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;
         if (i.ports_mappings !== undefined) c.ports_mappings = i.ports_mappings;
         if (i.domains !== undefined) c.fqdn = normalizeDomains(i.domains);
+        applyGitUpdate(c, { git_repository, git_branch, base_directory, dockerfile_location, build_pack }, new TargetGuard(settings.outboundAllowedTargets));
         await applyRuntimeFields(db, c, i, r.destination_id);
         await db
           .updateTable('resources')
