@@ -37,6 +37,8 @@ export const errorCatalogue = {
   not_found: { status: 404, message: 'Resource not found.' },
   route_not_found: { status: 404, message: 'Not found.' },
   method_not_allowed: { status: 405, message: 'Method not allowed.' },
+  /** GET on a route Coolify moved to POST (deploy, start/stop/restart, enable/disable, server validate): Coolify's own words. */
+  post_required: { status: 405, message: 'This endpoint has changed to a POST request.', headers: { Allow: 'POST' } },
   conflict: { status: 409, message: 'Conflict.' },
   validation: { status: 422, message: 'Validation error.' },
   rate_limited: { status: 429, message: 'Too many requests.' },

@@ -11,6 +11,7 @@ import { authenticate, type Authenticated } from './authenticate.js';
 import type { Caller, RequestAccess } from './caller.js';
 import { BerthError } from '../errors.js';
 import type { CallOptions, Operation, OperationContext } from './operation.js';
+import { EVERY_ITEM } from './pagination.js';
 import { hasSensitive, redact } from './redact.js';
 import { holdForApproval } from './approvals.js';
 import { parseInput } from './validation.js';
@@ -166,6 +167,7 @@ export class Core {
   /** The action without its audit entry (the bench's "without"). */
   private async execute(op: Operation, caller: Caller, rawInput: unknown, options: CallOptions, gated: boolean): Promise<unknown> {
     const input = await this.admitInput(op, caller, rawInput, gated);
+    if (options.everyItem && op.http.list === true) Object.assign(input, EVERY_ITEM);
     const output = await op.run(this.context(caller, options, this.deps.db), input);
     return this.redactFor(op, caller, output);
   }

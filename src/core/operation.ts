@@ -50,6 +50,11 @@ export interface CallOptions {
   answerWithinMs?: number;
   /** Told of each deployment or migration the call queues, when it is queued. */
   onJob?: (job: StartedJob) => void;
+  /**
+   * A list (http.list) answers every item instead of a page: the REST door's call that names
+   * neither `page` nor `per_page`, as Coolify's lists answer. MCP tools keep their pages.
+   */
+  everyItem?: boolean;
 }
 
 export interface OperationContext extends CallOptions {
@@ -104,8 +109,12 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
     path: string;
     /** Success status; 200 unless given. */
     status?: number;
-    /** The output is a page (listOf): REST sends its items as a bare array and the rest as headers. */
-    list?: boolean;
+    /**
+     * The output is a page (listOf): REST sends its items as a bare array and the rest as headers.
+     * Without `page` and `per_page` a REST call gets every item (Coolify's lists do), except a
+     * list declared 'paged' (berth's own audit log, which grows without bound).
+     */
+    list?: true | 'paged';
     /** REST sends this output field as text/plain (Coolify's GET /version). */
     text?: string;
     /** Further paths for the same operation (Coolify 4.3 renamed /teams/current to /team). */
@@ -123,11 +132,12 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
      */
     query?: readonly string[];
     /**
-     * Coolify answers GET on this route as well (`Route::match(['get','post'])`, a CI's
-     * `curl /deploy?uuid=…`): the same operation (permission, approvals, limits, audit), its
-     * fields from the query. No HEAD: a HEAD must not start anything.
+     * Coolify 4.3.11 answers GET on this POST route with 405 "This endpoint has changed to a POST
+     * request." and `Allow: POST` (OtherController::post_required, after the route's token and
+     * permission checks): the REST door answers the same, and nothing runs. Not a route of its own
+     * in the OpenAPI document (Coolify's does not list it either).
      */
-    alsoGet?: true;
+    getMovedToPost?: true;
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */
@@ -194,16 +204,18 @@ export function pathParams(path: string): string[] {
   return [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!);
 }
 
-/** One way an operation is reached over REST: its declared method, or the GET Coolify also answers. */
+/** One way an operation is reached over REST: its declared method, at its path or an alias. */
 export interface OperationRoute {
   method: HttpMethod;
   path: string;
-  /** The GET of an `alsoGet` action: answered without HEAD, every field from the query. */
-  alsoGet?: true;
 }
 
-/** Every method and path an operation answers (its path and aliases, and GET too when declared): the router, OpenAPI and the 405's Allow read this. */
+/** Every method and path an operation answers (its path and aliases): the router, OpenAPI and the 405's Allow read this. */
 export function routesOf(op: Pick<Operation, 'http'>): OperationRoute[] {
-  const paths = [op.http.path, ...(op.http.aliases ?? [])];
-  return [...paths.map((path) => ({ method: op.http.method, path })), ...(op.http.alsoGet ? paths.map((path) => ({ method: 'GET' as const, path, alsoGet: true as const })) : [])];
+  return [op.http.path, ...(op.http.aliases ?? [])].map((path) => ({ method: op.http.method, path }));
+}
+
+/** The paths where a GET answers Coolify's "changed to a POST request" 405 (Operation.http.getMovedToPost). */
+export function movedToPostPaths(op: Pick<Operation, 'http'>): string[] {
+  return op.http.getMovedToPost ? [op.http.path, ...(op.http.aliases ?? [])] : [];
 }

@@ -13,6 +13,14 @@ export interface Page {
 }
 
 /**
+ * The page a list's input becomes when a REST call names neither `page` nor `per_page`
+ * (CallOptions.everyItem): every item, as Coolify's lists answer. Set by the gate after the
+ * input's validation (which caps per_page at 100 for every other call).
+ */
+export const EVERY_ITEM: Page = { page: 1, per_page: Number.MAX_SAFE_INTEGER };
+const everyItem = (p: Page) => p.per_page === EVERY_ITEM.per_page;
+
+/**
  * A list's output: the page of items and the total. Over REST the items are the body (a bare
  * array, as Coolify clients expect) and the rest goes into headers; MCP gets the whole object.
  */
@@ -21,6 +29,7 @@ export function listOf<T extends z.ZodType>(item: T) {
 }
 
 export function pageOf<T>(all: T[], p: Page): { items: T[]; total: number; page: number; per_page: number } {
+  if (everyItem(p)) return { items: all, total: all.length, page: 1, per_page: all.length };
   const start = (p.page - 1) * p.per_page;
   return { items: all.slice(start, start + p.per_page), total: all.length, page: p.page, per_page: p.per_page };
 }
@@ -44,6 +53,11 @@ export async function paged<Q extends AnyQuery, R, T>(
   select: (q: Q) => { limit(n: number): { offset(n: number): { execute(): Promise<R[]> } } },
   view: (rows: R[]) => T[] | Promise<T[]>,
 ): Promise<{ items: T[]; total: number; page: number; per_page: number }> {
+  // Every item: no window count, limit or offset; the total is the rows' count.
+  if (everyItem(p)) {
+    const rows = await (select(base) as unknown as { execute(): Promise<R[]> }).execute();
+    return { items: await view(rows), total: rows.length, page: 1, per_page: rows.length };
+  }
   const counted = base.select(sql<number>`count(*) over ()`.as(TOTAL)) as Q;
   const rows = (await select(counted)
     .limit(p.per_page)

@@ -136,7 +136,7 @@ export interface Runtime {
    * clear message. When `signal` aborts, the command is killed inside the container and a
    * TaskTimeoutError (runtime/task-exec.ts) is thrown with the output so far.
    */
-  execCommand(resourceId: number, container: string | null, command: string, opts: { signal: AbortSignal; maxChars: number }): Promise<{ exitCode: number; output: string }>;
+  execCommand(resourceId: number, container: string | null, command: string, opts: { signal: AbortSignal; maxChars: number }): Promise<{ exitCode: number; output: string; head: string }>;
   /**
    * Follows the engines of managed servers and keeps each resource's observed state in the
    * store (one instance per server at a time, by lease). `instanceId` names this process's leases.

@@ -1164,7 +1164,7 @@ export class LiveRuntime implements Runtime {
     return { filename, size, logs };
   }
 
-  async execCommand(resourceId: number, container: string | null, command: string, opts: { signal: AbortSignal; maxChars: number }): Promise<{ exitCode: number; output: string }> {
+  async execCommand(resourceId: number, container: string | null, command: string, opts: { signal: AbortSignal; maxChars: number }): Promise<{ exitCode: number; output: string; head: string }> {
     const server = await this.serverOfResource(resourceId);
     if (!this.isLive(server)) return recordOnlyRuntime.execCommand(resourceId, container, command, opts);
     const plan = await planResource(this.db, resourceId);

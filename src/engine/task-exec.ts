@@ -1,11 +1,16 @@
 import type { EngineClient } from './engine-client.js';
 import { NotFoundError } from './engine-errors.js';
 
-/** What a scheduled task's command left: its exit code and output (the tail, when long). */
+/** What a scheduled task's command left: its exit code and output (the tail, when long), and its start as Coolify cuts it. */
 export interface TaskOutcome {
   exitCode: number;
   output: string;
+  /** The output from its start, cut after `maxChars` with Coolify's marker (ScheduledTaskJob's boundedTaskCommand), for the run's message. */
+  head: string;
 }
+
+/** Coolify's words after a cut output (it cuts at 5 MB; berth at the task's maxChars). */
+export const cutMarker = (max: number) => `\n\n[... Output truncated at ${max.toLocaleString('en-US')} characters ...]`;
 
 /** A run stopped by its timeout; `output` is what it wrote until then. */
 export class TaskTimeoutError extends Error {
@@ -55,8 +60,13 @@ class Tail {
   private parts: string[] = [];
   private size = 0;
   private cut = false;
+  /** The first `max` characters, and how many came in all (head()). */
+  private start = '';
+  private total = 0;
   constructor(private readonly max: number) {}
   push(s: string): void {
+    if (this.start.length < this.max) this.start += s.slice(0, this.max - this.start.length);
+    this.total += s.length;
     this.parts.push(s);
     this.size += s.length;
     if (this.size > 2 * this.max) this.compact();
@@ -70,6 +80,10 @@ class Tail {
   text(): string {
     this.compact();
     return this.cut ? `[… earlier output cut …]\n${this.parts[0]}` : this.parts[0]!;
+  }
+  /** From the start, as Coolify keeps a task's output: the first `max` characters and its marker. */
+  head(): string {
+    return this.total > this.max ? `${this.start}${cutMarker(this.max)}` : this.start;
   }
 }
 
@@ -128,7 +142,7 @@ export async function execTask(engine: EngineClient, container: string, command:
     // The engine may report the exec as running for a moment after its stream ended.
     for (let i = 0; ; i++) {
       try {
-        return { exitCode: await exitCode(), output: tail.text() };
+        return { exitCode: await exitCode(), output: tail.text(), head: tail.head() };
       } catch (err) {
         if (i >= 20) throw err;
         await new Promise((r) => setTimeout(r, 100));

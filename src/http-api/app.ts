@@ -5,7 +5,7 @@ import type { Config } from '../config/config.js';
 import { BerthError, toWire, unexpected, validationError, type WireError } from '../errors.js';
 import type { Core } from '../core/gate.js';
 import { HEALTH_LIMIT, rateHeaders, rateLimited } from '../limits/rate-limits.js';
-import { routesOf, type Operation } from '../core/operation.js';
+import { movedToPostPaths, routesOf, type Operation } from '../core/operation.js';
 import { accessOf } from '../http-common/access.js';
 import { buildOpenApi } from './openapi.js';
 import { BadBody } from '../http-common/body.js';
@@ -196,11 +196,7 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     return send(reply, toWire(e));
   });
 
-  const routes: RouteEntry[] = compileRoutes([
-    ...operations.flatMap((o) => routesOf(o).map(({ method, path, alsoGet }) => ({ method, path, head: !alsoGet }))),
-    ...PUBLIC_ROUTES.map((r) => ({ method: 'GET', path: r.path })),
-    ...mounted,
-  ]);
+  const routes: RouteEntry[] = compileRoutes([...operations.flatMap((o) => routesOf(o)), ...PUBLIC_ROUTES.map((r) => ({ method: 'GET', path: r.path })), ...mounted]);
 
   app.setNotFoundHandler(async (req, reply) => {
     const url = req.url.split('?')[0]!.replace(/\/+$/, '') || '/';
@@ -209,8 +205,8 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
     const matching = routes.filter((r) => r.pattern.test(url));
     const allow = matching.map((r) => r.method);
     if (allow.length) {
-      // HEAD is answered for reads only, never for the GET of an action.
-      if (matching.some((r) => r.method === 'GET' && r.head !== false)) allow.push('HEAD');
+      // A read also answers HEAD (Fastify's own HEAD route of a GET).
+      if (matching.some((r) => r.method === 'GET')) allow.push('HEAD');
       return send(reply, toWire(new BerthError('method_not_allowed', { allow: [...new Set(allow)] })));
     }
     return send(reply, toWire(new BerthError('route_not_found')));
@@ -247,29 +243,45 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
   let openapi: string | undefined;
   app.get('/api/v1/openapi.json', async (_req, reply) => reply.type('application/json; charset=utf-8').send((openapi ??= JSON.stringify(buildOpenApi(operations)))));
 
-  for (const op of operations)
-    for (const { method, path, alsoGet } of routesOf(op)) {
+  const urlOf = (path: string) => path.replace(/\{([a-z_]+)\}/g, ':$1');
+  for (const op of operations) {
+    // Coolify's answer to a GET on a route it moved to POST, after the same token and permission
+    // checks as the POST (its route carries them too); nothing runs. No HEAD route: a HEAD gets the plain 405.
+    for (const path of movedToPostPaths(op))
+      app.route({
+        method: 'GET',
+        url: urlOf(path),
+        config: { op },
+        exposeHeadRoute: false,
+        handler: async (req) => {
+          await core.authorizeAudited(op, await core.admit(accessOf(req), op));
+          throw new BerthError('post_required');
+        },
+      });
+    for (const { method, path } of routesOf(op)) {
       app.route({
         method,
-        url: path.replace(/\{([a-z_]+)\}/g, ':$1'),
+        url: urlOf(path),
         config: { op },
-        // A HEAD must not start a deployment.
-        exposeHeadRoute: !alsoGet,
         handler: async (req, reply) => {
           const caller = await core.admit(accessOf(req), op);
           // Permission before the body is even read: a refused caller never learns about its input.
           await core.authorizeAudited(op, caller);
-          const output = (await core.run(op, caller, inputOf(req, op))) as Record<string, unknown>;
+          const input = inputOf(req, op);
+          // A list without page and per_page answers every item, as Coolify's do (CallOptions.everyItem).
+          const everyItem = op.http.list === true && !Object.hasOwn(req.query as object, 'page') && !Object.hasOwn(req.query as object, 'per_page');
+          const output = (await core.run(op, caller, input, everyItem ? { everyItem } : {})) as Record<string, unknown>;
           reply.code(op.http.status ?? 200);
           if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));
           if (op.http.list) {
             const { items, total, page, per_page } = output as { items: unknown[]; total: number; page: number; per_page: number };
-            return reply.headers({ 'X-Total-Count': String(total), 'X-Page': String(page), 'X-Per-Page': String(per_page) }).send(items);
+            return reply.headers({ 'X-Total-Count': String(total), 'X-Page': String(page), 'X-Per-Page': String(everyItem ? items.length : per_page) }).send(items);
           }
           return reply.send(output);
         },
       });
     }
+  }
 
   return app;
 }

@@ -82,9 +82,12 @@ export class TaskRunner implements Schedule {
     try {
       const out = await this.runtime.execCommand(t.resource_id, t.container, t.command, { signal: AbortSignal.timeout(t.timeout * 1000), maxChars: TASK_OUTPUT_CHARS });
       const ok = out.exitCode === 0;
+      // Coolify's message is the command's output, trimmed, from its start (cut with its marker);
+      // a failure that wrote nothing says its exit code. `logs` keeps the tail.
+      const said = out.head.trim();
       await finish({
         status: ok ? 'success' : 'failed',
-        message: ok ? 'Task completed (exit code 0).' : `The command failed with exit code ${out.exitCode}.`,
+        message: ok || said ? said : `The command failed with exit code ${out.exitCode}.`,
         logs: out.output,
         exit_code: out.exitCode,
       });

@@ -76,7 +76,11 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
     expect((await api.ok('GET', `/applications/${app}/scheduled-tasks`)).map((t: { uuid: string }) => t.uuid)).toEqual([task]);
 
     const run = await runOnce('applications', app, task);
-    expect(run, JSON.stringify(run)).toMatchObject({ status: 'success', exit_code: 0, scheduled_for: null, message: 'Task completed (exit code 0).', retry_count: 0 });
+    expect(run, JSON.stringify(run)).toMatchObject({ status: 'success', exit_code: 0, scheduled_for: null, retry_count: 0 });
+    // Coolify's message is the command's output (trimmed), where its clients read it.
+    expect(run.message).toContain('out-42 in sh -c');
+    expect(run.message).toContain('warn');
+    expect(run.message).toBe(run.message.trim());
     // It ran inside the app's container (its PID 1 is the image's sh), stdout and stderr kept.
     expect(run.logs).toContain('out-42 in sh -c');
     expect(run.logs).toContain('warn');
@@ -124,8 +128,19 @@ describe.skipIf(!enginesAvailable)('scheduled tasks on a real engine', () => {
     const make = async (body: Record<string, unknown>) => (await api.ok('POST', `/applications/${app}/scheduled-tasks`, { frequency: 'hourly', ...body })).uuid as string;
     const failing = await make({ name: 'fails', command: 'echo about to fail; exit 3' });
     const bad = await runOnce('applications', app, failing);
-    expect(bad).toMatchObject({ status: 'failed', exit_code: 3, message: 'The command failed with exit code 3.' });
+    expect(bad).toMatchObject({ status: 'failed', exit_code: 3, message: 'about to fail' });
     expect(bad.logs).toContain('about to fail');
+    const silent = await runOnce('applications', app, await make({ name: 'silent', command: 'exit 4' }));
+    expect(silent).toMatchObject({ status: 'failed', exit_code: 4, message: 'The command failed with exit code 4.' });
+
+    // A long output: the message keeps its start, cut as Coolify cuts (its marker after the cut); logs keep its tail.
+    const long = await runOnce('applications', app, await make({ name: 'long', command: 'echo first-line; i=0; while [ $i -lt 12000 ]; do echo line-$i-xxxxxxxxx; i=$((i+1)); done; echo last-line' }));
+    expect(long.status).toBe('success');
+    expect(long.message.startsWith('first-line\nline-0-')).toBe(true);
+    expect(long.message.endsWith('[... Output truncated at 100,000 characters ...]')).toBe(true);
+    expect(long.message).not.toContain('last-line');
+    expect(long.logs).toContain('last-line');
+    expect(long.logs).not.toContain('first-line');
 
     const slow = await make({ name: 'slow', command: 'echo started; sleep 417 & sleep 418; echo never', timeout: 1 });
     const timedOut = await runOnce('applications', app, slow);

@@ -84,6 +84,47 @@ describe('Coolify fields berth does not apply', () => {
     expect((await patch({ is_static: true })).json.errors).toEqual({ is_static: [expect.stringMatching(new RegExp(`^${NOT_YET}a static site is build_pack "static"`))] });
   });
 
+  it("PATCH of a git application takes Coolify's git fields, checked as on create; an image application refuses them by name", async () => {
+    const made = await api('POST', '/applications/public', { ...place, ...repo });
+    expect(made.status).toBe(201);
+    const uuid = made.json.uuid as string;
+    const patch = (body: Record<string, unknown>) => api('PATCH', `/applications/${uuid}`, body);
+    const ok = await patch({
+      git_repository: 'https://git.example.test/team/other.git',
+      git_branch: 'release/2.0',
+      base_directory: '/app',
+      dockerfile_location: '/docker/Dockerfile.prod',
+      build_pack: 'dockerfile',
+      git_commit_sha: 'HEAD',
+    });
+    expect(ok.status, JSON.stringify(ok.json)).toBe(200);
+    expect((await call(s.url, 'GET', `/api/v1/applications/${uuid}`, { token: s.rootToken })).json).toMatchObject({
+      git_repository: 'https://git.example.test/team/other.git',
+      git_branch: 'release/2.0',
+      base_directory: '/app',
+      dockerfile_location: '/docker/Dockerfile.prod',
+      build_pack: 'dockerfile',
+    });
+    // Validated as on create: the same messages.
+    const bad = await patch({ git_repository: 'https://user:pw@git.example.test/x.git', git_branch: '-x', base_directory: '/../etc' });
+    expect(bad.status).toBe(422);
+    expect(Object.keys(bad.json.errors).sort()).toEqual(['base_directory', 'git_branch', 'git_repository']);
+    const created = await api('POST', '/applications/public', { ...place, ...repo, git_branch: '-x', base_directory: '/../etc' });
+    expect(created.json.errors.git_branch).toEqual(bad.json.errors.git_branch);
+    expect(created.json.errors.base_directory).toEqual(bad.json.errors.base_directory);
+    expect((await patch({ build_pack: 'nixpacks' })).json.errors.build_pack[0]).toContain('berth builds with a Dockerfile only');
+    expect((await patch({ build_pack: 'dockerimage' })).json.errors.build_pack[0]).toContain("cannot change an application's build pack");
+    // What berth cannot apply stays refused by name.
+    expect((await patch({ git_commit_sha: 'abc123' })).json.errors.git_commit_sha[0]).toMatch(new RegExp(`^${NOT_YET}`));
+    // Nothing of a refused PATCH landed.
+    expect((await call(s.url, 'GET', `/api/v1/applications/${uuid}`, { token: s.rootToken })).json.git_branch).toBe('release/2.0');
+
+    const image = await api('POST', '/applications/dockerimage', { ...place, docker_registry_image_name: 'nginx', ports_exposes: '80' });
+    const onImage = await api('PATCH', `/applications/${image.json.uuid}`, { git_branch: 'main', build_pack: 'dockerimage' });
+    expect(onImage.status).toBe(422);
+    expect(onImage.json.errors).toEqual({ git_branch: ['This application runs an image, not a git repository: create a git application for that.'] });
+  });
+
   it("databases: each kind's configuration fields name the field, with the env or file storage to use instead", async () => {
     const pg = await api('POST', '/databases/postgresql', { ...place, postgres_initdb_args: '--data-checksums', postgres_host_auth_method: 'scram-sha-256', postgres_conf: 'max_connections = 50' });
     expect(pg.status).toBe(422);

@@ -146,40 +146,47 @@ describe("a write's query string carries only the fields its declaration names",
   });
 });
 
-describe("Coolify's GET on its action routes (Route::match(['get','post']))", () => {
-  it('GET /deploy?uuid= deploys as the POST does, audited as deploy', async () => {
-    const entries = () => s.db.selectFrom('audit_log').select('id').where('operation', '=', 'deploy').execute();
-    const before = (await entries()).length;
-    const r = await call(s.url, 'GET', `/api/v1/deploy?uuid=${app}`, { token: s.rootToken });
-    expect(r.status).toBe(200);
-    expect(r.json.deployments).toHaveLength(1);
-    expect((await entries()).length).toBe(before + 1);
+describe("Coolify 4.3.11's 405 on a GET of its POST-only routes", () => {
+  const MOVED = { message: 'This endpoint has changed to a POST request.' };
+  const deployments = async () => (await s.db.selectFrom('deployments').select('id').execute()).length;
+
+  it('GET /deploy?uuid=, start, stop, restart and server validate answer 405 with Allow: POST, and nothing runs', async () => {
+    const servers = (await call(s.url, 'GET', '/api/v1/servers', { token: s.rootToken })).json;
+    const before = await deployments();
+    for (const path of [
+      `/api/v1/deploy?uuid=${app}`,
+      `/api/v1/applications/${app}/start`,
+      `/api/v1/applications/${app}/stop`,
+      `/api/v1/applications/${app}/restart`,
+      '/api/v1/databases/zzzzzzzz/start',
+      '/api/v1/services/zzzzzzzz/restart?latest=true',
+      `/api/v1/servers/${servers[0].uuid}/validate`,
+      '/api/v1/enable',
+      '/api/v1/disable',
+    ]) {
+      const r = await call(s.url, 'GET', path, { token: s.rootToken });
+      expect(r.status, path).toBe(405);
+      expect(r.json, path).toEqual(MOVED);
+      expect(r.headers.allow, path).toBe('POST');
+    }
+    expect(await deployments()).toBe(before);
+    // GET /disable did not turn the API off.
+    expect((await call(s.url, 'GET', '/api/v1/version', { token: s.rootToken })).status).toBe(200);
+    const validated = await s.db.selectFrom('servers').select('validated_at').where('uuid', '=', servers[0].uuid).executeTakeFirst();
+    expect(validated?.validated_at ?? null).toBeNull();
   });
 
-  it('GET start, stop and restart answer as the POST; GET /servers/{uuid}/validate too', async () => {
-    const r = await call(s.url, 'GET', `/api/v1/applications/${app}/restart`, { token: s.rootToken });
+  it('the token and permission checks come first, as on Coolify (its GET routes carry them): a reader gets 403, no token 401', async () => {
+    const r = await call(s.url, 'GET', `/api/v1/applications/${app}/stop`, { token: reader });
+    expect(r.status).toBe(403);
+    expect(r.json.missing_permissions).toEqual(['deploy']);
+    expect((await call(s.url, 'GET', `/api/v1/deploy?uuid=${app}`)).status).toBe(401);
+  });
+
+  it('the POST still runs', async () => {
+    const r = await call(s.url, 'POST', `/api/v1/applications/${app}/restart`, { token: s.rootToken });
     expect(r.status).toBe(200);
     expect(r.json.deployment_uuid).toEqual(expect.any(String));
-    const servers = (await call(s.url, 'GET', '/api/v1/servers', { token: s.rootToken })).json;
-    const v = await call(s.url, 'GET', `/api/v1/servers/${servers[0].uuid}/validate`, { token: s.rootToken });
-    expect(v.status).toBe(201);
-    expect(v.json).toHaveProperty('is_reachable');
-    // Coolify's flag arrives as a query string: "true" is taken, anything else named.
-    expect((await call(s.url, 'GET', `/api/v1/servers/${servers[0].uuid}/validate?accept_host_key=true`, { token: s.rootToken })).status).toBe(201);
-    const bad = await call(s.url, 'GET', `/api/v1/servers/${servers[0].uuid}/validate?accept_host_key=yes`, { token: s.rootToken });
-    expect(bad.status).toBe(422);
-    expect(Object.keys(bad.json.errors)).toEqual(['accept_host_key']);
-  });
-
-  it('the same permission: a reader gets 403 on GET as on POST, and the refusal is audited', async () => {
-    const before = (await s.db.selectFrom('audit_log').select('id').where('operation', '=', 'stop_application').execute()).length;
-    for (const method of ['GET', 'POST']) {
-      const r = await call(s.url, method, `/api/v1/applications/${app}/stop`, { token: reader });
-      expect(r.status, method).toBe(403);
-      expect(r.json.missing_permissions).toEqual(['deploy']);
-    }
-    const after = (await s.db.selectFrom('audit_log').select('id').where('operation', '=', 'stop_application').execute()).length;
-    expect(after - before).toBe(2);
   });
 
   it('HEAD on a read takes its query as the GET does (an uptime check with ?lines= is not a 422)', async () => {
@@ -196,19 +203,13 @@ describe("Coolify's GET on its action routes (Route::match(['get','post']))", ()
     expect(r.json).toEqual({ message: 'Validation error.', errors: { uuid: ['This field is taken from the path.'] } });
   });
 
-  it('no HEAD on an action: 405 whose Allow names GET and POST only', async () => {
+  it('no HEAD on an action: the plain 405, Allow: POST; the OpenAPI document lists only the POST', async () => {
     const r = await call(s.url, 'HEAD', `/api/v1/deploy?uuid=${app}`, { token: s.rootToken });
     expect(r.status).toBe(405);
-    expect(r.headers.allow).toBe('POST, GET');
-  });
-
-  it('the OpenAPI document lists the GET with its query parameters', async () => {
+    expect(r.headers.allow).toBe('POST');
     const doc = (await call(s.url, 'GET', '/api/v1/openapi.json')).json;
-    const get = doc.paths['/api/v1/deploy'].get;
-    expect(get.operationId).toBe('deploy_get');
-    expect(get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual(['query:uuid', 'query:tag', 'query:force']);
+    expect(Object.keys(doc.paths['/api/v1/deploy'])).toEqual(['post']);
     expect(doc.paths['/api/v1/deploy'].post.parameters.map((p: { name: string }) => p.name)).toEqual(['uuid', 'tag', 'force']);
-    expect(doc.paths['/api/v1/applications/{uuid}/start'].get.operationId).toBe('start_application_get');
-    expect(doc.paths['/api/v1/servers/{uuid}/validate'].get['x-berth-permission']).toBe('write');
+    expect(Object.keys(doc.paths['/api/v1/applications/{uuid}/start'])).toEqual(['post']);
   });
 });

@@ -44,7 +44,7 @@ describe('OpenAPI and the route table', () => {
       method: o.http.method,
       path: o.http.path,
       ...(o.http.aliases ? { aliases: o.http.aliases } : {}),
-      ...(o.http.alsoGet ? { also_get: true } : {}),
+      ...(o.http.getMovedToPost ? { get_moved_to_post: true } : {}),
       permission: o.permission,
       ...(o.access?.rootTeamOnly ? { root_team_only: true } : {}),
     }));

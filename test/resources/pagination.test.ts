@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../../src/core/operations/index.js';
+import { httpClient } from '../helpers/mcp.js';
 import { expectValidation, fillPath, setup, type Ctx } from './support.js';
 
-/** Every list: page/per_page rules, totals in headers, bare arrays; one list paged through. */
+/**
+ * Every list: page/per_page rules, totals in headers, bare arrays; one list paged through. Without
+ * page and per_page a REST list answers every item (Coolify's lists do), except the audit log.
+ */
 let c: Ctx;
 beforeAll(async () => {
   c = await setup();
@@ -22,13 +26,14 @@ describe('paginated lists', () => {
     }
   });
 
-  it.each(lists.map((o) => [o.http.path] as const))('GET %s', async (path) => {
+  it.each(lists.map((o) => [o.http.path, o.http.list] as const))('GET %s', async (path, list) => {
     const url = fillPath(path, c.w, c.s.rootTeamId);
     const r = await c.api('GET', url, c.read);
     expect(r.status, r.text).toBe(200);
     expect(Array.isArray(r.json)).toBe(true);
     expect(r.headers['x-page']).toBe('1');
-    expect(r.headers['x-per-page']).toBe('100');
+    // Every item: the page is as long as the list; a paged-only list (the audit log) pages by 100.
+    expect(r.headers['x-per-page']).toBe(list === 'paged' ? '100' : String(r.json.length));
     expect(Number(r.headers['x-total-count'])).toBe(r.json.length);
 
     const p = await c.api('GET', `${url}?page=1&per_page=1`, c.read);
@@ -65,14 +70,52 @@ describe('paginated lists', () => {
     expect(new Set(seen).size).toBe(total);
   });
 
-  it('more than 100 items: the default page holds 100 and the total counts them all', async () => {
+  it('more than 100 items: without page/per_page every item, with them pages of at most 100 and the total', async () => {
     const { uuid: server } = (await c.api('POST', '/servers', c.write, { ip: '10.90.0.1' })).json;
     for (let i = 0; i < 104; i++) expect((await c.api('POST', `/servers/${server}/destinations`, c.write, { network: `net-${i}` })).status).toBe(201);
-    const first = await c.api('GET', `/servers/${server}/destinations`, c.read);
+    const all = await c.api('GET', `/servers/${server}/destinations`, c.read);
+    expect(all.json).toHaveLength(105);
+    expect(all.headers).toMatchObject({ 'x-total-count': '105', 'x-page': '1', 'x-per-page': '105' });
+    const first = await c.api('GET', `/servers/${server}/destinations?page=1`, c.read);
     expect(first.json).toHaveLength(100);
     expect(first.headers['x-total-count']).toBe('105');
     const second = await c.api('GET', `/servers/${server}/destinations?page=2`, c.read);
     expect(second.json).toHaveLength(5);
     expect(second.json.map((d: { network: string }) => d.network)).toEqual(['net-99', 'net-100', 'net-101', 'net-102', 'net-103']);
+    expect(await c.api('GET', `/servers/${server}/destinations?per_page=100`, c.read)).toMatchObject({ json: first.json });
   });
+
+  it('260 applications: GET /applications and /resources answer all of them in order; pages still work; the MCP tool keeps its page', async () => {
+    const before = (await c.api('GET', '/applications', c.read)).json as { uuid: string }[];
+    const place = { project_uuid: c.w.projectUuid, server_uuid: c.w.serverUuid, environment_name: 'production' };
+    const made: string[] = [];
+    for (let i = 0; i < 260; i++) {
+      const r = await c.api('POST', '/applications/dockerimage', c.write, { ...place, name: `bulk-${i}`, docker_registry_image_name: 'nginx', ports_exposes: '80' });
+      expect(r.status, r.text).toBe(201);
+      made.push(r.json.uuid);
+    }
+    const all = await c.api('GET', '/applications', c.read);
+    expect(all.status).toBe(200);
+    expect(all.json.map((a: { uuid: string }) => a.uuid)).toEqual([...before.map((a) => a.uuid), ...made]);
+    expect(all.headers['x-total-count']).toBe(String(before.length + 260));
+    // Every item carries where it lives (read for the whole list at once).
+    expect(all.json.at(-1)).toMatchObject({ uuid: made.at(-1), name: 'bulk-259', project_uuid: c.w.projectUuid, server_uuid: c.w.serverUuid, environment_uuid: expect.any(String) });
+    const resources = await c.api('GET', '/resources', c.read);
+    expect(resources.json.length).toBeGreaterThanOrEqual(before.length + 260);
+    expect(resources.json.filter((r: { uuid: string }) => made.includes(r.uuid))).toHaveLength(260);
+
+    const paged = await c.api('GET', '/applications?page=3&per_page=100', c.read);
+    expect(paged.json.map((a: { uuid: string }) => a.uuid)).toEqual(all.json.slice(200, 300).map((a: { uuid: string }) => a.uuid));
+    expect(paged.headers).toMatchObject({ 'x-total-count': String(before.length + 260), 'x-page': '3', 'x-per-page': '100' });
+
+    const mcp = await httpClient('v2-modern', c.s.url, c.read);
+    try {
+      const r = (await mcp.callTool('list_applications', {})) as unknown as { structuredContent: { items: unknown[]; total: number; per_page: number } };
+      expect(r.structuredContent.total).toBe(before.length + 260);
+      expect(r.structuredContent.items.length).toBe(r.structuredContent.per_page);
+      expect(r.structuredContent.per_page).toBeLessThanOrEqual(100);
+    } finally {
+      await mcp.close();
+    }
+  }, 120_000);
 });

@@ -35,6 +35,25 @@ describe('service applications and databases', () => {
     expect((await c.api('GET', `/services/${uuid}/applications`, c.read)).json[0].uuid).toBe(webUuid);
   });
 
+  it('GET /services/{uuid} carries the same applications and databases, as Coolify loads them', async () => {
+    const made = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml('') });
+    const uuid = made.json.uuid as string;
+    await c.api('PATCH', `/services/${uuid}/applications/${(await c.api('GET', `/services/${uuid}/applications`, c.read)).json[0].uuid}`, c.write, { human_name: 'Front' });
+    const one = await c.api('GET', `/services/${uuid}`, c.read);
+    expect(one.status).toBe(200);
+    expect(one.json.applications).toEqual((await c.api('GET', `/services/${uuid}/applications`, c.read)).json);
+    expect(one.json.databases).toEqual((await c.api('GET', `/services/${uuid}/databases`, c.read)).json);
+    expect(one.json.applications).toEqual([
+      { uuid: expect.stringMatching(/^[a-z0-9]{24}$/), name: 'web', human_name: 'Front', description: null, image: 'localhost/berth-busybox:latest', status: expect.any(String), fqdn: null },
+    ]);
+    expect(one.json.databases).toEqual([
+      { uuid: expect.stringMatching(/^[a-z0-9]{24}$/), name: 'db', human_name: null, description: null, image: 'docker.io/library/postgres:16-alpine', status: expect.any(String) },
+    ]);
+    // The list keeps Coolify's list shape (no sub-resources there).
+    const listed = (await c.api('GET', '/services', c.read)).json.find((x: { uuid: string }) => x.uuid === uuid);
+    expect(listed).not.toHaveProperty('applications');
+  });
+
   it("is a 404 for another team's service as for a missing one", async () => {
     const other = await c.s.team('Parts other');
     const foreign = await c.api('GET', `/services/${c.w.serviceUuid}/applications`, other.rootToken);

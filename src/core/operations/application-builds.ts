@@ -4,7 +4,6 @@ import { newUuid } from '../../ids.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { TargetGuard } from '../outbound-guard.js';
 import { parseSshRepository } from '../ssh-repository.js';
-import { parseTarget } from '../target-url.js';
 import { domains, description, name, portsExposes, portsMappings, tags, uuidParam } from '../validators.js';
 import { keyId, needsGithub } from './git-sources.js';
 import { CREATE } from './common.js';
@@ -13,6 +12,7 @@ import { applyRuntimeFields, normalizeDomains, runtimeFields } from './applicati
 import { BUILD_PACKS, UNBUILT_TAG, type ApplicationConfig, type BuildPack, type BuildSource, type BuildSteps } from '../model/application.js';
 import { newResourceRow, placementInput, resolvePlacement } from './resource-common.js';
 import { APPLICATION_FIELDS, GIT_APPLICATION_FIELDS } from './coolify-fields.js';
+import { gitBranch, gitRepository, repoPath, sshRepository } from './git-fields.js';
 
 const shared = {
   ...placementInput,
@@ -27,39 +27,6 @@ const shared = {
 };
 
 const output = z.object({ uuid: z.string(), domains: z.string().nullable(), deployment_uuid: z.string().optional() });
-
-/** A path inside the repository, Coolify style ("/", "/app", "/Dockerfile"): no "..", no control characters. */
-const repoPath = z
-  .string()
-  .max(255)
-  .regex(/^\/?[A-Za-z0-9._@+\-/ ]*$/, 'Use letters, digits, spaces and . _ @ + - / only.')
-  .refine((p) => !p.split('/').includes('..'), 'Must stay inside the repository (no "..").');
-
-/** A branch name git accepts, never one that reads as an option. */
-const gitBranch = z
-  .string()
-  .min(1)
-  .max(255)
-  .regex(/^[A-Za-z0-9._/-]+$/, 'Use letters, digits and . _ / - only.')
-  .refine((b) => !b.startsWith('-') && !b.includes('..') && !b.endsWith('.lock') && !b.endsWith('/'), 'Not a valid branch name.');
-
-/** A public repository URL: http, https or git, read by the one parser (target-url.ts): no credentials, nothing parsers disagree on. */
-const gitRepository = z
-  .string()
-  .max(2048)
-  .superRefine((u, ctx) => {
-    const t = parseTarget(u, ['http', 'https', 'git'], { repository: true });
-    if (typeof t === 'string') ctx.addIssue({ code: 'custom', message: `Must be a public http(s):// or git:// repository URL, without credentials. ${t}` });
-  });
-
-/** A private repository's SSH address (user@host:path or ssh://user@host[:port]/path), read by the one parser (ssh-repository.ts). */
-const sshRepository = z
-  .string()
-  .max(2048)
-  .superRefine((u, ctx) => {
-    const r = parseSshRepository(u);
-    if (typeof r === 'string') ctx.addIssue({ code: 'custom', message: r });
-  });
 
 /** Known host keys as ssh prints them ("ssh-ed25519 AAAA…"), one a line; a known_hosts line's host names are dropped. */
 const hostKeys = z

@@ -59,7 +59,8 @@ export const auditOperations = [
       }),
     output: () => listOf(auditEntrySchema),
     annotations: READ,
-    http: { method: 'GET', path: '/api/v1/audit', list: true },
+    // Paged even without page/per_page: a log grows without bound, and no Coolify client reads it.
+    http: { method: 'GET', path: '/api/v1/audit', list: 'paged' },
     async run({ db, caller }, { page, per_page, ...filter }) {
       const list = await listAudit(db, caller.teamId, filter, { page, per_page });
       if (seesSensitive(caller.permissions)) return list;

@@ -15,7 +15,7 @@ import { DATABASE_ENGINES, type DatabaseConfig } from '../model/database.js';
 import { description, imageName, name, tags, uuidParam } from '../validators.js';
 import { CREATE, messageSchema, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
+import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, type ResourceRow } from './resource-common.js';
 import { DATABASE_KINDS, type DatabaseKind } from '../model/kinds.js';
 import { DATABASE_CREATE_FIELDS, DATABASE_UPDATE_FIELDS } from './coolify-fields.js';
 
@@ -122,11 +122,11 @@ export const databaseSchema = z.object({
   ...Object.fromEntries(Object.keys(allTypeFields).map((k) => [k, PASSWORD_FIELDS.has(k) ? sensitive(z.string()) : z.string().optional()])),
 });
 
-async function view(db: Db, r: ResourceRow) {
+async function view(db: Db, r: ResourceRow, known?: Placements) {
   const c = config<DatabaseConfig>(r);
   const kind = r.kind as DatabaseKind;
   return {
-    ...(await placedView(db, r)),
+    ...(await placedView(db, r, known)),
     database_type: `standalone-${kind}`,
     image: c.image,
     is_public: c.is_public,
@@ -217,7 +217,7 @@ export const databaseOperations = [
         base,
         p,
         (q) => q.selectAll().orderBy('id'),
-        (rows) => Promise.all(rows.map((r) => view(db, r))),
+        (rows) => placedViews(db, rows, view),
       );
     },
   }),

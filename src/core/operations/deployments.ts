@@ -14,6 +14,7 @@ import { brief } from '../runtime-fields.js';
 import { answerBound, follow, followSchema, followText, type AnswerBound, type Phase } from '../answer-bound.js';
 import { ENGINE, READ } from './common.js';
 import { displayStatus, serverOf, type ResourceRow, perCollection } from './resource-common.js';
+import { UNBUILT_TAG, type ApplicationConfig } from '../model/application.js';
 import { SINGULAR, type Collection } from '../model/kinds.js';
 
 type DeploymentRow = Selectable<DeploymentsTable>;
@@ -151,8 +152,8 @@ export const deploymentOperations = [
       }),
     output: () => deployResult,
     annotations: ENGINE,
-    // Coolify reads these from the query (a CI's `curl /deploy?uuid=…`) as from the body, and answers GET too.
-    http: { method: 'POST', path: '/api/v1/deploy', query: ['uuid', 'tag', 'force'], alsoGet: true },
+    // Coolify reads these from the query (a CI's `curl -X POST /deploy?uuid=…`) as from the body; a GET answers its 405.
+    http: { method: 'POST', path: '/api/v1/deploy', query: ['uuid', 'tag', 'force'], getMovedToPost: true },
     async run(ctx, i) {
       const deployments = [];
       for (const r of await deployTargets(ctx.db, ctx.caller.teamId, i)) {
@@ -284,7 +285,14 @@ export async function waitForDeployment(db: Db, bound: AnswerBound, id: number, 
   return { ended, status: shownStatus(dep?.status ?? 'cancelled') };
 }
 
-/** start/stop/restart for one collection: each queues a deployment of that kind. */
+/** A built (dockerfile) application whose image was never built: its start is a build and deploy. */
+function neverBuilt(r: ResourceRow): boolean {
+  if (r.kind !== 'application') return false;
+  const c = JSON.parse(r.config) as ApplicationConfig;
+  return c.build_pack === 'dockerfile' && c.docker_registry_image_tag === UNBUILT_TAG;
+}
+
+/** start/stop/restart for one collection: each queues a deployment of that kind (a never-built application's start or restart, a deploy). */
 export function lifecycleOperations(collection: Collection) {
   const { singular, kinds, toolset, one } = perCollection(collection);
   const effect = { start: 'Start', stop: 'Stop', restart: 'Restart' } as const;
@@ -301,13 +309,16 @@ export function lifecycleOperations(collection: Collection) {
       input: () => z.strictObject({ uuid: uuidParam, ...(collection === 'services' && action === 'restart' ? { latest: flag.meta({ 'berth.brief': true }).optional() } : {}) }),
       output: () => z.object({ message: z.string(), deployment_uuid: z.string(), deployment_status: brief(z.string()), status: z.string(), follow: followSchema }),
       annotations: { readOnly: false, destructive: action === 'stop', idempotent: action !== 'restart', openWorld: true },
-      // Coolify answers GET here too (Route::match(['get','post'])); its restart of a service takes latest from the query.
-      http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}`, alsoGet: true, ...(collection === 'services' && action === 'restart' ? { query: ['latest'] } : {}) },
+      // GET answers Coolify's 405 (getMovedToPost); its restart of a service takes latest from the query.
+      http: { method: 'POST', path: `/api/v1/${collection}/{uuid}/${action}`, getMovedToPost: true, ...(collection === 'services' && action === 'restart' ? { query: ['latest'] } : {}) },
       async run(ctx, i) {
         const { uuid } = i;
         const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, kinds);
         const bound = answerBound(ctx);
-        const d = await queueDeployment(ctx, r, action, Boolean((i as { latest?: boolean }).latest));
+        // Coolify's start is a deployment: an application never built yet is built and deployed
+        // (a start of it had nothing to start); a built one starts its last image.
+        const kind = action !== 'stop' && neverBuilt(r) ? 'deploy' : action;
+        const d = await queueDeployment(ctx, r, kind, Boolean((i as { latest?: boolean }).latest));
         const label = `${singular[0]!.toUpperCase()}${singular.slice(1)}`;
         // The answer comes once the engine is in the asked state (or the action failed), and says
         // what the engine was seen doing afterwards; a long queue or the answer bound answers

@@ -70,7 +70,7 @@ export const settingsOperations = [
     input: () => z.strictObject({}),
     output: () => messageSchema,
     annotations: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
-    http: { method: 'POST', path: '/api/v1/enable' },
+    http: { method: 'POST', path: '/api/v1/enable', getMovedToPost: true },
     access: { whenApiDisabled: true, ...instanceWide },
     async run({ db }) {
       await writeSettings(db, { apiEnabled: true });
@@ -88,7 +88,7 @@ export const settingsOperations = [
     input: () => z.strictObject({}),
     output: () => messageSchema,
     annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
-    http: { method: 'POST', path: '/api/v1/disable' },
+    http: { method: 'POST', path: '/api/v1/disable', getMovedToPost: true },
     access: instanceWide,
     async run({ db }) {
       await writeSettings(db, { apiEnabled: false });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineOperation } from '../operation.js';
 import { listOf, paged, pageInput } from '../pagination.js';
 import { READ } from './common.js';
-import { placedSchema, placedView } from './resource-common.js';
+import { placedSchema, placedView, placedViews } from './resource-common.js';
 import { BERTH_VERSION, COOLIFY_API_VERSION } from '../../version.js';
 
 // Declared in src/version.ts (the CLI's --version reads them without loading the operations).
@@ -43,7 +43,7 @@ export const platformOperations = [
         base,
         p,
         (q) => q.selectAll().orderBy('id'),
-        (rows) => Promise.all(rows.map(async (r) => ({ ...(await placedView(db, r)), type: r.kind === 'application' || r.kind === 'service' ? r.kind : `standalone-${r.kind}` }))),
+        (rows) => placedViews(db, rows, async (db, r, known) => ({ ...(await placedView(db, r, known)), type: r.kind === 'application' || r.kind === 'service' ? r.kind : `standalone-${r.kind}` })),
       );
     },
   }),

@@ -349,8 +349,8 @@ export const serverOperations = [
       }),
     output: () => z.object({ message: z.string(), is_reachable: z.boolean(), is_usable: z.boolean(), validation_logs: z.string(), host_key_fingerprint: z.string().nullable() }),
     annotations: ENGINE,
-    // Coolify's is a GET (its flag then from the query); berth's POST stays for its own clients.
-    http: { method: 'POST', path: '/api/v1/servers/{uuid}/validate', status: 201, alsoGet: true },
+    // Coolify 4.3.11 moved it to POST: a GET answers its 405.
+    http: { method: 'POST', path: '/api/v1/servers/{uuid}/validate', status: 201, getMovedToPost: true },
     async run({ db, caller, runtime }, { uuid, accept_host_key }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
       const target = engineTargetOf(s);

@@ -53,7 +53,7 @@ export function partUuid(serviceUuid: string, name: string): string {
   return s;
 }
 
-const partSchema = z.object({
+export const partSchema = z.object({
   uuid: z.string(),
   name: z.string(),
   human_name: z.string().nullable(),
@@ -94,10 +94,10 @@ function partStatus(r: ServiceRow, name: string): string {
   const seen = r.observed && r.deleting === null && r.status !== 'migrating' ? (JSON.parse(r.observed) as Record<string, ContainerObservation>)[`${r.uuid}-${name}`] : undefined;
   return seen ? aggregate({ [name]: seen }).status : displayStatus(r);
 }
-type ServiceRow = Awaited<ReturnType<typeof ownedResource>>;
+type ServiceRow = Pick<Awaited<ReturnType<typeof ownedResource>>, 'uuid' | 'config' | 'observed' | 'deleting' | 'status' | 'observed_status'>;
 
-/** The service's parts of one kind, as their API shows them. */
-function partViews(r: ServiceRow, kind: Kind) {
+/** The service's parts of one kind, as their API shows them (and GET /services/{uuid} in its applications and databases). */
+export function partViews(r: ServiceRow, kind: Kind) {
   const c = config<ServiceConfig>(r);
   return c.containers
     .filter((k) => isDatabaseImage(k.image) === (kind === 'database'))

@@ -15,7 +15,8 @@ import { CREATE, READ, stamps, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { LIST_TEMPLATES_TOOL, templateEnvironment, templateFor, templateType } from './service-templates.js';
 import { validationError } from '../../errors.js';
-import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
+import { partSchema, partViews } from './service-parts.js';
+import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
 /**
  * Coolify's is_container_label_escape_enabled: true (its default) keeps `$` in labels literal,
@@ -38,10 +39,10 @@ export const serviceSchema = z.object({
   connect_to_docker_network: z.boolean(),
 });
 
-async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof serviceSchema>> {
+async function view(db: Db, r: ResourceRow, known?: Placements): Promise<z.infer<typeof serviceSchema>> {
   const c = config<ServiceConfig>(r);
   return {
-    ...(await placedView(db, r)),
+    ...(await placedView(db, r, known)),
     service_type: c.template ?? null,
     docker_compose_raw: c.docker_compose_raw,
     containers: c.containers.map((k) => ({ name: k.name, image: k.image, volumes: k.mounts.map((m) => m.volume) })),
@@ -104,7 +105,7 @@ export const serviceOperations = [
         base,
         p,
         (q) => q.selectAll().orderBy('id'),
-        (rows) => Promise.all(rows.map((r) => view(db, r))),
+        (rows) => placedViews(db, rows, view),
       );
     },
   }),
@@ -167,17 +168,19 @@ export const serviceOperations = [
   defineOperation({
     name: 'get_service',
     title: 'Get a service',
-    description: 'Get a service with its containers and volumes. The compose file itself needs read:sensitive.',
+    description: 'Get a service with its containers, volumes, applications and databases (their uuids). The compose file itself needs read:sensitive.',
     default: true,
-    summary: 'Get a service with its containers and volumes (the compose file needs read:sensitive).',
+    summary: 'Get a service with its containers, volumes, applications and databases (the compose file needs read:sensitive).',
     permission: 'read',
     toolset: 'services',
     input: () => z.strictObject({ uuid: uuidParam }),
-    output: () => serviceSchema,
+    // Coolify loads the service's applications and databases here (service_by_uuid), not in its list.
+    output: () => serviceSchema.extend({ applications: z.array(partSchema), databases: z.array(partSchema) }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/services/{uuid}' },
     async run({ db, caller }, { uuid }) {
-      return view(db, await ownedResource(db, uuid, caller.teamId, ['service']));
+      const r = await ownedResource(db, uuid, caller.teamId, ['service']);
+      return { ...(await view(db, r)), applications: partViews(r, 'application'), databases: partViews(r, 'database') };
     },
   }),
   defineOperation({
