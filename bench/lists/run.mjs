@@ -52,7 +52,11 @@ const first = await api('POST', '/applications/dockerimage', {
 const row = await db.selectFrom('resources').selectAll().where('uuid', '=', first.uuid).executeTakeFirstOrThrow();
 const { id: _id, ...template } = row;
 const copies = Array.from({ length: count - 1 }, (_, i) => ({ ...template, uuid: `bench${String(i).padStart(19, '0')}`, name: `app-${i}` }));
-for (let i = 0; i < copies.length; i += 200) await db.insertInto('resources').values(copies.slice(i, i + 200)).execute();
+for (let i = 0; i < copies.length; i += 200)
+  await db
+    .insertInto('resources')
+    .values(copies.slice(i, i + 200))
+    .execute();
 
 const get = async (url, headers) => {
   const t = performance.now();
