@@ -25,7 +25,7 @@ export function renderRouteTable(operations: readonly Operation[]): string {
   const rows = operations.map((o) => {
     const also = o.http.aliases?.length ? ` (also ${o.http.aliases.map((a) => `\`${a}\``).join(', ')})` : '';
     const query = o.http.query?.length ? ` Query: ${o.http.query.map((q) => `\`${q}\``).join(', ')}.` : '';
-    return `| ${o.http.method}${o.http.alsoGet ? ', GET' : ''} | \`${o.http.path}\`${also} | ${permissionOf(o)} | ${cell(o.summary)}${query} |`;
+    return `| ${o.http.method}${o.http.alsoGet ? ', GET' : ''}${o.http.alsoPost ? ', POST' : ''} | \`${o.http.path}\`${also} | ${permissionOf(o)} | ${cell(o.summary)}${query} |`;
   });
   return ['| method | path | permission | what it does |', '|---|---|---|---|', ...rows, ...PUBLIC_ROUTES.map((r) => `| GET | \`${r.path}\` | none | ${cell(r.summary)} |`)].join('\n');
 }

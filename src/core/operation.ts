@@ -128,6 +128,11 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
      * fields from the query. No HEAD: a HEAD must not start anything.
      */
     alsoGet?: true;
+    /**
+     * Coolify answers POST on this read as well (`Route::match(['get','post'])` on a service
+     * application's logs): the same operation, its fields from the query or the body.
+     */
+    alsoPost?: true;
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */
@@ -200,10 +205,16 @@ export interface OperationRoute {
   path: string;
   /** The GET of an `alsoGet` action: answered without HEAD, every field from the query. */
   alsoGet?: true;
+  /** The POST of an `alsoPost` read: its fields from the query or the body. */
+  alsoPost?: true;
 }
 
 /** Every method and path an operation answers (its path and aliases, and GET too when declared): the router, OpenAPI and the 405's Allow read this. */
 export function routesOf(op: Pick<Operation, 'http'>): OperationRoute[] {
   const paths = [op.http.path, ...(op.http.aliases ?? [])];
-  return [...paths.map((path) => ({ method: op.http.method, path })), ...(op.http.alsoGet ? paths.map((path) => ({ method: 'GET' as const, path, alsoGet: true as const })) : [])];
+  return [
+    ...paths.map((path) => ({ method: op.http.method, path })),
+    ...(op.http.alsoGet ? paths.map((path) => ({ method: 'GET' as const, path, alsoGet: true as const })) : []),
+    ...(op.http.alsoPost ? paths.map((path) => ({ method: 'POST' as const, path, alsoPost: true as const })) : []),
+  ];
 }
