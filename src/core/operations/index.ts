@@ -25,6 +25,7 @@ import { envOperations, logOperation, storageOperations } from './resource-parts
 import type { Collection } from '../model/kinds.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serverTransferOperations } from './server-transfer.js';
+import { cloudProviderOperations } from './cloud-providers.js';
 import { serviceOperations } from './services.js';
 import { servicePartOperations } from './service-parts.js';
 import { settingsOperations } from './instance-settings.js';
@@ -57,6 +58,7 @@ export const operations: readonly Operation[] = [
   ...gitlabAppOperations,
   ...serverOperations,
   ...serverTransferOperations,
+  ...cloudProviderOperations,
   ...destinationOperations,
   ...dockerCleanupOperations,
   ...cloudInitScriptOperations,
