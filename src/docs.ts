@@ -26,7 +26,7 @@ export function renderRouteTable(operations: readonly Operation[]): string {
     const also = o.http.aliases?.length ? ` (also ${o.http.aliases.map((a) => `\`${a}\``).join(', ')})` : '';
     const query = o.http.query?.length ? ` Query: ${o.http.query.map((q) => `\`${q}\``).join(', ')}.` : '';
     const moved = o.http.getMovedToPost ? ' GET answers 405 (moved to POST).' : '';
-    return `| ${o.http.method} | \`${o.http.path}\`${also} | ${permissionOf(o)} | ${cell(o.summary)}${query}${moved} |`;
+    return `| ${o.http.method}${o.http.alsoPost ? ', POST' : ''} | \`${o.http.path}\`${also} | ${permissionOf(o)} | ${cell(o.summary)}${query}${moved} |`;
   });
   return ['| method | path | permission | what it does |', '|---|---|---|---|', ...rows, ...PUBLIC_ROUTES.map((r) => `| GET | \`${r.path}\` | none | ${cell(r.summary)} |`)].join('\n');
 }

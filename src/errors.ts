@@ -46,6 +46,8 @@ export const errorCatalogue = {
   internal: { status: 500, message: 'Internal server error.' },
   /** A documented operation that needs a third party's network berth does not call (GitHub's API, a cloud provider's); the message names it. */
   needs_provider: { status: 501, message: 'This needs a provider berth does not reach.' },
+  /** A third party's API (a cloud provider's) berth called did not answer, or refused: the message names it and what it said. */
+  provider_failed: { status: 502, message: "The provider's API did not answer as expected." },
   store_unavailable: { status: 503, message: 'The store is unavailable; try again shortly.', headers: { 'Retry-After': '5' } },
 } as const satisfies Record<string, ErrorSpec>;
 

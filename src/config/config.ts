@@ -124,6 +124,9 @@ const envSchema = z.object({
   BERTH_OUTBOUND_ALLOWED_TARGETS: z.string().default(''),
   /** Telegram's and Pushover's API base URLs (a relay or a test double may stand in). */
   BERTH_TELEGRAM_API_URL: z.string().url().default('https://api.telegram.org'),
+  BERTH_HETZNER_API_URL: z.string().url().default('https://api.hetzner.cloud/v1'),
+  BERTH_DIGITALOCEAN_API_URL: z.string().url().default('https://api.digitalocean.com/v2'),
+  BERTH_VULTR_API_URL: z.string().url().default('https://api.vultr.com/v2'),
   BERTH_PUSHOVER_API_URL: z.string().url().default('https://api.pushover.net'),
   /** How often schedules (Docker cleanups) are checked for a due run. */
   BERTH_SCHEDULE_TICK_MS: z.coerce.number().int().min(50).default(30_000),
@@ -218,6 +221,8 @@ export interface Config {
   mcpFastCalls: boolean;
   outboundAllowedTargets: string;
   telegramApiUrl: string;
+  /** Cloud providers' API base URLs (their public ones unless set: a proxy, or a test's stand-in). */
+  cloudApiUrls: { hetzner: string; digitalocean: string; vultr: string };
   pushoverApiUrl: string;
   notifyScanMs: number;
   scheduleTickMs: number;
@@ -286,6 +291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     mcpFastCalls: true,
     outboundAllowedTargets: e.BERTH_OUTBOUND_ALLOWED_TARGETS,
     telegramApiUrl: e.BERTH_TELEGRAM_API_URL,
+    cloudApiUrls: { hetzner: e.BERTH_HETZNER_API_URL, digitalocean: e.BERTH_DIGITALOCEAN_API_URL, vultr: e.BERTH_VULTR_API_URL },
     pushoverApiUrl: e.BERTH_PUSHOVER_API_URL,
     notifyScanMs: e.BERTH_NOTIFY_SCAN_MS,
     scheduleTickMs: e.BERTH_SCHEDULE_TICK_MS,

@@ -138,6 +138,11 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
      * in the OpenAPI document (Coolify's does not list it either).
      */
     getMovedToPost?: true;
+    /**
+     * Coolify answers POST on this read as well (`Route::match(['get','post'])` on a service
+     * application's logs): the same operation, its fields from the query or the body.
+     */
+    alsoPost?: true;
   };
   access?: {
     /** Reachable while the API is disabled (only POST /enable). */
@@ -208,11 +213,14 @@ export function pathParams(path: string): string[] {
 export interface OperationRoute {
   method: HttpMethod;
   path: string;
+  /** The POST of an `alsoPost` read: its fields from the query or the body. */
+  alsoPost?: true;
 }
 
 /** Every method and path an operation answers (its path and aliases): the router, OpenAPI and the 405's Allow read this. */
 export function routesOf(op: Pick<Operation, 'http'>): OperationRoute[] {
-  return [op.http.path, ...(op.http.aliases ?? [])].map((path) => ({ method: op.http.method, path }));
+  const paths = [op.http.path, ...(op.http.aliases ?? [])];
+  return [...paths.map((path) => ({ method: op.http.method, path })), ...(op.http.alsoPost ? paths.map((path) => ({ method: 'POST' as const, path, alsoPost: true as const })) : [])];
 }
 
 /** The paths where a GET answers Coolify's "changed to a POST request" 405 (Operation.http.getMovedToPost). */

@@ -105,7 +105,8 @@ export class TargetGuard {
    * resolved once and checked, the connection made to that address (TLS still checks the name),
    * redirects never followed (a 3xx is the answer), bounded time and answer size.
    */
-  async fetch(url: string, init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; timeoutMs: number }): Promise<GuardedResponse> {
+  async fetch(url: string, init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; timeoutMs: number; maxAnswer?: number }): Promise<GuardedResponse> {
+    const max = init.maxAnswer ?? MAX_ANSWER;
     const target = this.target(url);
     const address = await this.resolve(target.host);
     // Loaded on first use: an MCP session over stdio rarely sends anything and starts faster without it.
@@ -121,9 +122,9 @@ export class TargetGuard {
       const r = await request(target.url, { method: init.method, headers: init.headers ?? {}, body: init.body ?? null, dispatcher: agent });
       let text = '';
       for await (const chunk of r.body) {
-        if (text.length < MAX_ANSWER) text += (chunk as Buffer).toString('utf8');
+        if (text.length < max) text += (chunk as Buffer).toString('utf8');
       }
-      return { status: r.statusCode, text: text.slice(0, MAX_ANSWER) };
+      return { status: r.statusCode, text: text.slice(0, max) };
     } finally {
       await agent.close().catch(() => undefined);
     }

@@ -89,7 +89,8 @@ function inputOf(req: FastifyRequest, op: Operation): Record<string, unknown> {
     if (problem) throw validationError({ [problem.field]: [problem.message] });
   }
   // HEAD is a GET without its body (Fastify serves it with the GET route).
-  if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE') refuseStrayQuery(op, query, fromBody);
+  // The POST Coolify also answers on a read (http.alsoPost) takes its fields from the query as the GET does.
+  if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE' && !(op.http.alsoPost && op.http.method === 'GET')) refuseStrayQuery(op, query, fromBody);
   // The router already parsed the path's parameters; no need to re-read the template per request.
   const clash = Object.keys(params).filter((n) => Object.hasOwn(fromBody, n));
   if (clash.length) throw validationError(Object.fromEntries(clash.map((n) => [n, ['This field is taken from the path and cannot be set in the body.']])));

@@ -81,9 +81,9 @@ function operationObject(op: Operation, method: HttpMethod): JsonSchema {
 export function buildOpenApi(operations: readonly Operation[]): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const op of operations)
-    for (const { method, path } of routesOf(op)) {
+    for (const { method, path, alsoPost } of routesOf(op)) {
       const alias = path !== op.http.path;
-      const id = `${op.name}${alias ? '_alias' : ''}`;
+      const id = `${op.name}${alias ? '_alias' : ''}${alsoPost ? '_post' : ''}`;
       (paths[path] ??= {})[method.toLowerCase()] = { ...operationObject(op, method), operationId: id, ...(alias ? { deprecated: false } : {}) };
     }
   for (const r of PUBLIC_ROUTES) {

@@ -115,6 +115,8 @@ export interface ServersTable extends Timestamps {
   host_access: number;
   /** JSON: Coolify's docker cleanup settings; null for the defaults. */
   docker_cleanup: string | null;
+  /** JSON: the server's move between berth instances (migration 039); null: it never moved. */
+  transfer: string | null;
 }
 
 export interface DestinationsTable extends Timestamps {

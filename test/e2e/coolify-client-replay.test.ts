@@ -9,7 +9,8 @@
  * Every HTTP exchange between the client and berth passes a recording relay in this process. The
  * test fails on any berth answer of 4xx/5xx that Coolify would not give for the same call, and on
  * any tool answer that reports an error. The few calls that need a third-party network (GitHub,
- * cloud providers) are listed in OUT_OF_SCOPE below and never made.
+ * a cloud provider's machines) are listed in OUT_OF_SCOPE below and never made; a cloud token is
+ * validated against a stand-in that speaks Hetzner's API.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,7 +37,6 @@ const PG_IMAGE = 'localhost/berth-postgres:15';
 const OUT_OF_SCOPE = [
   'github_apps.list_repos', // GitHub's API with the app's installation token
   'github_apps.list_branches', // the same
-  'cloud_tokens.validate', // asks Hetzner/DigitalOcean whether the token is good
   'hetzner.*', // Hetzner's API (locations, types, images, keys, server creation)
   'application.create_github', // a GitHub app installation token at creation
 ];
@@ -95,6 +95,7 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
   let api: Api;
   let p: Platform;
   let relay: { url: string; close(): Promise<void> };
+  let hetzner: http.Server;
   let client: Client;
   let clientErr = '';
   const log: Exchange[] = [];
@@ -111,8 +112,21 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     const db = await openStore(dataDir, storeUrlFor(dataDir));
     token = (await admin.initInstance(db, { email: 'owner@example.test', team: 'Root Team' })).token;
     await db.destroy();
-    // The private repository's git host is on loopback, which the outbound guard refuses unless the operator allows it.
-    serve = await spawnServe(dataDir, { BERTH_HELPER_IMAGE: 'localhost/berth-busybox:latest', LOG_LEVEL: 'warn', API_RATE_LIMIT: '0', BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' });
+    // Hetzner's API as far as validate asks it (its servers, with the bearer token): the real one cannot be reached here.
+    hetzner = http.createServer((req, res) => {
+      const ok = req.headers.authorization === 'Bearer replay-hetzner-token' && req.url?.startsWith('/v1/servers');
+      res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(JSON.stringify(ok ? { servers: [], meta: { pagination: { next_page: null } } } : { error: { code: 'unauthorized' } }));
+    });
+    await new Promise<void>((r) => hetzner.listen(0, '127.0.0.1', () => r()));
+    const hetznerUrl = `http://127.0.0.1:${(hetzner.address() as { port: number }).port}/v1`;
+    // The private repository's git host and the Hetzner stand-in are on loopback, which the outbound guard refuses unless the operator allows it.
+    serve = await spawnServe(dataDir, {
+      BERTH_HELPER_IMAGE: 'localhost/berth-busybox:latest',
+      LOG_LEVEL: 'warn',
+      API_RATE_LIMIT: '0',
+      BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1',
+      BERTH_HETZNER_API_URL: hetznerUrl,
+    });
     api = new Api(serve.url, token);
     p = await registerEngines(api, engines);
     relay = await recordingRelay(serve.url, log);
@@ -135,6 +149,7 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     await client?.close();
     await relay?.close();
     await serve?.stop();
+    await new Promise((r) => (hetzner ? hetzner.close(r) : r(undefined)));
     if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -552,6 +567,7 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     await call('cloud_tokens', { action: 'list' });
     await call('cloud_tokens', { action: 'get', uuid: ct?.uuid });
     await call('cloud_tokens', { action: 'update', uuid: ct?.uuid, name: 'hz-renamed' });
+    expect(await call('cloud_tokens', { action: 'validate', uuid: ct?.uuid })).toMatchObject({ valid: true });
     await call('cloud_tokens', { action: 'delete', uuid: ct?.uuid });
     noFailures();
   });

@@ -137,6 +137,10 @@ describe.skipIf(!enginesAvailable)(`docker cleanup on a real engine ${enginesAva
     const logs = (await api.ok('GET', `/services/${uuid}/applications/${web}/logs`)).logs as string;
     expect(logs).toContain('from-web');
     expect(logs).not.toContain('from-worker');
+    // Coolify answers POST on this route too (Route::match), reading `lines` from the query.
+    const posted = (await api.ok('POST', `/services/${uuid}/applications/${web}/logs?lines=5`)).logs as string;
+    expect(posted).toContain('from-web');
+    expect(posted).not.toContain('from-worker');
   }, 90_000);
 
   it('a due slot runs once, even when two instances tick at the same time; a slot before validation never runs', async () => {

@@ -28,13 +28,17 @@ export interface TestServer extends RunningServer {
 
 let seq = 0;
 
+/** Cloud providers' APIs at .invalid addresses: what every test server (and a test's `berth mcp`) uses unless it brings a stand-in. */
+export const OFFLINE_CLOUD = { BERTH_HETZNER_API_URL: 'https://hetzner.invalid/v1', BERTH_DIGITALOCEAN_API_URL: 'https://digitalocean.invalid/v2', BERTH_VULTR_API_URL: 'https://vultr.invalid/v2' };
+
 /** A real berth server on an ephemeral loopback port over a fresh data directory. */
 export async function startTestServer(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}, options: ServerOptions = {}): Promise<TestServer> {
   const dataDir = tempDir();
   seedStore(dataDir);
   const db = await openStore(dataDir, storeUrlFor(dataDir));
   const init = await admin.initInstance(db, { email: 'owner@example.test', team: 'Root Team' });
-  const config = loadConfig({ LOG_LEVEL: 'silent', ...env }, { dataDir, databaseUrl: storeUrlFor(dataDir), host: '127.0.0.1', port: 0, ...overrides });
+  // Cloud providers' APIs never answer here (.invalid fails at once, offline); a test that needs one starts its own stand-in.
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...OFFLINE_CLOUD, ...env }, { dataDir, databaseUrl: storeUrlFor(dataDir), host: '127.0.0.1', port: 0, ...overrides });
   const server = await startServer(config, () => {}, options);
   const helper: TestServer = {
     ...server,

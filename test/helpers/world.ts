@@ -51,6 +51,8 @@ export interface World {
   serviceTaskUuid: string;
   /** A call held for a person (approvals). */
   approvalUuid: string;
+  /** export_server's bundle of the first server, with its secrets (what import_server takes). */
+  serverBundle: Record<string, unknown>;
 }
 
 export const TEST_KEY = `-----BEGIN PRIVATE KEY-----
@@ -149,7 +151,9 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   const appTaskUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/scheduled-tasks`, { name: 'nightly', command: 'echo nightly', frequency: 'daily' })).uuid;
   const serviceTaskUuid = (await ok(s, token, 'POST', `/api/v1/services/${serviceUuid}/scheduled-tasks`, { name: 'flush', command: 'echo flush', frequency: '0 3 * * *', container: 'web' })).uuid;
   const approvalUuid = await heldCall(s, token, projectUuid);
+  const serverBundle = await ok(s, token, 'GET', `/api/v1/servers/${serverUuid}/export`);
   return {
+    serverBundle,
     approvalUuid,
     appTaskUuid,
     serviceTaskUuid,
@@ -360,6 +364,10 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (name === 'create_cloud_token') return { ...CLOUD_TOKEN_SAMPLE, name: `cloud ${i}` };
   if (name === 'update_cloud_token') return { name: `cloud changed ${i}` };
   if (name === 'rollback_application') return { commit: 'v1' };
+  // A dry run with new uuids: it checks everything, answers 201 and writes nothing, each time.
+  if (name === 'import_server') return { bundle: x.serverBundle, preserve_uuids: false, dry_run: true };
+  if (name === 'migrate_server') return { target_url: 'https://berth.invalid', target_token: 'not-a-token' };
+  if (/^list_(hetzner|digitalocean|vultr)_/.test(name)) return { cloud_provider_token_uuid: x.cloudTokenUuid };
   if (name === 'create_cloud_init_script') return { name: `init ${i}`, script: '#cloud-config\npackages:\n  - curl\n' };
   if (name === 'update_cloud_init_script') return { name: `init changed ${i}` };
   if (/^update_(application|database|service)_storage_backup$/.test(name)) return { frequency: 'daily', retention_amount_locally: 3 };

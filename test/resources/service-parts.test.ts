@@ -83,6 +83,13 @@ describe('classification by image', () => {
     expect((await c.api('PATCH', base, c.write, { image: 'evil' })).status).toBe(422);
     expect((await c.api('GET', `${base}/logs`, c.read)).status).toBe(403);
     expect((await c.api('GET', `${base}/logs`, c.sensitive)).json).toEqual({ logs: '' });
+    // Coolify's route answers POST as well (the same read, the same permission, lines from the query or the body).
+    expect((await c.api('POST', `${base}/logs?lines=5`, c.read)).status).toBe(403);
+    expect((await c.api('POST', `${base}/logs?lines=5`, c.sensitive)).json).toEqual({ logs: '' });
+    expect((await c.api('POST', `${base}/logs`, c.sensitive, { lines: 5 })).json).toEqual({ logs: '' });
+    expect((await c.api('POST', `${base}/logs`, c.sensitive, { nope: 1 })).status).toBe(422);
+    const dbPart = (await c.api('GET', `/services/${c.w.serviceUuid}/databases`, c.read)).json[0].uuid;
+    expect((await c.api('POST', `/services/${c.w.serviceUuid}/databases/${dbPart}/logs`, c.sensitive)).status).toBe(405);
     expect((await c.api('POST', `${base}/stop`, c.read)).status).toBe(403);
     const stop = await c.api('POST', `${base}/stop`, c.deploy);
     expect(stop.status).toBe(200);

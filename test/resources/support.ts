@@ -21,8 +21,8 @@ export interface Ctx {
   stop(): Promise<void>;
 }
 
-export async function setup(): Promise<Ctx> {
-  const s = await startTestServer({ apiRateLimit: 0 });
+export async function setup(overrides: Parameters<typeof startTestServer>[0] = {}): Promise<Ctx> {
+  const s = await startTestServer({ apiRateLimit: 0, ...overrides });
   const w = await buildWorld(s);
   const tok = async (permissions: string[]) => (await s.token({ permissions, role: permissions.includes('root') ? 'admin' : 'member' })).token;
   const [read, sensitive, write, deploy, readWrite] = await Promise.all([tok(['read']), tok(['read:sensitive']), tok(['write']), tok(['deploy']), tok(['read', 'write'])]);

@@ -105,3 +105,16 @@ export const DATABASE_UPDATE_FIELDS: Readonly<Record<string, CoolifyField>> = {
   ...DATABASE_CREATE_FIELDS,
   instant_deploy: field('restart it with POST /databases/{uuid}/restart after the change', false, null),
 };
+
+const NO_SENTINEL = 'berth runs no Sentinel agent on a server: there is nothing to rebind';
+const NO_CLAIM_FILE = "berth writes no ownership file on the host: the claim is recorded in this instance's store";
+
+/** Coolify's server transfer fields (ServerTransferController), per route. */
+export const SERVER_TRANSFER_FIELDS = {
+  import: {
+    adopt_mode: field("berth takes over the server's containers whenever the uuids are kept (preserve_uuids, the default); there is no other mode", true),
+    write_remote: field(NO_CLAIM_FILE, false),
+    rebind_sentinel: field(NO_SENTINEL, false),
+  },
+  claim: { write_remote: field(NO_CLAIM_FILE, false), rebind_sentinel: field(NO_SENTINEL, false) },
+} as const satisfies Record<string, Readonly<Record<string, CoolifyField>>>;

@@ -11,6 +11,8 @@ import { sensitive } from '../redact.js';
 import { TargetGuard } from '../outbound-guard.js';
 import { sshUser, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
+import { CLOUD_PROVIDERS, tokenAccepted } from '../cloud-api.js';
+import { cloudCall } from './cloud-providers.js';
 
 /**
  * Records Coolify clients read and write: GitHub apps and cloud provider tokens, per team, with
@@ -128,7 +130,7 @@ function refuseSystemWide(v: boolean | undefined) {
   if (v) throw validationError({ is_system_wide: ['berth keeps GitHub apps per team; a system-wide app is not supported (send false or leave it out).'] });
 }
 
-const providers = ['hetzner', 'digitalocean', 'vultr'] as const;
+const providers = CLOUD_PROVIDERS;
 
 const tokenSchema = z.object({
   uuid: z.string(),
@@ -148,7 +150,7 @@ const tokenView = (r: TokenRow, withToken: boolean) => ({
   provider: r.provider as (typeof providers)[number],
   ...(withToken ? { token: r.token } : {}),
   team_id: r.team_id,
-  // berth provisions no cloud servers, so none uses a token.
+  // berth creates no cloud servers (only reads the providers' catalogues), so none uses a token.
   servers_count: 0,
   created_at: r.created_at,
   updated_at: r.updated_at,
@@ -309,8 +311,9 @@ export const cloudTokenOperations = [
   defineOperation({
     name: 'create_cloud_token',
     title: 'Store a cloud provider token',
-    description: "Store a cloud provider's API token for clients that read it. Not validated: berth does not call the provider. The value is shown only to read:sensitive.",
-    summary: "Store a cloud provider's API token (hetzner, digitalocean, vultr); not validated: berth does not call the provider.",
+    description:
+      "Store a cloud provider's API token (hetzner, digitalocean, vultr), used by validate_cloud_token and the provider catalogues (list_hetzner_locations, ...). Stored unchecked: validate it next. The value is shown only to read:sensitive.",
+    summary: "Store a cloud provider's API token (hetzner, digitalocean, vultr); stored unchecked (validate it next).",
     permission: 'write',
     toolset: 'servers',
     input: () => z.strictObject({ provider: z.enum(providers), token: text(4096), name: text(255) }),
@@ -378,17 +381,20 @@ export const cloudTokenOperations = [
   defineOperation({
     name: 'validate_cloud_token',
     title: 'Validate a cloud provider token',
-    description: "Needs the provider's API over the network, which berth does not call: answers 501 saying so.",
-    summary: "Check a token against its provider's API: needs the provider's network (answers 501 saying so).",
+    description:
+      "Ask the token's provider whether it accepts it (Hetzner: its servers; DigitalOcean and Vultr: the account), as Coolify does. valid false with why; 502 when the provider's API cannot be reached.",
+    summary: "Check a token against its provider's API (valid true or false; 502 when the provider cannot be reached).",
     permission: 'read',
     toolset: 'servers',
     input: () => z.strictObject({ uuid: uuidParam }),
     output: () => z.object({ valid: z.boolean(), message: z.string() }),
     annotations: { ...READ, openWorld: true },
     http: { method: 'POST', path: '/api/v1/cloud-tokens/{uuid}/validate' },
-    async run({ db, caller }, { uuid }) {
-      const r = await owned(db, 'cloud_tokens', uuid, caller.teamId);
-      throw new BerthError('needs_provider', { message: `Validating a ${r.provider} token needs ${r.provider}'s API over the network, which berth does not call; the token is stored unchecked.` });
+    async run(ctx, { uuid }) {
+      const r = await owned(ctx.db, 'cloud_tokens', uuid, ctx.caller.teamId);
+      const provider = r.provider as (typeof providers)[number];
+      const valid = await tokenAccepted(await cloudCall(ctx, provider, uuid));
+      return { valid, message: valid ? 'Token is valid.' : `Invalid ${provider} token. Please check your API token.` };
     },
   }),
 ];

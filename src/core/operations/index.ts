@@ -24,6 +24,8 @@ import { projectOperations } from './projects.js';
 import { envOperations, logOperation, storageOperations } from './resource-parts.js';
 import type { Collection } from '../model/kinds.js';
 import { destinationOperations, serverOperations } from './servers.js';
+import { serverTransferOperations } from './server-transfer.js';
+import { cloudProviderOperations } from './cloud-providers.js';
 import { serviceOperations } from './services.js';
 import { serviceTemplateOperations } from './service-templates.js';
 import { servicePartOperations } from './service-parts.js';
@@ -56,6 +58,8 @@ export const operations: readonly Operation[] = [
   ...keyOperations,
   ...gitlabAppOperations,
   ...serverOperations,
+  ...serverTransferOperations,
+  ...cloudProviderOperations,
   ...destinationOperations,
   ...dockerCleanupOperations,
   ...cloudInitScriptOperations,

@@ -17,6 +17,7 @@ import { description, flag, engineEndpoint, engineName, engineTls, hostAddress, 
 import { displayStatus } from './resource-common.js';
 import { bool, CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
 import { SERVER_FIELDS } from './coolify-fields.js';
+import { assertHeldHere, transferOf } from '../transfer/state.js';
 
 type Row<T> = Omit<T, 'id'> & { id: number };
 type ServerRow = Row<ServersTable>;
@@ -44,6 +45,16 @@ export const serverSchema = z.object({
   is_managed: z.boolean(),
   validated_at: z.string().nullable(),
   validation_logs: z.string().nullable(),
+  transfer: z
+    .object({
+      status: z.enum(['imported', 'claimed', 'transferred']),
+      export_id: z.string().nullable(),
+      at: z.string(),
+      source_instance_url: z.string().nullable().optional(),
+      target_instance_url: z.string().nullable().optional(),
+    })
+    .nullable()
+    .describe('berth: the server moved between berth instances (export/import); imported and transferred servers are not managed here until claimed.'),
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -79,6 +90,7 @@ async function serverView(db: Db, s: ServerRow): Promise<z.infer<typeof serverSc
     is_managed: isManaged(s),
     validated_at: s.validated_at,
     validation_logs: s.validation_logs,
+    transfer: transferOf(s),
     created_at: s.created_at,
     updated_at: s.updated_at,
   };
@@ -109,7 +121,7 @@ type Address = Pick<ServerRow, 'ip' | 'port' | 'user' | 'engine_endpoint' | 'pri
  * ssh:// endpoint. Then the isolation rules (network-guard) and the transport's own needs are
  * checked, without connecting. 422 on the field that has to change.
  */
-function settleAddress(
+export function settleAddress(
   next: Address,
   given: { engine_endpoint?: string | null | undefined; ip?: string | undefined; port?: number | undefined; user?: string | undefined },
   caller: Caller,
@@ -222,6 +234,7 @@ export const serverOperations = [
             validation_logs: null,
             host_key_fingerprint: i.host_key_fingerprint ?? null,
             host_access: 0,
+            transfer: null,
             ...stamps(),
           })
           .returning(['id', 'name'])
@@ -353,6 +366,7 @@ export const serverOperations = [
     http: { method: 'POST', path: '/api/v1/servers/{uuid}/validate', status: 201, getMovedToPost: true },
     async run({ db, caller, runtime }, { uuid, accept_host_key }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
+      assertHeldHere(s);
       const target = engineTargetOf(s);
       // Records from before the isolation rules are refused here too, without connecting.
       const refusal = target && targetRefusal(target, caller.rootTeam);

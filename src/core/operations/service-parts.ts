@@ -256,7 +256,8 @@ function partOperations(kind: Kind) {
       input: () => z.strictObject({ ...ids, ...logInput }),
       output: () => z.object({ logs: sensitive(z.string()) }),
       annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: true },
-      http: { method: 'GET', path: `${base}/logs` },
+      // Coolify's route answers POST too for a service application's logs (not a database's).
+      http: { method: 'GET', path: `${base}/logs`, ...(kind === 'application' ? { alsoPost: true as const } : {}) },
       async run({ db, caller, runtime }, i) {
         const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
         return { logs: await runtime.logs(r.id, { lines: i.lines, container: part.name, timestamps: Boolean(i.show_timestamps) }) };

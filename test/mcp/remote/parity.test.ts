@@ -14,7 +14,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../../../src/core/operations/index.js';
 import { stdioClient, type AnyClient, type ToolResult } from '../../helpers/mcp.js';
-import { call, startTestServer, type TestServer } from '../../helpers/server.js';
+import { call, OFFLINE_CLOUD, startTestServer, type TestServer } from '../../helpers/server.js';
 import { partUuid } from '../../../src/core/operations/service-parts.js';
 import { buildWorld, COMPOSE, S3_SAMPLE, type World } from '../../helpers/world.js';
 import { remoteClient, type RemoteClient } from './helpers.js';
@@ -43,7 +43,7 @@ beforeAll(async () => {
   s = await startTestServer({ apiRateLimit: 0, publicUrl: 'http://localhost:8000' });
   w = await buildWorld(s);
   await settle(s.rootToken);
-  [local, remote] = await Promise.all([stdioClient('v2-modern', s.dataDir, s.rootToken), remoteClient('v2-modern', s.url, s.rootToken)]);
+  [local, remote] = await Promise.all([stdioClient('v2-modern', s.dataDir, s.rootToken, [], OFFLINE_CLOUD), remoteClient('v2-modern', s.url, s.rootToken)]);
 }, 60_000);
 afterAll(async () => {
   await Promise.all([local?.close(), remote?.close()]);
@@ -61,7 +61,18 @@ describe('remote mode lists the same tools as local mode', () => {
 
 /** Tools whose every answer here is an error: what needs a provider's network, and rollback (a record-only world keeps no images; test/e2e/deploy-key-rollback.test.ts runs it). */
 // approve_approval: refused for every token (a person approves in the console or the CLI).
-const ERROR_ONLY = ['list_github_app_repositories', 'list_github_app_branches', 'validate_cloud_token', 'create_private_github_app_application', 'rollback_application', 'approve_approval'];
+// The cloud providers' catalogues and validate_cloud_token: their APIs are .invalid here; migrate_server: its target is.
+const CLOUD_LISTINGS = operations.filter((o) => /^list_(hetzner|digitalocean|vultr)_/.test(o.name)).map((o) => o.name);
+const ERROR_ONLY = [
+  'list_github_app_repositories',
+  'list_github_app_branches',
+  'validate_cloud_token',
+  'create_private_github_app_application',
+  'rollback_application',
+  'approve_approval',
+  'migrate_server',
+  ...CLOUD_LISTINGS,
+];
 
 describe('read-only and instance-wide tools: identical structured output on one world', () => {
   const extra = {
@@ -96,6 +107,8 @@ describe('read-only and instance-wide tools: identical structured output on one 
       ],
       ['rollback_application', { uuid: w.appUuid, commit: 'v1' }],
       ['approve_approval', { uuid: w.approvalUuid }],
+      ['migrate_server', { uuid: w.serverUuid, target_url: 'https://berth.invalid', target_token: 'not-a-token' }],
+      ...CLOUD_LISTINGS.map((name): [string, Record<string, unknown>] => [name, { cloud_provider_token_uuid: extra.cloudTokenUuid }]),
     ];
     expect(calls.map(([t]) => t).sort()).toEqual([...ERROR_ONLY].sort());
     for (const [tool, args] of calls) {
@@ -212,8 +225,17 @@ describe('read-only and instance-wide tools: identical structured output on one 
       expect({ tool, args, ...outcome(r) }).toEqual({ tool, args, ...outcome(l) });
       if (!l.isError) expect(r.content).toEqual(l.content);
     }
-    const readOnly = operations.filter((o) => o.annotations.readOnly && !ERROR_ONLY.includes(o.name)).map((o) => o.name);
+    // export_server: a fresh export_id and time per call (compared below without them).
+    const readOnly = operations.filter((o) => o.annotations.readOnly && !ERROR_ONLY.includes(o.name) && o.name !== 'export_server').map((o) => o.name);
     expect(readOnly.filter((n) => !covered.has(n))).toEqual([]);
+  });
+
+  it('export_server: the same bundle in both modes, but for its export_id and time', async () => {
+    const strip = (x: { structuredContent?: Record<string, unknown> }) => ({ ...x.structuredContent, export_id: '<id>', exported_at: '<time>' });
+    const l = await local.callTool('export_server', { uuid: w.serverUuid });
+    const r = await remote.callTool('export_server', { uuid: w.serverUuid });
+    expect(l.isError).toBeFalsy();
+    expect(strip(r)).toEqual(strip(l));
   });
 
   it('disable_api then enable_api: same answers, and the disabled API answers the same refusal', async () => {
@@ -280,6 +302,9 @@ const steps: Step[] = [
   { tool: 'validate_server', args: (c) => ({ uuid: c.made.server3 }) },
   { tool: 'update_server_docker_cleanup', args: (c) => ({ uuid: c.made.server3, docker_cleanup_frequency: '0 3 * * *', delete_unused_networks: true }) },
   { tool: 'run_server_docker_cleanup', args: (c) => ({ uuid: c.made.server3 }) },
+  { tool: 'import_server', args: (c) => ({ bundle: c.w.serverBundle, preserve_uuids: false, dry_run: true }) },
+  { tool: 'complete_server_transfer', args: (c) => ({ uuid: c.made.server3, target_instance_url: 'https://other.example.test' }) },
+  { tool: 'claim_server', args: (c) => ({ uuid: c.made.server3 }) },
   { tool: 'create_server_destination', args: (c) => ({ uuid: c.made.server3, network: 'extra', name: 'extra net' }), save: uuidOf('dest3') },
   { tool: 'update_destination', args: (c) => ({ uuid: c.made.dest3, name: 'renamed' }) },
   { tool: 'delete_destination', args: (c) => ({ uuid: c.made.dest3 }) },
