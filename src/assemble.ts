@@ -44,6 +44,7 @@ export function assembleCore(
     { readyTimeoutMs: config.sshTimeoutMs, idleMs: config.sshIdleMs },
     new TargetGuard(config.outboundAllowedTargets),
     { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs, changes },
+    config.proxyImage,
   ),
 ): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl });

@@ -34,6 +34,8 @@ const envSchema = z.object({
   BERTH_QUEUE_CAP: z.coerce.number().int().min(1).default(20),
   /** Image of the never-started helper containers that read and write volumes during migrations. */
   BERTH_HELPER_IMAGE: z.string().min(1).default('busybox:latest'),
+  /** Image of a server's reverse proxy (Caddy) when its proxy configuration names none. */
+  BERTH_PROXY_IMAGE: z.string().min(1).default('caddy:2-alpine'),
   /**
    * Migrations also read each copied volume back and compare every file's sha256 (a second pass
    * over the data). Off: the stored destination is verified by listings (count, sizes, metadata).
@@ -150,6 +152,7 @@ export interface Config {
   queueConcurrency: number;
   queueCap: number;
   helperImage: string;
+  proxyImage: string;
   migrationChecksums: boolean;
   sshTimeoutMs: number;
   sshIdleMs: number;
@@ -214,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     queueConcurrency: e.BERTH_QUEUE_CONCURRENCY,
     queueCap: e.BERTH_QUEUE_CAP,
     helperImage: e.BERTH_HELPER_IMAGE,
+    proxyImage: e.BERTH_PROXY_IMAGE,
     migrationChecksums: e.BERTH_MIGRATION_CHECKSUMS === 'true' || e.BERTH_MIGRATION_CHECKSUMS === '1',
     sshTimeoutMs: e.BERTH_SSH_TIMEOUT_MS,
     sshIdleMs: e.BERTH_SSH_IDLE_MS,

@@ -115,6 +115,8 @@ export interface ServersTable extends Timestamps {
   host_access: number;
   /** JSON: Coolify's docker cleanup settings; null for the defaults. */
   docker_cleanup: string | null;
+  /** JSON: the server's reverse proxy settings (core/model/proxy.ts); null for the defaults. */
+  proxy: string | null;
 }
 
 export interface DestinationsTable extends Timestamps {

@@ -4,6 +4,8 @@ import { nowIso } from '../../store/db.js';
 import { validationError } from '../../errors.js';
 import { newUuid } from '../../ids.js';
 import { ownedResource } from '../lookup.js';
+import { requireFreeDomains } from '../domains.js';
+import { domainProxyStatus } from './server-proxy.js';
 import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput } from '../pagination.js';
@@ -12,7 +14,7 @@ import { parseRunOptions, requireRunOptionsAccess } from '../run-options.js';
 import { DEFAULT_IMAGES_TO_KEEP, type ApplicationConfig } from '../model/application.js';
 import { checkLimits, givenHealthCheck, givenLimits, healthCheckInput, healthCheckOutput, healthCheckView, limitsInput, limitsOutput, limitsView } from '../runtime-fields.js';
 import type { Db } from '../../store/db.js';
-import { description, domains, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
+import { description, domains, flag, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
 import { CREATE, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placementInput, resolvePlacement, type ResourceRow } from './resource-common.js';
@@ -32,6 +34,8 @@ export const applicationSchema = z.object({
   ports_exposes: z.string().nullable(),
   ports_mappings: z.string().nullable(),
   fqdn: z.string().nullable(),
+  is_gzip_enabled: z.boolean().meta({ 'berth.brief': true }),
+  is_stripprefix_enabled: z.boolean().meta({ 'berth.brief': true }),
   ...healthCheckOutput,
   ...limitsOutput,
   custom_labels: z.string().nullable().meta({ 'berth.brief': true }),
@@ -50,6 +54,8 @@ export async function view(db: Db, r: ResourceRow): Promise<z.infer<typeof appli
     ports_exposes: c.ports_exposes,
     ports_mappings: c.ports_mappings,
     fqdn: c.fqdn,
+    is_gzip_enabled: c.is_gzip_enabled ?? true,
+    is_stripprefix_enabled: c.is_stripprefix_enabled ?? true,
     ...healthCheckView(c),
     ...limitsView(c),
     custom_labels: encodeCustomLabels(c.custom_labels),
@@ -97,6 +103,10 @@ export function runtimeFields() {
     custom_labels: customLabelsInput,
     custom_docker_run_options: z.string().max(4096).nullable().meta({ 'berth.brief': true }).optional(),
     docker_images_to_keep: z.number().int().min(0).max(100).meta({ 'berth.brief': true }).optional(),
+    // The server's proxy applies them to the application's domains.
+    is_gzip_enabled: flag.meta({ 'berth.brief': true }).optional(),
+    is_stripprefix_enabled: flag.meta({ 'berth.brief': true }).optional(),
+    force_domain_override: flag.describe("Share a domain with another of the team's resources (never another team's).").meta({ 'berth.brief': true }).optional(),
   };
 }
 
@@ -113,6 +123,8 @@ export async function applyRuntimeFields(db: Db, c: ApplicationConfig, i: Record
   Object.assign(c, givenHealthCheck(i), givenLimits(i));
   checkLimits(c);
   if (i.docker_images_to_keep !== undefined) c.docker_images_to_keep = i.docker_images_to_keep as number;
+  if (i.is_gzip_enabled !== undefined) c.is_gzip_enabled = i.is_gzip_enabled as boolean;
+  if (i.is_stripprefix_enabled !== undefined) c.is_stripprefix_enabled = i.is_stripprefix_enabled as boolean;
   if (i.custom_labels !== undefined) c.custom_labels = decodeCustomLabels(i.custom_labels as string | null);
   const run = i.custom_docker_run_options as string | null | undefined;
   if (run !== undefined) {
@@ -165,6 +177,7 @@ export const applicationOperations = [
         fqdn: normalizeDomains(i.domains),
       };
       await applyRuntimeFields(db, c, i, place.destinationId);
+      await requireFreeDomains(db, caller.teamId, c.fqdn, {}, i.force_domain_override);
       const row = await db
         .insertInto('resources')
         .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `docker-image-${uuid}`, description: i.description, tags: i.tags }, c))
@@ -177,17 +190,22 @@ export const applicationOperations = [
   defineOperation({
     name: 'get_application',
     title: 'Get an application',
-    description: 'Get an application: image, ports, domains, status (as its engine says) and where it lives.',
+    description: "Get an application: image, ports, domains (fqdn) and whether the server's proxy runs for them (proxy_status), status (as its engine says) and where it lives.",
     default: true,
     summary: 'Get an application.',
     permission: 'read',
     toolset: 'applications',
     input: () => z.strictObject({ uuid: uuidParam }),
-    output: () => applicationSchema,
+    output: () =>
+      applicationSchema.extend({
+        proxy_status: z.string().nullable().describe("berth: the state of the server's proxy that answers the domains (running, exited, ...); null without domains or proxy."),
+      }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/applications/{uuid}' },
-    async run({ db, caller }, { uuid }) {
-      return view(db, await ownedResource(db, uuid, caller.teamId, ['application']));
+    async run(ctx, { uuid }) {
+      const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, ['application']);
+      const v = await view(ctx.db, r);
+      return { ...v, proxy_status: await domainProxyStatus(ctx, r, v.fqdn) };
     },
   }),
   defineOperation({
@@ -218,7 +236,10 @@ export const applicationOperations = [
         else if (i.docker_registry_image_tag !== undefined) c.docker_registry_image_tag = i.docker_registry_image_tag;
         if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;
         if (i.ports_mappings !== undefined) c.ports_mappings = i.ports_mappings;
-        if (i.domains !== undefined) c.fqdn = normalizeDomains(i.domains);
+        if (i.domains !== undefined) {
+          c.fqdn = normalizeDomains(i.domains);
+          await requireFreeDomains(db, caller.teamId, c.fqdn, { resourceId: r.id }, i.force_domain_override);
+        }
         await applyRuntimeFields(db, c, i, r.destination_id);
         await db
           .updateTable('resources')

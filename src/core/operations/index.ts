@@ -24,6 +24,7 @@ import { projectOperations } from './projects.js';
 import { envOperations, logOperation, storageOperations } from './resource-parts.js';
 import type { Collection } from '../model/kinds.js';
 import { destinationOperations, serverOperations } from './servers.js';
+import { serverProxyOperations } from './server-proxy.js';
 import { serviceOperations } from './services.js';
 import { servicePartOperations } from './service-parts.js';
 import { settingsOperations } from './instance-settings.js';
@@ -55,6 +56,7 @@ export const operations: readonly Operation[] = [
   ...keyOperations,
   ...gitlabAppOperations,
   ...serverOperations,
+  ...serverProxyOperations,
   ...destinationOperations,
   ...dockerCleanupOperations,
   ...cloudInitScriptOperations,
