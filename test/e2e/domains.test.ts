@@ -37,7 +37,7 @@ function ask(port: number, host: string, tls = false): Promise<Answer> {
       res.on('data', (c) => (body += c));
       res.on('end', () => {
         const cert = tls ? ((res.socket as import('node:tls').TLSSocket).getPeerCertificate?.() as PeerCertificate | undefined) : undefined;
-        resolve({ status: res.statusCode ?? 0, body: body.trim(), location: res.headers.location, issuer: cert?.issuer?.CN });
+        resolve({ status: res.statusCode ?? 0, body: body.trim(), location: res.headers.location, issuer: String(cert?.issuer?.CN ?? "") });
       });
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));

@@ -106,7 +106,7 @@ export function runtimeFields() {
     // The server's proxy applies them to the application's domains.
     is_gzip_enabled: flag.meta({ 'berth.brief': true }).optional(),
     is_stripprefix_enabled: flag.meta({ 'berth.brief': true }).optional(),
-    force_domain_override: flag.describe("Share a domain with another of the team's resources (never another team's).").meta({ 'berth.brief': true }).optional(),
+    force_domain_override: flag.meta({ 'berth.brief': true }).optional(),
   };
 }
 
@@ -190,7 +190,7 @@ export const applicationOperations = [
   defineOperation({
     name: 'get_application',
     title: 'Get an application',
-    description: "Get an application: image, ports, domains (fqdn) and whether the server's proxy runs for them (proxy_status), status (as its engine says) and where it lives.",
+    description: 'Get an application: image, ports, domains, status (as its engine says) and where it lives.',
     default: true,
     summary: 'Get an application.',
     permission: 'read',
@@ -198,7 +198,7 @@ export const applicationOperations = [
     input: () => z.strictObject({ uuid: uuidParam }),
     output: () =>
       applicationSchema.extend({
-        proxy_status: z.string().nullable().describe("berth: the state of the server's proxy that answers the domains (running, exited, ...); null without domains or proxy."),
+        proxy_status: z.string().nullable().describe('The domains’ proxy: running, exited; null: none.').meta({ 'berth.brief': true }),
       }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/applications/{uuid}' },

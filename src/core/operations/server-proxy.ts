@@ -15,8 +15,10 @@ import { READ, UPDATE } from './common.js';
 export const proxyTypeInput = z
   .string()
   .transform((v) => v.toLowerCase())
-  .refine((v) => v !== 'traefik', 'berth runs Caddy as the proxy: use proxy_type "caddy" (or "none").')
-  .refine((v) => v === 'caddy' || v === 'none', 'Must be "caddy" or "none".')
+  .superRefine((v, ctx) => {
+    if (v === 'caddy' || v === 'none') return;
+    ctx.addIssue({ code: 'custom', message: v === 'traefik' ? 'berth runs Caddy as the proxy: use proxy_type "caddy" (or "none").' : 'Must be "caddy" or "none".' });
+  })
   .transform((v) => v as ProxySettings['proxy_type'])
   .describe('caddy: berth runs a Caddy proxy on the server for the domains of its applications; none: no proxy.');
 
