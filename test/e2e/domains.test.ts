@@ -37,7 +37,7 @@ function ask(port: number, host: string, tls = false): Promise<Answer> {
       res.on('data', (c) => (body += c));
       res.on('end', () => {
         const cert = tls ? ((res.socket as import('node:tls').TLSSocket).getPeerCertificate?.() as PeerCertificate | undefined) : undefined;
-        resolve({ status: res.statusCode ?? 0, body: body.trim(), location: res.headers.location, issuer: String(cert?.issuer?.CN ?? "") });
+        resolve({ status: res.statusCode ?? 0, body: body.trim(), location: res.headers.location, issuer: String(cert?.issuer?.CN ?? '') });
       });
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));
@@ -47,10 +47,15 @@ function ask(port: number, host: string, tls = false): Promise<Answer> {
 
 /** Polls until the proxy answers `host` as `want` says (routes are reloaded, not instant). */
 const answers = (port: number, host: string, want: (a: Answer) => boolean, tls = false) =>
-  until(`${host} to answer as expected`, async () => {
-    const a = await ask(port, host, tls).catch(() => undefined);
-    return a && want(a) ? a : undefined;
-  }, 30_000, 250);
+  until(
+    `${host} to answer as expected`,
+    async () => {
+      const a = await ask(port, host, tls).catch(() => undefined);
+      return a && want(a) ? a : undefined;
+    },
+    30_000,
+    250,
+  );
 
 describe.skipIf(!dockerdAvailable)('applications at their domains (Caddy on a real Docker Engine)', () => {
   const dockerd = useDockerd();
