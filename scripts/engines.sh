@@ -7,6 +7,8 @@
 #   scripts/engines.sh env DIR     print ENGINE_A_SOCKET=... / ENGINE_B_SOCKET=... / ENGINE_IMAGE=...
 #   scripts/engines.sh podman E DIR ARGS...   run podman on engine E (a or b)
 #   scripts/engines.sh podman-args E DIR      print what running podman on engine E directly needs
+#   scripts/engines.sh rootfs OUT  build the busybox rootfs tarball the engines' base image comes from
+#                                  (other scripts' engines import it too: scripts/dockerd.sh)
 #   scripts/engines.sh pg-image DIR  import a PostgreSQL image (localhost/berth-postgres:15) into the
 #                                  engines under DIR, built once from Debian's postgresql package
 #                                  (cached tarball: $BERTH_PG_ROOTFS, default /tmp/berth-postgres-rootfs.tar)
@@ -547,6 +549,7 @@ case "${1:-}" in
   pg-image) shift; cmd_pg_image "$@" ;;
   buildpack-images) shift; cmd_buildpack_images "$@" ;;
   mosquitto-image) shift; cmd_mosquitto_image "$@" ;;
+  rootfs) shift; build_rootfs_tar "${1:?usage: $0 rootfs OUT}" ;;
   podman) shift; e="${1:?engine}"; dir="${2:?dir}"; shift 2; dir="$(cd "$dir" && pwd)"; run_podman "$e" "$dir" "$@" ;;
   # What `podman` needs to act on engine E: its environment (NAME=value lines), a `--` line, then
   # its global flags, one a line. Tests run podman with them directly (a bash and three forks

@@ -58,6 +58,7 @@ export function assembleCore(
     new TargetGuard(config.outboundAllowedTargets),
     { leaseMs: config.watchLeaseMs, reconcileMs: config.watchReconcileMs, changes },
     config.buildpackImages,
+    config.proxyImage,
   ),
 ): Assembled {
   const limits = RateLimits.create({ apiRateLimit: config.apiRateLimit, windowMs: config.rateWindowMs, redisUrl: config.redisUrl, redisTimeoutMs: config.redisTimeoutMs });

@@ -75,6 +75,8 @@ const envSchema = z.object({
     }),
   /** Image of the never-started helper containers that read and write volumes during migrations. */
   BERTH_HELPER_IMAGE: z.string().min(1).default('busybox:latest'),
+  /** Image of a server's reverse proxy (Caddy) when its proxy configuration names none. */
+  BERTH_PROXY_IMAGE: z.string().min(1).default('caddy:2-alpine'),
   /**
    * One-click service templates of the operator, in Coolify's service-templates.json format: a
    * file path or an http(s) URL (read on first use, 10 s timeout). They extend and override
@@ -211,6 +213,7 @@ export interface Config {
   serviceTemplates: string | null;
   /** The generated builds' base images (defaults, then BERTH_BUILDPACK_IMAGES). */
   buildpackImages: BuildpackImages;
+  proxyImage: string;
   migrationChecksums: boolean;
   sshTimeoutMs: number;
   sshIdleMs: number;
@@ -282,6 +285,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     helperImage: e.BERTH_HELPER_IMAGE,
     serviceTemplates: e.BERTH_SERVICE_TEMPLATES.trim() || null,
     buildpackImages: { ...DEFAULT_BUILDPACK_IMAGES, ...e.BERTH_BUILDPACK_IMAGES },
+    proxyImage: e.BERTH_PROXY_IMAGE,
     migrationChecksums: e.BERTH_MIGRATION_CHECKSUMS === 'true' || e.BERTH_MIGRATION_CHECKSUMS === '1',
     sshTimeoutMs: e.BERTH_SSH_TIMEOUT_MS,
     sshIdleMs: e.BERTH_SSH_IDLE_MS,

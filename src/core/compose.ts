@@ -3,7 +3,7 @@ import { isMap, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { inputProblem } from './input-guard.js';
 import { z } from 'zod';
 import { validationError } from '../errors.js';
-import type { ContainerSpec } from './model/container-spec.js';
+import type { ContainerSpec, PortBinding } from './model/container-spec.js';
 import { HOST_ACCESS_HINT, hostReaching, type HostReach, type HostSettings } from './host-access.js';
 import { sizeBytes } from './runtime-fields.js';
 import { splitWords } from './shell-words.js';
@@ -235,8 +235,8 @@ export function parseCompose(raw: string): ParsedCompose {
       }
     }
     const ports = (asList(svc.ports) ?? []).filter((p) => {
-      const ok = /^(\d{1,5}:)?\d{1,5}(\/(tcp|udp))?$/.test(p);
-      if (!ok) problems.push(`${where('ports')}: "${p}" is not host:container.`);
+      const ok = COMPOSE_PORT.test(p);
+      if (!ok) problems.push(`${where('ports')}: "${p}" is not [ip:]host:container.`);
       return ok;
     });
     const mounts: ComposeContainer['mounts'] = [];
@@ -453,3 +453,16 @@ export function requireHostAccess(compose: ParsedCompose, hostAccess: boolean): 
 }
 
 export const composeInput = z.string().min(1).max(200_000);
+
+/** A compose port: container, host:container, or an IPv4 address to publish on first (127.0.0.1:8080:80). */
+const COMPOSE_PORT = /^((\d{1,3}\.){3}\d{1,3}:)?(\d{1,5}:)?\d{1,5}(\/(tcp|udp))?$/;
+
+/** A compose port (checked by parseCompose) as the engine publishes it. */
+export function composePort(p: string): PortBinding {
+  const [spec, proto] = p.split('/');
+  const parts = spec!.split(':');
+  const containerPort = Number(parts.pop());
+  const hostPort = parts.length ? Number(parts.pop()) : undefined;
+  const hostIp = parts.pop();
+  return { containerPort, ...(hostPort === undefined ? {} : { hostPort }), ...(hostIp ? { hostIp } : {}), ...(proto === 'udp' ? { protocol: 'udp' as const } : {}) };
+}

@@ -163,6 +163,14 @@ export interface Runtime {
   orphans(serverId: number): Promise<Orphans>;
   /** The tags of an application's image repository its engine holds (what a rollback can run), newest first; null when berth does not manage its server. */
   applicationImages(resourceId: number): Promise<ApplicationImage[] | null>;
+  /**
+   * Makes a server's proxy match the records (its settings, every domain on it): started when a
+   * domain needs it (or `start`), replaced with `recreate`, removed with proxy_type none. No-op
+   * when berth does not manage the server.
+   */
+  syncProxy(serverId: number, opts?: { start?: boolean; recreate?: boolean; signal?: AbortSignal; log?: (line: string) => Promise<void> }): Promise<void>;
+  /** The proxy container's state as the server's engine says (running, exited, ...); null: no proxy there, or not managed. */
+  proxyStatus(serverId: number): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -241,6 +249,10 @@ export const recordOnlyRuntime: Runtime = {
   startWatching() {},
   async stopWatching() {},
   async applicationImages() {
+    return null;
+  },
+  async syncProxy() {},
+  async proxyStatus() {
     return null;
   },
   async observeResource() {

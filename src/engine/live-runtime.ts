@@ -33,6 +33,8 @@ import type { DatabaseKind } from '../core/model/kinds.js';
 import { TargetGuard } from '../core/outbound-guard.js';
 import type { ChangePublisher } from '../core/changes.js';
 import { execTask } from './task-exec.js';
+import { proxyState, syncProxy } from './proxy.js';
+import { DEFAULT_PROXY_IMAGE } from '../core/model/proxy.js';
 import { DEFAULT_IMAGES_TO_KEEP, isBuilt, UNBUILT_TAG, type ApplicationConfig, type BuildPack } from '../core/model/application.js';
 import { DEFAULT_BUILDPACK_IMAGES, type BuildpackImages } from '../config/config.js';
 import { BACKUP_DIR, backupVolumeName, lastLines, sizedOutput, dumpPlan, restorePlan, safeBackupFile, SIZE_MARKER } from './backup-plan.js';
@@ -112,7 +114,29 @@ export class LiveRuntime implements Runtime {
     private readonly watch: { leaseMs: number; reconcileMs: number; changes?: ChangePublisher } = { leaseMs: 15_000, reconcileMs: 15_000 },
     /** The base images of generated builds (nixpacks, static). */
     private readonly buildpackImages: BuildpackImages = DEFAULT_BUILDPACK_IMAGES,
+    /** The proxy's image when a server's proxy configuration names none (BERTH_PROXY_IMAGE). */
+    private readonly proxyImage = DEFAULT_PROXY_IMAGE,
   ) {}
+
+  async syncProxy(serverId: number, opts: { start?: boolean; recreate?: boolean; signal?: AbortSignal; log?: (line: string) => Promise<void> } = {}): Promise<void> {
+    const engine = await this.liveEngineOf(serverId);
+    if (engine) await syncProxy(this.db, engine, serverId, { ...opts, signal: opts.signal ?? AbortSignal.timeout(DEPLOY_READY_TIMEOUT_MS), defaultImage: this.proxyImage });
+  }
+
+  async proxyStatus(serverId: number): Promise<string | null> {
+    const engine = await this.liveEngineOf(serverId);
+    return engine ? proxyState(engine, AbortSignal.timeout(30_000)) : null;
+  }
+
+  /** After a deployment or a removal: the server's proxy routes what the records now say; a proxy that fails is said, never fails the work. */
+  private async routeProxy(serverId: number, log?: (line: string) => Promise<void>): Promise<void> {
+    try {
+      await this.syncProxy(serverId, { log });
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message, serverId }, 'could not update the proxy');
+      await log?.(`could not update the proxy: ${(err as Error).message}`).catch(() => undefined);
+    }
+  }
 
   isLive(server: ServerEngine): boolean {
     return reachesEngine(server);
@@ -203,6 +227,8 @@ export class LiveRuntime implements Runtime {
       return 'finished';
     } finally {
       await this.observeOn(engine, d.resource_id).catch((err) => this.logger.debug({ err: (err as Error).message }, 'could not observe after a deployment'));
+      // The records are the routes: a deploy, start or restart (re)joins the proxy with its domains.
+      if (d.kind !== 'stop') await this.routeProxy(plan.serverId, ctx.log);
     }
   }
 
@@ -938,6 +964,8 @@ export class LiveRuntime implements Runtime {
       const pruned = await engine.pruneImages({ danglingOnly: true, signal });
       if (pruned.deleted) out.push(`removed ${pruned.deleted} unused image(s)`);
     }
+    // Marked deleting, so its domains are no longer routed.
+    await this.routeProxy(plan.serverId, async (line) => void out.push(line));
     return out;
   }
 

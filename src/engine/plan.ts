@@ -5,7 +5,7 @@ import type { DatabaseKind } from '../core/model/kinds.js';
 import { volumeName } from '../core/model/volumes.js';
 import type { ServiceConfig } from '../core/model/service.js';
 import type { Db } from '../store/db.js';
-import { dependencyOrder, type DependencyCondition } from '../core/compose.js';
+import { composePort, dependencyOrder, type DependencyCondition } from '../core/compose.js';
 import { interpolateContainer } from '../core/compose-variables.js';
 import { describeHostReach, hostReaching } from '../core/host-access.js';
 import { labelsOf } from '../core/custom-labels.js';
@@ -161,10 +161,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
         env: envList({ ...k.environment, ...userEnv }),
         ...(k.command ? { cmd: k.command } : {}),
         ...(k.entrypoint ? { entrypoint: k.entrypoint } : {}),
-        ports: k.ports.map((p) => {
-          const [a, b] = p.replace(/\/(tcp|udp)$/, '').split(':');
-          return b === undefined ? { containerPort: Number(a) } : { hostPort: Number(a), containerPort: Number(b) };
-        }),
+        ports: k.ports.map(composePort),
         volumes: k.mounts.map((m) => ({ volume: vol(m.volume), target: m.target, readOnly: m.readOnly })),
         binds: k.binds.map((b) => `${b.source}:${b.target}${b.readOnly ? ':ro' : ''}`),
         ...(k.restart ? { restartPolicy: { name: k.restart } } : {}),

@@ -117,6 +117,8 @@ export interface ServersTable extends Timestamps {
   docker_cleanup: string | null;
   /** JSON: the server's move between berth instances (migration 039); null: it never moved. */
   transfer: string | null;
+  /** JSON: the server's reverse proxy settings (core/model/proxy.ts); null for the defaults. */
+  proxy: string | null;
 }
 
 export interface DestinationsTable extends Timestamps {

@@ -36,7 +36,8 @@ describe('Coolify fields berth does not apply', () => {
       errors: {
         is_build_server: [expect.stringMatching(/^berth does not support this Coolify field yet: berth has no build servers/)],
         instant_validate: [expect.stringContaining('POST /servers/{uuid}/validate')],
-        proxy_type: [expect.stringContaining('proxy_type "none"')],
+        // berth runs Caddy: Coolify's traefik is refused naming what to send instead.
+        proxy_type: [expect.stringContaining('proxy_type "caddy"')],
       },
     });
   });

@@ -48,6 +48,9 @@ export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<L
   ports_exposes: string | null;
   ports_mappings: string | null;
   fqdn: string | null;
+  /** Coolify's proxy switches (absent: on, Coolify's default): compress answers, strip a domain's path prefix. */
+  is_gzip_enabled?: boolean;
+  is_stripprefix_enabled?: boolean;
   /** The label lines (key=value), decoded; shown base64 as Coolify does. */
   custom_labels?: string | null;
   /** `docker run` options as given, checked by core/run-options.ts. */

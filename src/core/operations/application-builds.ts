@@ -8,6 +8,7 @@ import { domains, description, name, portsExposes, portsMappings, tags, uuidPara
 import { keyId, needsGithub } from './git-sources.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
+import { requireFreeDomains } from '../domains.js';
 import { applyRuntimeFields, normalizeDomains, runtimeFields } from './applications.js';
 import { BUILD_PACKS, UNBUILT_TAG, type ApplicationConfig, type BuildPack, type BuildSource, type BuildSteps } from '../model/application.js';
 import { newResourceRow, placementInput, resolvePlacement } from './resource-common.js';
@@ -122,6 +123,7 @@ async function createBuilt(ctx: OperationContext, i: z.infer<z.ZodObject<typeof 
     fqdn: normalizeDomains(i.domains),
   };
   await applyRuntimeFields(db, c, i, place.destinationId);
+  await requireFreeDomains(db, caller.teamId, c.fqdn, {}, i.force_domain_override);
   const row = await db
     .insertInto('resources')
     .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `${fallbackName}-${uuid}`, description: i.description, tags: i.tags }, c))

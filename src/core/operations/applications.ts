@@ -4,6 +4,8 @@ import { nowIso } from '../../store/db.js';
 import { validationError } from '../../errors.js';
 import { newUuid } from '../../ids.js';
 import { ownedResource } from '../lookup.js';
+import { requireFreeDomains } from '../domains.js';
+import { domainProxyStatus } from './server-proxy.js';
 import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput, pageOf } from '../pagination.js';
@@ -12,7 +14,7 @@ import { parseRunOptions, requireRunOptionsAccess } from '../run-options.js';
 import { BUILD_PACKS, DEFAULT_IMAGES_TO_KEEP, isBuilt, type ApplicationConfig } from '../model/application.js';
 import { checkLimits, givenHealthCheck, givenLimits, healthCheckInput, healthCheckOutput, healthCheckView, limitsInput, limitsOutput, limitsView } from '../runtime-fields.js';
 import type { Db } from '../../store/db.js';
-import { description, domains, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
+import { description, domains, flag, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
 import { CREATE, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, type ResourceRow } from './resource-common.js';
@@ -39,6 +41,8 @@ export const applicationSchema = z.object({
   ports_exposes: z.string().nullable(),
   ports_mappings: z.string().nullable(),
   fqdn: z.string().nullable(),
+  is_gzip_enabled: z.boolean().meta({ 'berth.brief': true }),
+  is_stripprefix_enabled: z.boolean().meta({ 'berth.brief': true }),
   ...healthCheckOutput,
   ...limitsOutput,
   custom_labels: z.string().nullable().meta({ 'berth.brief': true }),
@@ -60,6 +64,8 @@ export async function view(db: Db, r: ResourceRow, known?: Placements): Promise<
       ports_exposes: c.ports_exposes,
       ports_mappings: c.ports_mappings,
       fqdn: c.fqdn,
+      is_gzip_enabled: c.is_gzip_enabled ?? true,
+      is_stripprefix_enabled: c.is_stripprefix_enabled ?? true,
     },
     healthCheckView(c),
     limitsView(c),
@@ -114,6 +120,10 @@ export function runtimeFields() {
     custom_labels: customLabelsInput,
     custom_docker_run_options: z.string().max(4096).nullable().meta({ 'berth.brief': true }).optional(),
     docker_images_to_keep: z.number().int().min(0).max(100).meta({ 'berth.brief': true }).optional(),
+    // The server's proxy applies them to the application's domains.
+    is_gzip_enabled: flag.meta({ 'berth.brief': true }).optional(),
+    is_stripprefix_enabled: flag.meta({ 'berth.brief': true }).optional(),
+    force_domain_override: flag.meta({ 'berth.brief': true }).optional(),
   };
 }
 
@@ -130,6 +140,8 @@ export async function applyRuntimeFields(db: Db, c: ApplicationConfig, i: Record
   Object.assign(c, givenHealthCheck(i), givenLimits(i));
   checkLimits(c);
   if (i.docker_images_to_keep !== undefined) c.docker_images_to_keep = i.docker_images_to_keep as number;
+  if (i.is_gzip_enabled !== undefined) c.is_gzip_enabled = i.is_gzip_enabled as boolean;
+  if (i.is_stripprefix_enabled !== undefined) c.is_stripprefix_enabled = i.is_stripprefix_enabled as boolean;
   if (i.custom_labels !== undefined) c.custom_labels = decodeCustomLabels(i.custom_labels as string | null);
   const run = i.custom_docker_run_options as string | null | undefined;
   if (run !== undefined) {
@@ -182,6 +194,7 @@ export const applicationOperations = [
         fqdn: normalizeDomains(i.domains),
       };
       await applyRuntimeFields(db, c, i, place.destinationId);
+      await requireFreeDomains(db, caller.teamId, c.fqdn, {}, i.force_domain_override);
       const row = await db
         .insertInto('resources')
         .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `docker-image-${uuid}`, description: i.description, tags: i.tags }, c))
@@ -200,11 +213,16 @@ export const applicationOperations = [
     permission: 'read',
     toolset: 'applications',
     input: () => z.strictObject({ uuid: uuidParam }),
-    output: () => applicationSchema,
+    output: () =>
+      applicationSchema.extend({
+        proxy_status: z.string().nullable().describe('The domains’ proxy: running, exited; null: none.').meta({ 'berth.brief': true }),
+      }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/applications/{uuid}' },
-    async run({ db, caller }, { uuid }) {
-      return view(db, await ownedResource(db, uuid, caller.teamId, ['application']));
+    async run(ctx, { uuid }) {
+      const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, ['application']);
+      const v = await view(ctx.db, r);
+      return { ...v, proxy_status: await domainProxyStatus(ctx, r, v.fqdn) };
     },
   }),
   defineOperation({
@@ -246,7 +264,10 @@ export const applicationOperations = [
         else if (i.docker_registry_image_tag !== undefined) c.docker_registry_image_tag = i.docker_registry_image_tag;
         if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;
         if (i.ports_mappings !== undefined) c.ports_mappings = i.ports_mappings;
-        if (i.domains !== undefined) c.fqdn = normalizeDomains(i.domains);
+        if (i.domains !== undefined) {
+          c.fqdn = normalizeDomains(i.domains);
+          await requireFreeDomains(db, caller.teamId, c.fqdn, { resourceId: r.id }, i.force_domain_override);
+        }
         applyGitUpdate(c, { git_repository, git_branch, base_directory, dockerfile_location, build_pack }, new TargetGuard(settings.outboundAllowedTargets));
         await applyRuntimeFields(db, c, i, r.destination_id);
         await db

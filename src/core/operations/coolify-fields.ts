@@ -12,7 +12,7 @@ const field = (hint: string, ...accepts: CoolifyField['accepts']): CoolifyField 
 const NONE = [null, ''] as const;
 
 const NO_BUILD_SERVERS = 'berth has no build servers: an application is built on the server that runs it';
-const NO_PROXY = 'berth runs no reverse proxy; configure it in your own proxy in front of the application';
+const NO_PROXY = "berth's proxy does not do this yet; configure it in your own proxy in front of berth's";
 const NO_WEBHOOKS = 'berth has no git webhooks: deploy with POST /deploy (deploy) after a push';
 const GIT_BUILDS_ONLY = 'the build steps apply to an application built from a git repository with build_pack "nixpacks" or "static" (POST /applications/public or /applications/private-deploy-key)';
 const STATIC_PACK = 'a static site is build_pack "static" of a git application (its files served on port 80); berth has no static switch or nginx configuration';
@@ -22,7 +22,6 @@ const COMPOSE = 'Docker Compose applications are services in berth: POST /servic
 export const SERVER_FIELDS: Readonly<Record<string, CoolifyField>> = {
   is_build_server: field(NO_BUILD_SERVERS, false),
   instant_validate: field('validate it with POST /servers/{uuid}/validate (validate_server) once it is registered', false),
-  proxy_type: field('berth starts no proxy on a server (proxy_type "none"): run your own', 'none'),
 };
 
 export const APPLICATION_FIELDS: Readonly<Record<string, CoolifyField>> = {
@@ -52,11 +51,9 @@ export const APPLICATION_FIELDS: Readonly<Record<string, CoolifyField>> = {
   is_http_basic_auth_enabled: field(NO_PROXY, false),
   http_basic_auth_username: field(NO_PROXY, ...NONE),
   http_basic_auth_password: field(NO_PROXY, ...NONE),
-  autogenerate_domain: field('berth generates no domains (it runs no proxy): send domains yourself', false),
+  autogenerate_domain: field('berth generates no domains: send domains yourself', false),
   // As on services: a berth application always joins its destination's network, so only true says what it does.
   connect_to_docker_network: field("an application always joins its destination's network: send true or leave it out", true),
-  // berth does not check an application's domains against others yet, so it cannot refuse one.
-  force_domain_override: field("berth does not check applications' domains for conflicts yet: send true or leave it out", true),
   // berth keeps every label literal (no $ interpolation), Coolify's true.
   is_container_label_escape_enabled: field('berth keeps every label literal (no $ interpolation)', true),
   is_preserve_repository_enabled: field('berth keeps no copy of the repository in the container', false),

@@ -26,6 +26,7 @@ import type { Collection } from '../model/kinds.js';
 import { destinationOperations, serverOperations } from './servers.js';
 import { serverTransferOperations } from './server-transfer.js';
 import { cloudProviderOperations } from './cloud-providers.js';
+import { serverProxyOperations } from './server-proxy.js';
 import { serviceOperations } from './services.js';
 import { serviceTemplateOperations } from './service-templates.js';
 import { servicePartOperations } from './service-parts.js';
@@ -60,6 +61,7 @@ export const operations: readonly Operation[] = [
   ...serverOperations,
   ...serverTransferOperations,
   ...cloudProviderOperations,
+  ...serverProxyOperations,
   ...destinationOperations,
   ...dockerCleanupOperations,
   ...cloudInitScriptOperations,

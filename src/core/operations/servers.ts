@@ -18,6 +18,8 @@ import { displayStatus } from './resource-common.js';
 import { bool, CREATE, DELETE, ENGINE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
 import { SERVER_FIELDS } from './coolify-fields.js';
 import { assertHeldHere, transferOf } from '../transfer/state.js';
+import { proxyTypeInput, saveProxySettings } from './server-proxy.js';
+import { PROXY_DEFAULTS } from '../model/proxy.js';
 
 type Row<T> = Omit<T, 'id'> & { id: number };
 type ServerRow = Row<ServersTable>;
@@ -167,6 +169,7 @@ const serverFields = {
     .nullable()
     .optional()
     .describe('Pin the SSH host key up front (SHA256:… from ssh-keygen -lf on the server); null forgets it so the next validate pins the key it finds.'),
+  proxy_type: proxyTypeInput.optional(),
 };
 
 export const serverOperations = [
@@ -235,6 +238,7 @@ export const serverOperations = [
             host_key_fingerprint: i.host_key_fingerprint ?? null,
             host_access: 0,
             transfer: null,
+            proxy: i.proxy_type ? JSON.stringify({ ...PROXY_DEFAULTS, proxy_type: i.proxy_type }) : null,
             ...stamps(),
           })
           .returning(['id', 'name'])
@@ -285,7 +289,7 @@ export const serverOperations = [
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/servers/{uuid}', status: 201 },
     unsupported: SERVER_FIELDS,
-    async run({ db, caller }, { uuid, host_access, ...i }) {
+    async run({ db, caller, runtime, logger }, { uuid, host_access, ...i }) {
       const s = await owned(db, 'servers', uuid, caller.teamId);
       if (host_access !== undefined) assertMayChangeHostAccess(caller);
       const keyId = await keyIdFor(db, caller.teamId, i.private_key_uuid);
@@ -315,6 +319,11 @@ export const serverOperations = [
       else if (!sameHost && s.host_key_fingerprint !== null) patch.host_key_fingerprint = null;
       if (host_access !== undefined) patch.host_access = host_access ? 1 : 0;
       await db.updateTable('servers').set(patch).where('id', '=', s.id).execute();
+      if (i.proxy_type !== undefined) {
+        await saveProxySettings(db, s.id, { proxy_type: i.proxy_type });
+        // none removes a running proxy now; caddy starts when a domain needs it.
+        if (runtime.isLive(s)) await runtime.syncProxy(s.id).catch((err) => logger.warn({ err: (err as Error).message, server: uuid }, 'could not apply the proxy type'));
+      }
       return { uuid };
     },
   }),

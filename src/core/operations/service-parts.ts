@@ -9,6 +9,7 @@ import { sensitive } from '../redact.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput, pageOf } from '../pagination.js';
 import { domains, flag, uuidParam } from '../validators.js';
+import { requireFreeDomains } from '../domains.js';
 import { normalizeDomains } from './applications.js';
 import { READ, UPDATE } from './common.js';
 import { aggregate, type ContainerObservation } from '../observed-status.js';
@@ -68,7 +69,7 @@ type Kind = 'application' | 'database';
 
 /**
  * Coolify's switches of a service's container: off is what berth does (every container counts in
- * the status; berth has no log drains and no proxy), on is refused by name; the image is the
+ * the status; berth has no log drains), on is refused by name; the image is the
  * compose file's.
  */
 const off = (what: string) =>
@@ -80,8 +81,9 @@ const off = (what: string) =>
 const coolifyPartSwitches = {
   exclude_from_status: off('leaving a container out of the service status'),
   is_log_drain_enabled: off('log drains'),
-  is_gzip_enabled: off('proxy compression (it runs no proxy)'),
-  is_stripprefix_enabled: off('proxy path prefixes (it runs no proxy)'),
+  // The server's proxy applies them to an application's urls (on unless turned off, as Coolify's).
+  is_gzip_enabled: flag.nullable().optional(),
+  is_stripprefix_enabled: flag.nullable().optional(),
   image: z
     .string()
     .refine(() => false, 'berth takes the image from the compose file: change it in docker_compose_raw (update_service).')
@@ -218,7 +220,9 @@ function partOperations(kind: Kind) {
       http: { method: 'PATCH', path: base, ...(kind === 'application' ? { query: ['force_domain_override'] } : {}) },
       async run({ db: store, caller }, input) {
         const i = input as typeof input & { url?: string | null; force_domain_override?: boolean };
-        if (i.human_name === undefined && i.description === undefined && i.url === undefined) throw validationError({ human_name: ['At least one field must be provided.'] });
+        const switches = { is_gzip_enabled: i.is_gzip_enabled ?? undefined, is_stripprefix_enabled: i.is_stripprefix_enabled ?? undefined };
+        if (i.human_name === undefined && i.description === undefined && i.url === undefined && switches.is_gzip_enabled === undefined && switches.is_stripprefix_enabled === undefined)
+          throw validationError({ human_name: ['At least one field must be provided.'] });
         // One transaction: two parts renamed at once both keep their names.
         return atomically(store, async (db) => {
           const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
@@ -229,12 +233,10 @@ function partOperations(kind: Kind) {
             human_name: i.human_name === undefined ? was.human_name : i.human_name,
             description: i.description === undefined ? was.description : i.description,
           };
+          for (const [k, v] of Object.entries(switches)) if (v !== undefined) now[k as keyof typeof switches] = v;
           if (i.url !== undefined) {
             now.fqdn = normalizeDomains(i.url);
-            const taken = now.fqdn ? await domainsInUse(db, caller.teamId, now.fqdn, { serviceId: r.id, part: part.name }) : [];
-            if (taken.length && !i.force_domain_override) {
-              throw new BerthError('conflict', { message: `Domain conflicts detected: ${taken.join('; ')}. Use force_domain_override=true to proceed.` });
-            }
+            await requireFreeDomains(db, caller.teamId, now.fqdn, { resourceId: r.id, part: part.name }, i.force_domain_override);
           }
           c.parts = { ...c.parts, [part.name]: now };
           await db
@@ -268,33 +270,3 @@ function partOperations(kind: Kind) {
 }
 
 export const servicePartOperations = [partsOf('application'), partsOf('database'), ...partOperations('application'), ...partOperations('database')];
-
-/** A URL's host (and port when given), lower case: what two resources must not both answer to. */
-const hostOf = (url: string) => {
-  try {
-    return new URL(url.trim()).host.toLowerCase();
-  } catch {
-    return url.trim().toLowerCase();
-  }
-};
-
-/**
- * The team's other resources already answering to one of these URLs' hosts (applications' domains,
- * service applications' urls), as Coolify's check describes them; one part is left out (itself).
- */
-async function domainsInUse(db: Db, teamId: number, fqdn: string, self: { serviceId: number; part: string }): Promise<string[]> {
-  const wanted = new Set(fqdn.split(',').map(hostOf));
-  const rows = await db.selectFrom('resources').select(['id', 'uuid', 'name', 'kind', 'config']).where('team_id', '=', teamId).where('kind', 'in', ['application', 'service']).execute();
-  const out: string[] = [];
-  for (const row of rows) {
-    const c = JSON.parse(row.config) as { fqdn?: string | null; parts?: ServiceConfig['parts'] };
-    const owners: [string | null | undefined, string][] =
-      row.kind === 'application'
-        ? [[c.fqdn, `application '${row.name}'`]]
-        : Object.entries(c.parts ?? {})
-            .filter(([name]) => !(row.id === self.serviceId && name === self.part))
-            .map(([name, p]) => [p.fqdn, `service '${row.name}' (${name})`]);
-    for (const [urls, who] of owners) for (const u of urls?.split(',') ?? []) if (u && wanted.has(hostOf(u))) out.push(`${hostOf(u)} is used by ${who}`);
-  }
-  return out;
-}

@@ -34,6 +34,16 @@ export class NetworksVolumesApi extends ImagesApi {
     return status !== 404;
   }
 
+  /** `POST /networks/{id}/connect`: one more network for a container (Docker creates on one only). */
+  async connectNetwork(network: string, container: string, opts: CallOptions = {}): Promise<void> {
+    await this.empty({ method: 'POST', path: `/networks/${id(network)}/connect`, json: { Container: container }, idempotent: false, signal: opts.signal });
+  }
+
+  /** `POST /networks/{id}/disconnect`; false when the container or network is gone (404). */
+  async disconnectNetwork(network: string, container: string, opts: CallOptions = {}): Promise<boolean> {
+    return (await this.empty({ method: 'POST', path: `/networks/${id(network)}/disconnect`, json: { Container: container, Force: true }, accept: [404], signal: opts.signal })) !== 404;
+  }
+
   async listNetworks(opts: CallOptions = {}): Promise<NetworkInfo[]> {
     return this.json<NetworkInfo[]>({ method: 'GET', path: '/networks', signal: opts.signal });
   }
