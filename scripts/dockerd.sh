@@ -141,7 +141,7 @@ build_caddy_rootfs_tar() { # out.tar
   [ -s "$out" ] && return 0
   [ -x /bin/busybox ] || die "/bin/busybox missing (run: scripts/engines.sh install)"
   work="$(mktemp -d)"
-  (cd "$work" && apt-get download caddy >/dev/null 2>&1) || { rm -rf "$work"; die "apt-get download caddy failed"; }
+  (cd "$work" && { apt-get download caddy >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get download caddy >/dev/null 2>&1; }; }) || { rm -rf "$work"; die "apt-get download caddy failed"; }
   dpkg-deb -x "$work"/caddy_*.deb "$work/deb"
   rfs="$work/rootfs"
   mkdir -p "$rfs"/{bin,etc/caddy,etc/ssl/certs,tmp,root,proc,sys,dev,data,config,srv,usr/bin}

@@ -348,7 +348,7 @@ build_mosquitto_rootfs_tar() { # out.tar
   [ -x /bin/busybox ] || die "/bin/busybox missing (run: $0 install)"
   debs="$(mktemp -d)"
   chmod 777 "$debs"
-  (cd "$debs" && apt-get download -qq mosquitto libmosquitto1 libcjson1 libdlt2 libwrap0 >/dev/null 2>&1) || die "apt-get download of mosquitto failed"
+  (cd "$debs" && { apt-get download -qq mosquitto libmosquitto1 libcjson1 libdlt2 libwrap0 >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get download -qq mosquitto libmosquitto1 libcjson1 libdlt2 libwrap0 >/dev/null 2>&1; }; }) || die "apt-get download of mosquitto failed"
   mkdir "$debs/x"
   for f in "$debs"/*.deb; do dpkg-deb -x "$f" "$debs/x"; done
   rfs="$(mktemp -d)"
