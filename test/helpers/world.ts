@@ -313,6 +313,10 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   switch (name) {
     case 'update_settings':
       return { api_enabled: true };
+    case 'update_server_proxy':
+      return { redirect_enabled: false };
+    case 'save_server_proxy_configuration':
+      return { configuration: "services:\n  caddy:\n    image: 'caddy:2-alpine'\n    ports:\n      - '127.0.0.1:18080:80'\n" };
     case 'send_feedback':
       return { content: 'A useful remark about berth from an operation-table test.' };
     case 'create_private_key':

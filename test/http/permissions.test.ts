@@ -296,6 +296,8 @@ const NEVER_SUCCEEDS_HERE: Record<string, number | Partial<Record<Grant, number>
   validate_cloud_token: 502,
   create_private_github_app_application: 501,
   rollback_application: 422,
+  // The world's server has no engine: the proxy cannot be restarted on it (409 naming why).
+  restart_server_proxy: 409,
   // Tokens are agents: approving is a person's, in the console or the CLI (approval_not_allowed).
   approve_approval: 403,
 };
