@@ -28,10 +28,12 @@ describe('what the delete class holds', () => {
   it('destructive in MCP terms but keeping the data: not in it (stop, migrate and cancel have their own names)', () => {
     expect(names((o) => o.annotations.destructive && !classesOf(o).includes('delete'))).toEqual([
       'cancel_deployment',
+      'complete_server_transfer',
       'disable_api',
       'disable_mcp',
       'migrate_application',
       'migrate_database',
+      'migrate_server',
       'migrate_service',
       'stop_application',
       'stop_database',

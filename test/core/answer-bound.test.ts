@@ -122,11 +122,15 @@ const AT_ONCE = [
   'run_service_storage_backup',
   'create_database_backup',
   'update_database_backup',
+  // Reload the server's proxy in the background and answer at once.
+  'restart_server_proxy',
   // Flip a job's row.
   'cancel_deployment',
   'cancel_migration',
   // One engine look or removal, bounded by the engine client's and SSH's own time-outs.
   'validate_server',
+  // A changed proxy_type reloads the server's proxy config (one engine call).
+  'update_server',
   'list_server_orphans',
   'get_application_logs',
   'get_database_logs',

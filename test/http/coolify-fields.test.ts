@@ -113,7 +113,7 @@ describe('Coolify fields berth does not apply', () => {
     const created = await api('POST', '/applications/public', { ...place, ...repo, git_branch: '-x', base_directory: '/../etc' });
     expect(created.json.errors.git_branch).toEqual(bad.json.errors.git_branch);
     expect(created.json.errors.base_directory).toEqual(bad.json.errors.base_directory);
-    expect((await patch({ build_pack: 'nixpacks' })).json.errors.build_pack[0]).toContain('berth builds with a Dockerfile only');
+    expect((await patch({ build_pack: 'nixpacks' })).json.errors.build_pack[0]).toContain("cannot change an application's build pack");
     expect((await patch({ build_pack: 'dockerimage' })).json.errors.build_pack[0]).toContain("cannot change an application's build pack");
     // What berth cannot apply stays refused by name.
     expect((await patch({ git_commit_sha: 'abc123' })).json.errors.git_commit_sha[0]).toMatch(new RegExp(`^${NOT_YET}`));

@@ -131,7 +131,7 @@ export const deploymentOperations = [
   defineOperation({
     name: 'deploy',
     title: 'Deploy resources',
-    description: 'Deploy the resources named by uuid (comma-separated) or tag. Follow the returned deployment uuids with get_deployment.',
+    description: 'Deploy resources by uuid (comma-separated) or tag; follow the returned deployment uuids with get_deployment.',
     default: true,
     summary: 'Queue deployments of resources by uuid (comma list) or tag.',
     permission: 'deploy',

@@ -28,7 +28,7 @@ export const platformOperations = [
   defineOperation({
     name: 'list_resources',
     title: 'List all resources',
-    description: 'Every application, database and service of your team, with status, type and where each lives. Start here to find a uuid.',
+    description: 'The applications, databases and services of your team: status, type, where each lives. Start here to find a uuid.',
     default: true,
     summary: 'Every application, database and service of the team, in one list.',
     permission: 'read',

@@ -535,7 +535,7 @@ export const destinationOperations = [
   defineOperation({
     name: 'list_destinations',
     title: 'List destinations',
-    description: "List every destination (Docker network) on the team's servers; a migration's target is a destination_uuid from here.",
+    description: "Every destination (Docker network) on the team's servers; a migration's target is a destination_uuid from here.",
     default: true,
     summary: 'List every destination (Docker network) on the team’s servers.',
     permission: 'read',

@@ -1,3 +1,4 @@
+import { brief } from '../runtime-fields.js';
 import { z } from 'zod';
 import { atomically } from '../../store/atomic.js';
 import type { Db } from '../../store/db.js';
@@ -168,14 +169,15 @@ export const serviceOperations = [
   defineOperation({
     name: 'get_service',
     title: 'Get a service',
-    description: 'Get a service with its containers, volumes, applications and databases (their uuids). The compose file itself needs read:sensitive.',
+    description: 'A service: its containers, volumes, applications and databases. The compose file needs read:sensitive.',
     default: true,
     summary: 'Get a service with its containers, volumes, applications and databases (the compose file needs read:sensitive).',
     permission: 'read',
     toolset: 'services',
     input: () => z.strictObject({ uuid: uuidParam }),
     // Coolify loads the service's applications and databases here (service_by_uuid), not in its list.
-    output: () => serviceSchema.extend({ applications: z.array(partSchema), databases: z.array(partSchema) }),
+    // Brief: the default tools/list stays in its budget; the description names them, REST and OpenAPI keep them.
+    output: () => serviceSchema.extend({ applications: brief(z.array(partSchema)), databases: brief(z.array(partSchema)) }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/services/{uuid}' },
     async run({ db, caller }, { uuid }) {

@@ -103,13 +103,18 @@ export type BundleResource = Bundle['resources'][number];
  * variable values, files, commands, compose files, passwords and tokens in a resource's config):
  * removed (null) when the exporting token lacks read:sensitive. Ids and uuids are never secrets.
  */
-const SECRET = /pass(word)?|secret|token|private_key$|credential|^value$|^content$|^command$|compose|^dockerfile$|^tls$|engine_tls|dsn|api_key/i;
+// A service's parsed containers carry its compose file's environment and commands: as secret as the file.
+const SECRET = /pass(word)?|secret|token|private_key$|credential|^value$|^content$|^command$|compose|^containers$|^environment$|^dockerfile$|^tls$|engine_tls|dsn|api_key/i;
 
-/** The bundle with every secret set to null, recursively (the shape stays, so it still validates). */
+/** The bundle without its secrets, recursively: each secret's key is left out. */
 export function withoutSecrets<T>(v: T): T {
   if (Array.isArray(v)) return v.map(withoutSecrets) as T;
   if (!v || typeof v !== 'object') return v;
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) out[k] = !/(^|_)(uuid|id)s?$/.test(k) && SECRET.test(k) && x !== null && typeof x !== 'boolean' ? null : withoutSecrets(x);
+  // A secret's key goes with it, as in every answer to a token without read:sensitive; such a bundle is never imported.
+  for (const [k, x] of Object.entries(v)) {
+    if (!/(^|_)(uuid|id)s?$/.test(k) && SECRET.test(k) && typeof x !== 'boolean') continue;
+    out[k] = withoutSecrets(x);
+  }
   return out as T;
 }

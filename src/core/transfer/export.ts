@@ -21,7 +21,7 @@ export const RETENTION = [
 
 /**
  * The server's transfer bundle, read in one transaction (trx) so it is one consistent picture.
- * Without secrets, every secret is null and includes_secrets is false.
+ * Without secrets, every secret (its key too) is left out and includes_secrets is false.
  */
 export async function exportServer(trx: Db, server: ServerRow, opts: { withSecrets: boolean; instanceUrl: string | null }): Promise<Bundle> {
   const destinations = await trx.selectFrom('destinations').selectAll().where('server_id', '=', server.id).orderBy('id').execute();
@@ -97,7 +97,8 @@ export async function exportServer(trx: Db, server: ServerRow, opts: { withSecre
       envs: (envs.get(r.id) ?? []).map((e) => ({
         uuid: e.uuid,
         key: e.key,
-        value: e.value,
+        // A shown-once value is never shown again, in a bundle neither: set it again after the import.
+        value: yes(e.is_shown_once) ? null : e.value,
         is_preview: yes(e.is_preview),
         is_literal: yes(e.is_literal),
         is_multiline: yes(e.is_multiline),
@@ -166,7 +167,14 @@ export async function exportServer(trx: Db, server: ServerRow, opts: { withSecre
       description: p.description,
       environments: environments.filter((e) => e.project_id === p.id).map((e) => ({ uuid: e.uuid, name: e.name, description: e.description })),
     })),
-    shared_variables: shared.map((v) => ({ key: v.key, value: v.value, is_literal: yes(v.is_literal), is_multiline: yes(v.is_multiline), is_shown_once: yes(v.is_shown_once), comment: v.comment })),
+    shared_variables: shared.map((v) => ({
+      key: v.key,
+      value: yes(v.is_shown_once) ? null : v.value,
+      is_literal: yes(v.is_literal),
+      is_multiline: yes(v.is_multiline),
+      is_shown_once: yes(v.is_shown_once),
+      comment: v.comment,
+    })),
     resources,
   };
   return opts.withSecrets ? bundle : withoutSecrets(bundle);

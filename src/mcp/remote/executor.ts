@@ -195,7 +195,10 @@ export function remoteExecutor(opts: RemoteExecutorOptions): ToolExecutor {
     const op = tool.op;
     const args = (rawArgs ?? {}) as Record<string, unknown>;
     const input = parseInput(op, args);
-    const req = upstreamRequest(op, args, upstream.basePath);
+    // An MCP list keeps its pages (an agent's context is small), while a REST list without page
+    // or per_page answers every item as Coolify's does: ask the upstream for the page by name.
+    const paged = op.http.list && 'per_page' in op.input.shape ? { page: input.page ?? 1, per_page: input.per_page ?? 100, ...args } : args;
+    const req = upstreamRequest(op, paged, upstream.basePath);
     const waits = waitReporter(options.progress, logger, tool.name);
     let res: PacedResponse;
     try {

@@ -71,6 +71,8 @@ const ERROR_ONLY = [
   'rollback_application',
   'approve_approval',
   'migrate_server',
+  // A record-only world's servers have no engine for a proxy (test/e2e/domains.test.ts restarts one).
+  'restart_server_proxy',
   ...CLOUD_LISTINGS,
 ];
 
@@ -108,6 +110,7 @@ describe('read-only and instance-wide tools: identical structured output on one 
       ['rollback_application', { uuid: w.appUuid, commit: 'v1' }],
       ['approve_approval', { uuid: w.approvalUuid }],
       ['migrate_server', { uuid: w.serverUuid, target_url: 'https://berth.invalid', target_token: 'not-a-token' }],
+      ['restart_server_proxy', { uuid: w.serverUuid }],
       ...CLOUD_LISTINGS.map((name): [string, Record<string, unknown>] => [name, { cloud_provider_token_uuid: extra.cloudTokenUuid }]),
     ];
     expect(calls.map(([t]) => t).sort()).toEqual([...ERROR_ONLY].sort());
@@ -213,6 +216,7 @@ describe('read-only and instance-wide tools: identical structured output on one 
     ['list_approvals', {}],
     ['get_approval', { uuid: w.approvalUuid }],
     ['get_approval_policy', {}],
+    ['get_server_proxy', { uuid: w.serverUuid }],
   ];
 
   it('every read-only tool (and the idempotent settings tools) gives the same result in both modes', async () => {
@@ -302,6 +306,8 @@ const steps: Step[] = [
   { tool: 'validate_server', args: (c) => ({ uuid: c.made.server3 }) },
   { tool: 'update_server_docker_cleanup', args: (c) => ({ uuid: c.made.server3, docker_cleanup_frequency: '0 3 * * *', delete_unused_networks: true }) },
   { tool: 'run_server_docker_cleanup', args: (c) => ({ uuid: c.made.server3 }) },
+  { tool: 'update_server_proxy', args: (c) => ({ uuid: c.made.server3, redirect_enabled: false }) },
+  { tool: 'save_server_proxy_configuration', args: (c) => ({ uuid: c.made.server3, configuration: "services:\n  caddy:\n    image: 'caddy:2-alpine'\n    ports:\n      - '127.0.0.1:18080:80'\n" }) },
   { tool: 'import_server', args: (c) => ({ bundle: c.w.serverBundle, preserve_uuids: false, dry_run: true }) },
   { tool: 'complete_server_transfer', args: (c) => ({ uuid: c.made.server3, target_instance_url: 'https://other.example.test' }) },
   { tool: 'claim_server', args: (c) => ({ uuid: c.made.server3 }) },
@@ -502,6 +508,8 @@ const steps: Step[] = [
 
 /** Symbolic names for this mode's own values; placeholders for what differs on every run. */
 function normalize(value: unknown, names: Map<string, string>, key?: string): unknown {
+  // A token's deny records the door it came through: stdio locally, REST at the upstream in remote mode.
+  if (key === 'decided_via' && (value === 'mcp-stdio' || value === 'rest')) return '<token door>';
   if (typeof value === 'string') {
     if (names.has(value)) return names.get(value);
     if (/^\d{4}-\d\d-\d\d[T ]\d\d:\d\d/.test(value)) return '<time>';
