@@ -22,7 +22,7 @@ const STORE_FREE = [
 ];
 
 /** Files that need PostgreSQL's own mechanics (LISTEN/NOTIFY between instances): the SQLite run leaves them out rather than skipping them. */
-const POSTGRES_ONLY = ['test/mcp/resources-instances.test.ts'];
+const POSTGRES_ONLY = ['test/mcp/resources-instances.test.ts', 'test/limits/hung-postgres.test.ts'];
 
 /**
  * Engine end-to-end files run once, on SQLite: they exercise engines, SSH and volumes, and the
