@@ -72,7 +72,7 @@ const envFields = (i: { value?: string | null } & { [K in keyof typeof envFlags]
 };
 
 /** A new variable: Coolify's defaults (runtime and build time, not literal), then what was given. */
-const newEnvRow = (resourceId: number, key: string, i: Parameters<typeof envFields>[0]) => ({
+export const newEnvRow = (resourceId: number, key: string, i: Parameters<typeof envFields>[0]) => ({
   uuid: newUuid(),
   resource_id: resourceId,
   key,

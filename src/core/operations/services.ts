@@ -1,3 +1,4 @@
+import { newEnvRow } from './resource-parts.js';
 import { brief } from '../runtime-fields.js';
 import { z } from 'zod';
 import { atomically } from '../../store/atomic.js';
@@ -71,20 +72,7 @@ export async function syncStorages(db: Db, resourceId: number, containers: Compo
 
 /** A new service's generated variables: runtime and build time, as Coolify's defaults. */
 async function insertVariables(db: Db, resourceId: number, env: Record<string, string>) {
-  const rows = Object.entries(env).map(([key, value]) => ({
-    uuid: newUuid(),
-    resource_id: resourceId,
-    key,
-    value,
-    is_preview: 0,
-    is_literal: 0,
-    is_multiline: 0,
-    is_shown_once: 0,
-    is_runtime: 1,
-    is_buildtime: 1,
-    comment: null,
-    ...stamps(),
-  }));
+  const rows = Object.entries(env).map(([key, value]) => newEnvRow(resourceId, key, { value }));
   if (rows.length) await db.insertInto('environment_variables').values(rows).execute();
 }
 
