@@ -1,17 +1,15 @@
 import type { ResourceObservation } from '../core/observed-status.js';
 import type { EngineClient } from './engine-client.js';
-import type { Plan } from './plan.js';
+import type { EngineKindType, Plan } from './plan.js';
 
-/**
- * The engine kinds berth runs resources on, by a destination's `type` (Coolify's words):
- * `standalone` is one Docker-compatible engine's containers; `swarm` is a swarm manager's services.
- */
-export type EngineKindType = 'standalone' | 'swarm';
+export type { EngineKindType } from './plan.js';
 
 /** What a kind's work may say (the deployment's log) and when it must give up. */
 export interface KindContext {
   log(line: string): Promise<void>;
   signal: AbortSignal;
+  /** berth's own log, for what the deployment's reader need not see (a stop that failed after the exit). */
+  warn?(fields: Record<string, unknown>, message: string): void;
 }
 
 /**
@@ -30,8 +28,11 @@ export interface EngineKind {
   start(engine: EngineClient, plan: Plan, ctx: KindContext): Promise<void>;
   /** Restarts in place; false when something is missing (the caller deploys instead). */
   restart(engine: EngineClient, plan: Plan, ctx: KindContext): Promise<boolean>;
-  /** Stops everything of the plan until nothing runs; data stays. */
-  stop(engine: EngineClient, plan: Plan, ctx: KindContext): Promise<void>;
+  /**
+   * Stops everything of the plan until nothing runs; data stays. `untilExited`: done once the
+   * processes have exited, leaving the engine's own clean-up to finish (a migration's pause).
+   */
+  stop(engine: EngineClient, plan: Plan, ctx: KindContext, opts?: { untilExited?: boolean }): Promise<void>;
   /** What runs now, in Coolify's status words, read from the engine only. */
   observe(engine: EngineClient, plan: Plan, wanted: 'running' | 'exited', signal?: AbortSignal): Promise<ResourceObservation>;
   /** Removes the resource's workloads (containers, services, leftovers of an update); lines saying what went. */

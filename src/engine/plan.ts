@@ -33,8 +33,19 @@ export interface PlannedContainer {
   files?: { path: string; content: string; isDirectory: boolean }[];
 }
 
+/**
+ * The engine kinds berth runs resources on, by a destination's `type` (Coolify's words):
+ * `standalone` is one Docker-compatible engine's containers; `swarm` is a swarm manager's services.
+ * Declared here (kind.ts re-exports it) so the plan and the port do not import each other.
+ */
+export type EngineKindType = 'standalone' | 'swarm';
+
 export interface Plan {
   serverId: number;
+  /** Which engine kind runs the plan (kinds.ts picks its implementation). */
+  engineKind: EngineKindType;
+  /** The resource's uuid: its containers, helpers and leftovers carry it in their names and labels. */
+  resourceUuid: string;
   /** The server lets containers reach into the host (checked with core/host-access.ts). */
   hostAccess: boolean;
   network: string;
@@ -203,7 +214,17 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
       },
     ];
   }
-  return { serverId: dest.server_id, hostAccess: dest.host_access === 1, network, ownNetwork, containers, volumes: storages.map((s) => vol(s.name)), notes };
+  return {
+    serverId: dest.server_id,
+    engineKind: 'standalone',
+    resourceUuid: r.uuid,
+    hostAccess: dest.host_access === 1,
+    network,
+    ownNetwork,
+    containers,
+    volumes: storages.map((s) => vol(s.name)),
+    notes,
+  };
 }
 
 /** Why this plan may not run on its server (host-reaching settings without host access), or null. */

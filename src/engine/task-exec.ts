@@ -1,5 +1,6 @@
 import type { EngineClient } from './engine-client.js';
 import { NotFoundError } from './engine-errors.js';
+import type { Plan, PlannedContainer } from './plan.js';
 
 /** What a scheduled task's command left: its exit code and output (the tail, when long), and its start as Coolify cuts it. */
 export interface TaskOutcome {
@@ -154,4 +155,20 @@ export async function execTask(engine: EngineClient, container: string, command:
   } finally {
     opts.signal.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * The planned container a task runs in: an application's one container whatever name the task
+ * carries (as Coolify does), else the service container it names.
+ */
+export function taskContainer(plan: Plan, container: string | null): PlannedContainer {
+  const only = plan.containers.length === 1 ? plan.containers[0] : undefined;
+  const c = container === null || (only && !only.spec.labels?.['berth.container']) ? only : plan.containers.find((k) => k.spec.labels?.['berth.container'] === container);
+  if (!c)
+    throw new Error(
+      container === null
+        ? `Name the container to run in: one of ${plan.containers.map((k) => k.spec.labels?.['berth.container'] ?? k.name).join(', ')}.`
+        : `The service has no container ${container}.`,
+    );
+  return c;
 }

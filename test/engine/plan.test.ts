@@ -7,6 +7,8 @@ import { containerNames, planRefusal, type Plan } from '../../src/engine/plan.js
 
 const plan = (hostAccess: boolean, specs: Plan['containers'][number]['spec'][]): Plan => ({
   serverId: 1,
+  engineKind: 'standalone',
+  resourceUuid: 'u0',
   hostAccess,
   network: 'berth',
   ownNetwork: false,
