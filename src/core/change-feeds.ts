@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import type { Redis as RedisClient } from 'ioredis';
 import type { Client as PgClient } from 'pg';
 import type { Db } from '../store/db.js';
-import { redisClient } from '../limits/redis.js';
+import { redisCall, redisClient } from '../limits/redis.js';
 import { LocalChanges, type Change, type ChangeFeed, type ChangeListener } from './changes.js';
 
 /** The channel every instance of one deployment publishes on and listens to. */
@@ -75,7 +75,9 @@ class RedisChanges extends SharedChanges {
   }
 
   protected async send(text: string): Promise<void> {
-    await this.pub.publish(CHANGE_CHANNEL, text);
+    // Through the Redis health the limiter shares: a publish that times out marks Redis hung for
+    // requests too, and while it is hung changes are not sent (best effort) instead of each waiting.
+    await redisCall(this.pub, () => this.pub.publish(CHANGE_CHANNEL, text));
   }
 
   async close(): Promise<void> {
