@@ -62,7 +62,12 @@ describe('berth approvals approve of a held deploy', () => {
     }).then((r) => (result = r));
 
     const row = () =>
-      s.db.selectFrom('deployments as d').innerJoin('resources as r', 'r.id', 'd.resource_id').select(['d.status', 'd.lease_owner', 'd.lease_until', 'd.logs']).where('r.uuid', '=', app).executeTakeFirst();
+      s.db
+        .selectFrom('deployments as d')
+        .innerJoin('resources as r', 'r.id', 'd.resource_id')
+        .select(['d.status', 'd.lease_owner', 'd.lease_until', 'd.logs'])
+        .where('r.uuid', '=', app)
+        .executeTakeFirst();
     const started = await until('the approved deployment to run', async () => {
       const x = await row();
       return x?.status === 'in_progress' ? x : undefined;
