@@ -68,7 +68,7 @@ class RedisChanges extends SharedChanges {
   constructor(url: string, logger: Logger, timeoutMs?: number) {
     super(logger);
     this.pub = redisClient(url, timeoutMs);
-    this.sub = redisClient(url, timeoutMs);
+    this.sub = redisClient(url, timeoutMs, { subscriber: true });
     // A subscriber connection has no commands to time out; ioredis subscribes again on reconnect.
     this.sub.on('message', (_channel: string, text: string) => this.received(text));
     this.sub.subscribe(CHANGE_CHANNEL).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'changes: could not subscribe on Redis'));

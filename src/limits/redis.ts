@@ -62,7 +62,7 @@ const healths = new Map<string, RedisHealth>();
 const healthOfClient = new WeakMap<RedisClient, RedisHealth>();
 
 /** ioredis is loaded only when Redis is configured: it is a large import for a start-up path (stdio). */
-export function redisClient(url: string, timeoutMs = DEFAULT_REDIS_TIMEOUT_MS): RedisClient {
+export function redisClient(url: string, timeoutMs = DEFAULT_REDIS_TIMEOUT_MS, opts: { subscriber?: boolean } = {}): RedisClient {
   const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
   const redis = new Redis(url, {
     // Fail fast: a command cut by a lost connection fails at once (no resend on each reconnect
@@ -78,7 +78,8 @@ export function redisClient(url: string, timeoutMs = DEFAULT_REDIS_TIMEOUT_MS): 
   let health = healths.get(key);
   if (!health) healths.set(key, (health = new RedisHealth(timeoutMs)));
   healthOfClient.set(redis, health);
-  health.clients.add(redis);
+  // A subscriber connection sends no commands of berth's, so it is not the one to PING on.
+  if (!opts.subscriber) health.clients.add(redis);
   redis.on('ready', () => {
     everReady.add(redis);
     // A connection (re)made and past its ready check answers: Redis is back.

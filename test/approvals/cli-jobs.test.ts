@@ -68,10 +68,15 @@ describe('berth approvals approve of a held deploy', () => {
         .select(['d.status', 'd.lease_owner', 'd.lease_until', 'd.logs'])
         .where('r.uuid', '=', app)
         .executeTakeFirst();
-    const started = await until('the approved deployment to run', async () => {
-      const x = await row();
-      return x?.status === 'in_progress' ? x : undefined;
-    });
+    const started = await until(
+      'the approved deployment to run',
+      async () => {
+        const x = await row();
+        return x?.status === 'in_progress' ? x : undefined;
+        // The CLI's start (a whole process, and the store's migrations check) on a loaded machine.
+      },
+      30_000,
+    );
     // Three leases later: still running, still the CLI's (not serve's instance), its lease renewed, and the CLI still there.
     await new Promise((res) => setTimeout(res, 6_000));
     const later = await row();
