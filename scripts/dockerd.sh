@@ -31,22 +31,10 @@ DOCKER=/usr/bin/docker
 
 log() { [ -n "${DOCKERD_QUIET:-}" ] || echo "dockerd: $*" >&2; }
 die() { echo "dockerd: $*" >&2; exit 1; }
+# apt_install: the package install the four scripts share.
+. "$HERE/lib/apt.sh"
 
-cmd_install() {
-  local need=() p
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
-  done
-  [ ${#need[@]} -eq 0 ] && return 0
-  [ "$(id -u)" -eq 0 ] || die "installing ${need[*]} needs root"
-  export DEBIAN_FRONTEND=noninteractive
-  log "installing ${need[*]}"
-  # The package's own service is never started here (no init system; policy-rc.d says no).
-  if ! apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-  fi
-}
+cmd_install() { apt_install "${PACKAGES[@]}"; }
 
 abs() { mkdir -p "$1" && (cd "$1" && pwd); }
 

@@ -38,22 +38,10 @@ PACKAGES=(podman runc conmon busybox-static containernetworking-plugins curl cat
 
 log() { [ -n "${ENGINES_QUIET:-}" ] || echo "engines: $*" >&2; }
 die() { echo "engines: $*" >&2; exit 1; }
+# apt_install: the package install the four scripts share.
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/apt.sh"
 
-cmd_install() {
-  local need=() p
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
-  done
-  [ ${#need[@]} -eq 0 ] && return 0
-  [ "$(id -u)" -eq 0 ] || die "installing ${need[*]} needs root"
-  export DEBIAN_FRONTEND=noninteractive
-  log "installing ${need[*]}"
-  # Try the cached package lists first; refresh them only when that fails.
-  if ! apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-  fi
-}
+cmd_install() { apt_install "${PACKAGES[@]}"; }
 
 # podman global flags for engine $1 under $2. Passed on every podman invocation (the service, the
 # import) and carried by podman into each container's exit command (conmon → `podman container

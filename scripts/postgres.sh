@@ -15,6 +15,8 @@
 set -euo pipefail
 
 die() { echo "postgres.sh: $*" >&2; exit 1; }
+# apt_install: the package install the four scripts share.
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/apt.sh"
 
 bindir() {
   local d
@@ -28,14 +30,8 @@ as_owner() { # run as the postgres account when we are root
 }
 
 cmd_install() {
-  if ! bindir >/dev/null; then
-    [ "$(id -u)" -eq 0 ] || die "installing postgresql needs root"
-    export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y -qq --no-install-recommends postgresql >/dev/null 2>&1; then
-      apt-get update -qq >/dev/null
-      apt-get install -y -qq --no-install-recommends postgresql >/dev/null
-    fi
-  fi
+  # Any installed server version will do (the binaries are what counts, not the meta-package).
+  bindir >/dev/null || apt_install postgresql
   bindir >/dev/null || die "no PostgreSQL server binaries after install"
 }
 

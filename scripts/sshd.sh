@@ -19,16 +19,11 @@ TEST_USER="${BERTH_SSH_TEST_USER:-berth-ssh-test}"
 SSHD=/usr/sbin/sshd
 
 die() { echo "sshd.sh: $*" >&2; exit 1; }
+# apt_install: the package install the four scripts share.
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/apt.sh"
 
 cmd_install() {
-  if [ ! -x "$SSHD" ] || ! command -v ssh-keygen >/dev/null; then
-    [ "$(id -u)" -eq 0 ] || die "installing openssh-server needs root"
-    export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y -qq --no-install-recommends openssh-server >/dev/null 2>&1; then
-      apt-get update -qq >/dev/null
-      apt-get install -y -qq --no-install-recommends openssh-server >/dev/null
-    fi
-  fi
+  if [ ! -x "$SSHD" ] || ! command -v ssh-keygen >/dev/null; then apt_install openssh-server; fi
   if ! id "$TEST_USER" >/dev/null 2>&1; then
     [ "$(id -u)" -eq 0 ] || die "creating $TEST_USER needs root"
     # '*' (no password) rather than useradd's locked '!': sshd without PAM refuses locked accounts.

@@ -38,8 +38,11 @@ export interface Assembled {
    * started through either keeps its lease while the other shares the store.
    */
   start(): Promise<void>;
-  /** Stops it again (waiting jobs are handed back to the store for another instance). */
-  stop(): Promise<void>;
+  /**
+   * Stops it again (waiting jobs are handed back to the store for another instance). `finish`: a
+   * process about to end (`berth approvals approve`) first waits for the jobs running in it.
+   */
+  stop(opts?: { finish?: boolean }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -99,11 +102,13 @@ export function assembleCore(
       await Promise.all([expiry.start(), notifier.start(), scheduler.start(), jobs.start()]);
       runtime.startWatching(jobs.instanceId);
     },
-    async stop() {
+    async stop(opts = {}) {
       if (!started) return;
       started = false;
-      await jobs.stop().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
+      // Nothing new is claimed (schedules, notifications) while what runs here ends.
       await Promise.all([expiry.stop(), notifier.stop(), scheduler.stop()]);
+      if (opts.finish) await jobs.finish();
+      await jobs.stop().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
       await runtime.stopWatching().catch(() => undefined);
     },
     async close() {

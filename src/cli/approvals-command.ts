@@ -14,7 +14,9 @@ const line = (a: ApprovalView) => `${a.uuid}\t${a.status}\t${a.operation}\t${a.t
  * `berth approvals list|approve|deny`: the operator's side of the approvals queue, on the store.
  * A decision is made as the person named by --email (an owner or admin of the approval's team
  * to approve), through the same operation the console runs: the call runs here, once, as the
- * token that asked. Jobs it starts are picked up by the instances' job runners, as with `berth mcp`.
+ * token that asked. It runs the instance's background lifecycle while it lives, as `serve` and
+ * `berth mcp` do (src/assemble.ts): a job the call starts runs here, its lease renewed, and the
+ * command ends when it has; a job still waiting for its server's slot is handed back to the store.
  */
 export function registerApprovals(program: Command): void {
   const approvals = program.command('approvals').description("decide the calls by agents that a team's approval policy holds");
@@ -58,11 +60,17 @@ async function decideFromCli(db: Db, o: DataOpts & { email: string }, uuid: stri
   // The whole application (engines, workers, ...) loads only here: every other command starts without it.
   const { assembleCore } = await import('../assemble.js');
   const assembled = assembleCore(db, config, logger);
+  // The same background lifecycle as `serve` and `berth mcp`: a job the approved call starts here
+  // keeps its lease while it runs. Before the process ends it waits for the jobs running in it
+  // (one cannot be handed over mid-run) and hands back what still waits, which a running instance
+  // (or the next one to start) takes over.
+  if (what === 'approve') await assembled.start();
   try {
     const caller = await personCaller(db, row.team_id, row.user_id, 'cli', '127.0.0.1');
     const op = approvalOperations.find((x) => x.name === `${what}_approval`)!;
     return (await assembled.core.run(op, caller, { uuid })) as ApprovalView;
   } finally {
+    await assembled.stop({ finish: true });
     await assembled.close();
   }
 }

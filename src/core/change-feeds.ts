@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import type { Redis as RedisClient } from 'ioredis';
 import type { Client as PgClient } from 'pg';
 import type { Db } from '../store/db.js';
-import { redisClient } from '../limits/redis.js';
+import { redisCall, redisClient } from '../limits/redis.js';
 import { LocalChanges, type Change, type ChangeFeed, type ChangeListener } from './changes.js';
 
 /** The channel every instance of one deployment publishes on and listens to. */
@@ -68,14 +68,16 @@ class RedisChanges extends SharedChanges {
   constructor(url: string, logger: Logger, timeoutMs?: number) {
     super(logger);
     this.pub = redisClient(url, timeoutMs);
-    this.sub = redisClient(url, timeoutMs);
+    this.sub = redisClient(url, timeoutMs, { subscriber: true });
     // A subscriber connection has no commands to time out; ioredis subscribes again on reconnect.
     this.sub.on('message', (_channel: string, text: string) => this.received(text));
     this.sub.subscribe(CHANGE_CHANNEL).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'changes: could not subscribe on Redis'));
   }
 
   protected async send(text: string): Promise<void> {
-    await this.pub.publish(CHANGE_CHANNEL, text);
+    // Through the Redis health the limiter shares: a publish that times out marks Redis hung for
+    // requests too, and while it is hung changes are not sent (best effort) instead of each waiting.
+    await redisCall(this.pub, () => this.pub.publish(CHANGE_CHANNEL, text));
   }
 
   async close(): Promise<void> {

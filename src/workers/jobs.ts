@@ -164,6 +164,16 @@ export class JobRunner implements Jobs {
   }
 
   /**
+   * For a process about to end (the CLI): starts nothing more, and waits for the jobs running here
+   * to end (their leases still renewed), since a running job cannot be handed to another instance.
+   * stop() then hands back what waits.
+   */
+  async finish(): Promise<void> {
+    this.queues.stop();
+    await this.queues.idle();
+  }
+
+  /**
    * Stops renewing and hands back what has not started (another instance queues it at once);
    * a job running now keeps its lease until it ends or the lease runs out.
    */

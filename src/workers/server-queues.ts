@@ -45,6 +45,8 @@ export class ServerQueues {
   private timer: NodeJS.Timeout | undefined;
   private readonly pumping = new Map<number, Promise<void>>();
   private readonly again = new Set<number>();
+  /** Jobs running in this process, until they end (see idle). */
+  private readonly runs = new Set<Promise<void>>();
   /** Moving average of job durations, for Retry-After. */
   private avgJobMs = 0;
   private readonly outage: OutageLog;
@@ -112,6 +114,14 @@ export class ServerQueues {
     for (const w of this.waiting.splice(0)) w.resolve();
   }
 
+  /**
+   * Settles when nothing runs in this process any more: the passes under way (one may still
+   * start a job it found room for) and the jobs they started. After stop(), nothing new starts.
+   */
+  async idle(): Promise<void> {
+    while (this.pumping.size > 0 || this.runs.size > 0) await Promise.allSettled([...this.pumping.values(), ...this.runs]);
+  }
+
   /** Starts what may start on a server, oldest first; one pass at a time per server. */
   private pump(serverId: number): void {
     if (this.pumping.has(serverId)) {
@@ -143,14 +153,16 @@ export class ServerQueues {
         continue;
       }
       const started = Date.now();
-      void w
+      const run = w
         .run()
         .then(w.resolve, w.reject)
         .finally(() => {
+          this.runs.delete(run);
           const ms = Date.now() - started;
           this.avgJobMs = this.avgJobMs === 0 ? ms : this.avgJobMs * 0.8 + ms * 0.2;
           this.pump(serverId);
         });
+      this.runs.add(run);
     }
   }
 
