@@ -35,7 +35,6 @@ interface McpRouteOptions {
 interface RequestState {
   caller: Caller;
   catalogue: ToolCatalogue;
-  only?: string;
   readOnly: boolean;
 }
 
@@ -152,7 +151,6 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
         core,
         logger,
         catalogue: state.catalogue,
-        only: state.only,
         all: tools,
         readOnly: state.readOnly,
         callerFor,
@@ -264,11 +262,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
       if (typeof sessionId === 'string') return sessions.handle(sessionId, r);
       return sessions.open(r, (callerNow) => sessionServer(callerNow, caller, catalogue, readOnly));
     }
-    // Building a server with every listed tool dominated a call's cost: a tools/call needs only
-    // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
-    const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
-    const calledName = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
-    const state: RequestState = { caller, catalogue, readOnly, ...(typeof calledName === 'string' ? { only: calledName } : {}) };
+    const state: RequestState = { caller, catalogue, readOnly };
     const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // A listen stream follows only what its token reads, and a token holds only so many streams.
