@@ -169,7 +169,7 @@ export class LegacySessions {
       session.open -= 1;
       session.lastSeen = Date.now();
     });
-    await this.current.run(r.caller, () => session.serve(r.req as never, r.res, r.body));
+    await this.current.run(r.caller, () => session.serve(r.req, r.res, r.body));
   }
 
   /** A token at its cap gives up its least recently used session for the new one. */

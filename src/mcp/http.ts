@@ -32,11 +32,11 @@ interface McpRouteOptions {
 }
 
 /** What one /mcp request carries into the server factory (through the SDK's authInfo.extra). */
-interface RequestState {
+type RequestState = {
   caller: Caller;
   catalogue: ToolCatalogue;
   readOnly: boolean;
-}
+};
 
 /** A JSON-RPC error answered by the route itself (the SDK never sees the request). */
 const rpcError = (code: number, message: string) => ({ jsonrpc: '2.0', id: null, error: { code, message } });
@@ -263,7 +263,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
       return sessions.open(r, (callerNow) => sessionServer(callerNow, caller, catalogue, readOnly));
     }
     const state: RequestState = { caller, catalogue, readOnly };
-    const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
+    const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // A listen stream follows only what its token reads, and a token holds only so many streams.
     const uris = bus && listenUris(req.body);
