@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { WebStandardStreamableHTTPServerTransport, type McpServer } from '@modelcontextprotocol/server';
+import { WebStandardStreamableHTTPServerTransport, type Server } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Caller } from '../core/caller.js';
 import { BerthError } from '../errors.js';
@@ -26,7 +26,7 @@ interface Session {
   id: string | undefined;
   tokenId: number;
   teamId: number;
-  server: McpServer;
+  server: Server;
   /** The session's transport behind Node's request and response (the body is the route's, already parsed). */
   serve: ReturnType<typeof toNodeHandler>;
   /** The last admitted caller: work outside a request (a task's run, a pushed change) reads it. */
@@ -97,7 +97,7 @@ export class LegacySessions {
    * An initialize: a new session, its id in the answer's Mcp-Session-Id. `build` makes its
    * server; the `caller` it is given reads the caller of the request being served.
    */
-  async open(r: SessionRequest, build: (caller: () => Caller) => McpServer): Promise<void> {
+  async open(r: SessionRequest, build: (caller: () => Caller) => Server): Promise<void> {
     await this.answering(r, () => this.opening(r, build));
   }
 
@@ -124,7 +124,7 @@ export class LegacySessions {
     }
   }
 
-  private async opening(r: SessionRequest, build: (caller: () => Caller) => McpServer): Promise<void> {
+  private async opening(r: SessionRequest, build: (caller: () => Caller) => Server): Promise<void> {
     this.makeRoomFor(r.caller.tokenId);
     let session: Session;
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -150,8 +150,8 @@ export class LegacySessions {
     };
     await server.connect(transport);
     // However it ends (DELETE, the transport's own close, ours), it is forgotten.
-    const previous = server.server.onclose;
-    server.server.onclose = () => {
+    const previous = server.onclose;
+    server.onclose = () => {
       if (session.id !== undefined && this.sessions.get(session.id) === session) this.sessions.delete(session.id);
       previous?.();
     };
@@ -169,7 +169,7 @@ export class LegacySessions {
       session.open -= 1;
       session.lastSeen = Date.now();
     });
-    await this.current.run(r.caller, () => session.serve(r.req as never, r.res, r.body));
+    await this.current.run(r.caller, () => session.serve(r.req, r.res, r.body));
   }
 
   /** A token at its cap gives up its least recently used session for the new one. */

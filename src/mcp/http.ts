@@ -32,12 +32,11 @@ interface McpRouteOptions {
 }
 
 /** What one /mcp request carries into the server factory (through the SDK's authInfo.extra). */
-interface RequestState {
+type RequestState = {
   caller: Caller;
   catalogue: ToolCatalogue;
-  only?: string;
   readOnly: boolean;
-}
+};
 
 /** A JSON-RPC error answered by the route itself (the SDK never sees the request). */
 const rpcError = (code: number, message: string) => ({ jsonrpc: '2.0', id: null, error: { code, message } });
@@ -152,7 +151,6 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
         core,
         logger,
         catalogue: state.catalogue,
-        only: state.only,
         all: tools,
         readOnly: state.readOnly,
         callerFor,
@@ -264,12 +262,8 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): v
       if (typeof sessionId === 'string') return sessions.handle(sessionId, r);
       return sessions.open(r, (callerNow) => sessionServer(callerNow, caller, catalogue, readOnly));
     }
-    // Building a server with every listed tool dominated a call's cost: a tools/call needs only
-    // the tool it names (none when unlisted, which the SDK answers as an unknown tool).
-    const body = req.body as { method?: unknown; params?: { name?: unknown } } | null | undefined;
-    const calledName = body && typeof body === 'object' && !Array.isArray(body) && body.method === 'tools/call' ? body.params?.name : undefined;
-    const state: RequestState = { caller, catalogue, readOnly, ...(typeof calledName === 'string' ? { only: calledName } : {}) };
-    const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state as never };
+    const state: RequestState = { caller, catalogue, readOnly };
+    const auth: AuthInfo = { token: `berth-token-${caller.tokenId}`, clientId: String(caller.userId), scopes: [...caller.permissions], extra: state };
     (req.raw as typeof req.raw & { auth?: AuthInfo }).auth = auth;
     // A listen stream follows only what its token reads, and a token holds only so many streams.
     const uris = bus && listenUris(req.body);

@@ -1,3 +1,4 @@
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { inputProblem, type InputProblem } from '../core/input-guard.js';
 
@@ -38,17 +39,19 @@ export function serveGuardedStdio(factory: Parameters<typeof serveStdio>[0], pre
   const handle = serveStdio(factory, { transport: wire });
   // serveStdio has set its handler by now; messages reach it only through this one.
   const deliver = wire.onmessage!;
+  // berth's own answers: JSON-RPC errors, whose id is null where the request's could not be read.
+  const answer = (m: Message) => void wire.send(m as JSONRPCMessage).catch(() => {});
   wire.onmessage = (message) => {
-    const answer = tooDeepAnswer(message);
-    if (answer) {
-      if ('id' in (message as Message)) void wire.send(answer as never).catch(() => {});
+    const deep = tooDeepAnswer(message);
+    if (deep) {
+      if ('id' in (message as Message)) answer(deep);
       return;
     }
     if (!pre?.claims(message as Message)) return deliver(message);
     void pre.check(message as Message).then(
-      (refusal) => (refusal ? wire.send(refusal as never).catch(() => {}) : deliver(message)),
+      (refusal) => (refusal ? answer(refusal) : deliver(message)),
       // A check that could not run refuses (a listen is never let through unchecked).
-      () => void wire.send({ jsonrpc: '2.0', id: (message as Message).id ?? null, error: { code: -32603, message: 'Internal error' } } as never).catch(() => {}),
+      () => answer({ jsonrpc: '2.0', id: (message as Message).id ?? null, error: { code: -32603, message: 'Internal error' } }),
     );
   };
   return handle;

@@ -1,4 +1,4 @@
-import { ProtocolError, ProtocolErrorCode, type McpServer } from '@modelcontextprotocol/server';
+import { ProtocolError, ProtocolErrorCode, type Server } from '@modelcontextprotocol/server';
 import { satisfies } from '../../auth/permissions.js';
 import type { Caller } from '../../core/caller.js';
 import type { Db } from '../../store/db.js';
@@ -35,8 +35,7 @@ const invalid = (message: string, data?: Record<string, unknown>) => new Protoco
  * prompt, and completion answers an unknown reference with an empty list (issue 38), where the
  * SDK's own handler answers an error. Every read is bound to the caller's team.
  */
-export function registerPromptsAndCompletion(server: McpServer, db: Db, callerFor: () => Promise<Caller>): void {
-  const low = server.server;
+export function registerPromptsAndCompletion(low: Server, db: Db, callerFor: () => Promise<Caller>): void {
   low.setRequestHandler('prompts/list', async () => ({
     prompts: PROMPTS.map((p) => ({
       name: p.name,

@@ -1,4 +1,5 @@
-import { ProtocolError, ProtocolErrorCode, type McpServer } from '@modelcontextprotocol/server';
+import { ProtocolError, ProtocolErrorCode, type Server } from '@modelcontextprotocol/server';
+import type { Apps } from '../apps/install.js';
 import type { Caller } from '../../core/caller.js';
 import type { ChangeFeed } from '../../core/changes.js';
 import type { Core } from '../../core/gate.js';
@@ -25,26 +26,34 @@ export interface ResourceSession {
   live?: { feed: ChangeFeed; teamId: number; subscriptions: LiveSubscriptions };
 }
 
-type Handler = (request: { params?: Record<string, unknown> }, ctx: unknown) => Promise<unknown>;
-
-/** Declares the resources capability and serves resources/* from the kinds table (kinds.ts). */
-export function registerResources(server: McpServer, session: ResourceSession): void {
-  const low = server.server;
+/**
+ * Declares the resources capability and serves resources/* from the kinds table (kinds.ts).
+ * `views`: the MCP Apps' ui:// documents, listed first and read for a client that declares the
+ * extension (apps/install.ts).
+ */
+export function registerResources(low: Server, session: ResourceSession, views?: Apps): void {
   const pushes = session.advertise || session.live !== undefined;
   low.registerCapabilities({ resources: { subscribe: pushes, listChanged: pushes } });
-  const on = (method: string, handler: Handler) => low.setRequestHandler(method as never, handler as never);
-  const uriParam = (request: { params?: Record<string, unknown> }) => String(request.params?.uri ?? '');
+  const uriParam = (request: { params: { uri: string } }) => request.params.uri;
 
-  on('resources/templates/list', async () => ({
+  low.setRequestHandler('resources/templates/list', async () => ({
     resourceTemplates: RESOURCE_KINDS.map((k) => ({ uriTemplate: templateOf(k), name: k.kind, title: k.title, description: k.description, mimeType: 'application/json' })),
   }));
-  on('resources/list', async (request) => listPage(session.core.deps.db, await session.caller(), request.params?.cursor as string | undefined));
-  on('resources/read', async (request) => readResource(session.core, await session.caller(), uriParam(request)));
+  low.setRequestHandler('resources/list', async (request, ctx) => {
+    const cursor = request.params?.cursor;
+    const page = await listPage(session.core.deps.db, await session.caller(), cursor);
+    // The views lead the first page; a later page (a cursor) is berth:// resources only.
+    return views?.declared(ctx.mcpReq.envelope) && cursor === undefined ? { ...page, resources: [...views.resources(), ...page.resources] } : page;
+  });
+  low.setRequestHandler('resources/read', async (request, ctx) => {
+    const view = views?.declared(ctx.mcpReq.envelope) ? views.read(uriParam(request)) : undefined;
+    return view ?? readResource(session.core, await session.caller(), uriParam(request));
+  });
 
   const live = session.live;
   if (!live) return;
   if (session.era === 'legacy') {
-    on('resources/subscribe', async (request) => {
+    low.setRequestHandler('resources/subscribe', async (request) => {
       const uri = uriParam(request);
       // Subscribing is reading: a foreign or unknown URI is "not found", a malformed one invalid.
       await readDocument(session.core, await session.caller(), uri);
@@ -52,7 +61,7 @@ export function registerResources(server: McpServer, session: ResourceSession): 
       live.subscriptions.subscribed.add(uri);
       return {};
     });
-    on('resources/unsubscribe', async (request) => {
+    low.setRequestHandler('resources/unsubscribe', async (request) => {
       live.subscriptions.subscribed.delete(uriParam(request));
       return {};
     });

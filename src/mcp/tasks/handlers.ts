@@ -7,7 +7,8 @@ import {
   ProtocolErrorCode,
   RELATED_TASK_META_KEY,
   type CallToolResult,
-  type McpServer,
+  type Server,
+  type ServerCapabilities,
 } from '@modelcontextprotocol/server';
 import type { Caller } from '../../core/caller.js';
 import type { Operation } from '../../core/operation.js';
@@ -40,16 +41,28 @@ export interface TaskSession {
   notifies?: boolean;
 }
 
-interface Req {
-  mcpReq?: { envelope?: Record<string, unknown>; signal?: AbortSignal };
-}
+/** What a request says of its era: a 2026-era one carries its envelope. */
+type Envelope = Record<string, unknown> | undefined;
 
-const isModern = (ctx: Req) => ctx.mcpReq?.envelope?.[PROTOCOL_VERSION_META_KEY] !== undefined;
+const isModern = (envelope: Envelope) => envelope?.[PROTOCOL_VERSION_META_KEY] !== undefined;
 /** The client declared the extension on this request (2026 era: capabilities ride each request). */
-const declaresExtension = (ctx: Req) => {
-  const caps = ctx.mcpReq?.envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
+const declaresExtension = (envelope: Envelope) => {
+  const caps = envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
   return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
 };
+
+/** The tasks capabilities (both eras) and the 2026 extension. */
+const TASK_CAPABILITIES: ServerCapabilities = { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } }, extensions: { [TASKS_EXTENSION]: {} } };
+
+/** What a tools/call's task decision reads of the call (tool-session.ts). */
+export interface TaskDoor {
+  taskCall(
+    params: { name: string; task?: unknown },
+    ctx: { envelope?: Envelope },
+    op: Pick<Operation, 'annotations'> | undefined,
+    call: (options: TaskCallOptions) => Promise<CallToolResult>,
+  ): Promise<Record<string, unknown> | undefined>;
+}
 
 /** Another token's task, an expired one and a missing one: one answer. */
 const notFound = () => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
@@ -93,51 +106,50 @@ const anyParams = { params: z.looseObject({}) };
  * tools/call takes (taskCall). Registered with explicit schemas: the 2026 era reaches tasks/get
  * and tasks/cancel only so.
  */
-export function installTasks(server: McpServer, tasks: TaskSession) {
-  const s = server.server;
-  s.registerCapabilities({ tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } }, extensions: { [TASKS_EXTENSION]: {} } } as never);
+export function installTasks(s: Server, tasks: TaskSession): TaskDoor {
+  s.registerCapabilities(TASK_CAPABILITIES);
   const { runner } = tasks;
   /** 2026 era: a client that did not declare the extension is refused before any lookup (-32021). */
-  const gate = (ctx: Req) => {
-    if (isModern(ctx) && !declaresExtension(ctx)) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } } as never);
+  const gate = (envelope: Envelope) => {
+    if (isModern(envelope) && !declaresExtension(envelope)) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
   };
   const find = async (taskId: string) => (await runner.store.get(await tasks.owner(), taskId)) ?? Promise.reject(notFound());
 
   s.setRequestHandler('tasks/get', anyParams, async (params, ctx) => {
-    gate(ctx as Req);
+    gate(ctx.mcpReq.envelope);
     const row = await find(taskIdOf(params));
-    return (isModern(ctx as Req) ? detailedTask(row) : legacyTask(row)) as never;
+    return isModern(ctx.mcpReq.envelope) ? detailedTask(row) : legacyTask(row);
   });
   s.setRequestHandler('tasks/update', anyParams, async (params, ctx) => {
-    gate(ctx as Req);
+    gate(ctx.mcpReq.envelope);
     // berth's tools ask nothing of a task's client today: an update is acknowledged.
     await find(taskIdOf(params));
-    return {} as never;
+    return {};
   });
   s.setRequestHandler('tasks/cancel', anyParams, async (params, ctx) => {
-    gate(ctx as Req);
+    gate(ctx.mcpReq.envelope);
     const owner = await tasks.owner();
     const taskId = taskIdOf(params);
     const r = await runner.cancel(owner, taskId);
     if (!r) throw notFound();
     // 2026: an acknowledgement, the same for a task that had ended. 2025: the task, and a
     // task that had ended cannot be cancelled (-32602).
-    if (isModern(ctx as Req)) return {} as never;
+    if (isModern(ctx.mcpReq.envelope)) return {};
     if (r === 'terminal') {
       const row = await find(taskId);
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task: it is already ${row.status}`);
     }
-    return legacyTask(r) as never;
+    return legacyTask(r);
   });
   s.setRequestHandler('tasks/result', anyParams, async (params, ctx) => {
     const owner = await tasks.owner();
     const taskId = taskIdOf(params);
-    const row = await runner.ended(owner, taskId, (ctx as Req).mcpReq?.signal);
+    const row = await runner.ended(owner, taskId, ctx.mcpReq.signal);
     if (!row) throw notFound();
     const related = { [RELATED_TASK_META_KEY]: { taskId } };
     if (row.status === 'completed' && row.result) {
       const result = JSON.parse(row.result) as CallToolResult;
-      return { ...result, _meta: { ...result._meta, ...related } } as never;
+      return { ...result, _meta: { ...result._meta, ...related } };
     }
     if (row.status === 'failed' && row.error) {
       const e = JSON.parse(row.error) as TaskError;
@@ -153,7 +165,7 @@ export function installTasks(server: McpServer, tasks: TaskSession) {
     const page = await runner.store.list(owner, params.cursor as string | undefined, LIST_PAGE);
     if (!page) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
     const last = page.rows.at(-1);
-    return { tasks: page.rows.map(legacyTask), ...(page.more && last ? { nextCursor: last.task_id } : {}) } as never;
+    return { tasks: page.rows.map(legacyTask), ...(page.more && last ? { nextCursor: last.task_id } : {}) };
   });
 
   /**
@@ -162,20 +174,16 @@ export function installTasks(server: McpServer, tasks: TaskSession) {
    * the tool allows it; a tool that does not is -32601. 2026: the client declared the extension
    * on this request and the tool allows it (the server decides; a legacy task param is ignored).
    */
-  const taskCall = async (
-    request: unknown,
-    ctx: unknown,
-    op: Pick<Operation, 'annotations'> | undefined,
-    call: (options: TaskCallOptions) => Promise<CallToolResult>,
-  ): Promise<Record<string, unknown> | undefined> => {
-    const params = (request as { params?: { name?: unknown; task?: { ttl?: unknown } } }).params;
+  const taskCall: TaskDoor['taskCall'] = async (params, ctx, op, call) => {
     const supported = op !== undefined && taskSupport(op) === 'optional';
-    const modern = isModern(ctx as Req);
-    if (modern ? !(supported && declaresExtension(ctx as Req)) : params?.task === undefined) return undefined;
-    if (!supported) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Tool ${String(params?.name)} does not support task-augmented calls`);
+    const modern = isModern(ctx.envelope);
+    if (modern ? !(supported && declaresExtension(ctx.envelope)) : params.task === undefined) return undefined;
+    if (!supported) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Tool ${params.name} does not support task-augmented calls`);
     const owner = await tasks.owner();
-    const onEnd = tasks.notifies && !modern ? (row: TaskRow) => void s.notification({ method: 'notifications/tasks/status', params: legacyTask(row) } as never).catch(() => undefined) : undefined;
-    const row = await runner.create(owner, String(params?.name), runner.ttlFor(modern ? undefined : params?.task?.ttl), call, onEnd);
+    const onEnd = tasks.notifies && !modern ? (row: TaskRow) => void s.notification({ method: 'notifications/tasks/status', params: legacyTask(row) }).catch(() => undefined) : undefined;
+    const asked = params.task;
+    const ttl = typeof asked === 'object' && asked !== null && 'ttl' in asked ? asked.ttl : undefined;
+    const row = await runner.create(owner, params.name, runner.ttlFor(modern ? undefined : ttl), call, onEnd);
     return modern ? { resultType: 'task', ...modernTask(row) } : { task: legacyTask(row) };
   };
   return { taskCall };
