@@ -33,6 +33,7 @@ import type { DatabaseKind } from '../core/model/kinds.js';
 import { TargetGuard } from '../core/outbound-guard.js';
 import type { ChangePublisher } from '../core/changes.js';
 import { execTask } from './task-exec.js';
+import { carryBuiltImage, copyOf, observeCopy } from './additional-destinations.js';
 import { proxyState, syncProxy } from './proxy.js';
 import { DEFAULT_PROXY_IMAGE } from '../core/model/proxy.js';
 import { DEFAULT_IMAGES_TO_KEEP, isBuilt, UNBUILT_TAG, type ApplicationConfig, type BuildPack } from '../core/model/application.js';
@@ -176,17 +177,22 @@ export class LiveRuntime implements Runtime {
 
   async runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'> {
     const d = await ctx.db.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirstOrThrow();
-    if (!this.isLive(await this.serverOfResource(d.resource_id))) return recordOnlyRuntime.runDeployment(deploymentId, ctx);
-    if (d.rollback_tag) await this.useRollbackImage(d.resource_id, d.rollback_tag, ctx);
+    const copy = await copyOf(ctx.db, d); // additional destinations: a copy's deployment runs on its own server
+    if (!this.isLive(copy?.server ?? (await this.serverOfResource(d.resource_id)))) return recordOnlyRuntime.runDeployment(deploymentId, ctx);
+    if (copy) await carryBuiltImage(ctx.db, d.resource_id, await this.engineFor(copy.server), async () => this.engineFor(await this.serverOfResource(d.resource_id)), ctx.log, ctx.signal);
+    else if (d.rollback_tag) await this.useRollbackImage(d.resource_id, d.rollback_tag, ctx);
     else await this.buildIfNeeded(d, ctx);
-    const plan = await planResource(ctx.db, d.resource_id);
+    const plan = await planResource(ctx.db, d.resource_id, copy ? { destinationId: copy.destinationId } : {});
     const engine = await this.engineForServerId(plan.serverId);
     // What berth wants comes first: the watcher reads a container that is down while the
     // resource should run as restarting, and as exited once it should be stopped.
     // A resource never seen on this engine (just created, or just moved here) is not running until
     // the engine says so: its status must not read `running` while its start is still under way.
-    const want = (status: 'running' | 'exited') =>
-      ctx.db.updateTable('resources').set({ status, observed_status: sql<string>`coalesce(observed_status, 'exited')`, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
+    const want = async (status: 'running' | 'exited') =>
+      // additional destinations: the application's wanted status is the primary's deployment's to set
+      copy
+        ? undefined
+        : ctx.db.updateTable('resources').set({ status, observed_status: sql<string>`coalesce(observed_status, 'exited')`, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
     try {
       switch (d.kind) {
         case 'stop':
@@ -223,12 +229,14 @@ export class LiveRuntime implements Runtime {
       }
       await want('running');
       await this.deploy(engine, plan, ctx);
-      if (d.kind === 'deploy') await this.pruneImages(engine, d.resource_id, ctx).catch((err) => ctx.log(`could not remove old images: ${(err as Error).message}`));
+      if (d.kind === 'deploy' && !copy) await this.pruneImages(engine, d.resource_id, ctx).catch((err) => ctx.log(`could not remove old images: ${(err as Error).message}`));
       return 'finished';
     } finally {
-      await this.observeOn(engine, d.resource_id).catch((err) => this.logger.debug({ err: (err as Error).message }, 'could not observe after a deployment'));
+      await (copy ? observeCopy(ctx.db, engine, plan, d.resource_id, copy.destinationId) : this.observeOn(engine, d.resource_id)).catch((err) =>
+        this.logger.debug({ err: (err as Error).message }, 'could not observe after a deployment'),
+      );
       // The records are the routes: a deploy, start or restart (re)joins the proxy with its domains.
-      if (d.kind !== 'stop') await this.routeProxy(plan.serverId, ctx.log);
+      if (d.kind !== 'stop' && !copy) await this.routeProxy(plan.serverId, ctx.log);
     }
   }
 
