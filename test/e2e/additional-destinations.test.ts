@@ -163,6 +163,10 @@ describe.skipIf(!enginesAvailable)('an application on two servers (additional de
     expect(removePrimary.status).toBe(422);
     const inUse = await api.req('DELETE', `/destinations/${p.destB}`);
     expect(inUse.status).toBe(409);
+    // The primary does not migrate onto a server where a copy of it runs.
+    const onto = await api.req('POST', `/applications/${uuid}/migrate`, { destination_uuid: p.destB });
+    expect(onto.status, onto.text).toBe(422);
+    expect(onto.json.errors.destination_uuid[0]).toMatch(/already runs on that server as an additional destination/);
 
     // Another team: its destination is a 404 for this team, byte for byte a missing one's; and
     // this team's application is a 404 for it.
