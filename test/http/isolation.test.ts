@@ -343,6 +343,11 @@ describe('afterwards', () => {
       // so to DigitalOcean and Vultr it is a missing token.
       const beyond = c.op.name === 'create_private_github_app_application' ? 501 : /^list_hetzner_/.test(c.op.name) ? 502 : /^list_(digitalocean|vultr)_/.test(c.op.name) ? 404 : undefined;
       expect(r.status, `${c.op.name}: ${r.text}`).toBe(beyond ?? c.op.http.status ?? 200);
+      // Detached again: the application migrates to that server in a later control.
+      if (c.op.name === 'add_application_destination') {
+        const detach = await call(s.url, 'DELETE', `/api/v1/applications/${c.params.uuid}/destinations/${c.body.destination_uuid}`, { token: poolB.token() });
+        expect(detach.status, detach.text).toBe(200);
+      }
     }
   });
 });
