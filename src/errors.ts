@@ -206,6 +206,7 @@ const UNIQUE_MESSAGES: Record<string, string> = {
   environment_variables: 'Environment variable already exists. Use PATCH request to update it.',
   shared_environment_variables: 'Environment variable already exists. Use PATCH request to update it.',
   destinations: 'A destination with this network already exists on the server.',
+  application_destinations: 'Destination is already attached.',
 };
 
 /**

@@ -24,6 +24,7 @@ import type { SshTuning } from './connections.js';
 import { TargetGuard } from '../core/outbound-guard.js';
 import type { ChangePublisher } from '../core/changes.js';
 import { execTask, taskContainer } from './task-exec.js';
+import { carryBuiltImage, copyOf, observeCopy } from './additional-destinations.js';
 import { proxyState, syncProxy } from './proxy.js';
 import { DEFAULT_PROXY_IMAGE } from '../core/model/proxy.js';
 import { DEFAULT_BUILDPACK_IMAGES, type BuildpackImages } from '../config/config.js';
@@ -138,10 +139,12 @@ export class LiveRuntime implements Runtime {
 
   async runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'> {
     const d = await ctx.db.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirstOrThrow();
-    if (!this.isLive(await serverOfResource(this.db, d.resource_id))) return recordOnlyRuntime.runDeployment(deploymentId, ctx);
-    if (d.rollback_tag) await useRollbackImage(this.parts, d.resource_id, d.rollback_tag, ctx);
+    const copy = await copyOf(ctx.db, d); // additional destinations: a copy's deployment runs on its own server
+    if (!this.isLive(copy?.server ?? (await serverOfResource(this.db, d.resource_id)))) return recordOnlyRuntime.runDeployment(deploymentId, ctx);
+    if (copy) await carryBuiltImage(ctx.db, d.resource_id, await this.engineFor(copy.server), async () => this.engineFor(await serverOfResource(this.db, d.resource_id)), ctx.log, ctx.signal);
+    else if (d.rollback_tag) await useRollbackImage(this.parts, d.resource_id, d.rollback_tag, ctx);
     else await buildIfNeeded(this.parts, d, ctx);
-    const plan = await planResource(ctx.db, d.resource_id);
+    const plan = await planResource(ctx.db, d.resource_id, copy ? { destinationId: copy.destinationId } : {});
     const engine = await this.engineForServerId(plan.serverId);
     const kind = kindFor(plan.engineKind);
     const kctx = this.kindContext(ctx.log, ctx.signal);
@@ -149,8 +152,11 @@ export class LiveRuntime implements Runtime {
     // resource should run as restarting, and as exited once it should be stopped.
     // A resource never seen on this engine (just created, or just moved here) is not running until
     // the engine says so: its status must not read `running` while its start is still under way.
-    const want = (status: 'running' | 'exited') =>
-      ctx.db.updateTable('resources').set({ status, observed_status: sql<string>`coalesce(observed_status, 'exited')`, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
+    const want = async (status: 'running' | 'exited') =>
+      // additional destinations: the application's wanted status is the primary's deployment's to set
+      copy
+        ? undefined
+        : ctx.db.updateTable('resources').set({ status, observed_status: sql<string>`coalesce(observed_status, 'exited')`, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
     try {
       switch (d.kind) {
         case 'stop':
@@ -179,12 +185,14 @@ export class LiveRuntime implements Runtime {
       }
       await want('running');
       await kind.deploy(engine, plan, kctx);
-      if (d.kind === 'deploy') await pruneImages(engine, d.resource_id, ctx).catch((err) => ctx.log(`could not remove old images: ${(err as Error).message}`));
+      if (d.kind === 'deploy' && !copy) await pruneImages(engine, d.resource_id, ctx).catch((err) => ctx.log(`could not remove old images: ${(err as Error).message}`));
       return 'finished';
     } finally {
-      await this.observeOn(engine, d.resource_id).catch((err) => this.logger.debug({ err: (err as Error).message }, 'could not observe after a deployment'));
+      await (copy ? observeCopy(ctx.db, engine, plan, d.resource_id, copy.destinationId) : this.observeOn(engine, d.resource_id)).catch((err) =>
+        this.logger.debug({ err: (err as Error).message }, 'could not observe after a deployment'),
+      );
       // The records are the routes: a deploy, start or restart (re)joins the proxy with its domains.
-      if (d.kind !== 'stop') await this.routeProxy(plan.serverId, ctx.log);
+      if (d.kind !== 'stop' && !copy) await this.routeProxy(plan.serverId, ctx.log);
     }
   }
 

@@ -130,6 +130,18 @@ export interface DestinationsTable extends Timestamps {
   network: string;
 }
 
+/** An application's copy on another server (migration 043; docs/decisions/additional-destinations.md). */
+export interface ApplicationDestinationsTable extends Timestamps {
+  id: Generated<number>;
+  resource_id: number;
+  destination_id: number;
+  /** The destination's server (one copy per server). */
+  server_id: number;
+  /** The copy's engine state in Coolify's words, as last observed; null: never observed. */
+  observed_status: ColumnType<string | null, string | null | undefined, string | null>;
+  observed_at: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
 export interface ProjectsTable extends Timestamps {
   id: Generated<number>;
   uuid: string;
@@ -444,6 +456,7 @@ export interface Database {
   private_keys: PrivateKeysTable;
   servers: ServersTable;
   destinations: DestinationsTable;
+  application_destinations: ApplicationDestinationsTable;
   projects: ProjectsTable;
   environments: EnvironmentsTable;
   resources: ResourcesTable;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { RemoveOptions, Runtime } from '../core/runtime.js';
 import { nowIso, type Db } from '../store/db.js';
+import { removeCopies } from './destination-copies.js';
 
 /** How often a delete whose engine could not be reached is tried again. */
 export const DELETE_RETRY_MS = 10_000;
@@ -18,6 +19,8 @@ export async function finishDeletion(db: Db, runtime: Runtime, logger: Logger, r
   let log: string[];
   try {
     log = await runtime.removeResource(resourceId, flags);
+    // additional destinations: every copy goes too, before the records that name them
+    log.push(...(await removeCopies(db, runtime, resourceId, flags.volumes)));
   } catch (err) {
     const error = (err as Error).message;
     logger.warn({ resource: r.uuid, err: error }, 'delete: the engine part failed; retrying later');

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { notify } from './notify/notifier.js';
 import type { MigrationProgress, Runtime } from '../core/runtime.js';
 import { ServerQueues } from './server-queues.js';
+import { queueCopies } from './destination-copies.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { Database } from '../store/schema.js';
 import type { DeploymentKind } from '../core/model/deployment.js';
@@ -664,6 +665,8 @@ export class JobRunner implements Jobs {
     if (ended.numUpdatedRows > 0n) {
       this.said('deployments', deploymentId, 'ended');
       await this.notifyDeployment(deploymentId, status);
+      // additional destinations: the primary's finished work goes on to each other server's copy
+      if (status === 'finished') await queueCopies(this.db, this, this.logger, deploymentId, log).catch((err) => this.logger.warn({ err, deploymentId }, 'could not queue the copies'));
     }
   }
 

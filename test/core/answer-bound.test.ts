@@ -138,6 +138,9 @@ const AT_ONCE = [
   'get_service_application_logs',
   'get_service_database_logs',
   'list_application_rollback_images',
+  // A placement check (no engine call) before attaching; one removal of the copy from its server.
+  'add_application_destination',
+  'remove_application_destination',
   'delete_database_backup',
   'delete_database_backup_execution',
 ];

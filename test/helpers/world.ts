@@ -280,7 +280,8 @@ export function worldParams(path: string, x: World, teamId: number): Params {
     case 'approvals':
       return { uuid: x.approvalUuid };
     case 'applications':
-      return parts.application;
+      // An additional destination: the world's second server's.
+      return { ...parts.application, destination_uuid: x.destination2Uuid };
     case 'databases':
       return { ...parts.database, scheduled_backup_uuid: x.backupUuid, execution_uuid: x.backupExecutionUuid };
     case 'services':
@@ -368,6 +369,7 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (name === 'create_cloud_token') return { ...CLOUD_TOKEN_SAMPLE, name: `cloud ${i}` };
   if (name === 'update_cloud_token') return { name: `cloud changed ${i}` };
   if (name === 'rollback_application') return { commit: 'v1' };
+  if (name === 'add_application_destination') return { destination_uuid: x.destination2Uuid };
   // A dry run with new uuids: it checks everything, answers 201 and writes nothing, each time.
   if (name === 'import_server') return { bundle: x.serverBundle, preserve_uuids: false, dry_run: true };
   if (name === 'migrate_server') return { target_url: 'https://berth.invalid', target_token: 'not-a-token' };

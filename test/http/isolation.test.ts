@@ -244,7 +244,8 @@ describe("references inside bodies resolve only inside the caller's team", () =>
       expect(real.status, `${op.name}.${field}: ${real.text}`).toBe(404);
       expect(real.text).toBe(NOT_FOUND);
       // B's own object in the same place: the control, run once nothing more is compared.
-      const own = /^migrate_/.test(op.name) ? body.destination_uuid : REFERENCE[field]!(b, op.name);
+      // A migrate and an additional destination name another server's destination: the sample body's.
+      const own = /^migrate_|^add_application_destination$/.test(op.name) ? body.destination_uuid : REFERENCE[field]!(b, op.name);
       controls.push({ op, params, body: { ...body, [field]: own } });
     });
   }
@@ -342,6 +343,11 @@ describe('afterwards', () => {
       // so to DigitalOcean and Vultr it is a missing token.
       const beyond = c.op.name === 'create_private_github_app_application' ? 501 : /^list_hetzner_/.test(c.op.name) ? 502 : /^list_(digitalocean|vultr)_/.test(c.op.name) ? 404 : undefined;
       expect(r.status, `${c.op.name}: ${r.text}`).toBe(beyond ?? c.op.http.status ?? 200);
+      // Detached again: the application migrates to that server in a later control.
+      if (c.op.name === 'add_application_destination') {
+        const detach = await call(s.url, 'DELETE', `/api/v1/applications/${c.params.uuid}/destinations/${c.body.destination_uuid}`, { token: poolB.token() });
+        expect(detach.status, detach.text).toBe(200);
+      }
     }
   });
 });

@@ -271,6 +271,20 @@ function freshRecipe(name: string): Recipe | undefined {
       return { uuid: scope === 'server' ? x.serverUuid : x.projectUuid, environment_name_or_uuid: x.environmentUuid, env_id: String(id) };
     };
   }
+  if (name === 'add_application_destination') {
+    // Detached first (an earlier token's call attached it): the call attaches it.
+    return async (x) => {
+      await call(s.url, 'DELETE', `/api/v1/applications/${x.appUuid}/destinations/${x.destination2Uuid}`, { token: x.token });
+      return { uuid: x.appUuid };
+    };
+  }
+  if (name === 'remove_application_destination') {
+    // Attached first (again, when an earlier call removed it): the call removes it.
+    return async (x) => {
+      await call(s.url, 'POST', `/api/v1/applications/${x.appUuid}/destinations`, { token: x.token, body: { destination_uuid: x.destination2Uuid } });
+      return { uuid: x.appUuid, destination_uuid: x.destination2Uuid };
+    };
+  }
   if (name === 'delete_environment') {
     return async (x) => {
       const env = `gone-${++seq}`;

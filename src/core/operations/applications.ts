@@ -19,6 +19,7 @@ import { CREATE, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, type ResourceRow } from './resource-common.js';
 import { APPLICATION_FIELDS, APPLICATION_UPDATE_FIELDS } from './coolify-fields.js';
+import { applicationDestinations } from './application-destinations.js';
 import { anyRepository, applyGitUpdate, gitBranch, repoPath } from './git-fields.js';
 import { TargetGuard } from '../outbound-guard.js';
 
@@ -216,13 +217,22 @@ export const applicationOperations = [
     output: () =>
       applicationSchema.extend({
         proxy_status: z.string().nullable().describe('The domains’ proxy: running, exited; null: none.').meta({ 'berth.brief': true }),
+        additional_destinations: z.array(z.object({ uuid: z.string(), server_uuid: z.string(), status: z.string().nullable() })).meta({ 'berth.brief': true }),
+        running_copies: z.number().int().describe('Destinations (primary included) it runs on now.').meta({ 'berth.brief': true }),
       }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/applications/{uuid}' },
     async run(ctx, { uuid }) {
       const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, ['application']);
       const v = await view(ctx.db, r);
-      return { ...v, proxy_status: await domainProxyStatus(ctx, r, v.fqdn) };
+      const [, ...copies] = await applicationDestinations(ctx.db, r);
+      const running = [r.observed_status, ...copies.map((c) => c.status)].filter((s) => s?.startsWith('running')).length;
+      return {
+        ...v,
+        proxy_status: await domainProxyStatus(ctx, r, v.fqdn),
+        additional_destinations: copies.map((c) => ({ uuid: c.uuid, server_uuid: c.server_uuid, status: c.status })),
+        running_copies: running,
+      };
     },
   }),
   defineOperation({

@@ -11,6 +11,7 @@ import { cloudInitScriptOperations } from './cloud-init-scripts.js';
 import { volumeBackupOperations } from './volume-backups.js';
 import { scheduledTaskOperations } from './scheduled-tasks.js';
 import { applicationBuildOperations } from './application-builds.js';
+import { applicationDestinationOperations } from './application-destinations.js';
 import { resourceTagOperations, tagOperations } from './tags.js';
 import { moveOperation } from './move.js';
 import { cloneOperation } from './clone.js';
@@ -69,6 +70,7 @@ export const operations: readonly Operation[] = [
   ...projectOperations,
   ...applicationOperations,
   ...applicationBuildOperations,
+  ...applicationDestinationOperations,
   ...githubAppOperations,
   ...resourceFamily('applications'),
   ...scheduledTaskOperations('applications'),

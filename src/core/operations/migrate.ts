@@ -177,6 +177,9 @@ export function migrateOperation(collection: Collection) {
       const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
+      // additional destinations: one copy per server, so the primary does not move onto a copy's server
+      if (await db.selectFrom('application_destinations').select('id').where('resource_id', '=', r.id).where('server_id', '=', target.server_id).executeTakeFirst())
+        throw validationError({ destination_uuid: ['The application already runs on that server as an additional destination; remove it there first.'] });
       // What the resource runs must be allowed where it goes (host-reaching settings need host access there).
       const refusal = await ctx.runtime.placementRefusal(r.id, target.id);
       if (refusal) throw validationError({ destination_uuid: [`The target server does not allow this: ${refusal}`] });

@@ -118,6 +118,42 @@ export class ImagesApi extends EngineTransport {
     if (failure) throw new EngineError(`the build failed: ${failure}`, { endpoint: this.endpoint, method: 'POST', path: '/build', status: res.status, engineMessage: failure });
   }
 
+  /** `GET /images/{ref}/get`: the image as a tar stream (`docker save`), for loadImage on another engine. */
+  async saveImage(ref: string, opts: CallOptions = {}): Promise<Readable> {
+    const res = await this.request({
+      method: 'GET',
+      path: `/images/${encodeURI(ref)}/get`,
+      headersTimeoutMs: this.timeouts.streamHeadersMs,
+      bodyTimeoutMs: this.timeouts.streamIdleMs,
+      signal: opts.signal,
+    });
+    return res.body;
+  }
+
+  /** `POST /images/load` from a saveImage stream; an error line in the 200 answer is thrown. */
+  async loadImage(tar: Readable, opts: CallOptions = {}): Promise<void> {
+    const spec: RequestSpec = {
+      method: 'POST',
+      path: '/images/load',
+      stream: tar,
+      headers: { 'content-type': 'application/x-tar' },
+      headersTimeoutMs: this.timeouts.streamHeadersMs,
+      bodyTimeoutMs: this.timeouts.streamIdleMs,
+      signal: opts.signal,
+    };
+    const res = await this.request(spec);
+    let failure: string | undefined;
+    await this.jsonLines(res, spec, (line) => {
+      try {
+        const msg = JSON.parse(line) as { error?: string; errorDetail?: { message?: string } };
+        failure ??= msg.errorDetail?.message ?? msg.error;
+      } catch {
+        // Not JSON (podman may answer plain text): nothing to read.
+      }
+    });
+    if (failure) throw new EngineError(`loading the image failed: ${failure}`, { endpoint: this.endpoint, method: 'POST', path: '/images/load', status: res.status, engineMessage: failure });
+  }
+
   // ---------------------------------------------------------------- cleanup
 
   /** `POST /images/prune`: dangling images only, or (dangling false) every image no container uses. */
