@@ -305,6 +305,11 @@ export class LiveRuntime implements Runtime {
     const context = await prepareBuildContext(source, this.outbound, ctx.log, ssh, { pack: c.build_pack as BuildPack, port: c.ports_exposes, images: this.buildpackImages });
     try {
       if (context.commit) await ctx.log(`building commit ${context.commit}`);
+      if (c.build_pack === 'dockercompose' && 'git_repository' in source) {
+        const { buildComposeApplication } = await import('./compose-app.js');
+        const engine = await this.engineFor(await this.serverOfResource(d.resource_id));
+        return await buildComposeApplication({ db: ctx.db, resourceId: d.resource_id, uuid: r.uuid, deploymentUuid: d.uuid, source, context, engine, log: ctx.log, signal: ctx.signal });
+      }
       // The Dockerfile berth wrote is kept whole in the log: a person reads what ran.
       if (context.generated) await ctx.log(`${c.build_pack} detected ${context.generated.stack}; generated Dockerfile:\n${context.generated.dockerfile.trimEnd()}`);
       const image = `localhost/berth-app-${r.uuid}`;
