@@ -386,7 +386,7 @@ function composeBuild(v: unknown, where: string, problems: string[]): ComposeBui
     problems.push(`${where}: must be a context directory or a map of context and dockerfile.`);
     return undefined;
   }
-  for (const k of Object.keys(o)) if (k !== 'context' && k !== 'dockerfile') problems.push(`${where}.${k}: not supported by berth (it builds a context and a dockerfile only).`);
+  for (const k of Object.keys(o)) if (k !== 'context' && k !== 'dockerfile') problems.push(`${where}: ${k} is not supported by berth (it builds a context and a dockerfile only).`);
   const context = o.context === undefined ? '.' : String(o.context);
   const dockerfile = o.dockerfile === undefined ? 'Dockerfile' : String(o.dockerfile);
   if (!insideRepo(context)) problems.push(`${where}: the context "${context}" must be a relative directory of the repository (no "..", no URL).`);
