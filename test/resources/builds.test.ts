@@ -4,6 +4,7 @@
  * outbound guard; a built application's image comes from its builds, not from a PATCH.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { proxyRoutes } from '../../src/engine/proxy.js';
 import { dump, setup, type Ctx } from './support.js';
 
 let c: Ctx;
@@ -78,6 +79,28 @@ describe('builds from source', () => {
       docker_compose_domains: JSON.stringify({ web: { domain: 'https://web.compose.example.test,https://www.compose.example.test' } }),
       dockerfile_location: null,
     });
+    // Once a deploy has read the compose file, the proxy routes each compose service's domains to its container.
+    const row = await c.s.db.selectFrom('resources').select(['id', 'config', 'destination_id']).where('uuid', '=', compose.json.uuid).executeTakeFirstOrThrow();
+    const read = {
+      docker_compose_raw: '',
+      volumes: [],
+      commit: null,
+      containers: [
+        { name: 'web', ports: ['8080'] },
+        { name: 'db', ports: [] },
+      ],
+    };
+    await c.s.db
+      .updateTable('resources')
+      .set({ config: JSON.stringify({ ...JSON.parse(row.config), compose: read }) })
+      .where('id', '=', row.id)
+      .execute();
+    const dest = await c.s.db.selectFrom('destinations').select('server_id').where('id', '=', row.destination_id).executeTakeFirstOrThrow();
+    const routes = (await proxyRoutes(c.s.db, dest.server_id)).filter((r) => r.upstream.startsWith(compose.json.uuid));
+    expect(routes.map((r) => [r.host, r.upstream, r.port])).toEqual([
+      ['web.compose.example.test', `${compose.json.uuid}-web`, 8080],
+      ['www.compose.example.test', `${compose.json.uuid}-web`, 8080],
+    ]);
     // A compose service's domain is claimed as any resource's.
     const taken = await c.api('POST', '/applications/public', c.write, { ...place(), ...repo, domains: 'https://web.compose.example.test' });
     expect(taken.status).toBe(409);
