@@ -34,6 +34,14 @@ export interface ComposeContainer extends Omit<HostSettings, 'binds' | 'privileg
   stopGraceS?: number;
   /** depends_on, by compose service name; containers are stored in dependency order. */
   dependsOn?: { service: string; condition: DependencyCondition }[];
+  /** A repository's compose file (dockercompose applications) only: built from the repository, relative paths. */
+  build?: ComposeBuild;
+}
+
+/** Compose's `build:` of a repository's compose file: the context directory and the Dockerfile in it. */
+export interface ComposeBuild {
+  context: string;
+  dockerfile: string;
 }
 
 export const DEPENDENCY_CONDITIONS = ['service_started', 'service_healthy', 'service_completed_successfully'] as const;
@@ -170,7 +178,7 @@ function locator(doc: Document, lines: LineCounter) {
  * `hostReach`; whether they may stay depends on the server (requireHostAccess), known only after
  * the team-scoped lookup.
  */
-export function parseCompose(raw: string): ParsedCompose {
+export function parseCompose(raw: string, opts: { build?: boolean } = {}): ParsedCompose {
   const field = 'docker_compose_raw';
   const problems: string[] = [];
   const fail = () => {
@@ -218,8 +226,10 @@ export function parseCompose(raw: string): ParsedCompose {
     const where = (key: string, index?: number) => `${base}.${key}${at(['services', name, key, ...(index === undefined ? [] : [index])])}`;
     if (!engineName.safeParse(name).success) problems.push(`${base}${at(['services', name])}: service names use letters, digits and . _ -.`);
     const svc = (svcRaw ?? {}) as Record<string, unknown>;
-    for (const key of Object.keys(svc)) if (!KNOWN.has(key)) problems.push(`${where(key)}: not supported by berth.`);
-    if (typeof svc.image !== 'string' || !splitImage(svc.image)) problems.push(`${where('image')}: a valid image reference is required.`);
+    for (const key of Object.keys(svc)) if (!KNOWN.has(key) && !(opts.build && key === 'build')) problems.push(`${where(key)}: not supported by berth.`);
+    const build = opts.build && svc.build !== undefined ? composeBuild(svc.build, where('build'), problems) : undefined;
+    if (!(build && svc.image === undefined) && (typeof svc.image !== 'string' || !splitImage(svc.image)))
+      problems.push(`${where('image')}: a valid image reference is required${opts.build ? ' (or a build section)' : ''}.`);
     const environment: Record<string, string> = {};
     const env = svc.environment;
     if (Array.isArray(env)) {
@@ -321,7 +331,9 @@ export function parseCompose(raw: string): ParsedCompose {
     const runtime = runtimeSettings(svc, where, problems);
     const container: ComposeContainer = {
       name,
-      image: String(svc.image),
+      // A built service's image is named at its build (its `image:`, if any, is not pushed or pulled).
+      image: build ? '' : String(svc.image),
+      ...(build ? { build } : {}),
       environment,
       command: words('command'),
       entrypoint: words('entrypoint'),
@@ -357,6 +369,29 @@ export function parseCompose(raw: string): ParsedCompose {
   if ('cycle' in ordered) problems.push(`depends_on: the services depend on each other in a cycle (${ordered.cycle.join(' → ')}).`);
   if (problems.length) fail();
   return { yaml, containers: 'order' in ordered ? ordered.order : containers, volumes: [...volumes], hostReach };
+}
+
+/** A path inside the repository, relative as compose writes it ("." , "./api", "api/Dockerfile"). */
+const REPO_RELATIVE = /^[A-Za-z0-9._@+\-/ ]+$/;
+const insideRepo = (p: string) => REPO_RELATIVE.test(p) && !p.startsWith('/') && !p.split('/').includes('..');
+
+/**
+ * A `build:` section: a context (a directory of the repository, relative to the compose file's)
+ * and a dockerfile in it. Everything else (args, target, a URL context, ssh, secrets) is refused
+ * by name rather than ignored.
+ */
+function composeBuild(v: unknown, where: string, problems: string[]): ComposeBuild | undefined {
+  const o = typeof v === 'string' ? { context: v } : v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  if (!o) {
+    problems.push(`${where}: must be a context directory or a map of context and dockerfile.`);
+    return undefined;
+  }
+  for (const k of Object.keys(o)) if (k !== 'context' && k !== 'dockerfile') problems.push(`${where}: ${k} is not supported by berth (it builds a context and a dockerfile only).`);
+  const context = o.context === undefined ? '.' : String(o.context);
+  const dockerfile = o.dockerfile === undefined ? 'Dockerfile' : String(o.dockerfile);
+  if (!insideRepo(context)) problems.push(`${where}: the context "${context}" must be a relative directory of the repository (no "..", no URL).`);
+  if (!insideRepo(dockerfile)) problems.push(`${where}: the dockerfile "${dockerfile}" must be a relative path inside the context (no "..").`);
+  return { context: posix.normalize(context), dockerfile: posix.normalize(dockerfile) };
 }
 
 /** healthcheck, limits, stop grace period and depends_on of one service; problems are added to the list. */

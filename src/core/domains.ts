@@ -43,8 +43,13 @@ interface Claimant {
 async function claimants(db: Db): Promise<Claimant[]> {
   const rows = await db.selectFrom('resources').select(['id', 'team_id', 'name', 'kind', 'config']).where('kind', 'in', ['application', 'service']).execute();
   return rows.flatMap((row): Claimant[] => {
-    const c = JSON.parse(row.config) as { fqdn?: string | null; parts?: ServiceConfig['parts'] };
-    if (row.kind === 'application') return [{ resourceId: row.id, teamId: row.team_id, part: null, who: `application '${row.name}'`, fqdn: c.fqdn }];
+    const c = JSON.parse(row.config) as { fqdn?: string | null; parts?: ServiceConfig['parts']; compose_domains?: Record<string, string> };
+    if (row.kind === 'application')
+      return [
+        { resourceId: row.id, teamId: row.team_id, part: null, who: `application '${row.name}'`, fqdn: c.fqdn },
+        // A dockercompose application's domains, per compose service.
+        ...Object.entries(c.compose_domains ?? {}).map(([name, fqdn]) => ({ resourceId: row.id, teamId: row.team_id, part: name, who: `application '${row.name}' (${name})`, fqdn })),
+      ];
     return Object.entries(c.parts ?? {}).map(([name, p]) => ({ resourceId: row.id, teamId: row.team_id, part: name, who: `service '${row.name}' (${name})`, fqdn: p.fqdn }));
   });
 }

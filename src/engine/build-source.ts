@@ -238,6 +238,9 @@ async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: str
   return stdout.trim();
 }
 
+/** A build context's tar stream: the directory without its .git. */
+export const contextTar = (dir: string): Readable => create({ cwd: dir, portable: true, filter: (p) => !/^(\.\/)?\.git(\/|$)/.test(p) }, ['.']) as unknown as Readable;
+
 /** Where a built application's context comes from: its inline Dockerfile, or a clone of its repository. */
 export async function prepareBuildContext(
   source: BuildSource,
@@ -284,7 +287,7 @@ export async function prepareBuildContext(
     return {
       dir: contextDir,
       ...(generated ? { generated } : {}),
-      tar: () => create({ cwd: contextDir, portable: true, filter: (p) => !/^(\.\/)?\.git(\/|$)/.test(p) }, ['.']) as unknown as Readable,
+      tar: () => contextTar(contextDir),
       dockerfile,
       commit,
       cleanup,

@@ -51,6 +51,11 @@ export async function buildIfNeeded(parts: RuntimeParts, d: { uuid: string; kind
   const context = await prepareBuildContext(source, parts.outbound, ctx.log, ssh, { pack: c.build_pack as BuildPack, port: c.ports_exposes, images: parts.buildpackImages });
   try {
     if (context.commit) await ctx.log(`building commit ${context.commit}`);
+    if (c.build_pack === 'dockercompose' && 'git_repository' in source) {
+      const { buildComposeApplication } = await import('./compose-app.js');
+      const engine = await parts.engineFor(await serverOfResource(parts.db, d.resource_id));
+      return await buildComposeApplication({ db: ctx.db, resourceId: d.resource_id, uuid: r.uuid, deploymentUuid: d.uuid, source, context, engine, log: ctx.log, signal: ctx.signal });
+    }
     // The Dockerfile berth wrote is kept whole in the log: a person reads what ran.
     if (context.generated) await ctx.log(`${c.build_pack} detected ${context.generated.stack}; generated Dockerfile:\n${context.generated.dockerfile.trimEnd()}`);
     const image = `localhost/berth-app-${r.uuid}`;

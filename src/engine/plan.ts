@@ -5,7 +5,7 @@ import type { DatabaseKind } from '../core/model/kinds.js';
 import { volumeName } from '../core/model/volumes.js';
 import type { ServiceConfig } from '../core/model/service.js';
 import type { Db } from '../store/db.js';
-import { composePort, dependencyOrder, type DependencyCondition } from '../core/compose.js';
+import { composePort, dependencyOrder, type ComposeContainer, type DependencyCondition } from '../core/compose.js';
 import { interpolateContainer } from '../core/compose-variables.js';
 import { describeHostReach, hostReaching } from '../core/host-access.js';
 import { labelsOf } from '../core/custom-labels.js';
@@ -20,8 +20,10 @@ export const LABEL_MANAGED = 'berth.managed';
 
 /** The containers a resource has on its engine, by name (what a plan of it would name). */
 export function containerNames(r: { uuid: string; kind: string; config: string }): string[] {
-  if (r.kind !== 'service') return [r.uuid];
-  return (JSON.parse(r.config) as ServiceConfig).containers.map((k) => `${r.uuid}-${k.name}`);
+  if (r.kind === 'service') return (JSON.parse(r.config) as ServiceConfig).containers.map((k) => `${r.uuid}-${k.name}`);
+  // A dockercompose application is planned as a service once its compose file has been read.
+  const compose = r.kind === 'application' ? (JSON.parse(r.config) as ApplicationConfig).compose : undefined;
+  return compose ? compose.containers.map((k) => `${r.uuid}-${k.name}`) : [r.uuid];
 }
 
 export interface PlannedContainer {
@@ -127,7 +129,13 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   const network = ownNetwork ? r.uuid : dest.network;
   const base = { labels, restartPolicy: { name: 'unless-stopped' as const }, networkMode: network };
   let containers: PlannedContainer[];
-  if (r.kind === 'application') {
+  let composeVolumes: string[] = [];
+  if (r.kind === 'application' && (config as ApplicationConfig).compose) {
+    // A dockercompose application: the compose file read at its last build, planned as a service's.
+    const compose = (config as ApplicationConfig).compose!;
+    containers = composeContainers(r.uuid, compose.containers, base, labels, userEnv, vol);
+    composeVolumes = compose.volumes.map(vol);
+  } else if (r.kind === 'application') {
     const c = config as ApplicationConfig;
     // Checked at the door; read again here so a record never carries more than the rules allow.
     const { labels: runLabels, ...run } = c.custom_docker_run_options ? parseRunOptions(c.custom_docker_run_options) : {};
@@ -162,38 +170,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     const unset = new Set<string>();
     const list = c.template ? stored.map((k) => interpolateContainer(k, userEnv, unset)) : stored;
     if (unset.size) notes.push(`Variables the compose file uses that are not set (empty, as compose makes them): ${[...unset].sort().join(', ')}.`);
-    containers = list.map((k) => ({
-      name: `${r.uuid}-${k.name}`,
-      ...(k.dependsOn?.length ? { dependsOn: k.dependsOn.map((d) => ({ name: `${r.uuid}-${d.service}`, condition: d.condition })) } : {}),
-      spec: {
-        ...base,
-        networkAliases: [k.name],
-        image: k.image,
-        env: envList({ ...k.environment, ...userEnv }),
-        ...(k.command ? { cmd: k.command } : {}),
-        ...(k.entrypoint ? { entrypoint: k.entrypoint } : {}),
-        ports: k.ports.map(composePort),
-        volumes: k.mounts.map((m) => ({ volume: vol(m.volume), target: m.target, readOnly: m.readOnly })),
-        binds: k.binds.map((b) => `${b.source}:${b.target}${b.readOnly ? ':ro' : ''}`),
-        ...(k.restart ? { restartPolicy: { name: k.restart } } : {}),
-        ...(k.privileged ? { privileged: true } : {}),
-        ...(k.networkMode ? { networkMode: k.networkMode, networkAliases: [] } : {}),
-        capAdd: k.capAdd ?? [],
-        capDrop: k.capDrop ?? [],
-        devices: k.devices ?? [],
-        pidMode: k.pidMode ?? null,
-        ipcMode: k.ipcMode ?? null,
-        utsMode: k.utsMode ?? null,
-        usernsMode: k.usernsMode ?? null,
-        securityOpt: k.securityOpt ?? [],
-        ...(k.user ? { user: k.user } : {}),
-        ...(k.workingDir ? { workingDir: k.workingDir } : {}),
-        ...(k.healthcheck ? { healthcheck: k.healthcheck } : {}),
-        ...(k.limits ? { limits: k.limits } : {}),
-        ...(k.stopGraceS !== undefined ? { stopTimeoutS: k.stopGraceS } : {}),
-        labels: { ...k.labels, ...labels, 'berth.container': k.name },
-      },
-    }));
+    containers = composeContainers(r.uuid, list, base, labels, userEnv, vol);
   } else {
     const c = config as DatabaseConfig;
     const kind = r.kind as DatabaseKind;
@@ -214,17 +191,51 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
       },
     ];
   }
-  return {
-    serverId: dest.server_id,
-    engineKind: 'standalone',
-    resourceUuid: r.uuid,
-    hostAccess: dest.host_access === 1,
-    network,
-    ownNetwork,
-    containers,
-    volumes: storages.map((s) => vol(s.name)),
-    notes,
-  };
+  const volumes = [...new Set([...storages.map((s) => vol(s.name)), ...composeVolumes])];
+  return { serverId: dest.server_id, engineKind: 'standalone', resourceUuid: r.uuid, hostAccess: dest.host_access === 1, network, ownNetwork, containers, volumes, notes };
+}
+
+/** A compose file's containers as planned (`<uuid>-<name>`, reachable by their compose name): a service's, or a dockercompose application's. */
+function composeContainers(
+  uuid: string,
+  list: ComposeContainer[],
+  base: Pick<ContainerSpec, 'restartPolicy' | 'networkMode'>,
+  labels: Record<string, string>,
+  userEnv: Record<string, string>,
+  vol: (name: string) => string,
+): PlannedContainer[] {
+  return list.map((k) => ({
+    name: `${uuid}-${k.name}`,
+    ...(k.dependsOn?.length ? { dependsOn: k.dependsOn.map((d) => ({ name: `${uuid}-${d.service}`, condition: d.condition })) } : {}),
+    spec: {
+      ...base,
+      networkAliases: [k.name],
+      image: k.image,
+      env: envList({ ...k.environment, ...userEnv }),
+      ...(k.command ? { cmd: k.command } : {}),
+      ...(k.entrypoint ? { entrypoint: k.entrypoint } : {}),
+      ports: k.ports.map(composePort),
+      volumes: k.mounts.map((m) => ({ volume: vol(m.volume), target: m.target, readOnly: m.readOnly })),
+      binds: k.binds.map((b) => `${b.source}:${b.target}${b.readOnly ? ':ro' : ''}`),
+      ...(k.restart ? { restartPolicy: { name: k.restart } } : {}),
+      ...(k.privileged ? { privileged: true } : {}),
+      ...(k.networkMode ? { networkMode: k.networkMode, networkAliases: [] } : {}),
+      capAdd: k.capAdd ?? [],
+      capDrop: k.capDrop ?? [],
+      devices: k.devices ?? [],
+      pidMode: k.pidMode ?? null,
+      ipcMode: k.ipcMode ?? null,
+      utsMode: k.utsMode ?? null,
+      usernsMode: k.usernsMode ?? null,
+      securityOpt: k.securityOpt ?? [],
+      ...(k.user ? { user: k.user } : {}),
+      ...(k.workingDir ? { workingDir: k.workingDir } : {}),
+      ...(k.healthcheck ? { healthcheck: k.healthcheck } : {}),
+      ...(k.limits ? { limits: k.limits } : {}),
+      ...(k.stopGraceS !== undefined ? { stopTimeoutS: k.stopGraceS } : {}),
+      labels: { ...k.labels, ...labels, 'berth.container': k.name },
+    },
+  }));
 }
 
 /** Why this plan may not run on its server (host-reaching settings without host access), or null. */

@@ -43,6 +43,11 @@ export async function proxyRoutes(db: Db, serverId: number): Promise<ProxyRoute[
     if (r.kind === 'application') {
       const c = JSON.parse(r.config) as ApplicationConfig;
       add(c.fqdn, r.uuid, firstPort(c.ports_exposes), c);
+      // A dockercompose application routes as a service: each compose service's domains to its container.
+      for (const k of c.compose?.containers ?? []) {
+        const fqdn = c.compose_domains?.[k.name];
+        if (fqdn) add(fqdn, `${r.uuid}-${k.name}`, k.ports.length ? composePort(k.ports[0]!).containerPort : firstPort(c.ports_exposes), c);
+      }
     } else {
       const c = JSON.parse(r.config) as ServiceConfig;
       for (const k of c.containers) {

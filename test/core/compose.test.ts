@@ -100,3 +100,36 @@ describe('compose helpers', () => {
     expect('cycle' in c && c.cycle).toEqual(['a', 'b', 'a']);
   });
 });
+
+describe("a repository's compose file (build: sections)", () => {
+  const withBuild = (yaml: string): string[] => {
+    try {
+      parseCompose(yaml, { build: true });
+    } catch (err) {
+      return Object.values((err as BerthError).details.errors ?? {}).flat() as string[];
+    }
+    return [];
+  };
+
+  it('takes a context and a dockerfile, with or without an image; an inline compose file refuses build', () => {
+    const c = parseCompose('services:\n  web:\n    build:\n      context: ./api\n      dockerfile: docker/Dockerfile.prod\n  short:\n    build: .\n  db:\n    image: postgres:16\n', { build: true });
+    expect(c.containers.map((k) => [k.name, k.build ?? null, k.image])).toEqual([
+      ['web', { context: 'api', dockerfile: 'docker/Dockerfile.prod' }, ''],
+      ['short', { context: '.', dockerfile: 'Dockerfile' }, ''],
+      ['db', null, 'postgres:16'],
+    ]);
+    expect(problemsOf('services:\n  web:\n    build: .\n')).toEqual(expect.arrayContaining([expect.stringMatching(/^services\.web\.build.*not supported by berth/)]));
+  });
+
+  it('refuses what would leave the repository or what berth does not build', () => {
+    expect(withBuild('services:\n  web:\n    build: ../elsewhere\n')).toEqual([expect.stringContaining('must be a relative directory of the repository')]);
+    expect(withBuild('services:\n  web:\n    build: /etc\n')).toEqual([expect.stringContaining('must be a relative directory of the repository')]);
+    expect(withBuild('services:\n  web:\n    build: https://github.com/x/y.git\n')).toEqual([expect.stringContaining('must be a relative directory of the repository')]);
+    expect(withBuild('services:\n  web:\n    build:\n      context: .\n      dockerfile: ../../Dockerfile\n')).toEqual([expect.stringContaining('relative path inside the context')]);
+    expect(withBuild('services:\n  web:\n    build:\n      context: .\n      args:\n        A: b\n')).toEqual([
+      expect.stringMatching(/^services\.web\.build \(line 3\): args is not supported by berth/),
+    ]);
+    expect(withBuild('services:\n  web:\n    build: [a]\n')).toEqual(expect.arrayContaining([expect.stringContaining('must be a context directory')]));
+    expect(withBuild('services:\n  web:\n    environment: {}\n')).toEqual([expect.stringContaining('a valid image reference is required (or a build section)')]);
+  });
+});

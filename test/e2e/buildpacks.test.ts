@@ -4,8 +4,9 @@
  * Debian's python3 + pip and busybox httpd (`engines.sh buildpack-images`), named through
  * BERTH_BUILDPACK_IMAGES. Each deploy shows its install, build and start steps ran: the generated
  * Dockerfile in the log, and what the running app answers on its port (asked from inside the
- * container: the test engines have no network). Go is checked by its generated Dockerfile in
- * test/engine/buildpacks.test.ts (a Go toolchain image is too heavy to make here).
+ * container: the test engines have no network). Go runs with a stand-in go tool (FAKE_GO below:
+ * a Go toolchain image is too heavy to make here); its Dockerfile is checked whole in
+ * test/engine/buildpacks.test.ts.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,7 +19,24 @@ import { freePort } from '../helpers/process.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, deployed, registerEngines, until, type Platform } from './support.js';
 
-const IMAGES = { node: 'localhost/berth-bp-node:test', python: 'localhost/berth-bp-python:test', static: 'localhost/berth-bp-static:test' };
+const IMAGES = { node: 'localhost/berth-bp-node:test', python: 'localhost/berth-bp-python:test', static: 'localhost/berth-bp-static:test', go: 'localhost/berth-bp-go:test' };
+
+/**
+ * A stand-in for the go tool (a Go toolchain image is too heavy to make on every run): `go mod
+ * download` checks go.mod, `go build -o OUT .` writes OUT as a program that prints what main.go's
+ * fmt.Println says and serves. It shows what berth's part is: the repository cloned, go.mod
+ * detected, the generated steps run in order and the built binary started as the image's command.
+ */
+const FAKE_GO = String.raw`#!/bin/sh
+set -e
+case "$1" in
+  mod) grep -q '^module ' go.mod; echo "go mod download: ok";;
+  build) out=""; while [ $# -gt 0 ]; do if [ "$1" = "-o" ]; then shift; out="$1"; fi; shift; done
+    msg=$(sed -n 's/.*fmt.Println("\(.*\)").*/\1/p' main.go)
+    printf '#!/bin/sh\necho "%s"\nmkdir -p /srv && echo "%s" > /srv/index.html\nexec httpd -f -p "$PORT" -h /srv\n' "$msg" "$msg" > "$out"; chmod +x "$out";;
+  *) exit 2;;
+esac
+`;
 
 const SERVER_JS = `const fs = require('node:fs');
 const http = require('node:http');
@@ -87,6 +105,11 @@ describe.skipIf(!enginesAvailable)(`build packs ${enginesAvailable ? '' : `(skip
         ),
       10_000,
     );
+    const goDir = path.join(dir, 'go-image');
+    mkdirSync(goDir);
+    writeFileSync(path.join(goDir, 'go'), FAKE_GO, { mode: 0o755 });
+    writeFileSync(path.join(goDir, 'Dockerfile'), `FROM ${engines.image}\nCOPY go /usr/local/bin/go\n`);
+    engines.podman('a', ['build', '-q', '-t', IMAGES.go, goDir]);
     s = await startTestServer({ apiRateLimit: 0, helperImage: engines.image }, { BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1', BERTH_BUILDPACK_IMAGES: JSON.stringify(IMAGES) });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
@@ -234,6 +257,38 @@ http.server.HTTPServer(("0.0.0.0", int(os.environ["PORT"])), H).serve_forever()
     expect(d.logs).toContain('CMD ["sh","-c","python main.py from-procfile"]');
     await until('the app to answer', async () => (answer(uuid, 8000).includes('started') ? true : undefined), 30_000, 500);
     expect(answer(uuid, 8000)).toBe('hello from the installed wheel | started from-procfile');
+  }, 400_000);
+
+  it('PATCH of build_command takes effect at the next deploy: the new command runs', async () => {
+    const repo = commit('node', NODE_APP);
+    const { uuid } = await api.ok('POST', '/applications/public', { ...place(), git_repository: repo, git_branch: 'main', build_pack: 'nixpacks', ports_exposes: '3100' });
+    made.push(uuid);
+    const d = await deploy(uuid);
+    expect(d.logs).toContain('RUN npm run build');
+    await until('the app to answer', async () => (answer(uuid, 3100).includes('started by') ? true : undefined), 30_000, 500);
+    expect(answer(uuid, 3100)).toBe('built by npm run build | started by npm-start');
+    const patched = 'mkdir -p dist && echo "built by the patched build_command" > dist/built.txt';
+    await api.ok('PATCH', `/applications/${uuid}`, { build_command: patched });
+    const next = await deploy(uuid);
+    expect(next.logs).toContain(`RUN ${patched}`);
+    expect(next.logs).not.toContain('RUN npm run build');
+    await until('the rebuilt app to answer', async () => (answer(uuid, 3100).startsWith('built by the patched') ? true : undefined), 30_000, 500);
+    expect(answer(uuid, 3100)).toBe('built by the patched build_command | started by npm-start');
+  }, 400_000);
+
+  it('Go: a go.mod repository is built and its binary run as the command (with a stand-in go tool)', async () => {
+    const repo = commit('go', { 'go.mod': 'module example.test/hello\n\ngo 1.23\n', 'main.go': 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello from go.mod") }\n' });
+    const { uuid } = await api.ok('POST', '/applications/public', { ...place(), git_repository: repo, git_branch: 'main', build_pack: 'nixpacks', ports_exposes: '8080' });
+    made.push(uuid);
+    const d = await deploy(uuid);
+    expect(d.logs).toContain('nixpacks detected go (go.mod)');
+    expect(d.logs).toContain(`FROM ${IMAGES.go}`);
+    expect(d.logs).toContain('RUN go mod download');
+    expect(d.logs).toContain('RUN go build -o /usr/local/bin/app .');
+    expect(d.logs).toContain('CMD ["sh","-c","/usr/local/bin/app"]');
+    await until('the binary to answer', async () => (answer(uuid, 8080).includes('hello') ? true : undefined), 30_000, 500);
+    expect(answer(uuid, 8080)).toBe('hello from go.mod');
+    expect((await api.ok('GET', `/applications/${uuid}/logs`)).logs).toContain('hello from go.mod');
   }, 400_000);
 
   it('a repository nixpacks cannot read fails its deployment naming what was looked for', async () => {

@@ -1,7 +1,8 @@
 /**
  * The generated builds' detection (nixpacks, static) on real directories: what each stack's
- * Dockerfile says. Go is checked here only: a Go toolchain image is too heavy to make on the test
- * engines (the other stacks also run in test/e2e/buildpacks.test.ts).
+ * Dockerfile says. Go's is checked whole here; test/e2e/buildpacks.test.ts runs it from a git
+ * daemon repository with a stand-in go tool (a Go toolchain image is too heavy to make there), as
+ * it runs the other stacks.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

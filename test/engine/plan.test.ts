@@ -24,6 +24,12 @@ describe('containerNames', () => {
     const config = JSON.stringify({ docker_compose_raw: '', volumes: [], containers: [{ name: 'web' }, { name: 'db' }] });
     expect(containerNames({ uuid: 'u3', kind: 'service', config })).toEqual(['u3-web', 'u3-db']);
   });
+
+  it('a dockercompose application is one container until its compose file is read, then one per compose service', () => {
+    expect(containerNames({ uuid: 'u4', kind: 'application', config: JSON.stringify({ build_pack: 'dockercompose' }) })).toEqual(['u4']);
+    const config = JSON.stringify({ build_pack: 'dockercompose', compose: { docker_compose_raw: '', volumes: [], commit: null, containers: [{ name: 'cache' }, { name: 'web' }] } });
+    expect(containerNames({ uuid: 'u4', kind: 'application', config })).toEqual(['u4-cache', 'u4-web']);
+  });
 });
 
 describe('planRefusal', () => {

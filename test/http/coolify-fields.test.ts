@@ -113,8 +113,9 @@ describe('Coolify fields berth does not apply', () => {
     const created = await api('POST', '/applications/public', { ...place, ...repo, git_branch: '-x', base_directory: '/../etc' });
     expect(created.json.errors.git_branch).toEqual(bad.json.errors.git_branch);
     expect(created.json.errors.base_directory).toEqual(bad.json.errors.base_directory);
-    expect((await patch({ build_pack: 'nixpacks' })).json.errors.build_pack[0]).toContain("cannot change an application's build pack");
-    expect((await patch({ build_pack: 'dockerimage' })).json.errors.build_pack[0]).toContain("cannot change an application's build pack");
+    // The build pack changes among the single-image packs (taking effect at the next deploy), never to an image or to/from compose.
+    expect((await patch({ build_pack: 'dockerimage' })).json.errors.build_pack[0]).toContain('dockerimage is create_application');
+    expect((await patch({ build_pack: 'dockercompose' })).json.errors.build_pack[0]).toContain('cannot turn a "dockerfile" application into a "dockercompose" one');
     // What berth cannot apply stays refused by name.
     expect((await patch({ git_commit_sha: 'abc123' })).json.errors.git_commit_sha[0]).toMatch(new RegExp(`^${NOT_YET}`));
     // Nothing of a refused PATCH landed.
@@ -124,6 +125,7 @@ describe('Coolify fields berth does not apply', () => {
     const onImage = await api('PATCH', `/applications/${image.json.uuid}`, { git_branch: 'main', build_pack: 'dockerimage' });
     expect(onImage.status).toBe(422);
     expect(onImage.json.errors).toEqual({ git_branch: ['This application runs an image, not a git repository: create a git application for that.'] });
+    expect((await api('PATCH', `/applications/${image.json.uuid}`, { build_pack: 'nixpacks' })).json.errors.build_pack[0]).toContain("cannot change this application's build pack");
   });
 
   it("databases: each kind's configuration fields name the field, with the env or file storage to use instead", async () => {

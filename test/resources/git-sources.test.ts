@@ -184,7 +184,7 @@ describe('private repositories by deploy key: the door', () => {
       [{ private_key_uuid: key, git_repository: 'https://github.com/octo/x.git' }, 'git_repository', /SSH repository/],
       [{ private_key_uuid: key, git_repository: 'git@github.com:x.git', git_host_key: 'not a key' }, 'git_host_key', /host key/],
       [{ private_key_uuid: key, git_repository: 'git@github.com:x.git', git_branch: '--upload-pack=x' }, 'git_branch', /branch/],
-      [{ private_key_uuid: key, git_repository: 'git@github.com:x.git', build_pack: 'dockercompose' }, 'build_pack', /compose file/],
+      [{ private_key_uuid: key, git_repository: 'git@github.com:x.git', build_pack: 'heroku' }, 'build_pack', /not a build pack berth knows/],
     ];
     expect((await c.api('POST', '/applications/private-deploy-key', c.write, body({ private_key_uuid: foreignKey, git_repository: 'git@github.com:x.git' }))).text).toBe(NOT_FOUND);
     for (const [extra, field, message] of refused) {

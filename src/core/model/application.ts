@@ -1,3 +1,4 @@
+import type { ComposeContainer } from '../compose.js';
 import type { HealthCheckFields, LimitsFields } from '../runtime-fields.js';
 
 /** The image tag of a dockerfile application before its first build. */
@@ -6,8 +7,8 @@ export const UNBUILT_TAG = 'unbuilt';
 /** Coolify's default for docker_images_to_keep: built images kept for rollback besides the one running. */
 export const DEFAULT_IMAGES_TO_KEEP = 2;
 
-/** Build packs that build an image from source at each deploy (dockerimage pulls one instead). */
-export const BUILD_PACKS = ['dockerfile', 'nixpacks', 'static'] as const;
+/** Build packs that build from source at each deploy (dockerimage pulls one instead); dockercompose runs the repository's compose file. */
+export const BUILD_PACKS = ['dockerfile', 'nixpacks', 'static', 'dockercompose'] as const;
 export type BuildPack = (typeof BUILD_PACKS)[number];
 
 /** The base images of the generated builds, declared with the settings (BERTH_BUILDPACK_IMAGES). */
@@ -36,7 +37,25 @@ export type BuildSource =
       git_host_key?: string | null;
       /** nixpacks and static: the steps given in place of the detected ones. */
       steps?: BuildSteps;
+      /** dockercompose: the compose file, relative to base_directory (Coolify's default /docker-compose.yaml). */
+      docker_compose_location?: string;
     };
+
+/** Coolify's default docker_compose_location. */
+export const DEFAULT_COMPOSE_LOCATION = '/docker-compose.yaml';
+
+/**
+ * A dockercompose application's compose file as read from the repository at its last successful
+ * build: planned as a service's containers (`<uuid>-<name>`), a `build:` service's image being
+ * the one built then (localhost/berth-app-<uuid>-<name>:<deployment uuid>).
+ */
+export interface ComposeApplication {
+  docker_compose_raw: string;
+  containers: ComposeContainer[];
+  volumes: string[];
+  /** The commit it was read and built from. */
+  commit: string | null;
+}
 
 /** Coolify's runtime fields are stored only when set (see runtime-fields.ts for their defaults). */
 export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<LimitsFields> {
@@ -57,6 +76,10 @@ export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<L
   custom_docker_run_options?: string | null;
   /** Built images kept for rollback besides the running one (older ones are removed after a deploy). */
   docker_images_to_keep?: number;
+  /** dockercompose: what the last build read from the repository (absent before the first). */
+  compose?: ComposeApplication;
+  /** dockercompose: Coolify's docker_compose_domains, the domains (fqdn) of each compose service by name. */
+  compose_domains?: Record<string, string>;
 }
 
 /** Whether an application's image is built by berth (from a Dockerfile, written or generated) rather than pulled. */

@@ -10,10 +10,12 @@ import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { requireFreeDomains } from '../domains.js';
 import { applyRuntimeFields, normalizeDomains, runtimeFields } from './applications.js';
-import { BUILD_PACKS, UNBUILT_TAG, type ApplicationConfig, type BuildPack, type BuildSource, type BuildSteps } from '../model/application.js';
+import { UNBUILT_TAG, type ApplicationConfig, type BuildPack, type BuildSource } from '../model/application.js';
 import { newResourceRow, placementInput, resolvePlacement } from './resource-common.js';
 import { APPLICATION_FIELDS, GIT_APPLICATION_FIELDS } from './coolify-fields.js';
-import { gitBranch, gitRepository, repoPath, sshRepository } from './git-fields.js';
+import { buildFields, buildInput, composeDomainsOf, gitBranch, gitRepository, sshRepository } from './git-fields.js';
+
+const gitFields = { git_branch: gitBranch, build_pack: z.string(), ...buildInput };
 
 const shared = {
   ...placementInput,
@@ -53,63 +55,14 @@ const hostKeys = z
     return keys.join('\n');
   });
 
-/** One shell line of a generated build (it becomes a RUN or the CMD): no line breaks or control characters. */
-const step = z
-  .string()
-  .max(2000)
-  .regex(/^[^\x00-\x1f\x7f]*$/, 'One line, without control characters.')
-  .nullable()
-  .meta({ 'berth.brief': true })
-  .optional();
-
-const gitFields = {
-  git_branch: gitBranch,
-  build_pack: z.string(),
-  base_directory: repoPath.optional(),
-  dockerfile_location: repoPath.optional(),
-  install_command: step,
-  build_command: step,
-  start_command: step,
-  publish_directory: repoPath.nullable().meta({ 'berth.brief': true }).optional(),
-};
-
-type GitInput = { build_pack: string; ports_exposes: string } & Partial<Record<'install_command' | 'build_command' | 'start_command' | 'publish_directory', string | null>> & {
-    base_directory?: string;
-    dockerfile_location?: string;
-  };
-
-/**
- * What a git application builds with, checked together: the build pack, and the fields that
- * belong to it (the steps to nixpacks and static, dockerfile_location to dockerfile). A field of
- * another pack is refused by name rather than ignored.
- */
-function buildFields(i: GitInput): Pick<Extract<BuildSource, { git_repository: string }>, 'base_directory' | 'dockerfile_location' | 'steps'> & { build_pack: BuildPack } {
-  const pack = i.build_pack as BuildPack;
-  if (i.build_pack === 'dockercompose')
-    throw validationError({ build_pack: ["berth does not build a repository's compose file yet: create a service (POST /services, create_service) with the file's content as docker_compose_raw."] });
-  if (!BUILD_PACKS.includes(pack))
-    throw validationError({ build_pack: [`Use ${BUILD_PACKS.map((p) => `"${p}"`).join(', ')} (${i.build_pack} is not a build pack berth knows; dockerimage is create_application).`] });
-  const errors: Record<string, string[]> = {};
-  const steps: BuildSteps = {};
-  for (const k of ['install_command', 'build_command', 'start_command', 'publish_directory'] as const) {
-    const v = i[k]?.trim();
-    if (!v) continue;
-    if (pack !== 'nixpacks' && pack !== 'static') errors[k] = [`Applies to build_pack "nixpacks" or "static" (this one is "${pack}": put the step in the Dockerfile).`];
-    else steps[k] = v;
-  }
-  if (pack === 'static' && steps.start_command) errors.start_command = ['A static site is served by the static image: it has no start command.'];
-  if (pack === 'static' && i.ports_exposes.split(',')[0]!.trim() !== '80') errors.ports_exposes = ['A static site is served on port 80: send ports_exposes "80".'];
-  if (i.dockerfile_location !== undefined && pack !== 'dockerfile') errors.dockerfile_location = [`Applies to build_pack "dockerfile" (this one is "${pack}").`];
-  if (Object.keys(errors).length) throw validationError(errors);
-  return {
-    build_pack: pack,
-    base_directory: i.base_directory ?? '/',
-    dockerfile_location: i.dockerfile_location ?? '/Dockerfile',
-    ...(Object.keys(steps).length ? { steps } : {}),
-  };
-}
-
-async function createBuilt(ctx: OperationContext, i: z.infer<z.ZodObject<typeof shared>>, source: BuildSource, fallbackName: string, pack: BuildPack = 'dockerfile') {
+async function createBuilt(
+  ctx: OperationContext,
+  i: z.infer<z.ZodObject<typeof shared>>,
+  source: BuildSource,
+  fallbackName: string,
+  pack: BuildPack = 'dockerfile',
+  composeDomains?: Record<string, string>,
+) {
   const { db, caller } = ctx;
   const place = await resolvePlacement(db, caller.teamId, i);
   const uuid = newUuid();
@@ -121,9 +74,12 @@ async function createBuilt(ctx: OperationContext, i: z.infer<z.ZodObject<typeof 
     ports_exposes: i.ports_exposes,
     ports_mappings: i.ports_mappings ?? null,
     fqdn: normalizeDomains(i.domains),
+    ...(composeDomains && Object.keys(composeDomains).length ? { compose_domains: composeDomains } : {}),
   };
+  if (pack === 'dockercompose' && c.fqdn) throw validationError({ domains: ['A dockercompose application has a domain per compose service: send docker_compose_domains ([{ name, domain }]).'] });
   await applyRuntimeFields(db, c, i, place.destinationId);
   await requireFreeDomains(db, caller.teamId, c.fqdn, {}, i.force_domain_override);
+  for (const [part, fqdn] of Object.entries(c.compose_domains ?? {})) await requireFreeDomains(db, caller.teamId, fqdn, { part }, i.force_domain_override);
   const row = await db
     .insertInto('resources')
     .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `${fallbackName}-${uuid}`, description: i.description, tags: i.tags }, c))
@@ -158,8 +114,8 @@ export const applicationBuildOperations = [
     name: 'create_public_application',
     title: 'Create an application from a git repository',
     description:
-      'Create an application built from a public git repository (git_repository, git_branch, base_directory) at each deploy. build_pack "nixpacks": Node, Python, Go or a static site detected, steps replaced by install_command, build_command, start_command; "static": files or publish_directory on port 80; "dockerfile": dockerfile_location. A failed build leaves the running container alone. Runtime fields as create_application.',
-    summary: "Create an application built from a public git repository (nixpacks detection, static site or Dockerfile) on the server's engine at each deploy.",
+      'Create an application built from a public git repository (git_repository, git_branch, base_directory) at each deploy. build_pack "nixpacks": Node, Python, Go or a static site detected, steps replaced by install_command, build_command, start_command; "static": files or publish_directory on port 80; "dockerfile": dockerfile_location; "dockercompose": the compose file at docker_compose_location run as a service\'s (build: sections built), domains per compose service in docker_compose_domains. A failed build leaves the running containers alone. Runtime fields as create_application.',
+    summary: "Create an application built from a public git repository (nixpacks detection, static site, Dockerfile or compose file) on the server's engine at each deploy.",
     permission: 'write',
     toolset: 'applications',
     input: () => z.strictObject({ ...shared, ...gitFields, git_repository: gitRepository }),
@@ -168,11 +124,24 @@ export const applicationBuildOperations = [
     http: { method: 'POST', path: '/api/v1/applications/public', status: 201 },
     unsupported: GIT_APPLICATION_FIELDS,
     async run(ctx, input) {
-      const { git_repository, git_branch, build_pack, base_directory, dockerfile_location, install_command, build_command, start_command, publish_directory, ...i } = input;
+      const {
+        git_repository,
+        git_branch,
+        build_pack,
+        base_directory,
+        dockerfile_location,
+        install_command,
+        build_command,
+        start_command,
+        publish_directory,
+        docker_compose_location,
+        docker_compose_domains,
+        ...i
+      } = input;
       const { build_pack: pack, ...build } = buildFields(input);
       const why = new TargetGuard(ctx.config.outboundAllowedTargets).urlRefusal(git_repository, ['http', 'https', 'git']);
       if (why) throw validationError({ git_repository: [why] });
-      return createBuilt(ctx, i, { git_repository, git_branch, ...build }, 'public', pack);
+      return createBuilt(ctx, i, { git_repository, git_branch, ...build }, 'public', pack, composeDomainsOf(pack, docker_compose_domains));
     },
   }),
   defineOperation({
@@ -197,14 +166,35 @@ export const applicationBuildOperations = [
     http: { method: 'POST', path: '/api/v1/applications/private-deploy-key', status: 201 },
     unsupported: GIT_APPLICATION_FIELDS,
     async run(ctx, input) {
-      const { git_repository, git_branch, build_pack, base_directory, dockerfile_location, install_command, build_command, start_command, publish_directory, private_key_uuid, git_host_key, ...i } =
-        input;
+      const {
+        git_repository,
+        git_branch,
+        build_pack,
+        base_directory,
+        dockerfile_location,
+        install_command,
+        build_command,
+        start_command,
+        publish_directory,
+        docker_compose_location,
+        docker_compose_domains,
+        private_key_uuid,
+        git_host_key,
+        ...i
+      } = input;
       const { build_pack: pack, ...build } = buildFields(input);
       const repo = parseSshRepository(git_repository);
       const why = typeof repo === 'string' ? repo : new TargetGuard(ctx.config.outboundAllowedTargets).hostRefusal(repo.host);
       if (why) throw validationError({ git_repository: [why] });
       const keyRow = await keyId(ctx.db, ctx.caller.teamId, private_key_uuid);
-      return createBuilt(ctx, i, { git_repository, git_branch, ...build, private_key_id: keyRow, git_host_key: git_host_key ?? null }, 'private-deploy-key', pack);
+      return createBuilt(
+        ctx,
+        i,
+        { git_repository, git_branch, ...build, private_key_id: keyRow, git_host_key: git_host_key ?? null },
+        'private-deploy-key',
+        pack,
+        composeDomainsOf(pack, docker_compose_domains),
+      );
     },
   }),
   defineOperation({

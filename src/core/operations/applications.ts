@@ -20,7 +20,7 @@ import { queueDeployment } from './deployments.js';
 import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, type ResourceRow } from './resource-common.js';
 import { APPLICATION_FIELDS, APPLICATION_UPDATE_FIELDS } from './coolify-fields.js';
 import { applicationDestinations } from './application-destinations.js';
-import { anyRepository, applyGitUpdate, gitBranch, repoPath } from './git-fields.js';
+import { anyRepository, applyGitUpdate, buildInput, composeDomainsOf, composeDomainsView, gitBranch } from './git-fields.js';
 import { TargetGuard } from '../outbound-guard.js';
 
 export const applicationSchema = z.object({
@@ -37,6 +37,10 @@ export const applicationSchema = z.object({
   build_command: z.string().nullable().meta({ 'berth.brief': true }),
   start_command: z.string().nullable().meta({ 'berth.brief': true }),
   publish_directory: z.string().nullable().meta({ 'berth.brief': true }),
+  /** dockercompose: where the compose file is, what the last build read there, and each compose service's domains. */
+  docker_compose_location: z.string().nullable().meta({ 'berth.brief': true }),
+  docker_compose_raw: z.string().nullable().meta({ 'berth.brief': true }),
+  docker_compose_domains: z.string().nullable().meta({ 'berth.brief': true }),
   docker_registry_image_name: z.string(),
   docker_registry_image_tag: z.string(),
   ports_exposes: z.string().nullable(),
@@ -83,6 +87,9 @@ export async function view(db: Db, r: ResourceRow, known?: Placements): Promise<
       build_command: git?.steps?.build_command ?? null,
       start_command: git?.steps?.start_command ?? null,
       publish_directory: git?.steps?.publish_directory ?? null,
+      docker_compose_location: c.build_pack === 'dockercompose' ? (git?.docker_compose_location ?? null) : null,
+      docker_compose_raw: c.compose?.docker_compose_raw ?? null,
+      docker_compose_domains: composeDomainsView(c.compose_domains),
     },
   );
 }
@@ -239,7 +246,7 @@ export const applicationOperations = [
     name: 'update_application',
     title: 'Update an application',
     description:
-      "Change an application (image, ports, domains, name, a git application's git_repository, git_branch, base_directory, dockerfile_location; Coolify's health_check_*, limits_*, custom_labels, custom_docker_run_options). Deploy afterwards to apply.",
+      "Change an application (image, ports, domains, name; a git application's git_repository, git_branch, build_pack, base_directory, dockerfile_location, install/build/start_command, publish_directory, docker_compose_location, docker_compose_domains, checked as on create; Coolify's health_check_*, limits_*, custom_labels, custom_docker_run_options). Deploy afterwards to apply.",
     summary: 'Change an application; redeploy for the change to reach the running container.',
     permission: 'write',
     toolset: 'applications',
@@ -248,18 +255,32 @@ export const applicationOperations = [
         uuid: uuidParam,
         ...appFields,
         docker_registry_image_name: imageName.optional(),
-        // A git application's source, checked as on create (git-fields.ts); the build pack stays.
+        // A git application's source and build, checked as on create (git-fields.ts).
         git_repository: anyRepository.optional(),
         git_branch: gitBranch.optional(),
-        base_directory: repoPath.optional(),
-        dockerfile_location: repoPath.optional(),
         build_pack: z.string().max(64).optional(),
+        ...buildInput,
       }),
     output: () => z.object({ uuid: z.string() }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/applications/{uuid}' },
     unsupported: APPLICATION_UPDATE_FIELDS,
-    async run({ db: store, caller, config: settings }, { uuid, git_repository, git_branch, base_directory, dockerfile_location, build_pack, ...i }) {
+    async run({ db: store, caller, config: settings }, input) {
+      const {
+        uuid,
+        git_repository,
+        git_branch,
+        base_directory,
+        dockerfile_location,
+        build_pack,
+        install_command,
+        build_command,
+        start_command,
+        publish_directory,
+        docker_compose_location,
+        docker_compose_domains,
+        ...i
+      } = input;
       // Read, merge and write the config in one transaction: concurrent PATCHes of different
       // fields both land.
       return atomically(store, async (db) => {
@@ -275,10 +296,19 @@ export const applicationOperations = [
         if (i.ports_exposes !== undefined) c.ports_exposes = i.ports_exposes;
         if (i.ports_mappings !== undefined) c.ports_mappings = i.ports_mappings;
         if (i.domains !== undefined) {
+          if (c.build_pack === 'dockercompose' && i.domains)
+            throw validationError({ domains: ['A dockercompose application has a domain per compose service: send docker_compose_domains ([{ name, domain }]).'] });
           c.fqdn = normalizeDomains(i.domains);
           await requireFreeDomains(db, caller.teamId, c.fqdn, { resourceId: r.id }, i.force_domain_override);
         }
-        applyGitUpdate(c, { git_repository, git_branch, base_directory, dockerfile_location, build_pack }, new TargetGuard(settings.outboundAllowedTargets));
+        const build = { base_directory, dockerfile_location, install_command, build_command, start_command, publish_directory, docker_compose_location };
+        applyGitUpdate(c, { git_repository, git_branch, build_pack, ...build, ports_exposes: c.ports_exposes }, new TargetGuard(settings.outboundAllowedTargets));
+        const parts = composeDomainsOf(c.build_pack, docker_compose_domains);
+        if (parts !== undefined) {
+          for (const [part, fqdn] of Object.entries(parts)) await requireFreeDomains(db, caller.teamId, fqdn, { resourceId: r.id, part }, i.force_domain_override);
+          if (Object.keys(parts).length) c.compose_domains = parts;
+          else delete c.compose_domains;
+        }
         await applyRuntimeFields(db, c, i, r.destination_id);
         await db
           .updateTable('resources')

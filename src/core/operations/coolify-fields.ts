@@ -17,7 +17,9 @@ const NO_WEBHOOKS = 'berth has no git webhooks: deploy with POST /deploy (deploy
 const GIT_BUILDS_ONLY = 'the build steps apply to an application built from a git repository with build_pack "nixpacks" or "static" (POST /applications/public or /applications/private-deploy-key)';
 const STATIC_PACK = 'a static site is build_pack "static" of a git application (its files served on port 80); berth has no static switch or nginx configuration';
 const NO_HOOKS = "berth runs no commands around a deployment: run it in the image's entrypoint, or as a scheduled task";
-const COMPOSE = 'Docker Compose applications are services in berth: POST /services with docker_compose_raw';
+const COMPOSE =
+  'a repository\'s compose file is build_pack "dockercompose" of a git application (POST /applications/public or /applications/private-deploy-key); an inline compose file is a service: POST /services with docker_compose_raw';
+const COMPOSE_COMMANDS = "berth starts and builds a dockercompose application's services as its compose file says: change the compose file in the repository";
 
 export const SERVER_FIELDS: Readonly<Record<string, CoolifyField>> = {
   is_build_server: field(NO_BUILD_SERVERS, false),
@@ -63,18 +65,19 @@ export const APPLICATION_FIELDS: Readonly<Record<string, CoolifyField>> = {
   docker_compose_location: field(COMPOSE, ...NONE),
   docker_compose_raw: field(COMPOSE, ...NONE),
   docker_compose_domains: field(COMPOSE, null),
-  docker_compose_custom_start_command: field(COMPOSE, ...NONE),
-  docker_compose_custom_build_command: field(COMPOSE, ...NONE),
+  docker_compose_custom_start_command: field(COMPOSE_COMMANDS, ...NONE),
+  docker_compose_custom_build_command: field(COMPOSE_COMMANDS, ...NONE),
 };
 
+/** The fields of a git application's build, real fields of the creates from a repository and of PATCH. */
+const BUILD_KEYS = ['install_command', 'build_command', 'start_command', 'publish_directory', 'docker_compose_location', 'docker_compose_domains'];
+
 /** Creates from a git repository: the build steps are fields of theirs. */
-export const GIT_APPLICATION_FIELDS: Readonly<Record<string, CoolifyField>> = Object.fromEntries(
-  Object.entries(APPLICATION_FIELDS).filter(([k]) => !['install_command', 'build_command', 'start_command', 'publish_directory'].includes(k)),
-);
+export const GIT_APPLICATION_FIELDS: Readonly<Record<string, CoolifyField>> = Object.fromEntries(Object.entries(APPLICATION_FIELDS).filter(([k]) => !BUILD_KEYS.includes(k)));
 
 /** PATCH /applications/{uuid}: the same, and a deploy asked for with the change. */
 export const APPLICATION_UPDATE_FIELDS: Readonly<Record<string, CoolifyField>> = {
-  ...APPLICATION_FIELDS,
+  ...GIT_APPLICATION_FIELDS,
   instant_deploy: field('deploy with POST /deploy (deploy) after the change', false, null),
 };
 

@@ -14,7 +14,7 @@ import { brief } from '../runtime-fields.js';
 import { answerBound, follow, followSchema, followText, type AnswerBound, type Phase } from '../answer-bound.js';
 import { ENGINE, READ } from './common.js';
 import { displayStatus, serverOf, type ResourceRow, perCollection } from './resource-common.js';
-import { UNBUILT_TAG, type ApplicationConfig } from '../model/application.js';
+import { isBuilt, UNBUILT_TAG, type ApplicationConfig } from '../model/application.js';
 import { SINGULAR, type Collection } from '../model/kinds.js';
 
 type DeploymentRow = Selectable<DeploymentsTable>;
@@ -289,7 +289,7 @@ export async function waitForDeployment(db: Db, bound: AnswerBound, id: number, 
 function neverBuilt(r: ResourceRow): boolean {
   if (r.kind !== 'application') return false;
   const c = JSON.parse(r.config) as ApplicationConfig;
-  return c.build_pack === 'dockerfile' && c.docker_registry_image_tag === UNBUILT_TAG;
+  return isBuilt(c) && c.docker_registry_image_tag === UNBUILT_TAG;
 }
 
 /** start/stop/restart for one collection: each queues a deployment of that kind (a never-built application's start or restart, a deploy). */

@@ -456,7 +456,7 @@ export function logOperation(collection: Collection) {
   return defineOperation({
     name: `get_${singular}_logs`,
     title: `Get ${singular} logs`,
-    description: `The last lines (default 100) of ${one}'s container logs (read:sensitive)${collection === 'services' ? '; sub_service_name: one container' : ''}; show_timestamps: true adds times; long logs keep their tail unless full: "true".`,
+    description: `Last lines (default 100) of ${one}'s container logs (read:sensitive)${collection !== 'databases' ? '; sub_service_name: one container' : ''}; show_timestamps adds times; long logs keep their tail unless full.`,
     default: true,
     summary: `Recent container logs of ${one} (read:sensitive)${collection === 'services' ? '; sub_service_name picks one compose container' : ''}.`,
     permission: 'read:sensitive',
@@ -469,8 +469,8 @@ export function logOperation(collection: Collection) {
           .enum(['true', 'false'])
           .transform((v) => v === 'true')
           .optional(),
-        // Coolify requires it on service logs; berth without it gives every container's, each line prefixed.
-        ...(collection === 'services' ? { sub_service_name: z.string().min(1).max(255).meta({ 'berth.brief': true }).optional() } : {}),
+        // Coolify requires it on service logs; berth without it gives every container's, each line prefixed (a dockercompose application's too).
+        ...(collection !== 'databases' ? { sub_service_name: z.string().min(1).max(255).meta({ 'berth.brief': true }).optional() } : {}),
       }),
     output: () => z.object({ logs: sensitive(z.string()), truncated: z.boolean() }),
     annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: true },
@@ -480,7 +480,8 @@ export function logOperation(collection: Collection) {
       const sub = (i as { sub_service_name?: string }).sub_service_name;
       const r = await ownedResource(db, uuid, caller.teamId, kinds);
       // As Coolify: a name that is none of the service's containers is a 404.
-      if (sub !== undefined && !config<{ containers: { name: string }[] }>(r).containers.some((k) => k.name === sub)) throw notFound();
+      const c = config<{ containers?: { name: string }[]; compose?: { containers: { name: string }[] } }>(r);
+      if (sub !== undefined && !(c.containers ?? c.compose?.containers ?? []).some((k) => k.name === sub)) throw notFound();
       const t = truncateLog(await runtime.logs(r.id, { lines, timestamps: Boolean(show_timestamps), ...(sub !== undefined ? { container: sub } : {}) }), Boolean(full));
       return { logs: t.text, truncated: t.truncated };
     },
