@@ -9,6 +9,7 @@ import { keyId, needsGithub } from './git-sources.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { requireFreeDomains } from '../domains.js';
+import { atomically } from '../../store/atomic.js';
 import { applyRuntimeFields, normalizeDomains, runtimeFields } from './applications.js';
 import { BUILD_PACKS, UNBUILT_TAG, type ApplicationConfig, type BuildPack, type BuildSource, type BuildSteps } from '../model/application.js';
 import { newResourceRow, placementInput, resolvePlacement } from './resource-common.js';
@@ -123,12 +124,15 @@ async function createBuilt(ctx: OperationContext, i: z.infer<z.ZodObject<typeof 
     fqdn: normalizeDomains(i.domains),
   };
   await applyRuntimeFields(db, c, i, place.destinationId);
-  await requireFreeDomains(db, caller.teamId, c.fqdn, {}, i.force_domain_override);
-  const row = await db
-    .insertInto('resources')
-    .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `${fallbackName}-${uuid}`, description: i.description, tags: i.tags }, c))
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  // The check and the insert in one transaction: of two creates claiming one domain, one wins.
+  const row = await atomically(db, async (trx) => {
+    await requireFreeDomains(trx, caller.teamId, c.fqdn, {}, i.force_domain_override);
+    return trx
+      .insertInto('resources')
+      .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `${fallbackName}-${uuid}`, description: i.description, tags: i.tags }, c))
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
   const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;
   return { uuid, domains: c.fqdn, ...(deployment ? { deployment_uuid: deployment.uuid } : {}) };
 }

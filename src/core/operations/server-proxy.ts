@@ -10,6 +10,7 @@ import { sensitive } from '../redact.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { flag, uuidParam } from '../validators.js';
 import { READ, UPDATE } from './common.js';
+import { displayStatus, serverOf, type ResourceRow } from './resource-common.js';
 
 /** Coolify's proxy types: berth runs Caddy (or none); Traefik is refused by name. */
 export const proxyTypeInput = z
@@ -182,4 +183,16 @@ export async function domainProxyStatus(ctx: OperationContext, r: { destination_
   const s = await ctx.db.selectFrom('destinations as d').innerJoin('servers as s', 's.id', 'd.server_id').selectAll('s').where('d.id', '=', r.destination_id).executeTakeFirstOrThrow();
   if (proxySettingsOf(s).proxy_type === 'none' || !ctx.runtime.isLive(s)) return null;
   return (await ctx.runtime.proxyStatus(s.id)) ?? 'exited';
+}
+
+/**
+ * After a domain change: the server of a resource that runs reloads its proxy's routes now (one
+ * config write and a `caddy reload`), not at the next deploy. One that does not run is routed at
+ * its deploy. A proxy that cannot is logged and never fails the change (the next deploy retries).
+ */
+export async function routeAtOnce(ctx: OperationContext, r: Pick<ResourceRow, 'destination_id' | 'status' | 'observed_status' | 'deleting'>): Promise<void> {
+  if (!/^(running|restarting|degraded)/.test(displayStatus(r))) return;
+  const s = await serverOf(ctx.db, r);
+  if (proxySettingsOf(s).proxy_type === 'none' || !ctx.runtime.isLive(s)) return;
+  await ctx.runtime.syncProxy(s.id, { signal: AbortSignal.timeout(30_000) }).catch((err) => ctx.logger.warn({ err: (err as Error).message, server: s.uuid }, 'could not route the changed domains'));
 }
