@@ -2,6 +2,8 @@ import type { ProxyRoute, ProxySettings } from '../core/model/proxy.js';
 
 /** Where berth's config lives in the proxy container (written there, then loaded with `caddy reload`). */
 export const CADDY_CONFIG_FILE = '/etc/caddy/berth.json';
+/** A private ACME CA's root (acme_ca_root), written beside the config when set. */
+export const ACME_CA_ROOT_FILE = '/etc/caddy/berth-acme-ca-root.pem';
 
 type Json = Record<string, unknown>;
 
@@ -51,7 +53,16 @@ export function caddyConfig(routes: readonly ProxyRoute[], s: ProxySettings): Js
   if (https.length) {
     // berth writes the redirects itself (only with redirect_enabled), so Caddy's own are off.
     servers.https = { listen: [':443'], routes: [...https.map(route), fallback(s)], automatic_https: { disable_redirects: true } };
-    const issuer = s.tls_issuer === 'internal' ? { module: 'internal' } : { module: 'acme', ...(s.acme_email ? { email: s.acme_email } : {}), ...(s.acme_ca ? { ca: s.acme_ca } : {}) };
+    const issuer =
+      s.tls_issuer === 'internal'
+        ? { module: 'internal' }
+        : {
+            module: 'acme',
+            ...(s.acme_email ? { email: s.acme_email } : {}),
+            ...(s.acme_ca ? { ca: s.acme_ca } : {}),
+            // Trusted for the ACME CA's own HTTPS only (a private CA), not in any trust store.
+            ...(s.acme_ca_root ? { trusted_roots_pem_files: [ACME_CA_ROOT_FILE] } : {}),
+          };
     apps.tls = { automation: { policies: [{ subjects: secureHosts, issuers: [issuer] }] } };
     // The internal CA's root stays in the proxy's data volume; no trust store to install it in.
     apps.pki = { certificate_authorities: { local: { install_trust: false } } };

@@ -7,7 +7,7 @@ import { DEFAULT_PROXY_PORTS, PROXY_CONTAINER, PROXY_NETWORK, proxySettingsOf, t
 import type { EngineClient } from './engine-client.js';
 import { NotFoundError } from './engine-errors.js';
 import { LABEL_MANAGED } from './plan.js';
-import { CADDY_CONFIG_FILE, caddyConfig } from './caddy-config.js';
+import { ACME_CA_ROOT_FILE, CADDY_CONFIG_FILE, caddyConfig } from './caddy-config.js';
 
 /** Marks the proxy container with its server, so orphan listings and cleanups know it. */
 export const LABEL_PROXY = 'berth.proxy';
@@ -109,7 +109,9 @@ export async function syncProxy(db: Db, engine: EngineClient, serverId: number, 
   await joinRouted(engine, new Set(routes.map((r) => r.upstream)), signal);
   const config = JSON.stringify(caddyConfig(routes, settings), null, 1);
   const { fileStoragesTar } = await import('./file-tar.js');
-  const write = () => engine.putArchive(PROXY_CONTAINER, '/', fileStoragesTar([{ path: CADDY_CONFIG_FILE, content: config, isDirectory: false }]), { signal });
+  const files = [{ path: CADDY_CONFIG_FILE, content: config, isDirectory: false }];
+  if (settings.acme_ca_root) files.push({ path: ACME_CA_ROOT_FILE, content: settings.acme_ca_root, isDirectory: false });
+  const write = () => engine.putArchive(PROXY_CONTAINER, '/', fileStoragesTar(files), { signal });
   if (state === null || o.recreate) {
     const run = proxyRunSpec(settings, o.defaultImage);
     const { ensureImage } = await import('./engine-client.js');
@@ -155,7 +157,7 @@ async function ensureNetwork(engine: EngineClient, signal?: AbortSignal): Promis
   }
 }
 
-/** Routed containers join the proxy's network; berth's containers no route names leave it. */
+/** Routed containers join the proxy's network; berth's containers no route names leave it (others an operator put there stay). */
 async function joinRouted(engine: EngineClient, upstreams: ReadonlySet<string>, signal?: AbortSignal): Promise<void> {
   const net = await engine.inspectNetwork(PROXY_NETWORK, { signal });
   const members = new Set(Object.values((net.Containers ?? {}) as Record<string, { Name?: string }>).map((c) => c.Name ?? ''));
@@ -170,6 +172,10 @@ async function joinRouted(engine: EngineClient, upstreams: ReadonlySet<string>, 
   }
   for (const name of members) {
     if (name === PROXY_CONTAINER || upstreams.has(name)) continue;
-    await engine.disconnectNetwork(PROXY_NETWORK, name, { signal });
+    const labels = await engine
+      .inspectContainer(name, { signal })
+      .then((c) => c.Config.Labels ?? {})
+      .catch(() => ({}) as Record<string, string>);
+    if (labels[LABEL_MANAGED] === 'true') await engine.disconnectNetwork(PROXY_NETWORK, name, { signal });
   }
 }

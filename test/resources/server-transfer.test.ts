@@ -171,3 +171,28 @@ describe('the source side', () => {
     expect((await a.api('GET', `/servers/${src}`, a.read)).json.transfer).toMatchObject({ status: 'transferred', export_id: m.json.export_id });
   });
 });
+
+describe('domains in a bundle', () => {
+  it("an import cannot take a domain another team's resource answers to (409 naming none); elsewhere it keeps them", async () => {
+    expect((await a.api('PATCH', `/applications/${a.w.appUuid}`, a.write, { domains: 'https://held.example.com' })).status).toBe(200);
+    try {
+      const bundle = await exportOf(a.root);
+      const other = await a.s.team('Domain takers');
+      const taken = await call(a.s.url, 'POST', '/api/v1/servers/import', { token: other.rootToken, body: { bundle, preserve_uuids: false } });
+      expect(taken.status, taken.text).toBe(409);
+      expect(taken.json.message).toBe('Domain conflicts detected: held.example.com is used by another resource.');
+      // All or nothing: the other team has no server from it.
+      expect((await a.api('GET', '/servers', other.rootToken)).json).toEqual([]);
+      const fresh = await startTestServer({ apiRateLimit: 0 });
+      try {
+        const r = await call(fresh.url, 'POST', '/api/v1/servers/import', { token: fresh.rootToken, body: { bundle } });
+        expect(r.status, r.text).toBe(201);
+        expect((await call(fresh.url, 'GET', `/api/v1/applications/${a.w.appUuid}`, { token: fresh.rootToken })).json.fqdn).toBe('https://held.example.com');
+      } finally {
+        await fresh.stop();
+      }
+    } finally {
+      await a.api('PATCH', `/applications/${a.w.appUuid}`, a.write, { domains: null });
+    }
+  });
+});

@@ -145,12 +145,37 @@ describe("Coolify's service fields", () => {
     expect((await c.api('PATCH', `/services/${uuid}/databases/${db}`, c.write, { url: 'https://db.example.com' })).json.errors).toEqual({ url: ['This field is not allowed.'] });
   });
 
-  it('a one-click template berth lacks names the list; urls are refused by name, saying berth does not support them yet; the network switch is kept', async () => {
+  it("Coolify's urls on service create and update: each application's URLs by name, claimed like any domain", async () => {
+    const made = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml(''), urls: [{ name: 'web', url: 'https://a.example.com, http://a.example.com:8080' }] });
+    expect(made.status, made.text).toBe(201);
+    expect(made.json.domains).toEqual(['https://a.example.com,http://a.example.com:8080']);
+    const uuid = made.json.uuid as string;
+    expect((await c.api('GET', `/services/${uuid}/applications`, c.read)).json[0].fqdn).toBe('https://a.example.com,http://a.example.com:8080');
+    // No proxy on a record-only server: nothing answers, so no proxy status.
+    expect((await c.api('GET', `/services/${uuid}`, c.read)).json.proxy_status).toBeNull();
+    // A database, a name the service lacks, one URL twice: 422 naming it; nothing is made.
+    for (const urls of [[{ name: 'db', url: 'https://b.example.com' }], [{ name: 'nope', url: 'https://b.example.com' }]]) {
+      const r = await c.api('POST', '/services', c.write, { ...placeOf(c.w), name: 'refused', docker_compose_raw: yaml(''), urls });
+      expect(r.status, r.text).toBe(422);
+      expect(r.json.errors.urls[0]).toContain(`'${urls[0]!.name}' not found`);
+    }
+    expect((await c.api('GET', '/services', c.read)).json.some((s: { name: string }) => s.name === 'refused')).toBe(false);
+    // Another service wanting a's domain: 409 naming the holder; force_domain_override shares it.
+    const clash = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml(''), urls: [{ name: 'web', url: 'https://a.example.com' }] });
+    expect(clash.status).toBe(409);
+    expect(clash.json.message).toContain('a.example.com is used by service');
+    // Update: move it, clear it.
+    const moved = await c.api('PATCH', `/services/${uuid}`, c.write, { urls: [{ name: 'web', url: 'https://c.example.com' }] });
+    expect(moved.json).toEqual({ uuid, domains: ['https://c.example.com'] });
+    expect((await c.api('PATCH', `/services/${uuid}`, c.write, { urls: [{ name: 'web', url: null }] })).json.domains).toEqual([]);
+    expect((await c.api('PATCH', `/services/${uuid}`, c.write, { urls: [{ name: 'web', url: 'ftp://x' }] })).status).toBe(422);
+    expect((await c.api('PATCH', `/services/${uuid}`, c.write, { urls: [{ name: 'web', url: 'https://d.example.com', extra: 1 }] })).status).toBe(422);
+  });
+
+  it('a one-click template berth lacks names the list; the network switch is kept', async () => {
     const oneClick = await c.api('POST', '/services', c.write, { ...placeOf(c.w), type: 'gitea-with-mysql' });
     expect(oneClick.status).toBe(422);
     expect(oneClick.json.errors.type).toEqual(['Unknown service type "gitea-with-mysql". list_service_templates (GET /api/v1/services/templates) lists the types.']);
-    const urls = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml(''), urls: [{ name: 'web', url: 'https://a.example.com' }] });
-    expect(urls.json.errors.urls[0]).toMatch(/^berth does not support this Coolify field yet: .*PATCH \/services\/\{uuid\}\/applications/);
     const made = await c.api('POST', '/services', c.write, { ...placeOf(c.w), docker_compose_raw: yaml('') });
     const uuid = made.json.uuid as string;
     expect((await c.api('PATCH', `/services/${uuid}`, c.write, { connect_to_docker_network: true })).status).toBe(200);

@@ -20,6 +20,8 @@ export const proxySettingsSchema = z.object({
   acme_email: z.string().nullable(),
   /** berth: an ACME directory other than Let's Encrypt's (a staging or private CA). */
   acme_ca: z.string().nullable(),
+  /** berth: the PEM root(s) a private ACME CA's own HTTPS is checked against (its certificates chain to it too). */
+  acme_ca_root: z.string().nullable(),
   /** Coolify's saved proxy compose file (image, ports, environment); null: the defaults. */
   configuration: z.string().nullable(),
 });
@@ -32,6 +34,7 @@ export const PROXY_DEFAULTS: ProxySettings = {
   tls_issuer: 'acme',
   acme_email: null,
   acme_ca: null,
+  acme_ca_root: null,
   configuration: null,
 };
 

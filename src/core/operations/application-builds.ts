@@ -9,6 +9,7 @@ import { keyId, needsGithub } from './git-sources.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { requireFreeDomains } from '../domains.js';
+import { atomically } from '../../store/atomic.js';
 import { applyRuntimeFields, normalizeDomains, runtimeFields } from './applications.js';
 import { UNBUILT_TAG, type ApplicationConfig, type BuildPack, type BuildSource } from '../model/application.js';
 import { newResourceRow, placementInput, resolvePlacement } from './resource-common.js';
@@ -78,13 +79,16 @@ async function createBuilt(
   };
   if (pack === 'dockercompose' && c.fqdn) throw validationError({ domains: ['A dockercompose application has a domain per compose service: send docker_compose_domains ([{ name, domain }]).'] });
   await applyRuntimeFields(db, c, i, place.destinationId);
-  await requireFreeDomains(db, caller.teamId, c.fqdn, {}, i.force_domain_override);
-  for (const [part, fqdn] of Object.entries(c.compose_domains ?? {})) await requireFreeDomains(db, caller.teamId, fqdn, { part }, i.force_domain_override);
-  const row = await db
-    .insertInto('resources')
-    .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `${fallbackName}-${uuid}`, description: i.description, tags: i.tags }, c))
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  // The check and the insert in one transaction: of two creates claiming one domain, one wins.
+  const row = await atomically(db, async (trx) => {
+    await requireFreeDomains(trx, caller.teamId, c.fqdn, {}, i.force_domain_override);
+    for (const [part, fqdn] of Object.entries(c.compose_domains ?? {})) await requireFreeDomains(trx, caller.teamId, fqdn, { part }, i.force_domain_override);
+    return trx
+      .insertInto('resources')
+      .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `${fallbackName}-${uuid}`, description: i.description, tags: i.tags }, c))
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
   const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;
   return { uuid, domains: c.fqdn, ...(deployment ? { deployment_uuid: deployment.uuid } : {}) };
 }

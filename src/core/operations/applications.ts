@@ -5,7 +5,7 @@ import { validationError } from '../../errors.js';
 import { newUuid } from '../../ids.js';
 import { ownedResource } from '../lookup.js';
 import { requireFreeDomains } from '../domains.js';
-import { domainProxyStatus } from './server-proxy.js';
+import { domainProxyStatus, routeAtOnce } from './server-proxy.js';
 import { deleteOperation } from './resource-delete.js';
 import { defineOperation } from '../operation.js';
 import { listOf, pageInput, pageOf } from '../pagination.js';
@@ -202,12 +202,15 @@ export const applicationOperations = [
         fqdn: normalizeDomains(i.domains),
       };
       await applyRuntimeFields(db, c, i, place.destinationId);
-      await requireFreeDomains(db, caller.teamId, c.fqdn, {}, i.force_domain_override);
-      const row = await db
-        .insertInto('resources')
-        .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `docker-image-${uuid}`, description: i.description, tags: i.tags }, c))
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      // The check and the insert in one transaction: of two creates claiming one domain, one wins.
+      const row = await atomically(db, async (trx) => {
+        await requireFreeDomains(trx, caller.teamId, c.fqdn, {}, i.force_domain_override);
+        return trx
+          .insertInto('resources')
+          .values(newResourceRow({ uuid, teamId: caller.teamId, kind: 'application', place, name: i.name ?? `docker-image-${uuid}`, description: i.description, tags: i.tags }, c))
+          .returningAll()
+          .executeTakeFirstOrThrow();
+      });
       const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;
       return { uuid, domains: c.fqdn, ...(deployment ? { deployment_uuid: deployment.uuid } : {}) };
     },
@@ -265,7 +268,8 @@ export const applicationOperations = [
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/applications/{uuid}' },
     unsupported: APPLICATION_UPDATE_FIELDS,
-    async run({ db: store, caller, config: settings }, input) {
+    async run(ctx, input) {
+      const { db: store, caller, config: settings } = ctx;
       const {
         uuid,
         git_repository,
@@ -283,7 +287,7 @@ export const applicationOperations = [
       } = input;
       // Read, merge and write the config in one transaction: concurrent PATCHes of different
       // fields both land.
-      return atomically(store, async (db) => {
+      const r = await atomically(store, async (db) => {
         const r = await ownedResource(db, uuid, caller.teamId, ['application']);
         const c = config<ApplicationConfig>(r);
         if (isBuilt(c) && (i.docker_registry_image_name !== undefined || i.docker_registry_image_tag !== undefined)) {
@@ -321,8 +325,11 @@ export const applicationOperations = [
           })
           .where('id', '=', r.id)
           .execute();
-        return { uuid };
+        return r;
       });
+      // A changed domain (or port) is routed now when the application runs, not at its next deploy.
+      if (i.domains !== undefined || docker_compose_domains !== undefined || i.ports_exposes !== undefined || i.is_gzip_enabled !== undefined || i.is_stripprefix_enabled !== undefined) await routeAtOnce(ctx, r);
+      return { uuid };
     },
   }),
   deleteOperation('applications'),

@@ -1,4 +1,6 @@
+import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
+import { atomically } from '../../store/atomic.js';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
 import { BerthError, validationError } from '../../errors.js';
@@ -10,6 +12,7 @@ import { sensitive } from '../redact.js';
 import { RECORD_ONLY_NOTE } from '../runtime.js';
 import { flag, uuidParam } from '../validators.js';
 import { READ, UPDATE } from './common.js';
+import { displayStatus, serverOf, type ResourceRow } from './resource-common.js';
 
 /** Coolify's proxy types: berth runs Caddy (or none); Traefik is refused by name. */
 export const proxyTypeInput = z
@@ -33,6 +36,22 @@ const httpUrl = z
     }
   }, 'Must be an http(s) URL.');
 
+/** PEM certificates (a private ACME CA's root), each one parsed. */
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+const pemCertificates = z
+  .string()
+  .max(65_536)
+  .refine((v) => {
+    const blocks = v.match(PEM_BLOCK) ?? [];
+    if (!blocks.length || v.replace(PEM_BLOCK, '').trim()) return false;
+    try {
+      for (const b of blocks) new X509Certificate(b);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'Must be one or more PEM certificates (-----BEGIN CERTIFICATE----- ...).');
+
 const proxySchema = z.object({
   proxy_type: z.enum(['caddy', 'none']),
   status: z.string().nullable().describe("The proxy container's state as the engine reports it (running, exited, ...); null when berth does not manage the server."),
@@ -41,6 +60,7 @@ const proxySchema = z.object({
   tls_issuer: z.enum(['acme', 'internal']).describe("berth: who signs https:// domains' certificates: ACME (Let's Encrypt, or acme_ca) or Caddy's internal CA (private names)."),
   acme_email: z.string().nullable(),
   acme_ca: z.string().nullable(),
+  acme_ca_root: z.string().nullable().describe("The PEM root a private acme_ca's HTTPS is checked against; null: the system's roots."),
   configuration: sensitive(z.string().nullable().describe('The saved proxy compose file.')),
 });
 
@@ -49,18 +69,20 @@ type ServerRow = Awaited<ReturnType<typeof owned<'servers'>>>;
 async function proxyView({ runtime }: OperationContext, s: ServerRow): Promise<z.infer<typeof proxySchema>> {
   const settings = proxySettingsOf(s);
   const status = runtime.isLive(s) ? ((await runtime.proxyStatus(s.id)) ?? 'exited') : null;
-  const { proxy_type, redirect_enabled, redirect_url, tls_issuer, acme_email, acme_ca, configuration } = settings;
-  return { proxy_type, status, redirect_enabled, redirect_url, tls_issuer, acme_email, acme_ca, configuration };
+  const { proxy_type, redirect_enabled, redirect_url, tls_issuer, acme_email, acme_ca, acme_ca_root, configuration } = settings;
+  return { proxy_type, status, redirect_enabled, redirect_url, tls_issuer, acme_email, acme_ca, acme_ca_root, configuration };
 }
 
-/** Stores a server's proxy settings (one statement: the JSON is read and written with the row's lock). */
-export async function saveProxySettings(db: Db, serverId: number, patch: Partial<ProxySettings>): Promise<void> {
-  const s = await db.selectFrom('servers').select('proxy').where('id', '=', serverId).executeTakeFirstOrThrow();
-  await db
-    .updateTable('servers')
-    .set({ proxy: JSON.stringify({ ...proxySettingsOf(s), ...patch }), updated_at: nowIso() })
-    .where('id', '=', serverId)
-    .execute();
+/** Stores a server's proxy settings: the JSON read, merged and written in one transaction, so concurrent changes of different settings both land. */
+export async function saveProxySettings(store: Db, serverId: number, patch: Partial<ProxySettings>): Promise<void> {
+  await atomically(store, async (db) => {
+    const s = await db.selectFrom('servers').select('proxy').where('id', '=', serverId).executeTakeFirstOrThrow();
+    await db
+      .updateTable('servers')
+      .set({ proxy: JSON.stringify({ ...proxySettingsOf(s), ...patch }), updated_at: nowIso() })
+      .where('id', '=', serverId)
+      .execute();
+  });
 }
 
 /** Applies saved settings to a running proxy; the settings stay saved when the engine cannot be reached. */
@@ -105,7 +127,7 @@ export const serverProxyOperations = [
     name: 'update_server_proxy',
     title: "Change a server's proxy",
     description:
-      'Set proxy_type (caddy runs a Caddy proxy for the domains of the applications on the server; none removes it), redirect_enabled (http→https for https domains, and unknown hosts to redirect_url), and how https certificates are got: tls_issuer acme (acme_email, acme_ca) or internal. A running proxy picks the change up at once.',
+      'Set proxy_type (caddy runs a Caddy proxy for the domains of the applications on the server; none removes it), redirect_enabled (http→https for https domains, and unknown hosts to redirect_url), and how https certificates are got: tls_issuer acme (acme_email; acme_ca and acme_ca_root for another or a private ACME CA) or internal. A running proxy picks the change up at once.',
     summary: "Change a server's proxy type, redirects or TLS issuer.",
     permission: 'write',
     toolset: 'servers',
@@ -118,6 +140,7 @@ export const serverProxyOperations = [
         tls_issuer: z.enum(['acme', 'internal']).optional(),
         acme_email: z.email().max(254).nullable().optional(),
         acme_ca: httpUrl.nullable().optional(),
+        acme_ca_root: pemCertificates.nullable().optional(),
       }),
     output: () => proxySchema,
     annotations: UPDATE,
@@ -182,4 +205,16 @@ export async function domainProxyStatus(ctx: OperationContext, r: { destination_
   const s = await ctx.db.selectFrom('destinations as d').innerJoin('servers as s', 's.id', 'd.server_id').selectAll('s').where('d.id', '=', r.destination_id).executeTakeFirstOrThrow();
   if (proxySettingsOf(s).proxy_type === 'none' || !ctx.runtime.isLive(s)) return null;
   return (await ctx.runtime.proxyStatus(s.id)) ?? 'exited';
+}
+
+/**
+ * After a domain change: the server of a resource that runs reloads its proxy's routes now (one
+ * config write and a `caddy reload`), not at the next deploy. One that does not run is routed at
+ * its deploy. A proxy that cannot is logged and never fails the change (the next deploy retries).
+ */
+export async function routeAtOnce(ctx: OperationContext, r: Pick<ResourceRow, 'destination_id' | 'status' | 'observed_status' | 'deleting'>): Promise<void> {
+  if (!/^(running|restarting|degraded)/.test(displayStatus(r))) return;
+  const s = await serverOf(ctx.db, r);
+  if (proxySettingsOf(s).proxy_type === 'none' || !ctx.runtime.isLive(s)) return;
+  await ctx.runtime.syncProxy(s.id, { signal: AbortSignal.timeout(30_000) }).catch((err) => ctx.logger.warn({ err: (err as Error).message, server: s.uuid }, 'could not route the changed domains'));
 }

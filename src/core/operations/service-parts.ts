@@ -16,6 +16,7 @@ import { aggregate, type ContainerObservation } from '../observed-status.js';
 import { config, displayStatus } from './resource-common.js';
 import type { ServiceConfig } from '../model/service.js';
 import { logInput } from './resource-parts.js';
+import { routeAtOnce } from './server-proxy.js';
 
 // Coolify splits a service's containers into applications and databases by image name.
 const DATABASE_IMAGES = [
@@ -218,13 +219,14 @@ function partOperations(kind: Kind) {
       annotations: UPDATE,
       // Coolify takes force_domain_override from the query here.
       http: { method: 'PATCH', path: base, ...(kind === 'application' ? { query: ['force_domain_override'] } : {}) },
-      async run({ db: store, caller }, input) {
+      async run(ctx, input) {
+        const { db: store, caller } = ctx;
         const i = input as typeof input & { url?: string | null; force_domain_override?: boolean };
         const switches = { is_gzip_enabled: i.is_gzip_enabled ?? undefined, is_stripprefix_enabled: i.is_stripprefix_enabled ?? undefined };
         if (i.human_name === undefined && i.description === undefined && i.url === undefined && switches.is_gzip_enabled === undefined && switches.is_stripprefix_enabled === undefined)
           throw validationError({ human_name: ['At least one field must be provided.'] });
         // One transaction: two parts renamed at once both keep their names.
-        return atomically(store, async (db) => {
+        const { r, answer } = await atomically(store, async (db) => {
           const { r, part } = await ownedPart(db, caller.teamId, i.uuid, partOf(i), kind);
           const c = config<ServiceConfig>(r);
           const was = c.parts?.[part.name] ?? { human_name: null, description: null };
@@ -244,8 +246,11 @@ function partOperations(kind: Kind) {
             .set({ config: JSON.stringify(c), updated_at: nowIso() })
             .where('id', '=', r.id)
             .execute();
-          return { ...part, human_name: now.human_name, description: now.description, ...(kind === 'application' ? { fqdn: now.fqdn ?? null } : {}) };
+          return { r, answer: { ...part, human_name: now.human_name, description: now.description, ...(kind === 'application' ? { fqdn: now.fqdn ?? null } : {}) } };
         });
+        // Changed URLs (or how they are served) are routed now when the service runs.
+        if (i.url !== undefined || switches.is_gzip_enabled !== undefined || switches.is_stripprefix_enabled !== undefined) await routeAtOnce(ctx, r);
+        return answer;
       },
     }),
     defineOperation({

@@ -18,6 +18,8 @@ import { queueDeployment } from './deployments.js';
 import { LIST_TEMPLATES_TOOL, templateEnvironment, templateFor, templateType } from './service-templates.js';
 import { validationError } from '../../errors.js';
 import { partSchema, partViews } from './service-parts.js';
+import { applyServiceUrls, serviceDomains, serviceUrlsInput } from './service-urls.js';
+import { domainProxyStatus, routeAtOnce } from './server-proxy.js';
 import { config, newResourceRow, placedSchema, placedView, placedViews, placementInput, type Placements, resolvePlacement, serverOf, type ResourceRow } from './resource-common.js';
 
 /**
@@ -116,13 +118,11 @@ export const serviceOperations = [
         instant_deploy: z.boolean().optional(),
         is_container_label_escape_enabled: labelEscape,
         tags: tags.optional(),
+        ...serviceUrlsInput,
       }),
     output: () => z.object({ uuid: z.string(), domains: z.array(z.string()), deployment_uuid: z.string().optional() }),
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/services', status: 201 },
-    unsupported: {
-      urls: "set each application's url with PATCH /services/{uuid}/applications/{app_uuid}",
-    },
     async run(ctx, i) {
       const { db, caller } = ctx;
       if ((i.type === undefined) === (i.docker_compose_raw === undefined)) {
@@ -138,7 +138,9 @@ export const serviceOperations = [
       const uuid = newUuid();
       const c: ServiceConfig = { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes, ...(template ? { template: template.type } : {}) };
       const env = template ? templateEnvironment(compose.yaml, uuid, compose.containers) : {};
-      const row = await db.transaction().execute(async (trx) => {
+      // The URLs' claims and the insert in one transaction: of two creates claiming one domain, one wins.
+      const row = await atomically(db, async (trx) => {
+        await applyServiceUrls(trx, caller.teamId, c, i.urls, {}, i.force_domain_override);
         const r = await trx
           .insertInto('resources')
           .values(
@@ -151,7 +153,7 @@ export const serviceOperations = [
         return r;
       });
       const deployment = i.instant_deploy ? await queueDeployment(ctx, row, 'deploy', false) : undefined;
-      return { uuid, domains: [], ...(deployment ? { deployment_uuid: deployment.uuid } : {}) };
+      return { uuid, domains: serviceDomains(c), ...(deployment ? { deployment_uuid: deployment.uuid } : {}) };
     },
   }),
   defineOperation({
@@ -165,12 +167,18 @@ export const serviceOperations = [
     input: () => z.strictObject({ uuid: uuidParam }),
     // Coolify loads the service's applications and databases here (service_by_uuid), not in its list.
     // Brief: the default tools/list stays in its budget; the description names them, REST and OpenAPI keep them.
-    output: () => serviceSchema.extend({ applications: brief(z.array(partSchema)), databases: brief(z.array(partSchema)) }),
+    output: () =>
+      serviceSchema.extend({
+        applications: brief(z.array(partSchema)),
+        databases: brief(z.array(partSchema)),
+        proxy_status: z.string().nullable().describe('The urls’ proxy: running, exited; null: none.').meta({ 'berth.brief': true }),
+      }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/services/{uuid}' },
-    async run({ db, caller }, { uuid }) {
-      const r = await ownedResource(db, uuid, caller.teamId, ['service']);
-      return { ...(await view(db, r)), applications: partViews(r, 'application'), databases: partViews(r, 'database') };
+    async run(ctx, { uuid }) {
+      const r = await ownedResource(ctx.db, uuid, ctx.caller.teamId, ['service']);
+      const urls = serviceDomains(config<ServiceConfig>(r)).join(',');
+      return { ...(await view(ctx.db, r)), applications: partViews(r, 'application'), databases: partViews(r, 'database'), proxy_status: await domainProxyStatus(ctx, r, urls || null) };
     },
   }),
   defineOperation({
@@ -192,20 +200,22 @@ export const serviceOperations = [
           .describe("true: the containers join the destination's network (other resources there reach them by name); false: a network of the service's own. Applied at the next deploy."),
         is_container_label_escape_enabled: labelEscape,
         tags: tags.optional(),
+        ...serviceUrlsInput,
       }),
     output: () => z.object({ uuid: z.string(), domains: z.array(z.string()) }),
     annotations: UPDATE,
     http: { method: 'PATCH', path: '/api/v1/services/{uuid}' },
-    unsupported: { urls: "set each application's url with PATCH /services/{uuid}/applications/{app_uuid}" },
-    async run({ db, caller }, { uuid, ...i }) {
+    async run(ctx, { uuid, ...i }) {
+      const { db, caller } = ctx;
       const compose = i.docker_compose_raw === undefined ? undefined : parseCompose(i.docker_compose_raw);
       // Read, merge and write in one transaction: concurrent PATCHes of different fields both land.
-      await atomically(db, async (trx) => {
+      const { r, c } = await atomically(db, async (trx) => {
         const r = await ownedResource(trx, uuid, caller.teamId, ['service']);
         if (compose) requireHostAccess(compose, (await serverOf(trx, r)).host_access === 1);
         const c = config<ServiceConfig>(r);
         if (compose) Object.assign(c, { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes });
         if (i.connect_to_docker_network !== undefined) c.connect_to_docker_network = i.connect_to_docker_network;
+        await applyServiceUrls(trx, caller.teamId, c, i.urls, { resourceId: r.id }, i.force_domain_override);
         await trx
           .updateTable('resources')
           .set({
@@ -224,8 +234,10 @@ export const serviceOperations = [
           const fresh = Object.entries(templateEnvironment(compose.yaml, r.uuid, compose.containers)).filter(([k]) => !have.has(k));
           await insertVariables(trx, r.id, Object.fromEntries(fresh));
         }
+        return { r, c };
       });
-      return { uuid, domains: [] };
+      if (i.urls?.length) await routeAtOnce(ctx, r);
+      return { uuid, domains: serviceDomains(c) };
     },
   }),
   deleteOperation('services'),

@@ -1,4 +1,6 @@
 import type { Db } from '../../store/db.js';
+import { requireFreeDomains } from '../domains.js';
+import type { ServiceConfig } from '../model/service.js';
 import { BerthError } from '../../errors.js';
 import { newUuid } from '../../ids.js';
 import type { Caller } from '../caller.js';
@@ -180,6 +182,12 @@ export async function importBundle(trx: Db, caller: Caller, b: Bundle, opts: Imp
       const { private_key_uuid, ...source } = config.source;
       const k = keyOf(private_key_uuid as string | null);
       config.source = k === null ? source : { ...source, private_key_id: k };
+    }
+    // A bundle cannot take a domain another team's resource answers to (409 naming none); the
+    // team's own may be shared, as with force_domain_override.
+    if (r.kind === 'application') await requireFreeDomains(trx, teamId, (config.fqdn as string | null | undefined) ?? null, {}, true);
+    if (r.kind === 'service') {
+      for (const part of Object.values((config.parts ?? {}) as NonNullable<ServiceConfig['parts']>)) await requireFreeDomains(trx, teamId, part.fqdn ?? null, {}, true);
     }
     for (const t of r.tags) tagNames.add(t);
     const row = await trx
