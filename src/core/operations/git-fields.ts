@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { validationError } from '../../errors.js';
 import { parseSshRepository } from '../ssh-repository.js';
 import { parseTarget } from '../target-url.js';
+import { githubRepository } from '../github-api.js';
 import type { ApplicationConfig } from '../model/application.js';
 import type { TargetGuard } from '../outbound-guard.js';
 
@@ -48,7 +49,7 @@ export const anyRepository = z
   .string()
   .max(2048)
   .superRefine((u, ctx) => {
-    if (typeof parseSshRepository(u) !== 'string') return;
+    if (typeof parseSshRepository(u) !== 'string' || /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(u)) return;
     const t = parseTarget(u, ['http', 'https', 'git'], { repository: true });
     if (typeof t === 'string') ctx.addIssue({ code: 'custom', message: `Must be a public http(s):// or git:// repository URL, without credentials, or a private repository's SSH address. ${t}` });
   });
@@ -65,7 +66,7 @@ export interface GitUpdate {
 /**
  * The git fields of PATCH /applications/{uuid} applied to its config, checked as on create: a
  * public repository as create_public_application's (URL and outbound targets), a private one as
- * create_private_deploy_key_application's (SSH address, host allowed). A private repository on
+ * create_private_deploy_key_application's (SSH address, host allowed), a GitHub app's as owner/repo. A private repository on
  * another host forgets the pinned host key (pinned again at the next clone). The build pack
  * stays what it is: berth cannot turn an image application into a built one, or back, yet.
  */
@@ -81,7 +82,11 @@ export function applyGitUpdate(c: ApplicationConfig, i: GitUpdate, guard: Target
     throw validationError(Object.fromEntries(given.map((k) => [k, [`This application runs ${what}, not a git repository: create a git application for that.`]])));
   }
   if (i.git_repository !== undefined && i.git_repository !== src.git_repository) {
-    if (src.private_key_id !== undefined) {
+    if (src.github_app_id !== undefined) {
+      const repo = githubRepository(i.git_repository);
+      if (!repo) throw validationError({ git_repository: ['A GitHub repository as owner/repo (this application clones through a GitHub app).'] });
+      i.git_repository = repo;
+    } else if (src.private_key_id !== undefined) {
       const repo = parseSshRepository(i.git_repository);
       if (typeof repo === 'string') throw validationError({ git_repository: [repo] });
       const why = guard.hostRefusal(repo.host);
