@@ -70,6 +70,12 @@ export interface SshCloneSecrets {
   pinHostKey(keys: string): Promise<void>;
 }
 
+/** A clone through a GitHub app: the app's html_url and an installation token (never logged or in argv). */
+export interface GithubCloneSecrets {
+  htmlUrl: string;
+  token: string;
+}
+
 /** The name ssh files the git host's key under: the address it connects to changes, the pin does not. */
 const HOST_ALIAS = 'berth-git-host';
 
@@ -195,11 +201,22 @@ async function cloneSsh(s: GitSource, dir: string, guard: TargetGuard, log: (l: 
   return stdout.trim();
 }
 
-async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: string) => Promise<void>): Promise<string> {
-  const t = guard.target(s.git_repository, ['http', 'https', 'git'], { repository: true });
+/**
+ * A public clone, or one through a GitHub app: the repository at the app's html_url
+ * (owner/repo.git, as Coolify clones it) with the installation token as x-access-token's basic
+ * auth. The token goes to git in its environment (GIT_CONFIG_* http.extraHeader), not in the
+ * URL or argv, so neither the process list nor git's error messages carry it.
+ */
+async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: string) => Promise<void>, github?: GithubCloneSecrets): Promise<string> {
+  const remote = github ? `${github.htmlUrl.replace(/\/+$/, '')}/${s.git_repository}.git` : s.git_repository;
+  const t = guard.target(remote, github ? ['http', 'https'] : ['http', 'https', 'git'], { repository: true });
   const address = await guard.resolve(t.host);
-  await log(`cloning ${s.git_repository} (branch ${s.git_branch}) from ${urlHost(address)}:${t.port}`);
+  await log(`cloning ${remote} (branch ${s.git_branch}) from ${urlHost(address)}:${t.port}${github ? ' with a GitHub app installation token' : ''}`);
+  const auth = github
+    ? { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${github.token}`).toString('base64')}` }
+    : {};
   const env = {
+    ...auth,
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: dir,
     GIT_TERMINAL_PROMPT: '0',
@@ -231,7 +248,9 @@ async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: str
       .split('\n')
       .slice(-2)
       .join(' / ');
-    throw new Error(`Cloning ${s.git_repository} (branch ${s.git_branch}) failed: ${stderr || (err as Error).message}`);
+    const why = stderr || (err as Error).message;
+    // git does not print an extra header; cut the token anyway should any message carry it.
+    throw new Error(`Cloning ${remote} (branch ${s.git_branch}) failed: ${github ? why.split(github.token).join('[token]') : why}`);
   }
   const { stdout } = await run('git', ['-C', target, 'rev-parse', 'HEAD'], { env });
   if ((await sizeOf(target)) > MAX_CONTEXT_BYTES) throw new Error(`The repository is larger than ${MAX_CONTEXT_BYTES / 1024 / 1024} MiB; berth does not build it.`);
@@ -246,7 +265,7 @@ export async function prepareBuildContext(
   source: BuildSource,
   guard: TargetGuard,
   log: (l: string) => Promise<void>,
-  ssh?: SshCloneSecrets,
+  secrets?: SshCloneSecrets | GithubCloneSecrets,
   plan: BuildPlan = { pack: 'dockerfile', port: null, images: {} as BuildpackImages },
 ): Promise<BuildContext> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-build-'));
@@ -261,7 +280,10 @@ export async function prepareBuildContext(
       await fs.mkdir(contextDir);
       await fs.writeFile(path.join(contextDir, 'Dockerfile'), source.dockerfile);
     } else {
-      commit = source.private_key_id !== undefined ? await cloneSsh(source, dir, guard, log, ssh) : await clone(source, dir, guard, log);
+      const ssh = secrets && 'privateKey' in secrets ? secrets : undefined;
+      if (source.github_app_id !== undefined && !(secrets && 'token' in secrets))
+        throw new Error('This application clones through a GitHub app that no longer exists; create it again with a GitHub app of the team.');
+      commit = source.private_key_id !== undefined ? await cloneSsh(source, dir, guard, log, ssh) : await clone(source, dir, guard, log, secrets && 'token' in secrets ? secrets : undefined);
       // As Coolify: base_directory inside the repository, dockerfile_location inside that (both
       // checked at the door: no "..", no control characters).
       const rel = (p: string) => p.replace(/^\/+/, '');

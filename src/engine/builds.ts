@@ -25,7 +25,15 @@ export async function buildIfNeeded(parts: RuntimeParts, d: { uuid: string; kind
   }
   const source = c.source;
   const { prepareBuildContext } = await import('./build-source.js');
-  let ssh: import('./build-source.js').SshCloneSecrets | undefined;
+  let ssh: import('./build-source.js').SshCloneSecrets | import('./build-source.js').GithubCloneSecrets | undefined;
+  if ('github_app_id' in source && source.github_app_id !== undefined) {
+    // A fresh installation token per deploy, from the team's own app (Coolify mints one per clone).
+    const app = await ctx.db.selectFrom('github_apps').selectAll().where('id', '=', source.github_app_id).where('team_id', '=', r.team_id).executeTakeFirst();
+    if (app) {
+      const { githubSession } = await import('../core/github-api.js');
+      ssh = { htmlUrl: app.html_url, token: (await githubSession(ctx.db, parts.outbound, app)).token };
+    }
+  }
   if ('private_key_id' in source && source.private_key_id !== undefined) {
     // The team's own key only: a key moved to another team (it cannot be) would not be used.
     const key = await ctx.db.selectFrom('private_keys').select('private_key').where('id', '=', source.private_key_id).where('team_id', '=', r.team_id).executeTakeFirst();

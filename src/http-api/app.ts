@@ -15,6 +15,7 @@ import { inputProblem } from '../core/input-guard.js';
 import { BERTH_VERSION } from '../core/operations/platform.js';
 import { PUBLIC_ROUTES } from './public-routes.js';
 import { guardPath, MAX_SEGMENT, pathProblems } from './path-guard.js';
+import { jsonArrayStream, STREAM_FROM } from './json-stream.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -276,7 +277,10 @@ export async function buildHttpApp(opts: HttpAppOptions): Promise<FastifyInstanc
           if (op.http.text) return reply.type('text/plain; charset=utf-8').send(String(output[op.http.text]));
           if (op.http.list) {
             const { items, total, page, per_page } = output as { items: unknown[]; total: number; page: number; per_page: number };
-            return reply.headers({ 'X-Total-Count': String(total), 'X-Page': String(page), 'X-Per-Page': String(everyItem ? items.length : per_page) }).send(items);
+            reply.headers({ 'X-Total-Count': String(total), 'X-Page': String(page), 'X-Per-Page': String(everyItem ? items.length : per_page) });
+            // Every item of a long list (Coolify's clients ask for all): streamed, not one string.
+            if (items.length > STREAM_FROM) return reply.type('application/json; charset=utf-8').send(jsonArrayStream(items));
+            return reply.send(items);
           }
           return reply.send(output);
         },

@@ -79,40 +79,43 @@ export async function httpRecorder(answer: (req: http.IncomingMessage, res: http
 
 /** Smart HTTP: `git http-backend` as a CGI behind a Node HTTP server on 127.0.0.1. */
 export function gitHttp(repos: GitRepos): Promise<Recorder> {
-  return httpRecorder((req, res) => {
-    const url = new URL(req.url!, 'http://x');
-    const cgi = spawn('git', ['http-backend'], {
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        GIT_PROJECT_ROOT: repos.root,
-        GIT_HTTP_EXPORT_ALL: '1',
-        PATH_INFO: url.pathname,
-        QUERY_STRING: url.search.slice(1),
-        REQUEST_METHOD: req.method!,
-        CONTENT_TYPE: req.headers['content-type'] ?? '',
-        HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
-        GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
-        REMOTE_ADDR: '127.0.0.1',
-      },
-    });
-    req.pipe(cgi.stdin);
-    let head = Buffer.alloc(0);
-    let started = false;
-    cgi.stdout.on('data', (chunk: Buffer) => {
-      if (started) return void res.write(chunk);
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      for (const line of head.subarray(0, end).toString('latin1').split('\r\n')) {
-        const i = line.indexOf(':');
-        const [k, v] = [line.slice(0, i).trim(), line.slice(i + 1).trim()];
-        if (k.toLowerCase() === 'status') res.statusCode = Number(v.split(' ')[0]);
-        else res.setHeader(k, v);
-      }
-      started = true;
-      res.write(head.subarray(end + 4));
-    });
-    cgi.stdout.on('end', () => res.end());
-    cgi.stderr.resume();
+  return httpRecorder((req, res) => httpBackend(repos.root, req, res, new URL(req.url!, 'http://x').pathname));
+}
+
+/** Answers one smart-HTTP request with `git http-backend` (CGI) over the repositories under `root`. */
+export function httpBackend(root: string, req: http.IncomingMessage, res: http.ServerResponse, pathInfo: string): void {
+  const url = new URL(req.url!, 'http://x');
+  const cgi = spawn('git', ['http-backend'], {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      GIT_PROJECT_ROOT: root,
+      GIT_HTTP_EXPORT_ALL: '1',
+      PATH_INFO: pathInfo,
+      QUERY_STRING: url.search.slice(1),
+      REQUEST_METHOD: req.method!,
+      CONTENT_TYPE: req.headers['content-type'] ?? '',
+      HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+      GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
+      REMOTE_ADDR: '127.0.0.1',
+    },
   });
+  req.pipe(cgi.stdin);
+  let head = Buffer.alloc(0);
+  let started = false;
+  cgi.stdout.on('data', (chunk: Buffer) => {
+    if (started) return void res.write(chunk);
+    head = Buffer.concat([head, chunk]);
+    const end = head.indexOf('\r\n\r\n');
+    if (end < 0) return;
+    for (const line of head.subarray(0, end).toString('latin1').split('\r\n')) {
+      const i = line.indexOf(':');
+      const [k, v] = [line.slice(0, i).trim(), line.slice(i + 1).trim()];
+      if (k.toLowerCase() === 'status') res.statusCode = Number(v.split(' ')[0]);
+      else res.setHeader(k, v);
+    }
+    started = true;
+    res.write(head.subarray(end + 4));
+  });
+  cgi.stdout.on('end', () => res.end());
+  cgi.stderr.resume();
 }

@@ -82,6 +82,8 @@ export const S3_SAMPLE = { endpoint: 'https://s3.invalid', bucket: 'berth-backup
 
 /** A GitHub app record's fields (the key is the world's); its secrets are what redaction must hide. */
 export const GITHUB_APP_SAMPLE = {
+  // GitHub's API at an .invalid address: a call through the app fails at once, offline (502).
+  api_url: 'https://api.github.invalid',
   html_url: 'https://github.com',
   app_id: 101,
   installation_id: 202,

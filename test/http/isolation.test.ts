@@ -86,7 +86,7 @@ function expectMissing(r: Reply, what: string) {
   expect(r.headers['content-type']).toMatch(/^application\/json/);
 }
 
-// A GitHub app's repositories and branches need GitHub's network (501 for every team): nothing to read.
+// A GitHub app's repositories and branches need GitHub's API (.invalid here, 502 for every team): nothing to read.
 // The providers' catalogues ask a provider's API (a stand-in in test/resources/cloud-providers.test.ts):
 // their team scoping is the reference check of cloud_provider_token_uuid below.
 const reads = operations.filter(
@@ -338,10 +338,10 @@ describe('afterwards', () => {
     expect(controls.length).toBe(referencing.length);
     for (const c of controls) {
       const r = await send(c.op, poolB.token(), c.params, c.body);
-      // private-github-app needs GitHub's network, Hetzner's catalogue Hetzner's (an .invalid
-      // address here): past the references, their answers say so. The world's token is Hetzner's,
+      // private-github-app needs GitHub's API, Hetzner's catalogue Hetzner's (.invalid
+      // addresses here): past the references, their answers say so. The world's token is Hetzner's,
       // so to DigitalOcean and Vultr it is a missing token.
-      const beyond = c.op.name === 'create_private_github_app_application' ? 501 : /^list_hetzner_/.test(c.op.name) ? 502 : /^list_(digitalocean|vultr)_/.test(c.op.name) ? 404 : undefined;
+      const beyond = c.op.name === 'create_private_github_app_application' ? 502 : /^list_hetzner_/.test(c.op.name) ? 502 : /^list_(digitalocean|vultr)_/.test(c.op.name) ? 404 : undefined;
       expect(r.status, `${c.op.name}: ${r.text}`).toBe(beyond ?? c.op.http.status ?? 200);
       // Detached again: the application migrates to that server in a later control.
       if (c.op.name === 'add_application_destination') {

@@ -297,7 +297,7 @@ function freshRecipe(name: string): Recipe | undefined {
 
 /**
  * What operations that cannot succeed on this world answer once permitted: the provider-network
- * ones a 501 naming what is missing; rollback a 422 (a record-only server keeps no images).
+ * ones a 502 naming the provider (its address is .invalid here); rollback a 422 (a record-only server keeps no images).
  */
 const NEVER_SUCCEEDS_HERE: Record<string, number | Partial<Record<Grant, number>>> = {
   // The providers' APIs are .invalid here (a 502 naming them); the world holds a Hetzner token only,
@@ -305,10 +305,11 @@ const NEVER_SUCCEEDS_HERE: Record<string, number | Partial<Record<Grant, number>
   ...Object.fromEntries(operations.filter((o) => /^list_(hetzner|digitalocean|vultr)_/.test(o.name)).map((o) => [o.name, o.name.startsWith('list_hetzner_') ? 502 : 404])),
   // The target instance is .invalid (422 on target_url); a write token without read:sensitive may not send secrets (403).
   migrate_server: { write: 403, root: 422 },
-  list_github_app_repositories: 501,
-  list_github_app_branches: 501,
+  // The world's GitHub app asks GitHub at an .invalid address (502; test/resources/github-app-api.test.ts has a stand-in).
+  list_github_app_repositories: 502,
+  list_github_app_branches: 502,
   validate_cloud_token: 502,
-  create_private_github_app_application: 501,
+  create_private_github_app_application: 502,
   rollback_application: 422,
   // The world's server has no engine: the proxy cannot be restarted on it (409 naming why).
   restart_server_proxy: 409,

@@ -1,8 +1,8 @@
 /**
  * Records Coolify clients read (GitHub apps, cloud provider tokens) and the door of private
  * repositories by deploy key: stored per team, secrets redacted without read:sensitive, another
- * team's record the same 404 as a missing one, what needs a provider's network a 501 that says
- * so (never a 404 for a documented route), and SSH repository addresses that could read as an
+ * team's record the same 404 as a missing one, what needs a provider's network a 502 that says
+ * why (github-app-api.test.ts has GitHub's side), and SSH repository addresses that could read as an
  * option or reach a forbidden host refused at the door.
  */
 import { generateKeyPairSync } from 'node:crypto';
@@ -94,13 +94,13 @@ describe('GitHub apps', () => {
     expect((await c.api('GET', '/github-apps', c.read)).json.length).toBe(before);
   });
 
-  it("repositories, branches and private-github-app answer 501 naming GitHub's network; another team's app is the same 404", async () => {
+  it("repositories, branches and private-github-app with a key that cannot sign for GitHub: 502 saying so, before any call; another team's app is the same 404", async () => {
     const key = await newKey('gh-app-key-3');
     const { id, uuid } = (await c.api('POST', '/github-apps', c.write, app(key, { name: 'net' }))).json;
     for (const path of [`/github-apps/${id}/repositories`, `/github-apps/${id}/repositories/octo/hello/branches`]) {
       const r = await c.api('GET', path, c.read);
-      expect(r.status, path).toBe(501);
-      expect(r.json.message).toMatch(/GitHub's network/);
+      expect(r.status, path).toBe(502);
+      expect(r.json.message).toMatch(/not an RSA key/);
     }
     const create = await c.api('POST', '/applications/private-github-app', c.write, {
       ...placeOf(c.w),
@@ -110,8 +110,8 @@ describe('GitHub apps', () => {
       build_pack: 'dockerfile',
       ports_exposes: '80',
     });
-    expect(create.status, create.text).toBe(501);
-    expect(create.json.message).toMatch(/GitHub's network.*deploy key/);
+    expect(create.status, create.text).toBe(502);
+    expect(create.json.message).toMatch(/not an RSA key/);
     const other = await c.s.team('gh-neighbour-2');
     for (const [m, p, body] of [
       ['GET', `/github-apps/${id}/repositories`],

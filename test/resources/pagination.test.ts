@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../../src/core/operations/index.js';
+import { applicationSchema } from '../../src/core/operations/applications.js';
 import { httpClient } from '../helpers/mcp.js';
 import { expectValidation, fillPath, setup, type Ctx } from './support.js';
 
@@ -103,6 +104,14 @@ describe('paginated lists', () => {
     const resources = await c.api('GET', '/resources', c.read);
     expect(resources.json.length).toBeGreaterThanOrEqual(before.length + 260);
     expect(resources.json.filter((r: { uuid: string }) => made.includes(r.uuid))).toHaveLength(260);
+
+    // A long list is streamed (chunked, no Content-Length): the same JSON, every field of the schema.
+    expect(all.headers['transfer-encoding']).toBe('chunked');
+    expect(all.headers['content-length']).toBeUndefined();
+    expect(all.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(Object.keys(all.json.at(-1)).sort()).toEqual(Object.keys(applicationSchema.shape).sort());
+    const single = await c.api('GET', `/applications/${made.at(-1)}`, c.read);
+    expect({ ...all.json.at(-1), proxy_status: single.json.proxy_status }).toEqual(single.json);
 
     const paged = await c.api('GET', '/applications?page=3&per_page=100', c.read);
     expect(paged.json.map((a: { uuid: string }) => a.uuid)).toEqual(all.json.slice(200, 300).map((a: { uuid: string }) => a.uuid));

@@ -27,7 +27,7 @@ const SECRETS = {
 const NEVER_SHOWN = 'shown-once-secret-value';
 const SENSITIVE_KEYS = ['private_key', 'value', 'postgres_password', 'internal_db_url', 'docker_compose_raw', 'engine_tls', 'logs', 'client_secret', 'webhook_secret', 'token'];
 
-// A GitHub app's repositories and branches need GitHub's network: they answer 501 and show nothing.
+// A GitHub app's repositories and branches need GitHub's API (.invalid here): they answer 502 and show nothing.
 const NEEDS_PROVIDER = ['list_github_app_repositories', 'list_github_app_branches'];
 // The providers' catalogues too: they answer what a provider's API says (a stand-in in cloud-providers.test.ts).
 const gets = operations.filter(

@@ -33,6 +33,8 @@ export type BuildSource =
       dockerfile_location: string;
       /** A private repository over SSH (deploy key): the team's private key used to clone. */
       private_key_id?: number;
+      /** A private repository through a GitHub app (git_repository is owner/repo): the team's app, its id. */
+      github_app_id?: number;
       /** The git host's key(s), "type base64" lines: given at create, or pinned at the first clone. */
       git_host_key?: string | null;
       /** nixpacks and static: the steps given in place of the detected ones. */

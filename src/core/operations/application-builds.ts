@@ -5,7 +5,8 @@ import { defineOperation, type OperationContext } from '../operation.js';
 import { TargetGuard } from '../outbound-guard.js';
 import { parseSshRepository } from '../ssh-repository.js';
 import { domains, description, name, portsExposes, portsMappings, tags, uuidParam } from '../validators.js';
-import { keyId, needsGithub } from './git-sources.js';
+import { keyId } from './git-sources.js';
+import { githubRepository, githubSession, requireRepository } from '../github-api.js';
 import { CREATE } from './common.js';
 import { queueDeployment } from './deployments.js';
 import { requireFreeDomains } from '../domains.js';
@@ -204,21 +205,30 @@ export const applicationBuildOperations = [
   defineOperation({
     name: 'create_private_github_app_application',
     title: 'Create an application through a GitHub app',
-    description: "Coolify's private-github-app create. berth does not call GitHub's API, so this answers 501 saying so; use create_private_deploy_key_application with a deploy key instead.",
-    summary: "Create an application from a private repository through a GitHub app: needs GitHub's network (answers 501 saying so).",
+    description:
+      "Create an application built from a private repository reached through one of the team's GitHub apps (github_app_uuid): git_repository as owner/repo (or its github.com URL), checked with the app's installation token as Coolify does; each deploy mints a token and clones over HTTPS from the app's html_url. Otherwise as create_public_application.",
+    summary: "Create an application built from a private repository cloned through one of the team's GitHub apps.",
     permission: 'write',
     toolset: 'applications',
     input: () => z.strictObject({ ...shared, ...gitFields, github_app_uuid: uuidParam, git_repository: z.string().max(2048) }),
     output: () => output,
-    annotations: CREATE,
+    annotations: { ...CREATE, openWorld: true },
     http: { method: 'POST', path: '/api/v1/applications/private-github-app', status: 201 },
     unsupported: GIT_APPLICATION_FIELDS,
-    async run({ db, caller }, i) {
-      // The references are the team's (the same 404 as a missing one) before the answer that GitHub is out of reach.
-      await resolvePlacement(db, caller.teamId, i);
-      const app = await db.selectFrom('github_apps').select('name').where('uuid', '=', i.github_app_uuid).where('team_id', '=', caller.teamId).executeTakeFirst();
+    async run(ctx, input) {
+      const { git_repository, git_branch, build_pack, base_directory, dockerfile_location, install_command, build_command, start_command, publish_directory, github_app_uuid, ...i } = input;
+      const repo = githubRepository(git_repository);
+      if (!repo) throw validationError({ git_repository: ['A GitHub repository as owner/repo (or https://github.com/owner/repo).'] });
+      const { build_pack: pack, ...build } = buildFields(input);
+      // The references are the team's (the same 404 as a missing one) before GitHub is asked.
+      await resolvePlacement(ctx.db, ctx.caller.teamId, i);
+      const app = await ctx.db.selectFrom('github_apps').selectAll().where('uuid', '=', github_app_uuid).where('team_id', '=', ctx.caller.teamId).executeTakeFirst();
       if (!app) throw notFound();
-      throw needsGithub(`Cloning through GitHub app ${app.name}`);
+      const guard = new TargetGuard(ctx.config.outboundAllowedTargets);
+      const why = guard.urlRefusal(app.html_url, ['http', 'https']);
+      if (why) throw validationError({ github_app_uuid: [`The app's html_url cannot be cloned from: ${why}`] });
+      await requireRepository(await githubSession(ctx.db, guard, app), repo);
+      return createBuilt(ctx, i, { git_repository: repo, git_branch, ...build, github_app_id: app.id }, 'private-github-app', pack);
     },
   }),
 ];

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { validationError } from '../../errors.js';
 import { parseSshRepository } from '../ssh-repository.js';
 import { parseTarget } from '../target-url.js';
+import { githubRepository } from '../github-api.js';
 import { BUILD_PACKS, DEFAULT_COMPOSE_LOCATION, type ApplicationConfig, type BuildPack, type BuildSource, type BuildSteps } from '../model/application.js';
 import type { TargetGuard } from '../outbound-guard.js';
 import { domains, engineName } from '../validators.js';
@@ -49,7 +50,7 @@ export const anyRepository = z
   .string()
   .max(2048)
   .superRefine((u, ctx) => {
-    if (typeof parseSshRepository(u) !== 'string') return;
+    if (typeof parseSshRepository(u) !== 'string' || /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(u)) return;
     const t = parseTarget(u, ['http', 'https', 'git'], { repository: true });
     if (typeof t === 'string') ctx.addIssue({ code: 'custom', message: `Must be a public http(s):// or git:// repository URL, without credentials, or a private repository's SSH address. ${t}` });
   });
@@ -160,7 +161,7 @@ export interface GitUpdate extends Partial<Record<(typeof STEP_KEYS)[number], st
 /**
  * The git fields of PATCH /applications/{uuid} applied to its config, checked as on create: a
  * public repository as create_public_application's (URL and outbound targets), a private one as
- * create_private_deploy_key_application's (SSH address, host allowed), the build pack and its
+ * create_private_deploy_key_application's (SSH address, host allowed), a GitHub app's as owner/repo, the build pack and its
  * steps as buildFields (the steps given replace the stored ones, an empty one clears it). A
  * private repository on another host forgets the pinned host key (pinned again at the next
  * clone). A git application's build pack changes among dockerfile, nixpacks and static; an image
@@ -194,7 +195,11 @@ export function applyGitUpdate(c: ApplicationConfig, i: GitUpdate, guard: Target
     ...(i.docker_compose_location !== undefined ? { docker_compose_location: i.docker_compose_location } : {}),
   });
   if (i.git_repository !== undefined && i.git_repository !== git.git_repository) {
-    if (git.private_key_id !== undefined) {
+    if (git.github_app_id !== undefined) {
+      const repo = githubRepository(i.git_repository);
+      if (!repo) throw validationError({ git_repository: ['A GitHub repository as owner/repo (this application clones through a GitHub app).'] });
+      i.git_repository = repo;
+    } else if (git.private_key_id !== undefined) {
       const repo = parseSshRepository(i.git_repository);
       if (typeof repo === 'string') throw validationError({ git_repository: [repo] });
       const why = guard.hostRefusal(repo.host);

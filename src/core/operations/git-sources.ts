@@ -13,21 +13,16 @@ import { sshUser, uuidParam } from '../validators.js';
 import { CREATE, DELETE, messageSchema, READ, stamps, UPDATE, uuidSchema } from './common.js';
 import { CLOUD_PROVIDERS, tokenAccepted } from '../cloud-api.js';
 import { cloudCall } from './cloud-providers.js';
+import { githubRepository, githubSession, installationRepositories, repositoryBranches } from '../github-api.js';
 
 /**
  * Records Coolify clients read and write: GitHub apps and cloud provider tokens, per team, with
- * their secrets kept (shown with read:sensitive, as every secret). What needs the provider's own
- * network (GitHub's API with an installation token, a cloud's API) answers 501 naming it: berth
- * does not call those services, and a documented route never answers 404.
+ * their secrets kept (shown with read:sensitive, as every secret). A GitHub app's repositories and
+ * branches come from GitHub's API (the app's api_url) with an installation token (github-api.ts).
  */
 
 type AppRow = Omit<GithubAppsTable, 'id'> & { id: number };
 type TokenRow = Omit<CloudTokensTable, 'id'> & { id: number };
-
-const GITHUB_NETWORK = "berth does not call GitHub's API: this needs GitHub's network (the app's api_url) and an installation token for the app, which berth does not fetch.";
-
-export const needsGithub = (what: string) =>
-  new BerthError('needs_provider', { message: `${what}: ${GITHUB_NETWORK} Use a deploy key instead (POST /applications/private-deploy-key) or a public repository.` });
 
 const appSchema = z.object({
   id: z.number().int(),
@@ -175,8 +170,9 @@ export const githubAppOperations = [
   defineOperation({
     name: 'create_github_app',
     title: 'Store a GitHub app',
-    description: 'Store a GitHub app record (name, html_url, app_id, installation_id, client_id, client_secret, private_key_uuid of a team key). Kept for clients; berth does not call GitHub with it.',
-    summary: "Store a GitHub app record (Coolify's fields); berth keeps it but does not call GitHub.",
+    description:
+      "Store a GitHub app (name, api_url, html_url, app_id, installation_id, client_id, client_secret, private_key_uuid: the team key holding the app's PEM key). berth mints installation tokens with it to list repositories and branches and to clone (create_private_github_app_application).",
+    summary: "Store a GitHub app (Coolify's fields): repositories, branches and clones through its installation.",
     permission: 'write',
     toolset: 'applications',
     input: () => z.strictObject(appFields),
@@ -238,7 +234,7 @@ export const githubAppOperations = [
   defineOperation({
     name: 'delete_github_app',
     title: 'Delete a GitHub app',
-    description: 'Delete a GitHub app record by its numeric id.',
+    description: 'Delete a GitHub app record by its numeric id; 409 while an application clones through it.',
     summary: 'Delete a GitHub app record.',
     permission: 'write',
     toolset: 'applications',
@@ -246,34 +242,46 @@ export const githubAppOperations = [
     output: () => messageSchema,
     annotations: DELETE,
     http: { method: 'DELETE', path: '/api/v1/github-apps/{github_app_id}' },
-    async run({ db, caller }, { github_app_id }) {
-      // No application is built from a GitHub app here (private-github-app answers 501), so none holds it.
-      const r = await ownedApp(db, github_app_id, caller.teamId);
-      await db.deleteFrom('github_apps').where('id', '=', r.id).execute();
-      return { message: 'GitHub app deleted successfully' };
+    async run({ db: store, caller }, { github_app_id }) {
+      return atomically(store, async (db) => {
+        const r = await ownedApp(db, github_app_id, caller.teamId);
+        // Applications cloned through the app name it in their config (no foreign key there), as Coolify refuses while any does.
+        const using = await db
+          .selectFrom('resources')
+          .select((e) => e.fn.countAll<number>().as('n'))
+          .where('team_id', '=', caller.teamId)
+          .where('kind', '=', 'application')
+          .where((w) => w.or([w('config', 'like', `%"github_app_id":${r.id},%`), w('config', 'like', `%"github_app_id":${r.id}}%`)]))
+          .executeTakeFirstOrThrow();
+        if (Number(using.n) > 0) throw new BerthError('conflict', { message: `This GitHub app is being used by ${Number(using.n)} application(s). Please delete them first.` });
+        await db.deleteFrom('github_apps').where('id', '=', r.id).execute();
+        return { message: 'GitHub app deleted successfully' };
+      });
     },
   }),
   defineOperation({
     name: 'list_github_app_repositories',
     title: "List a GitHub app's repositories",
-    description: "Needs GitHub's network and an installation token, which berth does not fetch: answers 501 saying so.",
-    summary: "A GitHub app's repositories: needs GitHub's network (answers 501 saying so).",
+    description:
+      "The repositories the GitHub app's installation reaches, from GitHub's API (the app's api_url) with an installation token minted from the app's key, every page, sorted by name (GitHub's objects). 502 when GitHub cannot be reached or refuses the app.",
+    summary: "A GitHub app's repositories, from GitHub's API with an installation token.",
     permission: 'read',
     toolset: 'applications',
     input: () => z.strictObject(appIdParam),
     output: () => z.object({ repositories: z.array(z.record(z.string(), z.unknown())) }),
     annotations: { ...READ, openWorld: true },
     http: { method: 'GET', path: '/api/v1/github-apps/{github_app_id}/repositories' },
-    async run({ db, caller }, { github_app_id }) {
+    async run({ db, caller, config }, { github_app_id }) {
       const app = await ownedApp(db, github_app_id, caller.teamId);
-      throw needsGithub(`Loading the repositories of GitHub app ${app.name}`);
+      return { repositories: await installationRepositories(await githubSession(db, new TargetGuard(config.outboundAllowedTargets), app)) };
     },
   }),
   defineOperation({
     name: 'list_github_app_branches',
     title: 'List branches through a GitHub app',
-    description: "Needs GitHub's network and an installation token, which berth does not fetch: answers 501 saying so.",
-    summary: "A repository's branches through a GitHub app: needs GitHub's network (answers 501 saying so).",
+    description:
+      "A repository's branches from GitHub's API through the GitHub app's installation (GitHub's objects). 404 when the installation does not reach the repository; 502 when GitHub cannot be reached.",
+    summary: "A repository's branches, from GitHub's API through a GitHub app.",
     permission: 'read',
     toolset: 'applications',
     input: () =>
@@ -285,9 +293,11 @@ export const githubAppOperations = [
     output: () => z.object({ branches: z.array(z.record(z.string(), z.unknown())) }),
     annotations: { ...READ, openWorld: true },
     http: { method: 'GET', path: '/api/v1/github-apps/{github_app_id}/repositories/{owner}/{repo}/branches' },
-    async run({ db, caller }, { github_app_id, owner, repo }) {
-      await ownedApp(db, github_app_id, caller.teamId);
-      throw needsGithub(`Loading the branches of ${owner}/${repo}`);
+    async run({ db, caller, config }, { github_app_id, owner, repo }) {
+      const app = await ownedApp(db, github_app_id, caller.teamId);
+      const full = githubRepository(`${owner}/${repo}`);
+      if (!full) throw validationError({ repo: ['A GitHub repository name.'] });
+      return { branches: await repositoryBranches(await githubSession(db, new TargetGuard(config.outboundAllowedTargets), app), full) };
     },
   }),
 ];

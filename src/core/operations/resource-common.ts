@@ -91,7 +91,7 @@ export const placedSchema = {
 };
 
 /** Where a resource lives, by uuid: what placedView adds to its row. */
-interface Where {
+export interface Where {
   destination_uuid: string;
   server_uuid: string;
   environment_uuid: string;
@@ -139,7 +139,22 @@ export async function placedViews<T>(db: Db, rows: readonly ResourceRow[], view:
   return Promise.all(rows.map((r) => view(db, r, known)));
 }
 
+/** The views of a list's rows built without a promise each (a list of 2,000 felt 2,000 awaits). */
+export async function placedRows<T>(db: Db, rows: readonly ResourceRow[], build: (r: ResourceRow, where: Where) => T): Promise<T[]> {
+  const known = await placementsOf(db, rows);
+  return rows.map((r) => {
+    const where = known.get(placeKey(r));
+    if (!where) throw notFound();
+    return build(r, where);
+  });
+}
+
 export async function placedView(db: Db, r: ResourceRow, known?: Placements) {
+  return placedFields(r, await placeOf(db, r, known));
+}
+
+/** Where a resource lives, from a list's placements or read for it alone. */
+export async function placeOf(db: Db, r: ResourceRow, known?: Placements): Promise<Where> {
   const where = known
     ? known.get(placeKey(r))
     : await db
@@ -151,6 +166,11 @@ export async function placedView(db: Db, r: ResourceRow, known?: Placements) {
         .where('d.id', '=', r.destination_id)
         .executeTakeFirst();
   if (!where) throw notFound();
+  return where;
+}
+
+/** The placed fields of a row: one literal, no spread (V8 builds and stringifies such objects several times faster). */
+export function placedFields(r: ResourceRow, where: Where) {
   return {
     uuid: r.uuid,
     name: r.name,
@@ -161,7 +181,10 @@ export async function placedView(db: Db, r: ResourceRow, known?: Placements) {
     observed_at: r.observed_at,
     environment_id: r.environment_id,
     destination_id: r.destination_id,
-    ...where,
+    destination_uuid: where.destination_uuid,
+    server_uuid: where.server_uuid,
+    environment_uuid: where.environment_uuid,
+    project_uuid: where.project_uuid,
     tags: JSON.parse(r.tags) as string[],
     created_at: r.created_at,
     updated_at: r.updated_at,

@@ -83,6 +83,8 @@ export async function exportServer(trx: Db, server: ServerRow, opts: { withSecre
       const { private_key_id, ...source } = config.source;
       config.source = { ...source, private_key_uuid: keyUuid.get(private_key_id) ?? null } as typeof config.source;
     }
+    // A GitHub app is this instance's record (by id): never carried, so an import cannot point at another app that has the id there.
+    if (config.source && 'github_app_id' in config.source) delete (config.source as { github_app_id?: number }).github_app_id;
     const env = envUuid.get(r.environment_id)!;
     return {
       uuid: r.uuid,
