@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sensitive } from '../redact.js';
 import { atomically } from '../../store/atomic.js';
 import { nowIso } from '../../store/db.js';
 import { validationError } from '../../errors.js';
@@ -39,7 +40,7 @@ export const applicationSchema = z.object({
   publish_directory: z.string().nullable().meta({ 'berth.brief': true }),
   /** dockercompose: where the compose file is, what the last build read there, and each compose service's domains. */
   docker_compose_location: z.string().nullable().meta({ 'berth.brief': true }),
-  docker_compose_raw: z.string().nullable().meta({ 'berth.brief': true }),
+  docker_compose_raw: sensitive(z.string().nullable().meta({ 'berth.brief': true })),
   docker_compose_domains: z.string().nullable().meta({ 'berth.brief': true }),
   docker_registry_image_name: z.string(),
   docker_registry_image_tag: z.string(),
@@ -370,7 +371,8 @@ export const applicationOperations = [
         return r;
       });
       // A changed domain (or port) is routed now when the application runs, not at its next deploy.
-      if (i.domains !== undefined || docker_compose_domains !== undefined || i.ports_exposes !== undefined || i.is_gzip_enabled !== undefined || i.is_stripprefix_enabled !== undefined) await routeAtOnce(ctx, r);
+      if (i.domains !== undefined || docker_compose_domains !== undefined || i.ports_exposes !== undefined || i.is_gzip_enabled !== undefined || i.is_stripprefix_enabled !== undefined)
+        await routeAtOnce(ctx, r);
       return { uuid };
     },
   }),
