@@ -13,6 +13,8 @@ import { parseRunOptions } from '../core/run-options.js';
 import { healthcheckSpec, limitsSpec } from '../core/runtime-fields.js';
 import { resolveSharedReferences } from './shared-references.js';
 import type { ContainerSpec, PortBinding } from '../core/model/container-spec.js';
+import { DEFAULT_SWARM_REPLICAS, placementOf, type SwarmPlacement } from '../core/swarm-fields.js';
+import type { EngineKindType } from './kind.js';
 
 /** Labels berth puts on everything it creates, so it can find (and only touch) its own. */
 export const LABEL_RESOURCE = 'berth.resource';
@@ -35,6 +37,10 @@ export interface PlannedContainer {
 
 export interface Plan {
   serverId: number;
+  /** The destination's type: which engine kind runs the plan (kind.ts). */
+  engineKind: EngineKindType;
+  /** A swarm destination's service settings (applications: Coolify's swarm_replicas and placement). */
+  swarm?: { replicas: number; placement: SwarmPlacement | null };
   /** The server lets containers reach into the host (checked with core/host-access.ts). */
   hostAccess: boolean;
   network: string;
@@ -99,7 +105,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   const dest = await db
     .selectFrom('destinations as d')
     .innerJoin('servers as s', 's.id', 'd.server_id')
-    .select(['d.server_id', 'd.network', 's.host_access'])
+    .select(['d.server_id', 'd.network', 'd.type', 's.host_access'])
     .where('d.id', '=', opts.destinationId ?? r.destination_id)
     .executeTakeFirstOrThrow();
   const envRows = await db.selectFrom('environment_variables').select(['key', 'value']).where('resource_id', '=', r.id).where('is_preview', '=', 0).execute();
@@ -116,8 +122,11 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   const network = ownNetwork ? r.uuid : dest.network;
   const base = { labels, restartPolicy: { name: 'unless-stopped' as const }, networkMode: network };
   let containers: PlannedContainer[];
+  const engineKind: EngineKindType = dest.type === 'swarm' ? 'swarm' : 'standalone';
+  let swarm: Plan['swarm'];
   if (r.kind === 'application') {
     const c = config as ApplicationConfig;
+    if (engineKind === 'swarm') swarm = { replicas: c.swarm_replicas ?? DEFAULT_SWARM_REPLICAS, placement: placementOf(c.swarm_placement_constraints) };
     // Checked at the door; read again here so a record never carries more than the rules allow.
     const { labels: runLabels, ...run } = c.custom_docker_run_options ? parseRunOptions(c.custom_docker_run_options) : {};
     const healthcheck = healthcheckSpec(c, c.ports_exposes);
@@ -203,7 +212,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
       },
     ];
   }
-  return { serverId: dest.server_id, hostAccess: dest.host_access === 1, network, ownNetwork, containers, volumes: storages.map((s) => vol(s.name)), notes };
+  return { serverId: dest.server_id, engineKind, ...(swarm ? { swarm } : {}), hostAccess: dest.host_access === 1, network, ownNetwork, containers, volumes: storages.map((s) => vol(s.name)), notes };
 }
 
 /** Why this plan may not run on its server (host-reaching settings without host access), or null. */

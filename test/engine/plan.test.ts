@@ -7,6 +7,7 @@ import { containerNames, planRefusal, type Plan } from '../../src/engine/plan.js
 
 const plan = (hostAccess: boolean, specs: Plan['containers'][number]['spec'][]): Plan => ({
   serverId: 1,
+  engineKind: 'standalone',
   hostAccess,
   network: 'berth',
   ownNetwork: false,

@@ -1,4 +1,5 @@
 import type { HealthCheckFields, LimitsFields } from '../runtime-fields.js';
+import type { SwarmFields } from '../swarm-fields.js';
 
 /** The image tag of a dockerfile application before its first build. */
 export const UNBUILT_TAG = 'unbuilt';
@@ -39,7 +40,7 @@ export type BuildSource =
     };
 
 /** Coolify's runtime fields are stored only when set (see runtime-fields.ts for their defaults). */
-export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<LimitsFields> {
+export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<LimitsFields>, SwarmFields {
   /** dockerimage: run a registry image; the others: build it on the server's engine at each deploy. */
   build_pack: 'dockerimage' | BuildPack;
   source?: BuildSource;

@@ -177,6 +177,15 @@ export function migrateOperation(collection: Collection) {
       const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
+      // A migration moves containers and their volumes between engines; a swarm service is neither.
+      const from = await db.selectFrom('destinations').select('type').where('id', '=', r.destination_id).executeTakeFirstOrThrow();
+      if (from.type === 'swarm' || target.type === 'swarm') {
+        throw validationError({
+          destination_uuid: [
+            `berth does not migrate ${from.type === 'swarm' ? 'from' : 'to'} a swarm destination: a swarm service's tasks and volumes live on the swarm's nodes. Create the resource on the other destination and move its data with a backup instead.`,
+          ],
+        });
+      }
       // What the resource runs must be allowed where it goes (host-reaching settings need host access there).
       const refusal = await ctx.runtime.placementRefusal(r.id, target.id);
       if (refusal) throw validationError({ destination_uuid: [`The target server does not allow this: ${refusal}`] });
