@@ -39,3 +39,11 @@ export interface EngineKind {
   /** The last lines of the resource's logs (one compose container's with `container`). */
   logs(engine: EngineClient, plan: Plan, opts: { lines: number; container?: string; timestamps?: boolean; signal?: AbortSignal }): Promise<string>;
 }
+
+/** A deployment's job on a kind: stop, start, restart (a deploy when something is missing), or deploy. */
+export async function runKindJob(kind: EngineKind, job: string, engine: EngineClient, plan: Plan, ctx: KindContext): Promise<void> {
+  if (job === 'stop') return kind.stop(engine, plan, ctx);
+  if (job === 'start') return kind.start(engine, plan, ctx);
+  if (job === 'restart' && (await kind.restart(engine, plan, ctx))) return ctx.log('restarted');
+  return kind.deploy(engine, plan, ctx);
+}

@@ -23,6 +23,8 @@ import type { EngineClient } from './engine-client.js';
 import { ConflictError, NotFoundError } from './engine-errors.js';
 import { atomically } from '../store/atomic.js';
 import { backoffDelay, DEFAULT_RETRY, sleepWithSignal } from './retry.js';
+import { runKindJob } from './kind.js';
+import { swarmKind } from './swarm/index.js';
 import { LABEL_MANAGED, LABEL_RESOURCE, planRefusal, planResource, type Plan, type PlannedContainer } from './plan.js';
 import { berthRunsHealthchecks, EngineWatchers } from './engine-watcher.js';
 import { hasHealthcheck } from '../core/observed-status.js';
@@ -188,6 +190,12 @@ export class LiveRuntime implements Runtime {
     const want = (status: 'running' | 'exited') =>
       ctx.db.updateTable('resources').set({ status, observed_status: sql<string>`coalesce(observed_status, 'exited')`, updated_at: nowIso() }).where('id', '=', d.resource_id).execute();
     try {
+      // engine kind dispatch
+      if (plan.engineKind === 'swarm') {
+        await want(d.kind === 'stop' ? 'exited' : 'running');
+        await runKindJob(swarmKind, d.kind, engine, plan, ctx);
+        return 'finished';
+      }
       switch (d.kind) {
         case 'stop':
           await want('exited');
@@ -431,6 +439,8 @@ export class LiveRuntime implements Runtime {
 
   /** Starts the plan's containers (and waits until they run); deploys them when any is missing. */
   private async start(engine: EngineClient, plan: Plan, ctx: RuntimeJobContext): Promise<void> {
+    // engine kind dispatch
+    if (plan.engineKind === 'swarm') return swarmKind.start(engine, plan, ctx);
     const missing = await this.missing(engine, plan);
     if (missing.length === 0) {
       await this.startInOrder(engine, plan, ctx);
@@ -707,6 +717,8 @@ export class LiveRuntime implements Runtime {
     if (!this.isLive(await this.serverOfResource(resourceId))) return;
     const plan = await planResource(this.db, resourceId);
     const engine = await this.engineForServerId(plan.serverId);
+    // engine kind dispatch
+    if (plan.engineKind === 'swarm') return swarmKind.stop(engine, plan, { log: async () => undefined, signal: signal ?? new AbortController().signal });
     await this.stopAll(engine, plan, { log: async () => undefined, signal: signal ?? new AbortController().signal }, { untilExited: true });
     await this.ensureStopped(engine, plan, signal);
   }
@@ -885,6 +897,8 @@ export class LiveRuntime implements Runtime {
     if (!this.isLive(await this.serverOfResource(resourceId))) return '';
     const plan = await planResource(this.db, resourceId);
     const engine = await this.engineForServerId(plan.serverId);
+    // engine kind dispatch
+    if (plan.engineKind === 'swarm') return swarmKind.logs(engine, plan, { lines: opts.lines, timestamps: opts.timestamps });
     const parts: string[] = [];
     const chosen = plan.containers.filter((k) => opts.container === undefined || k.spec.labels?.['berth.container'] === opts.container);
     for (const c of chosen) {
@@ -928,6 +942,8 @@ export class LiveRuntime implements Runtime {
     const engine = await this.engineFor(server);
     const signal = AbortSignal.timeout(120_000);
     const out: string[] = [];
+    // engine kind dispatch
+    if (plan.engineKind === 'swarm') out.push(...(await swarmKind.remove(engine, plan, { log: async () => undefined, signal })));
     // Its containers, a rolling update's leftover, and the backup helpers made for it.
     const names = new Set([...plan.containers.map((c) => c.name), ...plan.containers.map((c) => `${c.name}-next`)]);
     for (const c of await engine.listContainers({ all: true, labels: { 'berth.backup-of': r.uuid }, signal })) names.add(containerName(c));

@@ -489,7 +489,8 @@ export const serverOperations = [
       if (type === 'swarm' && !bool(s.is_swarm_manager)) {
         throw validationError({ type: ['A swarm destination needs a server that is a Docker Swarm manager: validate it once its engine is one (is_swarm_manager).'] });
       }
-      if (type === 'swarm' && BUILTIN_NETWORKS.has(i.network)) throw validationError({ network: [`A swarm destination runs on an overlay network berth creates; "${i.network}" is the engine's own.`] });
+      if (type === 'swarm' && BUILTIN_NETWORKS.has(i.network))
+        throw validationError({ network: [`A swarm destination runs on an overlay network berth creates; "${i.network}" is the engine's own.`] });
       const reach = hostReaching({ networkMode: i.network });
       if (reach.length && !bool(s.host_access)) throw validationError({ network: [describeHostReach(reach, `Network "${i.network}"`)] });
       if (await db.selectFrom('destinations').select('id').where('server_id', '=', s.id).where('network', '=', i.network).executeTakeFirst()) {

@@ -6,7 +6,16 @@ import type { Kysely } from 'kysely';
  * `standalone` containers or `swarm` services on an overlay network).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema.alterTable('servers').addColumn('is_swarm_manager', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('servers').addColumn('is_swarm_worker', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('destinations').addColumn('type', 'text', (c) => c.notNull().defaultTo('standalone')).execute();
+  await db.schema
+    .alterTable('servers')
+    .addColumn('is_swarm_manager', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('servers')
+    .addColumn('is_swarm_worker', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('destinations')
+    .addColumn('type', 'text', (c) => c.notNull().defaultTo('standalone'))
+    .execute();
 }
