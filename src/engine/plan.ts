@@ -14,7 +14,6 @@ import { healthcheckSpec, limitsSpec } from '../core/runtime-fields.js';
 import { resolveSharedReferences } from './shared-references.js';
 import type { ContainerSpec, PortBinding } from '../core/model/container-spec.js';
 import { DEFAULT_SWARM_REPLICAS, placementOf, type SwarmPlacement } from '../core/swarm-fields.js';
-import type { EngineKindType } from './kind.js';
 
 /** Labels berth puts on everything it creates, so it can find (and only touch) its own. */
 export const LABEL_RESOURCE = 'berth.resource';
@@ -37,8 +36,8 @@ export interface PlannedContainer {
 
 export interface Plan {
   serverId: number;
-  /** The destination's type: which engine kind runs the plan (kind.ts). */
-  engineKind: EngineKindType;
+  /** The destination's type: which engine kind runs the plan (kind.ts's EngineKindType; not imported: kind.ts imports Plan). */
+  engineKind: 'standalone' | 'swarm';
   /** A swarm destination's service settings (applications: Coolify's swarm_replicas and placement). */
   swarm?: { replicas: number; placement: SwarmPlacement | null };
   /** The server lets containers reach into the host (checked with core/host-access.ts). */
@@ -122,7 +121,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   const network = ownNetwork ? r.uuid : dest.network;
   const base = { labels, restartPolicy: { name: 'unless-stopped' as const }, networkMode: network };
   let containers: PlannedContainer[];
-  const engineKind: EngineKindType = dest.type === 'swarm' ? 'swarm' : 'standalone';
+  const engineKind: Plan['engineKind'] = dest.type === 'swarm' ? 'swarm' : 'standalone';
   let swarm: Plan['swarm'];
   if (r.kind === 'application') {
     const c = config as ApplicationConfig;
