@@ -46,8 +46,9 @@ export const serverSchema = z.object({
   is_usable: z.boolean(),
   /** berth: validated, reachable and usable, so berth moves volume data for it. */
   is_managed: z.boolean(),
-  is_swarm_manager: z.boolean().describe('The engine is a Docker Swarm manager (read at the last validate); its destinations are of type swarm.'),
-  is_swarm_worker: z.boolean().describe('The engine is a Docker Swarm worker (read at the last validate): berth deploys through a manager, not here.'),
+  // Read at the last validate (a manager's destinations are swarm); left out of tool schemas for size.
+  is_swarm_manager: z.boolean().meta({ 'berth.brief': true }),
+  is_swarm_worker: z.boolean().meta({ 'berth.brief': true }),
   validated_at: z.string().nullable(),
   validation_logs: z.string().nullable(),
   transfer: z
@@ -68,7 +69,7 @@ export const destinationSchema = z.object({
   uuid: z.string(),
   name: z.string(),
   network: z.string(),
-  type: z.enum(['standalone', 'swarm']).describe('standalone: containers on a Docker network; swarm: services on an attachable overlay network of a swarm manager.'),
+  type: z.enum(['standalone', 'swarm']),
   server_uuid: z.string(),
   created_at: z.string(),
   updated_at: z.string(),
