@@ -12,6 +12,8 @@
 #   scripts/dockerd.sh docker DIR NAME ARGS...   run Debian's docker CLI against daemon NAME
 #   scripts/dockerd.sh caddy-image DIR [NAME]    import a Caddy image (localhost/berth-caddy:2.6) built
 #                                         from Debian's caddy package (cached: $BERTH_CADDY_ROOTFS)
+#   scripts/dockerd.sh swarm-init DIR [NAME]     make daemon NAME a one-node swarm (its manager), on
+#                                         127.0.0.1, overlay subnets from DOCKERD_SWARM_POOL
 #
 # Settings (checked on these machines): --iptables=false and --ip-masq=false (the daemon leaves the
 # host's firewall alone; containers on one user-defined bridge still reach each other by name, and
@@ -163,12 +165,24 @@ cmd_caddy_image() {
   log "caddy-image: $CADDY_IMAGE"
 }
 
+# A one-node swarm on loopback: the daemon is its manager. Overlay networks take their subnets from
+# a pool of their own (Docker's default, 10.0.0.0/8, would overlap anything). Idempotent.
+cmd_swarm_init() {
+  local dir name
+  dir="$(cd "${1:?usage: $0 swarm-init DIR [NAME]}" && pwd)"; name="${2:-d}"
+  if [ "$(run_docker "$dir" "$name" info --format '{{.Swarm.LocalNodeState}}')" = active ]; then return 0; fi
+  run_docker "$dir" "$name" swarm init --advertise-addr 127.0.0.1 --listen-addr 127.0.0.1:0 \
+    --default-addr-pool "${DOCKERD_SWARM_POOL:-10.214.0.0/16}" --default-addr-pool-mask-length 24 >/dev/null
+  log "swarm-init: $dir/$name is a swarm manager"
+}
+
 case "${1:-}" in
   install) cmd_install ;;
   up) shift; cmd_up "$@" ;;
   down) shift; cmd_down "$@" ;;
   env) shift; cmd_env "$@" ;;
   caddy-image) shift; cmd_caddy_image "$@" ;;
+  swarm-init) shift; cmd_swarm_init "$@" ;;
   docker) shift; dir="$(cd "${1:?dir}" && pwd)"; name="${2:?name}"; shift 2; run_docker "$dir" "$name" "$@" ;;
-  *) echo "usage: $0 install | up DIR [NAME] | down DIR [NAME] | env DIR [NAME] | docker DIR NAME ARGS... | caddy-image DIR [NAME]" >&2; exit 2 ;;
+  *) echo "usage: $0 install | up DIR [NAME] | down DIR [NAME] | env DIR [NAME] | docker DIR NAME ARGS... | caddy-image DIR [NAME] | swarm-init DIR [NAME]" >&2; exit 2 ;;
 esac

@@ -28,6 +28,8 @@ export interface ValidationResult {
   logs: string;
   /** The SSH host key pinned after this validation (undefined: not an SSH server, unchanged). */
   hostKeyFingerprint?: string | null;
+  /** The engine's part in a Docker Swarm (GET /info): a manager, a worker, or none (undefined: not read). */
+  swarm?: 'manager' | 'worker' | 'none';
 }
 
 /**

@@ -188,6 +188,9 @@ export class EngineConnections {
         // Usable: berth can read what it needs to manage (containers and volumes).
         await engine.listContainers({ labels: { 'berth.managed': 'true' } });
         await engine.listVolumes();
+        // Coolify's is_swarm_manager / is_swarm_worker: an active node that answers the swarm API is a manager.
+        const sw = await engine.swarmState();
+        const swarm = sw.localNodeState !== 'active' ? 'none' : sw.controlAvailable ? 'manager' : 'worker';
         if (pinned && pinned !== server.host_key_fingerprint) {
           lines.push(
             server.host_key_fingerprint ? `Host key ${pinned} accepted, replacing ${server.host_key_fingerprint}.` : `Host key ${pinned} pinned (trust on first use): a different key will be refused.`,
@@ -196,7 +199,8 @@ export class EngineConnections {
         lines.push(
           `Docker-compatible engine ${String(v.Version).slice(0, 40)} (API ${String(v.ApiVersion).slice(0, 10)}, ${String(v.Os ?? '?').slice(0, 20)}/${String(v.Arch ?? '?').slice(0, 20)}) at ${target.endpoint}.`,
         );
-        return { reachable: true, usable: true, logs: lines.join('\n'), ...(pinned !== undefined ? { hostKeyFingerprint: pinned } : {}) };
+        if (swarm !== 'none') lines.push(`Docker Swarm: this node is a ${swarm} (${sw.nodes} node(s), ${sw.managers} manager(s)).`);
+        return { reachable: true, usable: true, swarm, logs: lines.join('\n'), ...(pinned !== undefined ? { hostKeyFingerprint: pinned } : {}) };
       } catch (err) {
         const cause = (err as { cause?: unknown }).cause;
         const channelFailed = ssh && target.transport === 'ssh' && cause instanceof SshError && cause.kind === 'channel';

@@ -6,6 +6,7 @@ import { NotFoundError } from './engine-errors.js';
 import { OutageLog } from '../logging/outage.js';
 import { aggregate, MISSING, observeContainer, UNREACHABLE_STATUS, type ContainerObservation } from '../core/observed-status.js';
 import { containerNames, LABEL_MANAGED, LABEL_RESOURCE } from './plan.js';
+import { swarmObservation } from './swarm/watch.js';
 import type { ContainerInspect } from '../core/model/container-spec.js';
 import { NO_CHANGES, type ChangePublisher } from '../core/changes.js';
 
@@ -185,7 +186,9 @@ async function observeAndStore(
   const wanted = r.status === 'running' ? 'running' : 'exited';
   const containers: Record<string, ContainerObservation> = {};
   const inspects = new Map<string, ContainerInspect>();
-  for (const name of containerNames(r)) {
+  // engine kind dispatch
+  const onSwarm = await swarmObservation(db, engine, r, wanted, signal);
+  for (const name of onSwarm ? [] : containerNames(r)) {
     let info: ContainerInspect | undefined;
     try {
       info = await engine.inspectContainer(name, { signal });
@@ -198,7 +201,7 @@ async function observeAndStore(
     if (o.exit_code === null && o.restarts > 0 && dieCodes.has(name)) o.exit_code = dieCodes.get(name)!;
     containers[name] = o;
   }
-  const seen = aggregate(containers, r.last_exit_code);
+  const seen = onSwarm ?? aggregate(containers, r.last_exit_code);
   await db
     .updateTable('resources')
     .set({ observed_status: seen.status, observed: JSON.stringify(seen.containers), observed_at: nowIso(), restart_count: seen.restart_count, last_exit_code: seen.last_exit_code })
@@ -211,7 +214,7 @@ async function observeAndStore(
   if (seen.status !== r.observed_status || seen.restart_count !== (r.restart_count ?? 0) || seen.last_exit_code !== r.last_exit_code) {
     changes.publish({ teamId: r.team_id, uuids: [r.uuid] });
   }
-  return { status: seen.status, containers, inspects };
+  return { status: seen.status, containers: onSwarm ? {} : containers, inspects };
 }
 
 /** How soon after an event the resource is looked at: a burst of events costs one look. */

@@ -13,6 +13,7 @@ import { parseRunOptions } from '../core/run-options.js';
 import { healthcheckSpec, limitsSpec } from '../core/runtime-fields.js';
 import { resolveSharedReferences } from './shared-references.js';
 import type { ContainerSpec, PortBinding } from '../core/model/container-spec.js';
+import { DEFAULT_SWARM_REPLICAS, placementOf, type SwarmPlacement } from '../core/swarm-fields.js';
 
 /** Labels berth puts on everything it creates, so it can find (and only touch) its own. */
 export const LABEL_RESOURCE = 'berth.resource';
@@ -48,6 +49,8 @@ export interface Plan {
   engineKind: EngineKindType;
   /** The resource's uuid: its containers, helpers and leftovers carry it in their names and labels. */
   resourceUuid: string;
+  /** A swarm destination's service settings (applications: Coolify's swarm_replicas and placement). */
+  swarm?: { replicas: number; placement: SwarmPlacement | null };
   /** The server lets containers reach into the host (checked with core/host-access.ts). */
   hostAccess: boolean;
   network: string;
@@ -112,7 +115,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   const dest = await db
     .selectFrom('destinations as d')
     .innerJoin('servers as s', 's.id', 'd.server_id')
-    .select(['d.server_id', 'd.network', 's.host_access'])
+    .select(['d.server_id', 'd.network', 'd.type', 's.host_access'])
     .where('d.id', '=', opts.destinationId ?? r.destination_id)
     .executeTakeFirstOrThrow();
   const envRows = await db.selectFrom('environment_variables').select(['key', 'value']).where('resource_id', '=', r.id).where('is_preview', '=', 0).execute();
@@ -129,6 +132,8 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   const network = ownNetwork ? r.uuid : dest.network;
   const base = { labels, restartPolicy: { name: 'unless-stopped' as const }, networkMode: network };
   let containers: PlannedContainer[];
+  const engineKind: EngineKindType = dest.type === 'swarm' ? 'swarm' : 'standalone';
+  let swarm: Plan['swarm'];
   let composeVolumes: string[] = [];
   if (r.kind === 'application' && (config as ApplicationConfig).compose) {
     // A dockercompose application: the compose file read at its last build, planned as a service's.
@@ -137,6 +142,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     composeVolumes = compose.volumes.map(vol);
   } else if (r.kind === 'application') {
     const c = config as ApplicationConfig;
+    if (engineKind === 'swarm') swarm = { replicas: c.swarm_replicas ?? DEFAULT_SWARM_REPLICAS, placement: placementOf(c.swarm_placement_constraints) };
     // Checked at the door; read again here so a record never carries more than the rules allow.
     const { labels: runLabels, ...run } = c.custom_docker_run_options ? parseRunOptions(c.custom_docker_run_options) : {};
     const healthcheck = healthcheckSpec(c, c.ports_exposes);
@@ -192,7 +198,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     ];
   }
   const volumes = [...new Set([...storages.map((s) => vol(s.name)), ...composeVolumes])];
-  return { serverId: dest.server_id, engineKind: 'standalone', resourceUuid: r.uuid, hostAccess: dest.host_access === 1, network, ownNetwork, containers, volumes, notes };
+  return { serverId: dest.server_id, engineKind, ...(swarm ? { swarm } : {}), resourceUuid: r.uuid, hostAccess: dest.host_access === 1, network, ownNetwork, containers, volumes, notes };
 }
 
 /** A compose file's containers as planned (`<uuid>-<name>`, reachable by their compose name): a service's, or a dockercompose application's. */

@@ -50,6 +50,7 @@ import * as m032 from './migrations/032-audit-lean.js';
 import * as m033 from './migrations/033-approvals-binding.js';
 import * as m034 from './migrations/034-backup-restores.js';
 import * as m041 from './migrations/041-server-proxy.js';
+import * as m042 from './migrations/042-swarm.js';
 import * as m043 from './migrations/043-additional-destinations.js';
 import * as m035 from './migrations/035-mcp-tasks.js';
 import * as m039 from './migrations/039-server-transfer.js';
@@ -92,6 +93,7 @@ const migrations: Record<string, Migration> = {
   '035-mcp-tasks': m035,
   '039-server-transfer': m039,
   '041-server-proxy': m041,
+  '042-swarm': m042,
   '043-additional-destinations': m043,
 
   '009-shared-variables': m009,

@@ -119,6 +119,9 @@ export interface ServersTable extends Timestamps {
   transfer: string | null;
   /** JSON: the server's reverse proxy settings (core/model/proxy.ts); null for the defaults. */
   proxy: string | null;
+  /** What the last validate read of the engine's swarm state (0/1, migration 042). */
+  is_swarm_manager: Generated<number>;
+  is_swarm_worker: Generated<number>;
 }
 
 export interface DestinationsTable extends Timestamps {
@@ -128,6 +131,8 @@ export interface DestinationsTable extends Timestamps {
   server_id: number;
   name: string;
   network: string;
+  /** The engine kind (Coolify's destination type): `standalone` or `swarm` (migration 042). */
+  type: Generated<string>;
 }
 
 /** An application's copy on another server (migration 043; docs/decisions/additional-destinations.md). */

@@ -33,16 +33,21 @@ export interface TestDockerd {
   docker(args: string[]): string;
 }
 
-/** beforeAll: a daemon of this file's own, with the busybox and Caddy images; afterAll: down. */
-export function useDockerd(): TestDockerd {
+/**
+ * beforeAll: a daemon of this file's own, with the busybox and Caddy images (with `swarm`: a
+ * one-node swarm it manages, tasks using local images without asking a registry); afterAll: down.
+ */
+export function useDockerd(opts: { swarm?: boolean } = {}): TestDockerd {
   const d = {} as TestDockerd;
   beforeAll(() => {
     // Short: the socket path must fit a unix socket address.
     const dir = mkdtempSync('/tmp/berth-dk-');
-    const run = (args: string[]) => execFileSync('bash', [DOCKERD_SCRIPT, ...args], { encoding: 'utf8', env: { ...process.env, DOCKERD_QUIET: '1' }, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
+    const env = { ...process.env, DOCKERD_QUIET: '1', ...(opts.swarm ? { DOCKER_SERVICE_PREFER_OFFLINE_IMAGE: '1' } : {}) };
+    const run = (args: string[]) => execFileSync('bash', [DOCKERD_SCRIPT, ...args], { encoding: 'utf8', env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
     Object.assign(d, { dir, socket: path.join(dir, 'd/docker.sock'), docker: (args: string[]) => run(['docker', dir, 'd', ...args]) });
     run(['up', dir]);
-    run(['caddy-image', dir]);
+    if (opts.swarm) run(['swarm-init', dir]);
+    else run(['caddy-image', dir]);
   }, 240_000);
   afterAll(() => {
     if (d.dir) spawnSync('bash', [DOCKERD_SCRIPT, 'down', d.dir], { stdio: 'ignore', timeout: 120_000 });

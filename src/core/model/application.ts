@@ -1,5 +1,6 @@
 import type { ComposeContainer } from '../compose.js';
 import type { HealthCheckFields, LimitsFields } from '../runtime-fields.js';
+import type { SwarmFields } from '../swarm-fields.js';
 
 /** The image tag of a dockerfile application before its first build. */
 export const UNBUILT_TAG = 'unbuilt';
@@ -60,7 +61,7 @@ export interface ComposeApplication {
 }
 
 /** Coolify's runtime fields are stored only when set (see runtime-fields.ts for their defaults). */
-export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<LimitsFields> {
+export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<LimitsFields>, SwarmFields {
   /** dockerimage: run a registry image; the others: build it on the server's engine at each deploy. */
   build_pack: 'dockerimage' | BuildPack;
   source?: BuildSource;

@@ -66,7 +66,8 @@ async function createBuilt(
   composeDomains?: Record<string, string>,
 ) {
   const { db, caller } = ctx;
-  const place = await resolvePlacement(db, caller.teamId, i);
+  // A dockercompose application runs several containers, as a service does: not on a swarm destination.
+  const place = await resolvePlacement(db, caller.teamId, i, pack === 'dockercompose' ? 'service' : 'application');
   const uuid = newUuid();
   const c: ApplicationConfig = {
     build_pack: pack,

@@ -15,6 +15,7 @@ import { parseRunOptions, requireRunOptionsAccess } from '../run-options.js';
 import { BUILD_PACKS, DEFAULT_IMAGES_TO_KEEP, isBuilt, type ApplicationConfig } from '../model/application.js';
 import { checkLimits, givenHealthCheck, givenLimits, HEALTH_DEFAULTS, healthCheckInput, healthCheckOutput, limitsInput, limitsOutput, LIMITS_DEFAULTS } from '../runtime-fields.js';
 import type { Db } from '../../store/db.js';
+import { applySwarmFields, swarmInput, swarmOutput, swarmView } from '../swarm-fields.js';
 import { description, domains, flag, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
 import { CREATE, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
@@ -54,6 +55,7 @@ export const applicationSchema = z.object({
   custom_labels: z.string().nullable().meta({ 'berth.brief': true }),
   custom_docker_run_options: z.string().nullable().meta({ 'berth.brief': true }),
   docker_images_to_keep: z.number().int().meta({ 'berth.brief': true }),
+  ...swarmOutput,
 });
 
 export async function view(db: Db, r: ResourceRow, known?: Placements): Promise<z.infer<typeof applicationSchema>> {
@@ -74,6 +76,7 @@ const L = LIMITS_DEFAULTS;
  */
 export function applicationView(r: ResourceRow, where: Where): z.infer<typeof applicationSchema> {
   const { source, ...c } = config<ApplicationConfig>(r);
+  const sw = swarmView(c);
   const git = source && 'git_repository' in source ? source : null;
   return {
     uuid: r.uuid,
@@ -134,6 +137,8 @@ export function applicationView(r: ResourceRow, where: Where): z.infer<typeof ap
     docker_compose_location: c.build_pack === 'dockercompose' ? (git?.docker_compose_location ?? null) : null,
     docker_compose_raw: c.compose?.docker_compose_raw ?? null,
     docker_compose_domains: composeDomainsView(c.compose_domains),
+    swarm_replicas: sw.swarm_replicas,
+    swarm_placement_constraints: sw.swarm_placement_constraints,
   };
 }
 
@@ -175,6 +180,7 @@ export function runtimeFields() {
     is_gzip_enabled: flag.meta({ 'berth.brief': true }).optional(),
     is_stripprefix_enabled: flag.meta({ 'berth.brief': true }).optional(),
     force_domain_override: flag.meta({ 'berth.brief': true }).optional(),
+    ...swarmInput,
   };
 }
 
@@ -191,6 +197,7 @@ export async function applyRuntimeFields(db: Db, c: ApplicationConfig, i: Record
   Object.assign(c, givenHealthCheck(i), givenLimits(i));
   checkLimits(c);
   if (i.docker_images_to_keep !== undefined) c.docker_images_to_keep = i.docker_images_to_keep as number;
+  applySwarmFields(c, i);
   if (i.is_gzip_enabled !== undefined) c.is_gzip_enabled = i.is_gzip_enabled as boolean;
   if (i.is_stripprefix_enabled !== undefined) c.is_stripprefix_enabled = i.is_stripprefix_enabled as boolean;
   if (i.custom_labels !== undefined) c.custom_labels = decodeCustomLabels(i.custom_labels as string | null);

@@ -162,7 +162,7 @@ function createOperation(kind: DatabaseKind) {
     unsupported: DATABASE_CREATE_FIELDS,
     async run(ctx, i) {
       const { db, caller } = ctx;
-      const place = await resolvePlacement(db, caller.teamId, i);
+      const place = await resolvePlacement(db, caller.teamId, i, 'database');
       const uuid = newUuid();
       const input = i as Record<string, unknown>;
       const given = Object.fromEntries(

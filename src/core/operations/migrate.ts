@@ -177,6 +177,15 @@ export function migrateOperation(collection: Collection) {
       const r = await ownedResource(db, i.uuid, caller.teamId, kinds);
       const target = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (target.id === r.destination_id) throw validationError({ destination_uuid: ['Resource is already on the selected destination.'] });
+      // A migration moves containers and their volumes between engines; a swarm service is neither.
+      const from = await db.selectFrom('destinations').select('type').where('id', '=', r.destination_id).executeTakeFirstOrThrow();
+      if (from.type === 'swarm' || target.type === 'swarm') {
+        throw validationError({
+          destination_uuid: [
+            `berth does not migrate ${from.type === 'swarm' ? 'from' : 'to'} a swarm destination: a swarm service's tasks and volumes live on the swarm's nodes. Create the resource on the other destination and move its data with a backup instead.`,
+          ],
+        });
+      }
       // additional destinations: one copy per server, so the primary does not move onto a copy's server
       if (await db.selectFrom('application_destinations').select('id').where('resource_id', '=', r.id).where('server_id', '=', target.server_id).executeTakeFirst())
         throw validationError({ destination_uuid: ['The application already runs on that server as an additional destination; remove it there first.'] });

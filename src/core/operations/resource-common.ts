@@ -44,6 +44,8 @@ export async function resolvePlacement(
   db: Db,
   teamId: number,
   i: { project_uuid: string; server_uuid: string; environment_name?: string; environment_uuid?: string; destination_uuid?: string },
+  /** What is placed: only applications run on a swarm destination (docs/decisions/swarm.md). */
+  kind: 'application' | 'database' | 'service' = 'application',
 ): Promise<Placement> {
   if (!i.environment_name && !i.environment_uuid) {
     throw validationError({ environment_name: ['You need to provide at least one of environment_name or environment_uuid.'] });
@@ -64,8 +66,18 @@ export async function resolvePlacement(
   } else {
     throw validationError({ destination_uuid: ['Server has multiple destinations and you do not set destination_uuid.'] });
   }
+  if (kind !== 'application') {
+    const d = await db.selectFrom('destinations').select('type').where('id', '=', destinationId).executeTakeFirstOrThrow();
+    if (d.type === 'swarm') throw validationError({ [i.destination_uuid ? 'destination_uuid' : 'server_uuid']: [swarmRefusal(kind)] });
+  }
   return { environmentId: env.id, destinationId };
 }
+
+/** Why a database or a service is not placed on a swarm destination (yet). */
+export const swarmRefusal = (kind: 'database' | 'service') =>
+  kind === 'service'
+    ? 'Services (compose) do not run on a swarm destination in berth yet: place it on a standalone destination (a server that is not a swarm manager, or a destination of type standalone).'
+    : 'Databases do not run on a swarm destination in berth: a database is one container with its volume on one node; place it on a standalone destination.';
 
 /** Fields every application, database and service shows, with the uuids of where it lives. */
 export const placedSchema = {

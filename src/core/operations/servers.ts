@@ -1,3 +1,4 @@
+import type { Selectable } from 'kysely';
 import { z } from 'zod';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
@@ -21,7 +22,7 @@ import { assertHeldHere, transferOf } from '../transfer/state.js';
 import { proxyTypeInput, saveProxySettings } from './server-proxy.js';
 import { PROXY_DEFAULTS } from '../model/proxy.js';
 
-type Row<T> = Omit<T, 'id'> & { id: number };
+type Row<T> = Selectable<T>;
 type ServerRow = Row<ServersTable>;
 type DestinationRow = Row<DestinationsTable>;
 
@@ -45,6 +46,9 @@ export const serverSchema = z.object({
   is_usable: z.boolean(),
   /** berth: validated, reachable and usable, so berth moves volume data for it. */
   is_managed: z.boolean(),
+  // Read at the last validate (a manager's destinations are swarm); left out of tool schemas for size.
+  is_swarm_manager: z.boolean().meta({ 'berth.brief': true }),
+  is_swarm_worker: z.boolean().meta({ 'berth.brief': true }),
   validated_at: z.string().nullable(),
   validation_logs: z.string().nullable(),
   transfer: z
@@ -65,7 +69,8 @@ export const destinationSchema = z.object({
   uuid: z.string(),
   name: z.string(),
   network: z.string(),
-  type: z.literal('standalone'),
+  /** standalone or swarm (a plain string in the tool schema: the default tools/list has a size budget). */
+  type: z.string(),
   server_uuid: z.string(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -90,6 +95,8 @@ async function serverView(db: Db, s: ServerRow): Promise<z.infer<typeof serverSc
     is_reachable: bool(s.is_reachable),
     is_usable: bool(s.is_usable),
     is_managed: isManaged(s),
+    is_swarm_manager: bool(s.is_swarm_manager),
+    is_swarm_worker: bool(s.is_swarm_worker),
     validated_at: s.validated_at,
     validation_logs: s.validation_logs,
     transfer: transferOf(s),
@@ -99,7 +106,27 @@ async function serverView(db: Db, s: ServerRow): Promise<z.infer<typeof serverSc
 }
 
 export function destinationView(d: DestinationRow, serverUuid: string): z.infer<typeof destinationSchema> {
-  return { uuid: d.uuid, name: d.name, network: d.network, type: 'standalone', server_uuid: serverUuid, created_at: d.created_at, updated_at: d.updated_at };
+  return { uuid: d.uuid, name: d.name, network: d.network, type: d.type === 'swarm' ? 'swarm' : 'standalone', server_uuid: serverUuid, created_at: d.created_at, updated_at: d.updated_at };
+}
+
+/** Networks every engine has: never a swarm destination's overlay. */
+const BUILTIN_NETWORKS = new Set(['none', 'host', 'bridge', 'default', 'ingress', 'docker_gwbridge']);
+
+/**
+ * A server validated as a swarm manager: its destinations that place nothing yet become `swarm`
+ * (their network an overlay berth creates at the first deploy); one no longer a manager gets them
+ * back as `standalone`. A destination with resources keeps its kind: they run as what they are.
+ */
+async function followSwarmState(db: Db, serverId: number, manager: boolean): Promise<void> {
+  const [from, to] = manager ? ['standalone', 'swarm'] : ['swarm', 'standalone'];
+  await db
+    .updateTable('destinations')
+    .set({ type: to, updated_at: nowIso() })
+    .where('server_id', '=', serverId)
+    .where('type', '=', from)
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('resources').select('id').whereRef('resources.destination_id', '=', 'destinations.id'))))
+    .where('network', 'not in', [...BUILTIN_NETWORKS])
+    .execute();
 }
 
 /** A private key of the caller's team by uuid; another team's is refused like a missing one. */
@@ -369,7 +396,16 @@ export const serverOperations = [
         // flag: Coolify's GET /servers/{uuid}/validate brings it as a query string's "true".
         accept_host_key: flag.optional().describe('Trust the SSH host key the server presents now, replacing the pinned one (after a reinstall, say). Check its fingerprint first.'),
       }),
-    output: () => z.object({ message: z.string(), is_reachable: z.boolean(), is_usable: z.boolean(), validation_logs: z.string(), host_key_fingerprint: z.string().nullable() }),
+    output: () =>
+      z.object({
+        message: z.string(),
+        is_reachable: z.boolean(),
+        is_usable: z.boolean(),
+        is_swarm_manager: z.boolean().meta({ 'berth.brief': true }),
+        is_swarm_worker: z.boolean().meta({ 'berth.brief': true }),
+        validation_logs: z.string(),
+        host_key_fingerprint: z.string().nullable(),
+      }),
     annotations: ENGINE,
     // Coolify 4.3.11 moved it to POST: a GET answers its 405.
     http: { method: 'POST', path: '/api/v1/servers/{uuid}/validate', status: 201, getMovedToPost: true },
@@ -381,11 +417,16 @@ export const serverOperations = [
       const refusal = target && targetRefusal(target, caller.rootTeam);
       const r = refusal ? { reachable: false, usable: false, logs: refusal, hostKeyFingerprint: s.host_key_fingerprint } : await runtime.validateServer(s, { acceptHostKey: accept_host_key === true });
       const pinned = r.hostKeyFingerprint === undefined ? s.host_key_fingerprint : r.hostKeyFingerprint;
+      // Unread (unreachable): the last word stands.
+      const manager = r.swarm === undefined ? bool(s.is_swarm_manager) : r.swarm === 'manager';
+      const worker = r.swarm === undefined ? bool(s.is_swarm_worker) : r.swarm === 'worker';
       await db
         .updateTable('servers')
         .set({
           is_reachable: r.reachable ? 1 : 0,
           is_usable: r.usable ? 1 : 0,
+          is_swarm_manager: manager ? 1 : 0,
+          is_swarm_worker: worker ? 1 : 0,
           validated_at: r.reachable ? nowIso() : null,
           validation_logs: r.logs,
           host_key_fingerprint: pinned,
@@ -393,7 +434,16 @@ export const serverOperations = [
         })
         .where('id', '=', s.id)
         .execute();
-      return { message: r.reachable ? 'Server validated.' : 'Server is not reachable.', is_reachable: r.reachable, is_usable: r.usable, validation_logs: r.logs, host_key_fingerprint: pinned };
+      if (r.swarm !== undefined) await followSwarmState(db, s.id, manager);
+      return {
+        message: r.reachable ? 'Server validated.' : 'Server is not reachable.',
+        is_reachable: r.reachable,
+        is_usable: r.usable,
+        is_swarm_manager: manager,
+        is_swarm_worker: worker,
+        validation_logs: r.logs,
+        host_key_fingerprint: pinned,
+      };
     },
   }),
   defineOperation({
@@ -425,12 +475,25 @@ export const serverOperations = [
     summary: 'Add a destination (a Docker network) to a server.',
     permission: 'write',
     toolset: 'servers',
-    input: () => z.strictObject({ uuid: uuidParam, network: engineName, name: name.optional(), type: z.literal('standalone').optional() }),
+    input: () =>
+      z.strictObject({
+        uuid: uuidParam,
+        network: engineName,
+        name: name.optional(),
+        // Default: swarm on a swarm manager, else standalone (docs/decisions/swarm.md).
+        type: z.enum(['standalone', 'swarm']).optional(),
+      }),
     output: () => destinationSchema,
     annotations: CREATE,
     http: { method: 'POST', path: '/api/v1/servers/{uuid}/destinations', status: 201 },
     async run({ db, caller }, i) {
       const s = await owned(db, 'servers', i.uuid, caller.teamId);
+      const type = i.type ?? (bool(s.is_swarm_manager) ? 'swarm' : 'standalone');
+      if (type === 'swarm' && !bool(s.is_swarm_manager)) {
+        throw validationError({ type: ['A swarm destination needs a server that is a Docker Swarm manager: validate it once its engine is one (is_swarm_manager).'] });
+      }
+      if (type === 'swarm' && BUILTIN_NETWORKS.has(i.network))
+        throw validationError({ network: [`A swarm destination runs on an overlay network berth creates; "${i.network}" is the engine's own.`] });
       const reach = hostReaching({ networkMode: i.network });
       if (reach.length && !bool(s.host_access)) throw validationError({ network: [describeHostReach(reach, `Network "${i.network}"`)] });
       if (await db.selectFrom('destinations').select('id').where('server_id', '=', s.id).where('network', '=', i.network).executeTakeFirst()) {
@@ -438,7 +501,7 @@ export const serverOperations = [
       }
       const d = await db
         .insertInto('destinations')
-        .values({ uuid: newUuid(), team_id: caller.teamId, server_id: s.id, name: i.name ?? `${s.name}-${i.network}`, network: i.network, ...stamps() })
+        .values({ uuid: newUuid(), team_id: caller.teamId, server_id: s.id, name: i.name ?? `${s.name}-${i.network}`, network: i.network, type, ...stamps() })
         .returningAll()
         .executeTakeFirstOrThrow();
       return destinationView(d, s.uuid);

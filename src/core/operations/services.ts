@@ -133,7 +133,7 @@ export const serviceOperations = [
       }
       const template = i.type === undefined ? undefined : await templateFor(ctx, i.type);
       const compose = parseCompose(template ? template.compose : i.docker_compose_raw!);
-      const place = await resolvePlacement(db, caller.teamId, i);
+      const place = await resolvePlacement(db, caller.teamId, i, 'service');
       requireHostAccess(compose, (await serverOf(db, { destination_id: place.destinationId })).host_access === 1);
       const uuid = newUuid();
       const c: ServiceConfig = { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes, ...(template ? { template: template.type } : {}) };

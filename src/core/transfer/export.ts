@@ -1,11 +1,12 @@
 import type { Db } from '../../store/db.js';
+import type { Selectable } from 'kysely';
 import type { ServersTable } from '../../store/schema.js';
 import { BERTH_VERSION } from '../../version.js';
 import { newUuid } from '../../ids.js';
 import { BUNDLE_FORMAT, BUNDLE_VERSION } from './bundle-crypto.js';
 import { type Bundle, type BundleResource, withoutSecrets } from './bundle.js';
 
-type ServerRow = Omit<ServersTable, 'id' | 'transfer'> & { id: number; transfer: string | null };
+type ServerRow = Omit<Selectable<ServersTable>, 'transfer'> & { transfer: string | null };
 
 const yes = (v: number | boolean | null) => v === 1 || v === true;
 

@@ -6,13 +6,13 @@ import { EngineError, EngineTimeoutError, NotFoundError } from '../engine-errors
 import type { ImageInspect, PathStat } from '../../core/model/container-spec.js';
 
 import { type CallOptions, type RequestSpec, header, id, goFileModeToUnix } from './transport.js';
-import { ContainersApi } from './containers.js';
+import { SwarmApi } from './swarm.js';
 
 /**
  * A Docker Engine API client over undici (unix socket, TCP, TCP with TLS); podman's Docker-compatible
  * service too. Each area of the API is one class in this folder, each extending the one before.
  */
-export class EngineClient extends ContainersApi {
+export class EngineClient extends SwarmApi {
   // ---------------------------------------------------------------- exec
 
   /**
