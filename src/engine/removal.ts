@@ -43,7 +43,8 @@ export async function removeResource(parts: RuntimeParts, resourceId: number, op
     }
   }
   if (opts.networks && !BUILTIN_NETWORKS.has(plan.network)) {
-    // Only a network berth made that no container and no other record on this server still uses.
+    // Only a network berth made that no container and no other record on this server still uses
+    // (a swarm overlay's load-balancer endpoint, `lb-<network>`, is the engine's own and goes with it).
     const others = await parts.db
       .selectFrom('resources as r')
       .innerJoin('destinations as d', 'd.id', 'r.destination_id')
@@ -55,7 +56,8 @@ export async function removeResource(parts: RuntimeParts, resourceId: number, op
     if (!others) {
       try {
         const n = await engine.inspectNetwork(plan.network, { signal });
-        if (n.Labels?.[LABEL_MANAGED] === 'true' && Object.keys(n.Containers ?? {}).length === 0 && (await engine.removeNetwork(plan.network, { signal }))) out.push(`removed network ${plan.network}`);
+        if (n.Labels?.[LABEL_MANAGED] === 'true' && Object.keys(n.Containers ?? {}).every((k) => k.startsWith('lb-')) && (await engine.removeNetwork(plan.network, { signal })))
+          out.push(`removed network ${plan.network}`);
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err;
       }

@@ -158,6 +158,8 @@ export const swarmKind: EngineKind = {
     // Its containers go after the service: volumes and the network are free only then.
     const until = Date.now() + CONVERGE_TIMEOUT_MS;
     while ((await taskContainers(engine, name, ctx.signal, true)) > 0 && Date.now() < until) await sleep(POLL_MS, ctx.signal);
+    // Their endpoints leave the overlay network a moment after the containers (the load balancer's stays).
+    while ((await networkEndpoints(engine, plan.network, ctx.signal)) > 0 && Date.now() < until) await sleep(POLL_MS, ctx.signal);
     return [`removed swarm service ${name}`];
   },
 
@@ -167,6 +169,16 @@ export const swarmKind: EngineKind = {
     return entries.map((e) => `${opts.timestamps && e.timestamp ? `${e.timestamp} ` : ''}[${e.taskId?.slice(0, 12) ?? '?'}] ${e.line}`).join('\n');
   },
 };
+
+/** Endpoints on a network other than a swarm load balancer's (`lb-<network>`, the engine's own); 0 when it is gone. */
+async function networkEndpoints(engine: EngineClient, network: string, signal?: AbortSignal): Promise<number> {
+  try {
+    return Object.keys((await engine.inspectNetwork(network, { signal })).Containers ?? {}).filter((k) => !k.startsWith('lb-')).length;
+  } catch (err) {
+    if (err instanceof NotFoundError) return 0;
+    throw err;
+  }
+}
 
 /** The service's task containers on this node (all: stopped ones too). */
 async function taskContainers(engine: EngineClient, name: string, signal?: AbortSignal, all = false): Promise<number> {
