@@ -5,8 +5,8 @@ import type { EngineClient } from './engine-client.js';
 import { NotFoundError } from './engine-errors.js';
 import { OutageLog } from '../logging/outage.js';
 import { aggregate, MISSING, observeContainer, UNREACHABLE_STATUS, type ContainerObservation } from '../core/observed-status.js';
-import { containerNames, LABEL_MANAGED, LABEL_RESOURCE } from './plan.js';
-import { swarmObservation } from './swarm/watch.js';
+import { containerNames, engineKindOf, LABEL_MANAGED, LABEL_RESOURCE, planResource } from './plan.js';
+import { kindFor } from './kinds.js';
 import type { ContainerInspect } from '../core/model/container-spec.js';
 import { NO_CHANGES, type ChangePublisher } from '../core/changes.js';
 
@@ -21,8 +21,7 @@ export interface WatcherOptions {
   changes?: ChangePublisher;
 }
 
-/** podman without systemd never runs health checks by itself (Docker does): berth runs them there. */
-export const berthRunsHealthchecks = (v: { Components?: { Name: string }[] }): boolean => (v.Components ?? []).some((c) => /podman/i.test(c.Name));
+import { berthRunsHealthchecks } from './standalone/healthchecks.js';
 
 /** A resource row as the watcher needs it. */
 interface Watched {
@@ -36,9 +35,22 @@ interface Watched {
   team_id: number;
   observed_status: string | null;
   restart_count: number | null;
+  destination_type: string;
 }
 
-const RESOURCE_COLUMNS = ['r.id', 'r.uuid', 'r.kind', 'r.config', 'r.status', 'r.destination_id', 'r.last_exit_code', 'r.team_id', 'r.observed_status', 'r.restart_count'] as const;
+const RESOURCE_COLUMNS = [
+  'r.id',
+  'r.uuid',
+  'r.kind',
+  'r.config',
+  'r.status',
+  'r.destination_id',
+  'r.last_exit_code',
+  'r.team_id',
+  'r.observed_status',
+  'r.restart_count',
+  'd.type as destination_type',
+] as const;
 
 /**
  * Observes resources on their engines and writes what it sees into the store, so a read of a
@@ -167,6 +179,7 @@ export class EngineWatchers {
   async observeResource(resourceId: number, engine: EngineClient): Promise<string> {
     const r = await this.db
       .selectFrom('resources as r')
+      .innerJoin('destinations as d', 'd.id', 'r.destination_id')
       .select([...RESOURCE_COLUMNS])
       .where('r.id', '=', resourceId)
       .executeTakeFirstOrThrow();
@@ -186,9 +199,11 @@ async function observeAndStore(
   const wanted = r.status === 'running' ? 'running' : 'exited';
   const containers: Record<string, ContainerObservation> = {};
   const inspects = new Map<string, ContainerInspect>();
-  // engine kind dispatch
-  const onSwarm = await swarmObservation(db, engine, r, wanted, signal);
-  for (const name of onSwarm ? [] : containerNames(r)) {
+  // Standalone containers are looked at here (with the die events' exit codes); another kind
+  // (Swarm's tasks) looks for itself, from its plan.
+  const kind = engineKindOf(r.destination_type);
+  const byKind = kind === 'standalone' ? null : await kindFor(kind).observe(engine, await planResource(db, r.id), wanted, signal);
+  for (const name of byKind ? [] : containerNames(r)) {
     let info: ContainerInspect | undefined;
     try {
       info = await engine.inspectContainer(name, { signal });
@@ -201,7 +216,7 @@ async function observeAndStore(
     if (o.exit_code === null && o.restarts > 0 && dieCodes.has(name)) o.exit_code = dieCodes.get(name)!;
     containers[name] = o;
   }
-  const seen = onSwarm ?? aggregate(containers, r.last_exit_code);
+  const seen = byKind ?? aggregate(containers, r.last_exit_code);
   await db
     .updateTable('resources')
     .set({ observed_status: seen.status, observed: JSON.stringify(seen.containers), observed_at: nowIso(), restart_count: seen.restart_count, last_exit_code: seen.last_exit_code })
@@ -214,7 +229,7 @@ async function observeAndStore(
   if (seen.status !== r.observed_status || seen.restart_count !== (r.restart_count ?? 0) || seen.last_exit_code !== r.last_exit_code) {
     changes.publish({ teamId: r.team_id, uuids: [r.uuid] });
   }
-  return { status: seen.status, containers: onSwarm ? {} : containers, inspects };
+  return { status: seen.status, containers: byKind ? {} : containers, inspects };
 }
 
 /** How soon after an event the resource is looked at: a burst of events costs one look. */

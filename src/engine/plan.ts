@@ -27,6 +27,9 @@ export function containerNames(r: { uuid: string; kind: string; config: string }
   return compose ? compose.containers.map((k) => `${r.uuid}-${k.name}`) : [r.uuid];
 }
 
+/** A destination's stored type as an engine kind (anything unknown is standalone Docker). */
+export const engineKindOf = (type: string): EngineKindType => (type === 'swarm' ? 'swarm' : 'standalone');
+
 export interface PlannedContainer {
   name: string;
   spec: ContainerSpec;
@@ -132,7 +135,7 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
   const network = ownNetwork ? r.uuid : dest.network;
   const base = { labels, restartPolicy: { name: 'unless-stopped' as const }, networkMode: network };
   let containers: PlannedContainer[];
-  const engineKind: EngineKindType = dest.type === 'swarm' ? 'swarm' : 'standalone';
+  const engineKind = engineKindOf(dest.type);
   let swarm: Plan['swarm'];
   let composeVolumes: string[] = [];
   if (r.kind === 'application' && (config as ApplicationConfig).compose) {

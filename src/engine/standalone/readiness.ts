@@ -1,5 +1,5 @@
 import type { EngineClient } from '../engine-client.js';
-import { berthRunsHealthchecks } from '../engine-watcher.js';
+import { berthRunsHealthchecks } from './healthchecks.js';
 import { hasHealthcheck } from '../../core/observed-status.js';
 import type { KindContext } from '../kind.js';
 import type { Plan, PlannedContainer } from '../plan.js';
