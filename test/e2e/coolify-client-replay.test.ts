@@ -8,11 +8,13 @@
  *
  * Every HTTP exchange between the client and berth passes a recording relay in this process. The
  * test fails on any berth answer of 4xx/5xx that Coolify would not give for the same call, and on
- * any tool answer that reports an error. The few calls that need a third-party network (GitHub,
- * a cloud provider's machines) are listed in OUT_OF_SCOPE below and never made; a cloud token is
- * validated against a stand-in that speaks Hetzner's API.
+ * any tool answer that reports an error. GitHub is a stand-in that speaks its API (an app's JWT,
+ * installation tokens, repositories, branches; test/helpers/github.ts), and a cloud token is
+ * validated against a stand-in that speaks Hetzner's API. The one call that needs a cloud
+ * provider's machines is listed in OUT_OF_SCOPE below and never made.
  */
 import { execFileSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -22,6 +24,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../../src/core/admin.js';
 import { openStore } from '../../src/store/db.js';
 import { ENGINES_SCRIPT, enginesAvailable, useEngines } from '../helpers/engines.js';
+import { fakeGithub } from '../helpers/github.js';
 import { spawnServe, type ServeProcess } from '../helpers/process.js';
 import { tempDir } from '../helpers/server.js';
 import { storeUrlFor } from '../helpers/store.js';
@@ -35,10 +38,7 @@ const PG_IMAGE = 'localhost/berth-postgres:15';
  * got (and Coolify itself answers them only with that network).
  */
 const OUT_OF_SCOPE = [
-  'github_apps.list_repos', // GitHub's API with the app's installation token
-  'github_apps.list_branches', // the same
   'hetzner.*', // Hetzner's API (locations, types, images, keys, server creation)
-  'application.create_github', // a GitHub app installation token at creation
 ];
 
 /**
@@ -543,7 +543,51 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     noFailures();
   });
 
-  it('records of GitHub apps and cloud tokens', async () => {
+  it('GitHub apps through the stand-in GitHub (repositories, branches, an application from one) and cloud tokens', async () => {
+    // A GitHub app whose installation reaches one repository, served by the stand-in.
+    const ghDir = tempDir('berth-replay-gh-');
+    execFileSync('git', ['init', '-q', '--bare', '-b', 'main', path.join(ghDir, 'acme', 'replay.git')]);
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const fake = await fakeGithub({ appId: 9001, installationId: 31, publicKey, root: ghDir, repositories: ['acme/replay'] });
+    try {
+      const rsaKey = (await call('private_keys', { action: 'create', name: 'github-app', private_key: privateKey.export({ type: 'pkcs1', format: 'pem' }).toString() })).uuid;
+      const app = await call('github_apps', {
+        action: 'create',
+        name: 'replay-installed',
+        api_url: fake.apiUrl,
+        html_url: fake.htmlUrl,
+        app_id: 9001,
+        installation_id: 31,
+        client_id: 'Iv1.installed',
+        client_secret: 'installed-client-secret',
+        webhook_secret: 'installed-webhook-secret',
+        private_key_uuid: rsaKey,
+      });
+      expect(JSON.stringify(await call('github_apps', { action: 'list_repos', id: app.id }))).toContain('acme/replay');
+      await call('github_apps', { action: 'list_branches', id: app.id, owner: 'acme', repo: 'replay' });
+      const created = await call('application', {
+        action: 'create_github',
+        project_uuid: w.project,
+        server_uuid: p.serverA,
+        destination_uuid: p.destA,
+        environment_name: 'production',
+        github_app_uuid: app.uuid,
+        git_repository: 'acme/replay',
+        git_branch: 'main',
+        build_pack: 'dockerfile',
+        ports_exposes: '80',
+      });
+      expect(created).toMatchObject({ uuid: expect.any(String) });
+      // The installation token is the app's business: no answer carries one.
+      for (const token of fake.tokens) expect(log.some((e) => e.body.includes(token))).toBe(false);
+      await call('application', { action: 'delete', uuid: created.uuid });
+      await call('github_apps', { action: 'delete', id: app.id });
+      await call('private_keys', { action: 'delete', uuid: rsaKey });
+    } finally {
+      await fake.close();
+      fs.rmSync(ghDir, { recursive: true, force: true });
+    }
+
     const gh = await call('github_apps', {
       action: 'create',
       name: 'replay-app',
