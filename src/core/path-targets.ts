@@ -110,6 +110,11 @@ const STEPS: Readonly<Record<string, Step>> = {
     await ownedPart(db, teamId, under(parent, 'services').uuid, value, 'database');
     return { segment: 'parts', id: 0, uuid: value };
   },
+  // An application's other destination: the team's (whether it is attached is the operation's answer).
+  'destinations/{destination_uuid}': async (db, teamId, value, parent) => {
+    under(parent, 'applications');
+    return { segment: 'destinations', ...(await owned(db, 'destinations', value, teamId)) };
+  },
   'backups/{scheduled_backup_uuid}': async (db, teamId, value, parent) => ({ segment: 'backups', ...(await ownedBackup(db, under(parent, 'databases').uuid, value, teamId)).b }),
   'executions/{execution_uuid}': async (db, _teamId, value, parent) => {
     const row = await db.selectFrom('scheduled_database_backup_executions').select(['id', 'uuid']).where('backup_id', '=', under(parent, 'backups').id).where('uuid', '=', value).executeTakeFirst();
