@@ -57,6 +57,25 @@ const hostKeys = z
     return keys.join('\n');
   });
 
+/** A create's input without its repository and build fields: what createBuilt places and names. */
+function placementPart<T extends z.infer<z.ZodObject<typeof gitFields>> & { git_repository: string }>(input: T) {
+  const {
+    git_repository: _repository,
+    git_branch: _branch,
+    build_pack: _pack,
+    base_directory: _base,
+    dockerfile_location: _dockerfile,
+    install_command: _install,
+    build_command: _build,
+    start_command: _start,
+    publish_directory: _publish,
+    docker_compose_location: _composeLocation,
+    docker_compose_domains: _composeDomains,
+    ...rest
+  } = input;
+  return rest;
+}
+
 async function createBuilt(
   ctx: OperationContext,
   i: z.infer<z.ZodObject<typeof shared>>,
@@ -130,20 +149,8 @@ export const applicationBuildOperations = [
     http: { method: 'POST', path: '/api/v1/applications/public', status: 201 },
     unsupported: GIT_APPLICATION_FIELDS,
     async run(ctx, input) {
-      const {
-        git_repository,
-        git_branch,
-        build_pack,
-        base_directory,
-        dockerfile_location,
-        install_command,
-        build_command,
-        start_command,
-        publish_directory,
-        docker_compose_location,
-        docker_compose_domains,
-        ...i
-      } = input;
+      const { git_repository, git_branch, docker_compose_domains } = input;
+      const i = placementPart(input);
       const { build_pack: pack, ...build } = buildFields(input);
       const why = new TargetGuard(ctx.config.outboundAllowedTargets).urlRefusal(git_repository, ['http', 'https', 'git']);
       if (why) throw validationError({ git_repository: [why] });
@@ -172,22 +179,8 @@ export const applicationBuildOperations = [
     http: { method: 'POST', path: '/api/v1/applications/private-deploy-key', status: 201 },
     unsupported: GIT_APPLICATION_FIELDS,
     async run(ctx, input) {
-      const {
-        git_repository,
-        git_branch,
-        build_pack,
-        base_directory,
-        dockerfile_location,
-        install_command,
-        build_command,
-        start_command,
-        publish_directory,
-        docker_compose_location,
-        docker_compose_domains,
-        private_key_uuid,
-        git_host_key,
-        ...i
-      } = input;
+      const { git_repository, git_branch, docker_compose_domains, private_key_uuid, git_host_key } = input;
+      const { private_key_uuid: _key, git_host_key: _hostKey, ...i } = placementPart(input);
       const { build_pack: pack, ...build } = buildFields(input);
       const repo = parseSshRepository(git_repository);
       const why = typeof repo === 'string' ? repo : new TargetGuard(ctx.config.outboundAllowedTargets).hostRefusal(repo.host);
