@@ -8,7 +8,7 @@ import type { ContainerObservation, ResourceObservation } from '../../core/obser
 import type { EngineClient } from '../engine-client.js';
 import { NotFoundError } from '../engine-errors.js';
 import type { EngineKind, KindContext } from '../kind.js';
-import { LABEL_MANAGED, type Plan } from '../plan.js';
+import { LABEL_MANAGED, planRefusal, type Plan } from '../plan.js';
 import type { ServiceInspect, SwarmTask } from '../docker/swarm.js';
 import { serviceSpec, swarmPlanRefusal, unappliedSettings } from './spec.js';
 
@@ -99,7 +99,8 @@ export const swarmKind: EngineKind = {
   type: 'swarm',
 
   async deploy(engine, plan, ctx) {
-    const refusal = swarmPlanRefusal(plan);
+    // The one host-isolation check first, as a standalone deploy makes it: whatever door the settings came through.
+    const refusal = planRefusal(plan) ?? swarmPlanRefusal(plan);
     if (refusal) throw new Error(refusal);
     for (const note of plan.notes) await ctx.log(note);
     const c = plan.containers[0]!;
