@@ -1,7 +1,7 @@
 import { type Orphans, reachesEngine, recordOnlyRuntime, type RemoveOptions } from '../core/runtime.js';
 import { backupVolumeName } from './backup-plan.js';
 import type { EngineClient } from './engine-client.js';
-import { ConflictError, NotFoundError } from './engine-errors.js';
+import { ConflictError, EngineError, NotFoundError } from './engine-errors.js';
 import { kindFor } from './kinds.js';
 import { LABEL_MIGRATION } from './migration-moves.js';
 import { LABEL_MANAGED, LABEL_RESOURCE, planResource } from './plan.js';
@@ -9,6 +9,9 @@ import { dockerCleanup as pruneEngine } from './prune.js';
 import { backoffDelay, DEFAULT_RETRY, sleepWithSignal } from './retry.js';
 import { recordedNames, serverByIdOrThrow, serverOfResource, type RuntimeParts } from './runtime-rows.js';
 import { BUILTIN_NETWORKS, containerName, LABEL_BACKUP_OF } from './standalone/names.js';
+
+const NETWORK_SETTLE_MS = 10_000;
+const NETWORK_POLL_MS = 250;
 
 /** What goes from an engine when a resource is deleted, what berth left behind, and engine clean-ups. */
 
@@ -54,13 +57,8 @@ export async function removeResource(parts: RuntimeParts, resourceId: number, op
       .where('r.id', '!=', resourceId)
       .executeTakeFirst();
     if (!others) {
-      try {
-        const n = await engine.inspectNetwork(plan.network, { signal });
-        if (n.Labels?.[LABEL_MANAGED] === 'true' && Object.keys(n.Containers ?? {}).every((k) => k.startsWith('lb-')) && (await engine.removeNetwork(plan.network, { signal })))
-          out.push(`removed network ${plan.network}`);
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err;
-      }
+      const line = await removeSharedNetwork(engine, plan.network, signal);
+      if (line) out.push(line);
     }
   }
   // A service's own network goes with it (and one left from before connect_to_docker_network changed).
@@ -98,6 +96,35 @@ export async function removeLeftovers(parts: RuntimeParts, serverId: number, res
   for (const v of volumes) if (await settled(() => engine.removeVolume(v, { force: true, signal }))) out.push(`removed volume ${v}`);
   out.push(...(await removeOwnNetworks(engine, resourceUuid, signal)));
   return out;
+}
+
+/**
+ * Removes a destination's network berth made once only an engine's own endpoint (a swarm overlay's
+ * load balancer, `lb-<network>`) is on it. A swarm detaches a removed service's endpoints a moment
+ * after its containers go, and answers 409 meanwhile: a few seconds' patience, then a line saying
+ * what kept it.
+ */
+async function removeSharedNetwork(engine: EngineClient, network: string, signal: AbortSignal): Promise<string | undefined> {
+  const until = Date.now() + NETWORK_SETTLE_MS;
+  for (;;) {
+    let attached: string[];
+    try {
+      const n = await engine.inspectNetwork(network, { signal });
+      if (n.Labels?.[LABEL_MANAGED] !== 'true') return undefined;
+      attached = Object.entries((n.Containers ?? {}) as Record<string, { Name?: string }>)
+        .filter(([k]) => !k.startsWith('lb-'))
+        .map(([k, c]) => c.Name ?? k);
+      if (attached.length === 0 && (await engine.removeNetwork(network, { signal }))) return `removed network ${network}`;
+      if (attached.length === 0) return undefined;
+    } catch (err) {
+      if (err instanceof NotFoundError) return undefined;
+      // Docker answers 403 ("has active endpoints"), Podman 409.
+      if (!(err instanceof ConflictError || (err instanceof EngineError && err.status === 403))) throw err;
+      attached = ['an endpoint the engine is still detaching'];
+    }
+    if (Date.now() >= until) return `kept network ${network}: still used by ${attached.join(', ')}`;
+    await sleepWithSignal(NETWORK_POLL_MS, signal);
+  }
 }
 
 /** The networks berth made for one resource alone (a service's own), once no container is on them. */

@@ -177,7 +177,8 @@ describe.skipIf(!dockerdAvailable)('applications on Docker Swarm (a real one-nod
     expect(del.removed).toContain(`removed swarm service ${app}`);
     expect(dockerd.docker(['service', 'ls', '-q', '--filter', `name=${app}`]).trim()).toBe('');
     expect(dockerd.docker(['ps', '-aq', '--filter', `label=com.docker.swarm.service.name=${app}`]).trim()).toBe('');
-    expect(del.removed).toContain('removed network berth');
+    // Joined, so a failure shows every line (a kept network says what kept it).
+    expect(del.removed.join('\n')).toContain('removed network berth');
     expect(dockerd.docker(['network', 'ls', '-q', '--filter', 'name=^berth$']).trim()).toBe('');
   }, 240_000);
 });
