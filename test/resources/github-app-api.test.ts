@@ -145,6 +145,26 @@ describe('GitHub app through its installation token', () => {
     expect(del.json.message).toMatch(/used by 1 application/);
   });
 
+  it('a compose application through the app keeps its compose location and per-service domains, as through the other creates', async () => {
+    const r = await api('POST', '/applications/private-github-app', c.write, {
+      ...placeOf(c.w),
+      github_app_uuid: appUuid,
+      git_repository: REPO,
+      git_branch: 'main',
+      ports_exposes: '80',
+      build_pack: 'dockercompose',
+      docker_compose_location: '/deploy/compose.yml',
+      docker_compose_domains: [{ name: 'web', domain: 'https://web.gh-compose.example.test' }],
+    });
+    expect(r.status, r.text).toBe(201);
+    expect((await api('GET', `/applications/${r.json.uuid}`, c.read)).json).toMatchObject({
+      build_pack: 'dockercompose',
+      docker_compose_location: '/deploy/compose.yml',
+      docker_compose_domains: JSON.stringify({ web: { domain: 'https://web.gh-compose.example.test' } }),
+    });
+    expect((await api('DELETE', `/applications/${r.json.uuid}`, c.write)).status).toBeLessThan(300);
+  });
+
   it("another team's app is the same 404 everywhere, before GitHub is asked", async () => {
     const other = await c.s.team('gh-api-neighbour');
     const calls = gh.requests.length;

@@ -210,7 +210,8 @@ export const applicationBuildOperations = [
     http: { method: 'POST', path: '/api/v1/applications/private-github-app', status: 201 },
     unsupported: GIT_APPLICATION_FIELDS,
     async run(ctx, input) {
-      const { git_repository, git_branch, build_pack, base_directory, dockerfile_location, install_command, build_command, start_command, publish_directory, github_app_uuid, ...i } = input;
+      const { git_repository, git_branch, docker_compose_domains, github_app_uuid } = input;
+      const { github_app_uuid: _app, ...i } = placementPart(input);
       const repo = githubRepository(git_repository);
       if (!repo) throw validationError({ git_repository: ['A GitHub repository as owner/repo (or https://github.com/owner/repo).'] });
       const { build_pack: pack, ...build } = buildFields(input);
@@ -222,7 +223,7 @@ export const applicationBuildOperations = [
       const why = guard.urlRefusal(app.html_url, ['http', 'https']);
       if (why) throw validationError({ github_app_uuid: [`The app's html_url cannot be cloned from: ${why}`] });
       await requireRepository(await githubSession(ctx.db, guard, app), repo);
-      return createBuilt(ctx, i, { git_repository: repo, git_branch, ...build, github_app_id: app.id }, 'private-github-app', pack);
+      return createBuilt(ctx, i, { git_repository: repo, git_branch, ...build, github_app_id: app.id }, 'private-github-app', pack, composeDomainsOf(pack, docker_compose_domains));
     },
   }),
 ];
