@@ -8,14 +8,13 @@
  * a Go toolchain image is too heavy to make here); its Dockerfile is checked whole in
  * test/engine/buildpacks.test.ts.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES_SCRIPT, enginesAvailable, enginesUnavailableReason, useEngines } from '../helpers/engines.js';
-import { freePort } from '../helpers/process.js';
+import { gitDaemon } from '../helpers/git.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, deployed, registerEngines, until, type Platform } from './support.js';
 
@@ -56,7 +55,7 @@ describe.skipIf(!enginesAvailable)(`build packs ${enginesAvailable ? '' : `(skip
   let api: Api;
   let p: Platform;
   let dir: string;
-  let daemon: ChildProcess;
+  let daemon: { port: number; stop(): void } | undefined;
   let base: string;
   const made: string[] = [];
 
@@ -88,23 +87,8 @@ describe.skipIf(!enginesAvailable)(`build packs ${enginesAvailable ? '' : `(skip
     execFileSync('bash', [ENGINES_SCRIPT, 'buildpack-images', engines.dir], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ENGINES_QUIET: '1' }, timeout: 300_000 });
     dir = mkdtempSync(path.join(os.tmpdir(), 'berth-bp-'));
     mkdirSync(path.join(dir, 'repos'));
-    const port = await freePort();
-    base = `git://127.0.0.1:${port}`;
-    daemon = spawn('git', ['daemon', '--reuseaddr', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${path.join(dir, 'repos')}`, path.join(dir, 'repos')], { stdio: 'ignore' });
-    await until(
-      'git daemon listening',
-      () =>
-        new Promise<true | undefined>((resolve) =>
-          net
-            .connect(port, '127.0.0.1')
-            .once('connect', function (this: net.Socket) {
-              this.destroy();
-              resolve(true);
-            })
-            .once('error', () => resolve(undefined)),
-        ),
-      10_000,
-    );
+    daemon = await gitDaemon({ root: path.join(dir, 'repos') });
+    base = `git://127.0.0.1:${daemon.port}`;
     const goDir = path.join(dir, 'go-image');
     mkdirSync(goDir);
     writeFileSync(path.join(goDir, 'go'), FAKE_GO, { mode: 0o755 });
@@ -117,7 +101,7 @@ describe.skipIf(!enginesAvailable)(`build packs ${enginesAvailable ? '' : `(skip
   afterAll(async () => {
     for (const uuid of made) await api?.req('DELETE', `/applications/${uuid}`);
     await s?.stop();
-    daemon?.kill();
+    daemon?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 

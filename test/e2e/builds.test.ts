@@ -4,15 +4,15 @@
  * builds through the Engine API and runs the image; a broken Dockerfile fails the deployment
  * with the engine's words in its logs and leaves the running container alone.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enginesAvailable, enginesUnavailableReason, useEngines } from '../helpers/engines.js';
-import { freePort } from '../helpers/process.js';
+import { gitDaemon } from '../helpers/git.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, deployed, registerEngines, until, type Platform } from './support.js';
 
@@ -24,7 +24,7 @@ describe.skipIf(!enginesAvailable)(`builds from source ${enginesAvailable ? '' :
   let api: Api;
   let p: Platform;
   let dir: string;
-  let daemon: ChildProcess;
+  let daemon: { port: number; stop(): void } | undefined;
   let repoUrl: string;
 
   const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.test', ...args], { cwd, encoding: 'utf8' });
@@ -49,30 +49,15 @@ describe.skipIf(!enginesAvailable)(`builds from source ${enginesAvailable ? '' :
       { 'app/Dockerfile': `FROM ${engines.image}\nCOPY hello.txt /hello.txt\nCMD ${KEEP_RUNNING}\n`, 'app/hello.txt': 'hello from git, first commit\n', 'README.md': 'not in the context\n' },
       'first',
     );
-    const port = await freePort();
-    daemon = spawn('git', ['daemon', '--reuseaddr', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${path.join(dir, 'repos')}`, path.join(dir, 'repos')], { stdio: 'ignore' });
-    await until(
-      'git daemon listening',
-      () =>
-        new Promise<true | undefined>((resolve) =>
-          net
-            .connect(port, '127.0.0.1')
-            .once('connect', function (this: net.Socket) {
-              this.destroy();
-              resolve(true);
-            })
-            .once('error', () => resolve(undefined)),
-        ),
-      10_000,
-    );
-    repoUrl = `git://127.0.0.1:${port}/app.git`;
+    daemon = await gitDaemon({ root: path.join(dir, 'repos') });
+    repoUrl = `git://127.0.0.1:${daemon.port}/app.git`;
     s = await startTestServer({ apiRateLimit: 0, helperImage: engines.image }, { BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
   }, 120_000);
   afterAll(async () => {
     await s?.stop();
-    daemon?.kill();
+    daemon?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 

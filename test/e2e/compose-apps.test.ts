@@ -6,14 +6,13 @@
  * status, logs per container, stop/start/restart and delete act on both; the compose file's
  * refusals (host reach, a missing file) fail the deployment and leave what runs alone.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enginesAvailable, enginesUnavailableReason, useEngines } from '../helpers/engines.js';
-import { freePort } from '../helpers/process.js';
+import { gitDaemon } from '../helpers/git.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, containerState, deployed, KEEP_RUNNING, registerEngines, until, type Platform } from './support.js';
 
@@ -23,7 +22,7 @@ describe.skipIf(!enginesAvailable)(`dockercompose applications ${enginesAvailabl
   let api: Api;
   let p: Platform;
   let dir: string;
-  let daemon: ChildProcess;
+  let daemon: { port: number; stop(): void } | undefined;
   let base: string;
   const made: string[] = [];
 
@@ -51,23 +50,8 @@ describe.skipIf(!enginesAvailable)(`dockercompose applications ${enginesAvailabl
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'berth-compose-app-'));
     mkdirSync(path.join(dir, 'repos'));
-    const port = await freePort();
-    base = `git://127.0.0.1:${port}`;
-    daemon = spawn('git', ['daemon', '--reuseaddr', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${path.join(dir, 'repos')}`, path.join(dir, 'repos')], { stdio: 'ignore' });
-    await until(
-      'git daemon listening',
-      () =>
-        new Promise<true | undefined>((resolve) =>
-          net
-            .connect(port, '127.0.0.1')
-            .once('connect', function (this: net.Socket) {
-              this.destroy();
-              resolve(true);
-            })
-            .once('error', () => resolve(undefined)),
-        ),
-      10_000,
-    );
+    daemon = await gitDaemon({ root: path.join(dir, 'repos') });
+    base = `git://127.0.0.1:${daemon.port}`;
     s = await startTestServer({ apiRateLimit: 0, helperImage: engines.image }, { BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' });
     api = new Api(s.url, s.rootToken);
     p = await registerEngines(api, engines);
@@ -75,7 +59,7 @@ describe.skipIf(!enginesAvailable)(`dockercompose applications ${enginesAvailabl
   afterAll(async () => {
     for (const uuid of made) await api?.req('DELETE', `/applications/${uuid}`);
     await s?.stop();
-    daemon?.kill();
+    daemon?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 

@@ -51,8 +51,8 @@ async function listening(port: number): Promise<void> {
   throw new Error(`nothing listens on ${port}`);
 }
 
-/** `git daemon` on 127.0.0.1 serving the repositories. */
-export async function gitDaemon(repos: GitRepos): Promise<{ port: number; stop(): void }> {
+/** `git daemon` on 127.0.0.1 serving the repositories below `root` (each with git-daemon-export-ok). */
+export async function gitDaemon(repos: Pick<GitRepos, 'root'>): Promise<{ port: number; stop(): void }> {
   const port = await freePort();
   const daemon: ChildProcess = spawn('git', ['daemon', '--reuseaddr', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${repos.root}`, repos.root], { stdio: 'ignore' });
   await listening(port);
