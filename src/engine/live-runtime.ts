@@ -191,8 +191,9 @@ export class LiveRuntime implements Runtime {
       await (copy ? observeCopy(ctx.db, engine, plan, d.resource_id, copy.destinationId) : this.observeOn(engine, d.resource_id)).catch((err) =>
         this.logger.debug({ err: (err as Error).message }, 'could not observe after a deployment'),
       );
-      // The records are the routes: a deploy, start or restart (re)joins the proxy with its domains.
-      if (d.kind !== 'stop' && !copy) await this.routeProxy(plan.serverId, ctx.log);
+      // The records are the routes: a deploy, start or restart (re)joins the proxy with its domains
+      // (a copy's: its own server's proxy).
+      if (d.kind !== 'stop') await this.routeProxy(plan.serverId, ctx.log);
     }
   }
 
