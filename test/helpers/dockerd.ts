@@ -37,7 +37,7 @@ export interface TestDockerd {
  * beforeAll: a daemon of this file's own, with the busybox and Caddy images (with `swarm`: a
  * one-node swarm it manages, tasks using local images without asking a registry); afterAll: down.
  */
-export function useDockerd(opts: { swarm?: boolean; /** A second daemon in one file: an address pool of its own (DOCKERD_ADDRESS_POOL). */ pool?: string } = {}): TestDockerd {
+export function useDockerd(opts: { swarm?: boolean /** A second daemon in one file: an address pool of its own (DOCKERD_ADDRESS_POOL). */; pool?: string } = {}): TestDockerd {
   const d = {} as TestDockerd;
   beforeAll(() => {
     // Short: the socket path must fit a unix socket address.

@@ -216,12 +216,7 @@ export async function routeAtOnce(ctx: OperationContext, r: Pick<ResourceRow, 'i
   if (!/^(running|restarting|degraded)/.test(displayStatus(r))) return;
   await routeServer(ctx, await serverOf(ctx.db, r));
   // An application's copies are routed by their own servers' proxies (additional destinations).
-  const copies = await ctx.db
-    .selectFrom('application_destinations as a')
-    .innerJoin('servers as s', 's.id', 'a.server_id')
-    .selectAll('s')
-    .where('a.resource_id', '=', r.id)
-    .execute();
+  const copies = await ctx.db.selectFrom('application_destinations as a').innerJoin('servers as s', 's.id', 'a.server_id').selectAll('s').where('a.resource_id', '=', r.id).execute();
   for (const s of copies) await routeServer(ctx, s);
 }
 
