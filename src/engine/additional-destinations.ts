@@ -4,7 +4,8 @@ import { isBuilt, type ApplicationConfig } from '../core/model/application.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { EngineClient } from './engine-client.js';
 import { NotFoundError } from './engine-errors.js';
-import type { Plan } from './plan.js';
+import { containerNames, engineKindOf, planResource } from './plan.js';
+import { kindFor } from './kinds.js';
 
 /**
  * An application's copies on its additional destinations (docs/decisions/additional-destinations.md),
@@ -59,25 +60,63 @@ export async function carryBuiltImage(
   await log(`copied ${ref}`);
 }
 
-/** Looks at a copy's containers on its engine and stores the status on its row; the status. */
-export async function observeCopy(db: Db, engine: EngineClient, plan: Plan, resourceId: number, destinationId: number, signal?: AbortSignal): Promise<string> {
-  const r = await db.selectFrom('resources').select('status').where('id', '=', resourceId).executeTakeFirstOrThrow();
-  const wanted = r.status === 'running' ? 'running' : 'exited';
-  const containers: Record<string, ContainerObservation> = {};
-  for (const c of plan.containers) {
-    try {
-      containers[c.name] = observeContainer(await engine.inspectContainer(c.name, { signal }), wanted);
-    } catch (err) {
-      if (!(err instanceof NotFoundError)) throw err;
-      containers[c.name] = { ...MISSING };
+/** A copy as it is looked at: the application's row and the copy's destination. */
+export interface WatchedCopy {
+  id: number;
+  uuid: string;
+  kind: string;
+  config: string;
+  /** What berth last asked of the application (the primary's deployment sets it for all). */
+  status: string;
+  team_id: number;
+  destination_id: number;
+  destination_type: string;
+  observed_status: string | null;
+}
+
+/** The copies of applications not being deleted (narrowed by the caller: a server's, one application's). */
+export function copyRows(db: Db) {
+  return db
+    .selectFrom('application_destinations as a')
+    .innerJoin('resources as r', 'r.id', 'a.resource_id')
+    .innerJoin('destinations as d', 'd.id', 'a.destination_id')
+    .select(['r.id', 'r.uuid', 'r.kind', 'r.config', 'r.status', 'r.team_id', 'a.destination_id', 'd.type as destination_type', 'a.observed_status'])
+    .where('r.deleting', 'is', null);
+}
+
+/**
+ * Looks at a copy's containers on its engine (after its deployment, and when the engine watcher
+ * of its server sees them change) and stores the status on its row; the status.
+ */
+export async function observeCopy(db: Db, engine: EngineClient, c: WatchedCopy, signal?: AbortSignal): Promise<string> {
+  const wanted = c.status === 'running' ? 'running' : 'exited';
+  const kind = engineKindOf(c.destination_type);
+  let status: string;
+  if (kind !== 'standalone') {
+    status = (await kindFor(kind).observe(engine, await planResource(db, c.id, { destinationId: c.destination_id }), wanted, signal)).status;
+  } else {
+    const containers: Record<string, ContainerObservation> = {};
+    for (const name of containerNames(c)) {
+      try {
+        containers[name] = observeContainer(await engine.inspectContainer(name, { signal }), wanted);
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+        containers[name] = { ...MISSING };
+      }
     }
+    status = aggregate(containers).status;
   }
-  const { status } = aggregate(containers);
   await db
     .updateTable('application_destinations')
     .set({ observed_status: status, observed_at: nowIso(), updated_at: nowIso() })
-    .where('resource_id', '=', resourceId)
-    .where('destination_id', '=', destinationId)
+    .where('resource_id', '=', c.id)
+    .where('destination_id', '=', c.destination_id)
     .execute();
   return status;
+}
+
+/** observeCopy of one application's copy on one destination (after that copy's deployment). */
+export async function observeCopyOf(db: Db, engine: EngineClient, resourceId: number, destinationId: number): Promise<string | undefined> {
+  const c = await copyRows(db).where('a.resource_id', '=', resourceId).where('a.destination_id', '=', destinationId).executeTakeFirst();
+  return c && observeCopy(db, engine, c);
 }

@@ -9,6 +9,7 @@ import { containerNames, engineKindOf, LABEL_MANAGED, LABEL_RESOURCE, planResour
 import { kindFor } from './kinds.js';
 import type { ContainerInspect } from '../core/model/container-spec.js';
 import { NO_CHANGES, type ChangePublisher } from '../core/changes.js';
+import { copyRows, observeCopy, type WatchedCopy } from './additional-destinations.js';
 
 export interface WatcherOptions {
   /** This instance's name on the leases it holds. */
@@ -341,9 +342,23 @@ class ServerWatcher {
       .where('r.deleting', 'is', null);
   }
 
+  /** An application's copies on this server (additional destinations): followed as its own resources are. */
+  private copies() {
+    return copyRows(this.db).where('a.server_id', '=', this.server.id);
+  }
+
   private async observeUuid(uuid: string): Promise<void> {
     const r = await this.resources().where('r.uuid', '=', uuid).executeTakeFirst();
-    if (r) await this.observe(r, await this.engine());
+    if (r) return this.observe(r, await this.engine());
+    const c = await this.copies().where('r.uuid', '=', uuid).executeTakeFirst();
+    if (c) await this.observeCopy(c, await this.engine());
+  }
+
+  /** A copy's status is stored on its row; a change is news for the application. */
+  private async observeCopy(c: WatchedCopy, engine: EngineClient): Promise<void> {
+    const status = await observeCopy(this.db, engine, c, this.controller.signal);
+    this.unreachable = false;
+    if (status !== c.observed_status) this.changes.publish({ teamId: c.team_id, uuids: [c.uuid] });
   }
 
   private async observe(r: Watched, engine: EngineClient): Promise<void> {
@@ -371,6 +386,10 @@ class ServerWatcher {
       if (this.controller.signal.aborted) return;
       await this.observe(r, engine);
     }
+    for (const c of await this.copies().execute()) {
+      if (this.controller.signal.aborted) return;
+      await this.observeCopy(c, engine);
+    }
   }
 
   private async runDueHealthchecks(): Promise<void> {
@@ -393,6 +412,11 @@ class ServerWatcher {
   private async markUnreachable(): Promise<void> {
     if (this.unreachable) return;
     this.unreachable = true;
+    const copies = await this.copies().execute();
+    if (copies.length) {
+      await this.db.updateTable('application_destinations').set({ observed_status: UNREACHABLE_STATUS }).where('server_id', '=', this.server.id).execute();
+      for (const c of copies) if (c.observed_status !== UNREACHABLE_STATUS) this.changes.publish({ teamId: c.team_id, uuids: [c.uuid] });
+    }
     const rows = await this.resources().execute();
     if (!rows.length) return;
     await this.db

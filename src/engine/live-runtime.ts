@@ -24,7 +24,7 @@ import type { SshTuning } from './connections.js';
 import { TargetGuard } from '../core/outbound-guard.js';
 import type { ChangePublisher } from '../core/changes.js';
 import { execTask, taskContainer } from './task-exec.js';
-import { carryBuiltImage, copyOf, observeCopy } from './additional-destinations.js';
+import { carryBuiltImage, copyOf, observeCopyOf } from './additional-destinations.js';
 import { proxyState, syncProxy } from './proxy.js';
 import { DEFAULT_PROXY_IMAGE } from '../core/model/proxy.js';
 import { DEFAULT_BUILDPACK_IMAGES, type BuildpackImages } from '../config/config.js';
@@ -188,11 +188,12 @@ export class LiveRuntime implements Runtime {
       if (d.kind === 'deploy' && !copy) await pruneImages(engine, d.resource_id, ctx).catch((err) => ctx.log(`could not remove old images: ${(err as Error).message}`));
       return 'finished';
     } finally {
-      await (copy ? observeCopy(ctx.db, engine, plan, d.resource_id, copy.destinationId) : this.observeOn(engine, d.resource_id)).catch((err) =>
+      await (copy ? observeCopyOf(ctx.db, engine, d.resource_id, copy.destinationId) : this.observeOn(engine, d.resource_id)).catch((err) =>
         this.logger.debug({ err: (err as Error).message }, 'could not observe after a deployment'),
       );
-      // The records are the routes: a deploy, start or restart (re)joins the proxy with its domains.
-      if (d.kind !== 'stop' && !copy) await this.routeProxy(plan.serverId, ctx.log);
+      // The records are the routes: a deploy, start or restart (re)joins the proxy with its domains
+      // (a copy's: its own server's proxy).
+      if (d.kind !== 'stop') await this.routeProxy(plan.serverId, ctx.log);
     }
   }
 

@@ -17,13 +17,17 @@ const PROXY_DATA_VOLUME = 'berth-proxy-data';
 /** The first port of a comma-separated list, or the container's usual HTTP port. */
 const firstPort = (ports: string | null | undefined) => Number((ports ?? '').split(',')[0]) || 80;
 
-/** Every domain of the resources on a server's destinations, as routes to their containers. */
+/**
+ * Every domain of the resources on a server's destinations, as routes to their containers; an
+ * application's copy on this server (an additional destination) is routed here too, to its own
+ * container of the same name (docs/decisions/additional-destinations.md).
+ */
 export async function proxyRoutes(db: Db, serverId: number): Promise<ProxyRoute[]> {
   const rows = await db
     .selectFrom('resources as r')
     .innerJoin('destinations as d', 'd.id', 'r.destination_id')
     .select(['r.uuid', 'r.kind', 'r.config'])
-    .where('d.server_id', '=', serverId)
+    .where((eb) => eb.or([eb('d.server_id', '=', serverId), eb('r.id', 'in', eb.selectFrom('application_destinations').select('resource_id').where('server_id', '=', serverId))]))
     .where('r.kind', 'in', ['application', 'service'])
     .where('r.deleting', 'is', null)
     .orderBy('r.id')

@@ -44,10 +44,11 @@ export async function queueCopies(db: Db, jobs: Queue, logger: Logger, deploymen
 
 /**
  * Removes an application's copies from their servers (containers, and its volumes there when
- * `volumes`): the delete of the application, before its records go. Throws when a server cannot
- * be reached, so the delete is retried as the primary's part is. The log lines.
+ * `volumes`), and that server's proxy stops routing its domains: the delete of the application,
+ * before its records go. Throws when a server cannot be reached, so the delete is retried as the
+ * primary's part is. The log lines.
  */
-export async function removeCopies(db: Db, runtime: Pick<Runtime, 'removeLeftovers'>, resourceId: number, volumes: boolean): Promise<string[]> {
+export async function removeCopies(db: Db, runtime: Pick<Runtime, 'removeLeftovers' | 'syncProxy'>, resourceId: number, volumes: boolean): Promise<string[]> {
   const r = await db.selectFrom('resources').select('uuid').where('id', '=', resourceId).executeTakeFirst();
   if (!r) return [];
   const copies = await db.selectFrom('application_destinations').select('server_id').where('resource_id', '=', resourceId).execute();
@@ -56,6 +57,10 @@ export async function removeCopies(db: Db, runtime: Pick<Runtime, 'removeLeftove
     ? (await db.selectFrom('storages').select(['name', 'engine_volume']).where('resource_id', '=', resourceId).execute()).map((s) => s.engine_volume ?? volumeName(r.uuid, s.name))
     : [];
   const out: string[] = [];
-  for (const c of copies) out.push(...(await runtime.removeLeftovers(c.server_id, r.uuid, names)));
+  for (const c of copies) {
+    out.push(...(await runtime.removeLeftovers(c.server_id, r.uuid, names)));
+    // Marked deleting, so its domains leave that server's proxy too; a proxy that fails is said, never fails the delete.
+    await runtime.syncProxy(c.server_id, { log: async (line) => void out.push(line) }).catch((err) => out.push(`could not update the proxy: ${(err as Error).message}`));
+  }
   return out;
 }

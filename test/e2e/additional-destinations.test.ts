@@ -6,6 +6,7 @@
  * copy. Ground truth is read from the engines with the podman API, not from berth. Then what the
  * add refuses: the primary, its server, a second destination on one server, another team's
  * destination (the same 404 as a missing one), and a built application's image carried to b.
+ * Between deployments, b's engine watcher keeps the copy's status (and the count) as b's engine says.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINE_IMAGE, enginesAvailable, useEngines } from '../helpers/engines.js';
@@ -115,6 +116,40 @@ describe.skipIf(!enginesAvailable)('an application on two servers (additional de
     expect(volumeExists(engines, 'a', `${uuid}-data`)).toBe(false);
     expect(volumeExists(engines, 'b', `${uuid}-data`)).toBe(false);
   }, 180_000);
+
+  it('between deployments: a copy stopped or removed behind berth on b shows in the application’s counts, started again it runs', async () => {
+    const uuid = await app('watched-copy');
+    await api.ok('POST', `/applications/${uuid}/destinations`, { destination_uuid: p.destB });
+    await deployed(api, (await api.ok('POST', `/deploy?uuid=${uuid}`)).deployments[0].deployment_uuid);
+    await copyDeployed(uuid, 1);
+    /** The application's view once the copy on b reads as `want` says (the engine watcher of b, no deployment). */
+    const copyIs = (what: string, want: (copy: string | null, running: number) => boolean) =>
+      until(
+        what,
+        async () => {
+          const v = await api.ok('GET', `/applications/${uuid}`);
+          return want(v.additional_destinations[0].status, v.running_copies) ? v : undefined;
+        },
+        10_000,
+        100,
+      );
+    await copyIs('both running', (copy, n) => copy === 'running:unknown' && n === 2);
+
+    engines.podman('b', ['stop', '-t', '0', uuid]);
+    const stopped = await copyIs('the copy on b seen stopped', (copy) => copy === 'exited');
+    expect(stopped.running_copies).toBe(1);
+    // The primary's own status is untouched by its copy's.
+    expect(stopped.status).toBe('running:unknown');
+    expect((await api.ok('GET', `/applications/${uuid}/destinations`))[1]).toMatchObject({ uuid: p.destB, status: 'exited' });
+
+    engines.podman('b', ['start', uuid]);
+    expect((await copyIs('the copy on b seen running again', (copy, n) => copy === 'running:unknown' && n === 2)).status).toBe('running:unknown');
+
+    engines.podman('b', ['rm', '-f', uuid]);
+    expect((await copyIs('the copy on b seen removed', (copy) => copy === 'exited')).running_copies).toBe(1);
+    await api.ok('DELETE', `/applications/${uuid}`);
+    await until('deleted', async () => ((await api.req('GET', `/applications/${uuid}`)).status === 404 ? true : undefined), 30_000);
+  }, 120_000);
 
   it('a built application: the copy runs the image built on a, carried over to b', async () => {
     const { uuid } = await api.ok('POST', '/applications/dockerfile', {

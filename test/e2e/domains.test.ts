@@ -4,60 +4,13 @@
  * loopback ports with a Host header (or a TLS server name), as a browser's would after DNS.
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import path from 'node:path';
-import type { PeerCertificate } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUSYBOX_IMAGE, CADDY_IMAGE, dockerdAvailable, useDockerd } from '../helpers/dockerd.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Api, deployed, until } from './support.js';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-interface Answer {
-  status: number;
-  body: string;
-  location?: string;
-  issuer?: string;
-}
-
-/** One GET to the proxy on 127.0.0.1 as `host` would be asked for (TLS: with it as the server name). */
-function ask(port: number, host: string, tls = false): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const opts = { host: '127.0.0.1', port, path: '/', headers: { host }, timeout: 5_000, ...(tls ? { servername: host, rejectUnauthorized: false, agent: false } : {}) };
-    const req = (tls ? https : http).get(opts, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (body += c));
-      res.on('end', () => {
-        const cert = tls ? ((res.socket as import('node:tls').TLSSocket).getPeerCertificate?.() as PeerCertificate | undefined) : undefined;
-        resolve({ status: res.statusCode ?? 0, body: body.trim(), location: res.headers.location, issuer: String(cert?.issuer?.CN ?? '') });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-  });
-}
-
-/** Polls until the proxy answers `host` as `want` says (routes are reloaded, not instant). */
-const answers = (port: number, host: string, want: (a: Answer) => boolean, tls = false) =>
-  until(
-    `${host} to answer as expected`,
-    async () => {
-      const a = await ask(port, host, tls).catch(() => undefined);
-      return a && want(a) ? a : undefined;
-    },
-    30_000,
-    250,
-  );
+import { answers, ask, freePort } from './proxy-support.js';
 
 describe.skipIf(!dockerdAvailable)('applications at their domains (Caddy on a real Docker Engine)', () => {
   const dockerd = useDockerd();

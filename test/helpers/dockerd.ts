@@ -37,12 +37,12 @@ export interface TestDockerd {
  * beforeAll: a daemon of this file's own, with the busybox and Caddy images (with `swarm`: a
  * one-node swarm it manages, tasks using local images without asking a registry); afterAll: down.
  */
-export function useDockerd(opts: { swarm?: boolean } = {}): TestDockerd {
+export function useDockerd(opts: { swarm?: boolean /** A second daemon in one file: an address pool of its own (DOCKERD_ADDRESS_POOL). */; pool?: string } = {}): TestDockerd {
   const d = {} as TestDockerd;
   beforeAll(() => {
     // Short: the socket path must fit a unix socket address.
     const dir = mkdtempSync('/tmp/berth-dk-');
-    const env = { ...process.env, DOCKERD_QUIET: '1', ...(opts.swarm ? { DOCKER_SERVICE_PREFER_OFFLINE_IMAGE: '1' } : {}) };
+    const env = { ...process.env, DOCKERD_QUIET: '1', ...(opts.swarm ? { DOCKER_SERVICE_PREFER_OFFLINE_IMAGE: '1' } : {}), ...(opts.pool ? { DOCKERD_ADDRESS_POOL: opts.pool } : {}) };
     const run = (args: string[]) => execFileSync('bash', [DOCKERD_SCRIPT, ...args], { encoding: 'utf8', env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
     Object.assign(d, { dir, socket: path.join(dir, 'd/docker.sock'), docker: (args: string[]) => run(['docker', dir, 'd', ...args]) });
     run(['up', dir]);

@@ -8,6 +8,9 @@ import { uuidParam } from '../validators.js';
 import { READ, stamps } from './common.js';
 import type { ResourceRow } from './resource-common.js';
 import { volumeName } from '../model/volumes.js';
+import { routeServer } from './server-proxy.js';
+
+const serverRow = (db: Db, id: number) => db.selectFrom('servers').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
 /**
  * Coolify's additional destinations (docs/decisions/additional-destinations.md): an application
@@ -73,7 +76,8 @@ export const applicationDestinationOperations = [
     output: () => z.object({ message: z.string(), uuid: z.string() }),
     annotations: { readOnly: false, destructive: false, idempotent: false, openWorld: false },
     http: { method: 'POST', path: '/api/v1/applications/{uuid}/destinations', status: 201 },
-    async run({ db, caller, runtime }, i) {
+    async run(ctx, i) {
+      const { db, caller, runtime } = ctx;
       const r = await ownedResource(db, i.uuid, caller.teamId, ['application']);
       const dest = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       const refuse = (message: string) => validationError({ destination_uuid: [message] });
@@ -101,6 +105,8 @@ export const applicationDestinationOperations = [
           .values({ resource_id: r.id, destination_id: dest.id, server_id: dest.server_id, ...stamps() })
           .execute();
       });
+      // The records are the routes: that server's proxy routes the domains to the copy (there once deployed).
+      await routeServer(ctx, await serverRow(db, dest.server_id));
       return { message: 'Destination attached.', uuid: dest.uuid };
     },
   }),
@@ -120,7 +126,8 @@ export const applicationDestinationOperations = [
     output: () => z.object({ message: z.string(), removed: z.array(z.string()) }),
     annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: true },
     http: { method: 'DELETE', path: '/api/v1/applications/{uuid}/destinations/{destination_uuid}', query: ['delete_volumes'] },
-    async run({ db, caller, runtime }, i) {
+    async run(ctx, i) {
+      const { db, caller, runtime } = ctx;
       const r = await ownedResource(db, i.uuid, caller.teamId, ['application']);
       const dest = await owned(db, 'destinations', i.destination_uuid, caller.teamId);
       if (r.destination_id === dest.id) throw validationError({ destination_uuid: ['Cannot remove the primary destination.'] });
@@ -133,6 +140,7 @@ export const applicationDestinationOperations = [
         : [];
       const removed = await runtime.removeLeftovers(row.server_id, r.uuid, volumes);
       await db.deleteFrom('application_destinations').where('id', '=', row.id).execute();
+      await routeServer(ctx, await serverRow(db, row.server_id));
       return { message: 'Destination detached.', removed };
     },
   }),

@@ -9,7 +9,7 @@ import { owned } from '../lookup.js';
 import { proxySettingsOf, type ProxySettings } from '../model/proxy.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { sensitive } from '../redact.js';
-import { RECORD_ONLY_NOTE } from '../runtime.js';
+import { RECORD_ONLY_NOTE, type ServerEngine } from '../runtime.js';
 import { flag, uuidParam } from '../validators.js';
 import { READ, UPDATE } from './common.js';
 import { displayStatus, serverOf, type ResourceRow } from './resource-common.js';
@@ -212,9 +212,16 @@ export async function domainProxyStatus(ctx: OperationContext, r: { destination_
  * config write and a `caddy reload`), not at the next deploy. One that does not run is routed at
  * its deploy. A proxy that cannot is logged and never fails the change (the next deploy retries).
  */
-export async function routeAtOnce(ctx: OperationContext, r: Pick<ResourceRow, 'destination_id' | 'status' | 'observed_status' | 'deleting'>): Promise<void> {
+export async function routeAtOnce(ctx: OperationContext, r: Pick<ResourceRow, 'id' | 'destination_id' | 'status' | 'observed_status' | 'deleting'>): Promise<void> {
   if (!/^(running|restarting|degraded)/.test(displayStatus(r))) return;
-  const s = await serverOf(ctx.db, r);
+  await routeServer(ctx, await serverOf(ctx.db, r));
+  // An application's copies are routed by their own servers' proxies (additional destinations).
+  const copies = await ctx.db.selectFrom('application_destinations as a').innerJoin('servers as s', 's.id', 'a.server_id').selectAll('s').where('a.resource_id', '=', r.id).execute();
+  for (const s of copies) await routeServer(ctx, s);
+}
+
+/** One server's proxy reloads its routes from the records now; logged, never fails the change. */
+export async function routeServer(ctx: Pick<OperationContext, 'runtime' | 'logger'>, s: ServerEngine & { uuid: string; proxy: string | null }): Promise<void> {
   if (proxySettingsOf(s).proxy_type === 'none' || !ctx.runtime.isLive(s)) return;
   await ctx.runtime.syncProxy(s.id, { signal: AbortSignal.timeout(30_000) }).catch((err) => ctx.logger.warn({ err: (err as Error).message, server: s.uuid }, 'could not route the changed domains'));
 }
