@@ -97,8 +97,12 @@ function nanos(ts: string | undefined): bigint | null {
 class ServerDrain {
   private readonly controller = new AbortController();
   private readonly followers = new Map<string, Promise<void>>();
-  /** Per container: the last line read, so a follow that reopens (a restart) skips it. */
-  private readonly lastRead = new Map<string, bigint>();
+  /**
+   * Per container: the time of the last line read and how many lines carried that time. A follow
+   * that reopens (after a restart) starts at that second again, since engines give whole seconds
+   * there (podman's timestamps have no fraction): it skips what it already read by that count.
+   */
+  private readonly lastRead = new Map<string, { at: bigint; n: number }>();
   private readonly outboxes = new Map<string, Outbox>();
   /** Lines from the moment the drain was turned on (Unix seconds): history is not shipped. */
   private readonly since = Math.floor(Date.now() / 1000);
@@ -161,24 +165,27 @@ class ServerDrain {
   /** Follows one container until its stream ends (it stopped); the next scan picks it up again if it runs. */
   private async follow(c: DrainContainer, resourceName: string): Promise<void> {
     const last = this.lastRead.get(c.id);
-    const since = last === undefined ? this.since : Math.max(this.since, Number(last / 1_000_000_000n));
+    const since = last === undefined ? this.since : Math.max(this.since, Number(last.at / 1_000_000_000n));
+    const skip = last ? { ...last } : undefined;
     try {
       await this.runtime.followLogs(this.server.id, c.id, {
         since,
         signal: this.controller.signal,
-        onEntry: (e) => this.take(c, resourceName, e),
+        onEntry: (e) => {
+          const at = nanos(e.timestamp);
+          if (skip && at !== null && (at < skip.at || (at === skip.at && skip.n-- > 0))) return;
+          this.take(c, resourceName, e, at);
+        },
       });
     } catch (err) {
       if (!this.controller.signal.aborted) this.logger.debug({ err: (err as Error).message, container: c.name }, 'log drain: follow ended');
     }
   }
 
-  private take(c: DrainContainer, resourceName: string, e: LogEntry): void {
-    const at = nanos(e.timestamp);
-    const last = this.lastRead.get(c.id);
+  private take(c: DrainContainer, resourceName: string, e: LogEntry, at: bigint | null): void {
     if (at !== null) {
-      if (last !== undefined && at <= last) return;
-      this.lastRead.set(c.id, at);
+      const last = this.lastRead.get(c.id);
+      this.lastRead.set(c.id, last?.at === at ? { at, n: last.n + 1 } : { at, n: 1 });
     }
     const record: DrainRecord = {
       timestamp: e.timestamp ?? new Date().toISOString(),
