@@ -161,6 +161,27 @@ describe.skipIf(!enginesAvailable)('log drains on a real engine', () => {
     expect(new Set(outs).size).toBe(outs.length);
   }, 60_000);
 
+  it('a container the engine restarts is followed again from where it was left: no line twice', async () => {
+    const before = axiomEvents().length;
+    const ones = axiomEvents().filter((e) => e.message === 'drain-out 1').length;
+    // Straight through the engine (not berth): the same container, its output continuing in the same log.
+    engines.podman('a', ['restart', '-t', '1', app]);
+    // The printer counts from 1 again: its lines after the restart are told apart by their count.
+    await until(
+      'lines after the restart',
+      async () =>
+        axiomEvents()
+          .slice(before)
+          .some((e) => e.message === 'drain-out 2')
+          ? true
+          : undefined,
+      30_000,
+    );
+    const keys = axiomEvents().map((e) => `${e._time}|${e.stream}|${e.message}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(axiomEvents().filter((e) => e.message === 'drain-out 1')).toHaveLength(ones + 1);
+  }, 60_000);
+
   it('turning the drains off stops the shipping', async () => {
     const off = await api.ok('PATCH', `/servers/${p.serverA}/log-drains`, { is_logdrain_axiom_enabled: false, is_logdrain_newrelic_enabled: false });
     expect(off).toMatchObject({ is_logdrain_axiom_enabled: false, is_logdrain_newrelic_enabled: false, logdrain_axiom_dataset_name: 'berth-e2e' });
