@@ -20,6 +20,7 @@ import { createMailer, type Mailer } from './mail/mailer.js';
 import { ExpiryWarnings } from './workers/expiry-warnings.js';
 import { Notifier } from './workers/notify/notifier.js';
 import { createSenders } from './workers/notify/senders.js';
+import { LogDrains } from './workers/log-drains.js';
 
 export interface Assembled {
   core: Core;
@@ -89,6 +90,8 @@ export function assembleCore(
     logger,
     config.notifyScanMs,
   );
+  // Each server's drain is shipped by the instance that watches its engine (the watch lease).
+  const drains = new LogDrains(db, runtime, logger, { ...config.logDrains, guard: outbound, instanceId: jobs.instanceId, timeoutMs: 10_000 });
   let started = false;
   return {
     core,
@@ -101,12 +104,13 @@ export function assembleCore(
       started = true;
       await Promise.all([expiry.start(), notifier.start(), scheduler.start(), jobs.start()]);
       runtime.startWatching(jobs.instanceId);
+      drains.start();
     },
     async stop(opts = {}) {
       if (!started) return;
       started = false;
       // Nothing new is claimed (schedules, notifications) while what runs here ends.
-      await Promise.all([expiry.stop(), notifier.stop(), scheduler.stop()]);
+      await Promise.all([expiry.stop(), notifier.stop(), scheduler.stop(), drains.stop()]);
       if (opts.finish) await jobs.finish();
       await jobs.stop().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not hand back queued jobs'));
       await runtime.stopWatching().catch(() => undefined);

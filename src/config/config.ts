@@ -130,6 +130,11 @@ const envSchema = z.object({
   BERTH_DIGITALOCEAN_API_URL: z.string().url().default('https://api.digitalocean.com/v2'),
   BERTH_VULTR_API_URL: z.string().url().default('https://api.vultr.com/v2'),
   BERTH_PUSHOVER_API_URL: z.string().url().default('https://api.pushover.net'),
+  /** Axiom's API base URL for log drains (its ingest endpoint is `{base}/v1/datasets/{dataset}/ingest`; a relay or a test double may stand in). */
+  BERTH_AXIOM_API_URL: z.string().url().default('https://api.axiom.co'),
+  /** Log drains: how often the settings and each server's running containers are read again, and how often the lines read are sent. */
+  BERTH_LOG_DRAIN_SCAN_MS: z.coerce.number().int().min(50).default(5_000),
+  BERTH_LOG_DRAIN_FLUSH_MS: z.coerce.number().int().min(50).default(5_000),
   /** How often schedules (Docker cleanups) are checked for a due run. */
   BERTH_SCHEDULE_TICK_MS: z.coerce.number().int().min(50).default(30_000),
   /** How often queued notifications are sent (and failed ones retried). */
@@ -227,6 +232,8 @@ export interface Config {
   /** Cloud providers' API base URLs (their public ones unless set: a proxy, or a test's stand-in). */
   cloudApiUrls: { hetzner: string; digitalocean: string; vultr: string };
   pushoverApiUrl: string;
+  /** Log drains: Axiom's API base, and how often settings and containers are scanned and lines sent. */
+  logDrains: { axiomApiUrl: string; scanMs: number; flushMs: number };
   notifyScanMs: number;
   scheduleTickMs: number;
   watchLeaseMs: number;
@@ -297,6 +304,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     telegramApiUrl: e.BERTH_TELEGRAM_API_URL,
     cloudApiUrls: { hetzner: e.BERTH_HETZNER_API_URL, digitalocean: e.BERTH_DIGITALOCEAN_API_URL, vultr: e.BERTH_VULTR_API_URL },
     pushoverApiUrl: e.BERTH_PUSHOVER_API_URL,
+    logDrains: { axiomApiUrl: e.BERTH_AXIOM_API_URL, scanMs: e.BERTH_LOG_DRAIN_SCAN_MS, flushMs: e.BERTH_LOG_DRAIN_FLUSH_MS },
     notifyScanMs: e.BERTH_NOTIFY_SCAN_MS,
     scheduleTickMs: e.BERTH_SCHEDULE_TICK_MS,
     watchLeaseMs: e.BERTH_WATCH_LEASE_MS,

@@ -1,5 +1,6 @@
 import type { Db } from '../store/db.js';
 import { engineTargetOf } from './engine-target.js';
+import type { LogEntry } from './model/container-spec.js';
 
 /**
  * What the core asks of the machinery that runs things on engines. The core records intent and
@@ -173,7 +174,18 @@ export interface Runtime {
   syncProxy(serverId: number, opts?: { start?: boolean; recreate?: boolean; signal?: AbortSignal; log?: (line: string) => Promise<void> }): Promise<void>;
   /** The proxy container's state as the server's engine says (running, exited, ...); null: no proxy there, or not managed. */
   proxyStatus(serverId: number): Promise<string | null>;
+  /** The running containers of berth's resources on a server (helpers left out), for its log drains; null when berth does not manage it. */
+  drainContainers(serverId: number, signal?: AbortSignal): Promise<DrainContainer[] | null>;
+  /** Follows one container's log lines written from `since` (Unix seconds) until it stops or `signal` aborts. */
+  followLogs(serverId: number, containerId: string, opts: { since: number; signal: AbortSignal; onEntry: (e: LogEntry) => void }): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A container whose lines a log drain ships. */
+export interface DrainContainer {
+  id: string;
+  name: string;
+  resourceUuid: string;
 }
 
 export interface ApplicationImage {
@@ -257,6 +269,10 @@ export const recordOnlyRuntime: Runtime = {
   async proxyStatus() {
     return null;
   },
+  async drainContainers() {
+    return null;
+  },
+  async followLogs() {},
   async observeResource() {
     return null;
   },

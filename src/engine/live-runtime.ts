@@ -4,6 +4,7 @@ import {
   reachesEngine,
   recordOnlyRuntime,
   type ApplicationImage,
+  type DrainContainer,
   type BackupOutcome,
   type Orphans,
   type RemoveOptions,
@@ -36,6 +37,8 @@ import { applicationImages, buildIfNeeded, pruneImages, useRollbackImage } from 
 import { discardStaging, moveVolumes, removeMigrationHelpers } from './migration-moves.js';
 import { removeBackupFiles, restoreBackup, runBackup, runVolumeBackup } from './backups.js';
 import { dockerCleanup, orphans, removeLeftovers, removeResource } from './removal.js';
+import { followLogs, resourceContainers } from './log-follow.js';
+import type { LogEntry } from '../core/model/container-spec.js';
 
 /**
  * The runtime that acts on real Docker-compatible engines: validates servers, turns deployments
@@ -93,6 +96,16 @@ export class LiveRuntime implements Runtime {
   async proxyStatus(serverId: number): Promise<string | null> {
     const engine = await this.liveEngineOf(serverId);
     return engine ? proxyState(engine, AbortSignal.timeout(30_000)) : null;
+  }
+
+  async drainContainers(serverId: number, signal?: AbortSignal): Promise<DrainContainer[] | null> {
+    const engine = await this.liveEngineOf(serverId);
+    return engine ? resourceContainers(engine, signal) : null;
+  }
+
+  async followLogs(serverId: number, containerId: string, opts: { since: number; signal: AbortSignal; onEntry: (e: LogEntry) => void }): Promise<void> {
+    const engine = await this.liveEngineOf(serverId);
+    if (engine) await followLogs(engine, containerId, opts);
   }
 
   /** After a deployment or a removal: the server's proxy routes what the records now say; a proxy that fails is said, never fails the work. */

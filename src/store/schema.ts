@@ -119,6 +119,8 @@ export interface ServersTable extends Timestamps {
   transfer: string | null;
   /** JSON: the server's reverse proxy settings (core/model/proxy.ts); null for the defaults. */
   proxy: string | null;
+  /** JSON: the server's log drains (core/model/log-drains.ts, migration 044); null: none. */
+  log_drains: string | null;
   /** What the last validate read of the engine's swarm state (0/1, migration 042). */
   is_swarm_manager: Generated<number>;
   is_swarm_worker: Generated<number>;

@@ -71,6 +71,13 @@ export function ensureSleeperImage(engines: TestEngines): void {
   importImage(engines, SLEEPER_IMAGE, KEEP_RUNNING);
 }
 
+/** An image whose command says a numbered line on stdout and on stderr twice a second until SIGTERM (log drains). */
+export const PRINTER_IMAGE = 'localhost/berth-printer:latest';
+
+export function ensurePrinterImage(engines: TestEngines): void {
+  importImage(engines, PRINTER_IMAGE, `trap 'exit 0' TERM INT; i=0; while :; do i=$((i + 1)); echo "drain-out $i"; echo "drain-err $i" >&2; sleep 0.5 & wait $!; done`);
+}
+
 /** Imports the writer image on both engines (idempotent). */
 export function ensureWriterImage(engines: TestEngines): void {
   importImage(engines, WRITER_IMAGE, KEEP_WRITING);

@@ -388,6 +388,8 @@ export function sampleBody(name: string, x: World): Record<string, unknown> | un
   if (/^add_(application|database|service)_tags$/.test(name)) return { tag_names: [`t-${i}`, 'web'] };
   if (name === 'create_s3_storage') return { ...S3_SAMPLE, name: `s3-${i}` };
   if (name === 'update_server_docker_cleanup') return { docker_cleanup_frequency: 'weekly' };
+  // Keys saved, no drain turned on: nothing ships from a sample call.
+  if (name === 'update_server_log_drains') return { logdrain_axiom_dataset_name: `ds-${i}`, logdrain_axiom_api_key: 'xaat-sample-key' };
   if ((m = /^update_(\w+)_notifications$/.exec(name))) return { [`deployment_success_${m[1]}_notifications`]: true };
   if (/^migrate_/.test(name)) return { destination_uuid: x.destination2Uuid };
 

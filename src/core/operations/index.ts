@@ -6,6 +6,7 @@ import { deploymentOperations, lifecycleOperations } from './deployments.js';
 import { feedbackOperations } from './feedback.js';
 import { notificationOperations } from './notifications.js';
 import { dockerCleanupOperations } from './docker-cleanup.js';
+import { logDrainOperations } from './log-drains.js';
 import { s3StorageOperations } from './s3-storages.js';
 import { cloudInitScriptOperations } from './cloud-init-scripts.js';
 import { volumeBackupOperations } from './volume-backups.js';
@@ -65,6 +66,7 @@ export const operations: readonly Operation[] = [
   ...serverProxyOperations,
   ...destinationOperations,
   ...dockerCleanupOperations,
+  ...logDrainOperations,
   ...cloudInitScriptOperations,
   ...cloudTokenOperations,
   ...projectOperations,

@@ -70,7 +70,7 @@ type Kind = 'application' | 'database';
 
 /**
  * Coolify's switches of a service's container: off is what berth does (every container counts in
- * the status; berth has no log drains), on is refused by name; the image is the
+ * the status; a server's log drain takes every container), on is refused by name; the image is the
  * compose file's.
  */
 const off = (what: string) =>
@@ -81,7 +81,12 @@ const off = (what: string) =>
     .optional();
 const coolifyPartSwitches = {
   exclude_from_status: off('leaving a container out of the service status'),
-  is_log_drain_enabled: off('log drains'),
+  // A server's log drain ships every resource on it (log-drains.ts): there is no per-container switch to turn on.
+  is_log_drain_enabled: z
+    .boolean()
+    .refine((v) => !v, "berth drains every resource of a server together: turn the server's log drain on (update_server_log_drains).")
+    .nullable()
+    .optional(),
   // The server's proxy applies them to an application's urls (on unless turned off, as Coolify's).
   is_gzip_enabled: flag.nullable().optional(),
   is_stripprefix_enabled: flag.nullable().optional(),

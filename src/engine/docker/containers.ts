@@ -237,8 +237,14 @@ export class ContainersApi extends NetworksVolumesApi {
       /** Whether the container has a TTY; asked from the engine when unknown. */
       tty?: boolean;
       maxBytes?: number;
+      /**
+       * Follow: keep the stream open for new lines until the container stops or `signal` aborts,
+       * handing each line to `onEntry` as it comes (none are kept; no size bound, no idle timeout).
+       */
+      follow?: { onEntry: (e: LogEntry) => void };
     } = {},
   ): Promise<{ entries: LogEntry[]; truncated: boolean }> {
+    const follow = opts.follow;
     const spec: RequestSpec = {
       method: 'GET',
       path: `/containers/${id(idOrName)}/logs`,
@@ -248,10 +254,11 @@ export class ContainersApi extends NetworksVolumesApi {
         timestamps: opts.timestamps ?? false,
         tail: opts.tail === undefined ? 'all' : String(opts.tail),
         since: opts.since,
-        follow: false,
+        follow: follow !== undefined,
       },
-      headersTimeoutMs: this.timeouts.metadataMs,
-      bodyTimeoutMs: this.timeouts.streamIdleMs,
+      ...(follow
+        ? { idempotent: false, headersTimeoutMs: this.timeouts.streamHeadersMs, bodyTimeoutMs: 0 }
+        : { headersTimeoutMs: this.timeouts.metadataMs, bodyTimeoutMs: this.timeouts.streamIdleMs }),
       signal: opts.signal,
     };
     const res = await this.request(spec);
@@ -260,8 +267,9 @@ export class ContainersApi extends NetworksVolumesApi {
     let tty: boolean | undefined = opts.tty;
     if (type.includes('multiplexed-stream')) tty = false;
     else if (type.includes('raw-stream')) tty = true;
-    const maxBytes = opts.maxBytes ?? 8 * 1024 * 1024;
+    const maxBytes = follow ? Number.POSITIVE_INFINITY : (opts.maxBytes ?? 8 * 1024 * 1024);
     const entries: LogEntry[] = [];
+    const keep = follow ? follow.onEntry : (e: LogEntry) => void entries.push(e);
     const partial: Record<'stdout' | 'stderr', string> = { stdout: '', stderr: '' };
     let total = 0;
     let truncated = false;
@@ -271,11 +279,11 @@ export class ContainersApi extends NetworksVolumesApi {
       if (timestamps) {
         const sp = line.indexOf(' ');
         if (sp > 0 && /^\d{4}-\d\d-\d\dT/.test(line)) {
-          entries.push({ stream, timestamp: line.slice(0, sp), line: line.slice(sp + 1) });
+          keep({ stream, timestamp: line.slice(0, sp), line: line.slice(sp + 1) });
           return;
         }
       }
-      entries.push({ stream, line });
+      keep({ stream, line });
     };
     const feed = (stream: 'stdout' | 'stderr', data: Buffer) => {
       if (truncated) return;
