@@ -93,6 +93,35 @@ describe.skipIf(!dockerdAvailable)('commands in a swarm application (a real one-
     await api.ok('PATCH', `/applications/${app}/scheduled-tasks/${task}`, { enabled: false });
   }, 90_000);
 
+  it('exported and imported into another berth, the server validates as a manager, its destination stays swarm, and a run there reaches the same task', async () => {
+    const server = (await api.ok('GET', `/applications/${app}`)).server_uuid as string;
+    const bundle = await api.ok('GET', `/servers/${server}/export`);
+    const other = await startTestServer({ apiRateLimit: 0 });
+    try {
+      const o = new Api(other.url, other.rootToken);
+      const imported = await o.ok('POST', '/servers/import', { bundle });
+      expect(imported).toMatchObject({ server_uuid: server, created: { resources: 1 } });
+      expect(await o.ok('GET', `/servers/${server}/destinations`)).toEqual([expect.objectContaining({ network: 'berth', type: 'swarm' })]);
+      // Validated on the engine: still a manager, and the destination that places the application keeps its type.
+      expect(await o.ok('POST', `/servers/${server}/validate`)).toMatchObject({ is_usable: true, is_swarm_manager: true });
+      expect((await o.ok('GET', `/servers/${server}/destinations`))[0].type).toBe('swarm');
+      expect(await o.ok('GET', `/applications/${app}`)).toMatchObject({ swarm_replicas: 2 });
+      const r = await o.ok('POST', `/applications/${app}/scheduled-tasks/${task}/execute`);
+      const run = await until(
+        'the run on the importing instance',
+        async () => {
+          const e = (await o.ok('GET', `/applications/${app}/scheduled-tasks/${task}/executions`)).find((x: { uuid: string }) => x.uuid === r.execution_uuid);
+          return e && e.status !== 'running' ? e : undefined;
+        },
+        30_000,
+      );
+      expect(run, JSON.stringify(run)).toMatchObject({ status: 'success' });
+      expect(run.message).toContain(`ran in ${taskContainers()[0]!.host}`);
+    } finally {
+      await other.stop();
+    }
+  }, 90_000);
+
   it('scaled to 0, a run fails saying no task runs', async () => {
     await api.ok('PATCH', `/applications/${app}`, { swarm_replicas: 0 });
     await deployed(api, (await api.ok('POST', `/deploy?uuid=${app}`)).deployments[0].deployment_uuid, 120_000);
