@@ -166,12 +166,16 @@ cmd_caddy_image() {
 }
 
 # A one-node swarm on loopback: the daemon is its manager. Overlay networks take their subnets from
-# a pool of their own (Docker's default, 10.0.0.0/8, would overlap anything). Idempotent.
+# a pool of their own (Docker's default, 10.0.0.0/8, would overlap anything). VXLAN on a UDP port of
+# its own (DOCKERD_SWARM_DATA_PATH_PORT, else a random one): two swarms on one host number their
+# overlays alike, and the kernel refuses a second VXLAN device with the same id and port ("error
+# creating vxlan interface: file exists"), so every task of the later swarm was rejected. Idempotent.
 cmd_swarm_init() {
   local dir name
   dir="$(cd "${1:?usage: $0 swarm-init DIR [NAME]}" && pwd)"; name="${2:-d}"
   if [ "$(run_docker "$dir" "$name" info --format '{{.Swarm.LocalNodeState}}')" = active ]; then return 0; fi
   run_docker "$dir" "$name" swarm init --advertise-addr 127.0.0.1 --listen-addr 127.0.0.1:0 \
+    --data-path-port "${DOCKERD_SWARM_DATA_PATH_PORT:-$((20000 + RANDOM % 20000))}" \
     --default-addr-pool "${DOCKERD_SWARM_POOL:-10.214.0.0/16}" --default-addr-pool-mask-length 24 >/dev/null
   log "swarm-init: $dir/$name is a swarm manager"
 }

@@ -1,6 +1,6 @@
 import type { ResourceObservation } from '../core/observed-status.js';
 import type { EngineClient } from './engine-client.js';
-import type { EngineKindType, Plan } from './plan.js';
+import type { EngineKindType, Plan, PlannedContainer } from './plan.js';
 
 export type { EngineKindType } from './plan.js';
 
@@ -18,7 +18,7 @@ export interface KindContext {
  * engine client; a kind never reads or writes the store, so a new kind (Kubernetes) is a new folder
  * beside `standalone/` and `swarm/` plus one line in the kind table, not edits across the runtime.
  * Volumes, backups, exec and migration copies stay with the runtime: they work on containers and
- * volumes, which every kind has.
+ * volumes, which every kind has; the kind only names the container a command runs in (execTarget).
  */
 export interface EngineKind {
   readonly type: EngineKindType;
@@ -37,6 +37,11 @@ export interface EngineKind {
   observe(engine: EngineClient, plan: Plan, wanted: 'running' | 'exited', signal?: AbortSignal): Promise<ResourceObservation>;
   /** Removes the resource's workloads (containers, services, leftovers of an update); lines saying what went. */
   remove(engine: EngineClient, plan: Plan, ctx: KindContext): Promise<string[]>;
+  /**
+   * The engine container a command (a scheduled task, an exec) runs in for the planned container
+   * `c`: its id or name on this engine. A 409 BerthError saying why when none runs.
+   */
+  execTarget(engine: EngineClient, plan: Plan, c: PlannedContainer, signal?: AbortSignal): Promise<string>;
   /** The last lines of the resource's logs (one compose container's with `container`). */
   logs(engine: EngineClient, plan: Plan, opts: { lines: number; container?: string; timestamps?: boolean; signal?: AbortSignal }): Promise<string>;
 }

@@ -347,9 +347,13 @@ export class LiveRuntime implements Runtime {
   async execCommand(resourceId: number, container: string | null, command: string, opts: { signal: AbortSignal; maxChars: number }): Promise<{ exitCode: number; output: string; head: string }> {
     const server = await serverOfResource(this.db, resourceId);
     if (!this.isLive(server)) return recordOnlyRuntime.execCommand(resourceId, container, command, opts);
-    const c = taskContainer(await planResource(this.db, resourceId), container);
+    const plan = await planResource(this.db, resourceId);
+    const c = taskContainer(plan, container);
     const what = c.spec.labels?.['berth.container'] ? 'service' : 'application';
-    return execTask(await this.engineFor(server), c.name, command, { ...opts, what });
+    const engine = await this.engineFor(server);
+    // engine kind dispatch: the kind names the container (a swarm service's running task).
+    const target = await kindFor(plan.engineKind).execTarget(engine, plan, c, opts.signal);
+    return execTask(engine, target, command, { ...opts, what });
   }
 
   async close(): Promise<void> {

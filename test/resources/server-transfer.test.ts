@@ -196,3 +196,94 @@ describe('domains in a bundle', () => {
     }
   });
 });
+
+describe('swarm and additional destinations in a bundle', () => {
+  const placement = Buffer.from('placement:\n  constraints:\n    - node.role == worker').toString('base64');
+  it("a swarm manager's flags, its destinations' types, an application's swarm fields and the copies on other servers survive export → import; refusals are 422s naming the path", async () => {
+    // Arrangement: validate is what makes a server a manager, and these servers have no engine.
+    await a.s.db.updateTable('servers').set({ is_swarm_manager: 1 }).where('uuid', '=', a.w.serverUuid).execute();
+    const swarmDest = (await a.api('POST', `/servers/${a.w.serverUuid}/destinations`, a.root, { network: 'berth-swarm', type: 'swarm' })).json;
+    expect(swarmDest).toMatchObject({ type: 'swarm' });
+    const place = { project_uuid: a.w.projectUuid, environment_name: 'production', docker_registry_image_name: 'nginx', ports_exposes: '80' };
+    const created = await a.api('POST', '/applications/dockerimage', a.root, {
+      ...place,
+      server_uuid: a.w.serverUuid,
+      destination_uuid: swarmDest.uuid,
+      name: 'replicated',
+      swarm_replicas: 3,
+      swarm_placement_constraints: placement,
+    });
+    expect(created.status, created.text).toBe(201);
+    const swarmApp = created.json.uuid as string;
+    // It also runs on the second server; an application of the second server also runs on this one.
+    expect((await a.api('POST', `/applications/${swarmApp}/destinations`, a.root, { destination_uuid: a.w.destination2Uuid })).status).toBe(201);
+    const other = (await a.api('POST', '/applications/dockerimage', a.root, { ...place, server_uuid: a.w.server2Uuid, name: 'elsewhere' })).json.uuid as string;
+    expect((await a.api('POST', `/applications/${other}/destinations`, a.root, { destination_uuid: a.w.destinationUuid })).status).toBe(201);
+
+    const one = await exportOf(a.root);
+    expect(one.server).toMatchObject({ is_swarm_manager: true, is_swarm_worker: false });
+    expect(one.destinations.map((d: { uuid: string; type: string }) => [d.uuid, d.type])).toEqual([
+      [a.w.destinationUuid, 'standalone'],
+      [swarmDest.uuid, 'swarm'],
+    ]);
+    const exported = one.resources.find((r: { uuid: string }) => r.uuid === swarmApp);
+    expect(exported.config).toMatchObject({ swarm_replicas: 3, swarm_placement_constraints: 'placement:\n  constraints:\n    - node.role == worker' });
+    expect(exported.additional_destinations).toEqual([{ destination_uuid: a.w.destination2Uuid, server_uuid: a.w.server2Uuid }]);
+    expect(one.copies).toEqual([{ application_uuid: other, destination_uuid: a.w.destinationUuid }]);
+
+    const c = await startTestServer({ apiRateLimit: 0 });
+    try {
+      const cApi = (method: string, path: string, body?: unknown) => call(c.url, method, `/api/v1${path}`, { token: c.rootToken, body });
+      // Refused by path, nothing written: an unknown type, a database on a swarm destination, swarm fields out of range.
+      const withType = structuredClone(one);
+      withType.destinations[1].type = 'kubernetes';
+      const badType = await cApi('POST', '/servers/import', { bundle: withType });
+      expect(badType.status, badType.text).toBe(422);
+      expect(badType.json).toMatchObject({ message: expect.any(String), errors: { 'bundle.destinations.1.type': ['A destination type: standalone or swarm.'] } });
+      const dbOnSwarm = structuredClone(one);
+      const dbIndex = dbOnSwarm.resources.findIndex((r: { uuid: string }) => r.uuid === a.w.databaseUuid);
+      dbOnSwarm.resources[dbIndex].destination_uuid = swarmDest.uuid;
+      const appIndex = dbOnSwarm.resources.findIndex((r: { uuid: string }) => r.uuid === swarmApp);
+      dbOnSwarm.resources[appIndex].config.swarm_replicas = 101;
+      dbOnSwarm.resources[appIndex].config.swarm_placement_constraints = 'replicas: 2';
+      const refused = await cApi('POST', '/servers/import', { bundle: dbOnSwarm });
+      expect(refused.status, refused.text).toBe(422);
+      expect(refused.json.errors[`bundle.resources.${dbIndex}.destination_uuid`][0]).toMatch(/^Databases do not run on a swarm destination/);
+      expect(refused.json.errors[`bundle.resources.${appIndex}.config.swarm_replicas`]).toEqual(['A whole number from 0 to 100.']);
+      expect(refused.json.errors[`bundle.resources.${appIndex}.config.swarm_placement_constraints`][0]).toMatch(/Only placement:/);
+      expect((await cApi('GET', '/servers')).json).toEqual([]);
+
+      // The first server: its copies' other ends are not here yet, and the answer says so.
+      const first = await cApi('POST', '/servers/import', { bundle: one });
+      expect(first.status, first.text).toBe(201);
+      expect(first.json.created).toMatchObject({ destinations: 2, additional_destinations: 0 });
+      expect(first.json.warnings.join('\n')).toContain(`replicated also ran on destination ${a.w.destination2Uuid} of server ${a.w.server2Uuid}`);
+      expect(first.json.warnings.join('\n')).toContain(`Application ${other} of another server also ran on destination ${a.w.destinationUuid} here`);
+      expect((await cApi('GET', `/servers/${a.w.serverUuid}`)).json).toMatchObject({ is_swarm_manager: true, is_swarm_worker: false });
+      expect((await cApi('GET', `/servers/${a.w.serverUuid}/destinations`)).json.map((d: { uuid: string; type: string }) => [d.uuid, d.type])).toEqual([
+        [a.w.destinationUuid, 'standalone'],
+        [swarmDest.uuid, 'swarm'],
+      ]);
+      expect((await cApi('GET', `/applications/${swarmApp}`)).json).toMatchObject({ destination_uuid: swarmDest.uuid, swarm_replicas: 3, swarm_placement_constraints: placement });
+
+      // The second server: both copies are attached again, one from each side.
+      const two = (await a.api('GET', `/servers/${a.w.server2Uuid}/export`, a.root)).json;
+      expect(two.copies).toEqual([{ application_uuid: swarmApp, destination_uuid: a.w.destination2Uuid }]);
+      const second = await cApi('POST', '/servers/import', { bundle: two });
+      expect(second.status, second.text).toBe(201);
+      expect(second.json).toMatchObject({ created: { additional_destinations: 2 }, warnings: [expect.stringMatching(/^Host access/)] });
+      const copiesOf = async (uuid: string) =>
+        (await cApi('GET', `/applications/${uuid}/destinations`)).json.map((d: { uuid: string; is_primary: boolean; server_uuid: string }) => [d.uuid, d.is_primary, d.server_uuid]);
+      expect(await copiesOf(swarmApp)).toEqual([
+        [swarmDest.uuid, true, a.w.serverUuid],
+        [a.w.destination2Uuid, false, a.w.server2Uuid],
+      ]);
+      expect(await copiesOf(other)).toEqual([
+        [a.w.destination2Uuid, true, a.w.server2Uuid],
+        [a.w.destinationUuid, false, a.w.serverUuid],
+      ]);
+    } finally {
+      await c.stop();
+    }
+  }, 60_000);
+});

@@ -11,6 +11,7 @@ import { TargetGuard } from '../outbound-guard.js';
 import { flag, uuidParam } from '../validators.js';
 import { BUNDLE_FORMAT, BUNDLE_VERSION, openBundle, sealBundle } from '../transfer/bundle-crypto.js';
 import { bundleSchema } from '../transfer/bundle.js';
+import { checkBundle } from '../transfer/checks.js';
 import { exportServer } from '../transfer/export.js';
 import { importBundle, type ImportSummary, type TransferState } from '../transfer/import.js';
 import { transferOf } from '../transfer/state.js';
@@ -69,6 +70,7 @@ async function readBundle(raw: Record<string, unknown>, pass: string | undefined
     for (const issue of parsed.error.issues.slice(0, 20)) (errors[['bundle', ...issue.path].join('.')] ??= []).push(issue.message);
     throw validationError(errors);
   }
+  checkBundle(parsed.data);
   return parsed.data;
 }
 

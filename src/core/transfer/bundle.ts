@@ -65,7 +65,15 @@ const resourceSchema = z.strictObject({
   files: z.array(fileSchema).max(500),
   scheduled_tasks: z.array(taskSchema).max(500),
   backups: z.array(backupSchema).max(100),
+  /** An application's copies on other servers' destinations (docs/decisions/additional-destinations.md); absent in older bundles. */
+  additional_destinations: z
+    .array(z.strictObject({ destination_uuid: uuid, server_uuid: uuid }))
+    .max(100)
+    .optional(),
 });
+
+/** A destination's engine kind (docs/decisions/swarm.md); absent in older bundles, which carried standalone ones only. */
+const destinationType = z.enum(['standalone', 'swarm'], { error: 'A destination type: standalone or swarm.' });
 
 export const bundleSchema = z.strictObject({
   format: z.literal(BUNDLE_FORMAT),
@@ -87,12 +95,20 @@ export const bundleSchema = z.strictObject({
     engine_tls: nullable(z.strictObject({ ca: text, cert: text, key: text })),
     host_key_fingerprint: nullable(short),
     docker_cleanup: nullable(z.record(z.string(), z.unknown())),
+    /** What validate last read of its swarm state (docs/decisions/swarm.md); absent in older bundles. */
+    is_swarm_manager: flag.optional(),
+    is_swarm_worker: flag.optional(),
   }),
   private_keys: z.array(keySchema).max(100),
-  destinations: z.array(z.strictObject({ uuid, name: short, network: short })).max(100),
+  destinations: z.array(z.strictObject({ uuid, name: short, network: short, type: destinationType.optional() })).max(100),
   projects: z.array(z.strictObject({ uuid, name: short, description: nullable(short), environments: z.array(z.strictObject({ uuid, name: short, description: nullable(short) })).max(500) })).max(500),
   shared_variables: z.array(z.strictObject({ key: short, value: nullable(text), is_literal: flag, is_multiline: flag, is_shown_once: flag, comment: nullable(short) })).max(2000),
   resources: z.array(resourceSchema).max(2000),
+  /** Copies of other servers' applications that run on this server's destinations; absent in older bundles. */
+  copies: z
+    .array(z.strictObject({ application_uuid: uuid, destination_uuid: uuid }))
+    .max(2000)
+    .optional(),
 });
 
 export type Bundle = z.infer<typeof bundleSchema>;

@@ -56,6 +56,34 @@ export async function exportServer(trx: Db, server: ServerRow, opts: { withSecre
   const files = await byResource(ids.length ? trx.selectFrom('file_storages').selectAll().where('resource_id', 'in', ids).orderBy('id').execute() : none);
   const tasks = await byResource(ids.length ? trx.selectFrom('scheduled_tasks').selectAll().where('resource_id', 'in', ids).orderBy('id').execute() : none);
   const backups = await byResource(ids.length ? trx.selectFrom('scheduled_database_backups').selectAll().where('resource_id', 'in', ids).orderBy('id').execute() : none);
+  // Where an application also runs (other servers' destinations), and which other servers' applications run here.
+  const additional = await byResource(
+    ids.length
+      ? trx
+          .selectFrom('application_destinations as a')
+          .innerJoin('destinations as d', 'd.id', 'a.destination_id')
+          .innerJoin('servers as s', 's.id', 'a.server_id')
+          .select(['a.resource_id', 'd.uuid as destination_uuid', 's.uuid as server_uuid'])
+          .where('a.resource_id', 'in', ids)
+          .orderBy('a.id')
+          .execute()
+      : none,
+  );
+  const copies = destinations.length
+    ? await trx
+        .selectFrom('application_destinations as a')
+        .innerJoin('resources as r', 'r.id', 'a.resource_id')
+        .innerJoin('destinations as d', 'd.id', 'a.destination_id')
+        .select(['r.uuid as application_uuid', 'd.uuid as destination_uuid'])
+        .where(
+          'a.destination_id',
+          'in',
+          destinations.map((d) => d.id),
+        )
+        .where('r.deleting', 'is', null)
+        .orderBy('a.id')
+        .execute()
+    : [];
   const storageIds = [...storages.values()].flat().map((s) => s.id);
   const volumeBackups = storageIds.length ? await trx.selectFrom('scheduled_volume_backups').selectAll().where('storage_id', 'in', storageIds).orderBy('id').execute() : [];
 
@@ -139,6 +167,7 @@ export async function exportServer(trx: Db, server: ServerRow, opts: { withSecre
         retention: Object.fromEntries(RETENTION.map((k) => [k, Number(b[k])])),
         timeout: b.timeout,
       })),
+      ...(r.kind === 'application' ? { additional_destinations: (additional.get(r.id) ?? []).map(({ destination_uuid, server_uuid }) => ({ destination_uuid, server_uuid })) } : {}),
     };
   });
 
@@ -161,9 +190,11 @@ export async function exportServer(trx: Db, server: ServerRow, opts: { withSecre
       engine_tls: server.engine_tls ? (JSON.parse(server.engine_tls) as { ca: string; cert: string; key: string }) : null,
       host_key_fingerprint: server.host_key_fingerprint,
       docker_cleanup: server.docker_cleanup ? (JSON.parse(server.docker_cleanup) as Record<string, unknown>) : null,
+      is_swarm_manager: yes(server.is_swarm_manager),
+      is_swarm_worker: yes(server.is_swarm_worker),
     },
     private_keys: keys.map((k) => ({ uuid: k.uuid, name: k.name, description: k.description, fingerprint: k.fingerprint, public_key: k.public_key, private_key: k.private_key })),
-    destinations: destinations.map((d) => ({ uuid: d.uuid, name: d.name, network: d.network })),
+    destinations: destinations.map((d) => ({ uuid: d.uuid, name: d.name, network: d.network, type: d.type === 'swarm' ? 'swarm' : 'standalone' })),
     projects: projects.map((p) => ({
       uuid: p.uuid,
       name: p.name,
@@ -179,6 +210,7 @@ export async function exportServer(trx: Db, server: ServerRow, opts: { withSecre
       comment: v.comment,
     })),
     resources,
+    copies,
   };
   return opts.withSecrets ? bundle : withoutSecrets(bundle);
 }

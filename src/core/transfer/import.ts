@@ -37,7 +37,7 @@ export interface ImportSummary {
   export_id: string;
   preserve_uuids: boolean;
   claimed: boolean;
-  created: { destinations: number; projects: number; environments: number; resources: number; private_keys: number; shared_variables: number };
+  created: { destinations: number; projects: number; environments: number; resources: number; private_keys: number; shared_variables: number; additional_destinations: number };
   reused: { projects: number; environments: number; private_keys: number };
   /** What the bundle had that this instance does not take as it was (an S3 storage it lacks, host access). */
   warnings: string[];
@@ -56,7 +56,7 @@ const bit = (v: boolean) => (v ? 1 : 0);
 export async function importBundle(trx: Db, caller: Caller, b: Bundle, opts: ImportOptions): Promise<ImportSummary> {
   const teamId = caller.teamId;
   const warnings: string[] = [];
-  const created = { destinations: 0, projects: 0, environments: 0, resources: 0, private_keys: 0, shared_variables: 0 };
+  const created = { destinations: 0, projects: 0, environments: 0, resources: 0, private_keys: 0, shared_variables: 0, additional_destinations: 0 };
   const reused = { projects: 0, environments: 0, private_keys: 0 };
   const id = (old: string) => (opts.preserveUuids ? old : newUuid());
   const free = async (table: 'servers' | 'destinations' | 'resources' | 'projects' | 'environments' | 'private_keys', uuid: string) =>
@@ -120,6 +120,9 @@ export async function importBundle(trx: Db, caller: Caller, b: Bundle, opts: Imp
       host_key_fingerprint: s.host_key_fingerprint,
       host_access: 0,
       docker_cleanup: s.docker_cleanup ? JSON.stringify(s.docker_cleanup) : null,
+      // What validate last read; the first validate here reads it again.
+      is_swarm_manager: bit(s.is_swarm_manager ?? false),
+      is_swarm_worker: bit(s.is_swarm_worker ?? false),
       transfer: JSON.stringify(transfer),
       ...stamps(),
     })
@@ -131,7 +134,8 @@ export async function importBundle(trx: Db, caller: Caller, b: Bundle, opts: Imp
   for (const d of b.destinations) {
     const row = await trx
       .insertInto('destinations')
-      .values({ uuid: id(d.uuid), team_id: teamId, server_id: server.id, name: d.name, network: d.network, ...stamps() })
+      // Its kind as it was: a swarm destination's applications stay services (a validate keeps a destination that places resources as it is).
+      .values({ uuid: id(d.uuid), team_id: teamId, server_id: server.id, name: d.name, network: d.network, type: d.type ?? 'standalone', ...stamps() })
       .returning('id')
       .executeTakeFirstOrThrow();
     destId.set(d.uuid, row.id);
@@ -169,6 +173,7 @@ export async function importBundle(trx: Db, caller: Caller, b: Bundle, opts: Imp
     }
   }
 
+  const resourceId = new Map<string, number>();
   const s3 = new Set((await trx.selectFrom('s3_storages').select('uuid').where('team_id', '=', teamId).execute()).map((x) => x.uuid));
   const tagNames = new Set<string>();
   for (const r of b.resources) {
@@ -209,6 +214,7 @@ export async function importBundle(trx: Db, caller: Caller, b: Bundle, opts: Imp
       .executeTakeFirstOrThrow();
     created.resources++;
     const rid = row.id;
+    resourceId.set(r.uuid, rid);
     if (r.envs.length) {
       await trx
         .insertInto('environment_variables')
@@ -307,6 +313,7 @@ export async function importBundle(trx: Db, caller: Caller, b: Bundle, opts: Imp
         .execute();
     }
   }
+  created.additional_destinations = await attachCopies(trx, teamId, b, { serverId: server.id, resourceId, destId, warnings });
   if (tagNames.size) {
     await trx
       .insertInto('tags')
@@ -336,4 +343,54 @@ export async function importBundle(trx: Db, caller: Caller, b: Bundle, opts: Imp
     created.shared_variables++;
   }
   return { server_uuid: serverUuid, export_id: b.export_id, preserve_uuids: opts.preserveUuids, claimed: opts.claim, created, reused, warnings };
+}
+
+/**
+ * The bundle's additional destinations, attached again where both ends are here: an application of
+ * the bundle on another server's destination this team has (that server imported before with its
+ * uuids), and another server's application this team has on a destination of the bundle (that
+ * server imported before). Anything else is a warning saying what to attach after which import;
+ * the copy's status is unknown until its next deployment.
+ */
+async function attachCopies(trx: Db, teamId: number, b: Bundle, at: { serverId: number; resourceId: Map<string, number>; destId: Map<string, number>; warnings: string[] }): Promise<number> {
+  let n = 0;
+  const attach = async (resourceId: number, destinationId: number, serverId: number) => {
+    // One copy per server, as add_application_destination holds (the unique constraints would refuse a second).
+    const have = await trx.selectFrom('application_destinations').select('id').where('resource_id', '=', resourceId).where('server_id', '=', serverId).executeTakeFirst();
+    if (have) return false;
+    await trx
+      .insertInto('application_destinations')
+      .values({ resource_id: resourceId, destination_id: destinationId, server_id: serverId, ...stamps() })
+      .execute();
+    n++;
+    return true;
+  };
+  for (const r of b.resources) {
+    const rid = at.resourceId.get(r.uuid)!;
+    for (const a of r.additional_destinations ?? []) {
+      const d = await trx.selectFrom('destinations').select(['id', 'server_id']).where('uuid', '=', a.destination_uuid).where('team_id', '=', teamId).executeTakeFirst();
+      if (!d || d.server_id === at.serverId || !(await attach(rid, d.id, d.server_id))) {
+        at.warnings.push(
+          `${r.name} also ran on destination ${a.destination_uuid} of server ${a.server_uuid}, which this team does not have here: import that server (with its uuids), or add the destination again (add_application_destination).`,
+        );
+      }
+    }
+  }
+  for (const c of b.copies ?? []) {
+    const app = await trx
+      .selectFrom('resources as r')
+      .innerJoin('destinations as d', 'd.id', 'r.destination_id')
+      .select(['r.id', 'd.server_id'])
+      .where('r.uuid', '=', c.application_uuid)
+      .where('r.team_id', '=', teamId)
+      .where('r.kind', '=', 'application')
+      .where('r.deleting', 'is', null)
+      .executeTakeFirst();
+    if (!app || app.server_id === at.serverId || !(await attach(app.id, at.destId.get(c.destination_uuid)!, at.serverId))) {
+      at.warnings.push(
+        `Application ${c.application_uuid} of another server also ran on destination ${c.destination_uuid} here, and this team does not have it: import its server (with its uuids), or add the destination again (add_application_destination).`,
+      );
+    }
+  }
+  return n;
 }

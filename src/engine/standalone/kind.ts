@@ -68,6 +68,11 @@ export const standaloneKind: EngineKind = {
     return out;
   },
 
+  // The planned container itself, by name: exec checks that it runs.
+  async execTarget(_engine, _plan, c) {
+    return c.name;
+  },
+
   async logs(engine, plan, opts) {
     const parts: string[] = [];
     const chosen = plan.containers.filter((k) => opts.container === undefined || k.spec.labels?.['berth.container'] === opts.container);

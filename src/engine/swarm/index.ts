@@ -5,6 +5,7 @@
  * until the wanted number of tasks run the new spec. See docs/decisions/swarm.md.
  */
 import type { ContainerObservation, ResourceObservation } from '../../core/observed-status.js';
+import { BerthError } from '../../errors.js';
 import type { EngineClient } from '../engine-client.js';
 import { NotFoundError } from '../engine-errors.js';
 import type { EngineKind, KindContext } from '../kind.js';
@@ -164,12 +165,31 @@ export const swarmKind: EngineKind = {
     return [`removed swarm service ${name}`];
   },
 
+  async execTarget(engine, plan, _c, signal) {
+    const name = serviceName(plan);
+    const running = await engine.listContainers({ all: false, labels: { 'com.docker.swarm.service.name': name }, status: ['running'], signal });
+    // The lowest slot first, so the same task answers each time while it runs.
+    const [first] = running.map((c) => ({ id: c.Id, slot: slotOf(c.Labels?.['com.docker.swarm.task.name'], name) })).sort((a, b) => a.slot - b.slot || a.id.localeCompare(b.id));
+    if (!first) {
+      throw new BerthError('conflict', {
+        message: `No task of the swarm service ${name} runs on this node (scaled to 0, stopped, or its tasks run on other nodes): deploy or start the application, then run the command again.`,
+      });
+    }
+    return first.id;
+  },
+
   async logs(engine, plan, opts) {
     const entries = await engine.serviceLogs(serviceName(plan), { tail: opts.lines, timestamps: Boolean(opts.timestamps), ...(opts.signal ? { signal: opts.signal } : {}) });
     // The task that wrote each line, as `docker service logs` names it.
     return entries.map((e) => `${opts.timestamps && e.timestamp ? `${e.timestamp} ` : ''}[${e.taskId?.slice(0, 12) ?? '?'}] ${e.line}`).join('\n');
   },
 };
+
+/** A task's slot from its name (`<service>.<slot>.<task id>`); tasks without one sort last. */
+function slotOf(taskName: string | undefined, service: string): number {
+  const slot = taskName?.startsWith(`${service}.`) ? Number(taskName.slice(service.length + 1).split('.')[0]) : Number.NaN;
+  return Number.isInteger(slot) ? slot : Number.MAX_SAFE_INTEGER;
+}
 
 /** Endpoints on a network other than a swarm load balancer's (`lb-<network>`, the engine's own); 0 when it is gone. */
 async function networkEndpoints(engine: EngineClient, network: string, signal?: AbortSignal): Promise<number> {
