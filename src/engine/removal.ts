@@ -101,11 +101,12 @@ export async function removeLeftovers(parts: RuntimeParts, serverId: number, res
 /**
  * Removes a destination's network berth made once only an engine's own endpoint (a swarm overlay's
  * load balancer, `lb-<network>`) is on it. A swarm detaches a removed service's endpoints a moment
- * after its containers go, and answers 409 meanwhile: a few seconds' patience, then a line saying
- * what kept it.
+ * after its containers go, and refuses the delete meanwhile (403, or 409 on Podman) though it
+ * may finish it on its own: a few seconds' patience, then a line saying what kept it.
  */
 async function removeSharedNetwork(engine: EngineClient, network: string, signal: AbortSignal): Promise<string | undefined> {
   const until = Date.now() + NETWORK_SETTLE_MS;
+  let asked = false;
   for (;;) {
     let attached: string[];
     try {
@@ -114,10 +115,12 @@ async function removeSharedNetwork(engine: EngineClient, network: string, signal
       attached = Object.entries((n.Containers ?? {}) as Record<string, { Name?: string }>)
         .filter(([k]) => !k.startsWith('lb-'))
         .map(([k, c]) => c.Name ?? k);
-      if (attached.length === 0 && (await engine.removeNetwork(network, { signal }))) return `removed network ${network}`;
+      asked = attached.length === 0;
+      if (asked && (await engine.removeNetwork(network, { signal }))) return `removed network ${network}`;
       if (attached.length === 0) return undefined;
     } catch (err) {
-      if (err instanceof NotFoundError) return undefined;
+      // A swarm may refuse the delete while its node lets go of the network, and remove it anyway.
+      if (err instanceof NotFoundError) return asked ? `removed network ${network}` : undefined;
       // Docker answers 403 ("has active endpoints"), Podman 409.
       if (!(err instanceof ConflictError || (err instanceof EngineError && err.status === 403))) throw err;
       attached = ['an endpoint the engine is still detaching'];

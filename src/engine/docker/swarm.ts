@@ -25,7 +25,7 @@ export interface ServiceInspect {
   ID: string;
   Version: { Index: number };
   Spec: ServiceSpec;
-  UpdateStatus?: { State?: string; Message?: string } | null;
+  UpdateStatus?: { State?: string; StartedAt?: string; CompletedAt?: string; Message?: string } | null;
 }
 
 /** Docker's ServiceSpec, as much of it as berth writes (the engine takes it as JSON). */

@@ -53,13 +53,16 @@ async function ensureOverlay(engine: EngineClient, network: string, ctx: KindCon
  * Waits until the service runs `replicas` tasks of its current spec and no update is under way;
  * a rolled-back or paused update fails with the engine's message.
  */
-async function converge(engine: EngineClient, name: string, replicas: number, ctx: KindContext): Promise<void> {
+async function converge(engine: EngineClient, name: string, replicas: number, ctx: KindContext, before: ServiceInspect | null = null): Promise<void> {
   const until = Date.now() + CONVERGE_TIMEOUT_MS;
   let said = '';
   for (;;) {
     const s = await engine.inspectService(name, { signal: ctx.signal });
     if (!s) throw new Error(`The service ${name} disappeared during the deployment.`);
-    const state = s.UpdateStatus?.State ?? '';
+    // A new task template starts an update, but not at once: until its status shows, the old
+    // tasks still run and the last update's `completed` still stands, which would read as done.
+    const pending = before !== null && templateChanged(before, s) && !updateStartedSince(before, s);
+    const state = pending ? 'pending' : (s.UpdateStatus?.State ?? '');
     if (state === 'rollback_completed' || state === 'rollback_paused' || state === 'paused') {
       throw new Error(`The update of ${name} did not complete (${state}): ${s.UpdateStatus?.Message ?? 'no message'}. Swarm keeps the previous tasks running.`);
     }
@@ -67,7 +70,7 @@ async function converge(engine: EngineClient, name: string, replicas: number, ct
     const running = runningOf(tasks);
     const line = `tasks running ${running.length}/${replicas}${state ? ` (update ${state})` : ''}`;
     if (line !== said) await ctx.log((said = line));
-    const updating = state === 'updating' || state === 'rollback_started';
+    const updating = state === 'pending' || state === 'updating' || state === 'rollback_started';
     if (!updating && running.length === replicas && tasks.length === replicas) return;
     if (Date.now() > until) {
       const failed = tasks.find((t) => t.Status.Err)?.Status.Err;
@@ -76,6 +79,12 @@ async function converge(engine: EngineClient, name: string, replicas: number, ct
     await sleep(POLL_MS, ctx.signal);
   }
 }
+
+/** Whether an update changed what the tasks run (both specs as the engine reads them back). */
+const templateChanged = (before: ServiceInspect, now: ServiceInspect) => JSON.stringify(before.Spec.TaskTemplate) !== JSON.stringify(now.Spec.TaskTemplate);
+
+/** Whether the service shows an update (or rollback) begun after the one `before` knew of. */
+const updateStartedSince = (before: ServiceInspect, now: ServiceInspect) => Boolean(now.UpdateStatus?.StartedAt) && now.UpdateStatus?.StartedAt !== before.UpdateStatus?.StartedAt;
 
 /** Sends the spec: creates the service, or updates it at the version read (start-first rolling). */
 async function apply(engine: EngineClient, plan: Plan, ctx: KindContext, opts: { replicas?: number; force?: boolean } = {}): Promise<ServiceInspect | null> {
@@ -117,8 +126,8 @@ export const swarmKind: EngineKind = {
         await engine.createVolume(v, { labels: { [LABEL_MANAGED]: 'true', 'berth.resource': serviceName(plan) }, signal: ctx.signal });
       }
     }
-    await apply(engine, plan, ctx);
-    await converge(engine, serviceName(plan), plan.swarm!.replicas, ctx);
+    const before = await apply(engine, plan, ctx);
+    await converge(engine, serviceName(plan), plan.swarm!.replicas, ctx, before);
     await ctx.log(`${plan.swarm!.replicas} task(s) of ${serviceName(plan)} run ${c.spec.image}`);
   },
 
@@ -129,8 +138,8 @@ export const swarmKind: EngineKind = {
   async restart(engine, plan, ctx) {
     if (!(await engine.inspectService(serviceName(plan), { signal: ctx.signal }))) return false;
     // A forced update replaces every task, one at a time, start-first: a rolling restart.
-    await apply(engine, plan, ctx, { force: true });
-    await converge(engine, serviceName(plan), plan.swarm!.replicas, ctx);
+    const before = await apply(engine, plan, ctx, { force: true });
+    await converge(engine, serviceName(plan), plan.swarm!.replicas, ctx, before);
     return true;
   },
 
