@@ -31,7 +31,7 @@ const COMPOSE = `services:
           memory: 16m
   client:
     image: ${BUSYBOX_IMAGE}
-    command: ["sh", "-c", "while :; do wget -q -O /data/got http://web:8080/ && echo fetched; sleep 1; done"]
+    command: ["sh", "-c", "while :; do wget -q -O /data/got http://web:8080/ && echo fetched; sleep 1; done 2>&1"]
     environment:
       GREETING: hi
     volumes:
@@ -39,7 +39,7 @@ const COMPOSE = `services:
     healthcheck:
       test: ["CMD-SHELL", "grep -q hello-from-web /data/got"]
       interval: 1s
-      start_period: 1s
+      retries: 30
     depends_on:
       web:
         condition: service_healthy
@@ -188,12 +188,14 @@ describe.skipIf(!dockerdAvailable)('services (compose) on Docker Swarm run as a 
       .sort();
     const restart = await api.ok('POST', `/services/${svc}/restart`);
     await deployed(api, restart.deployment_uuid, 180_000);
-    const after = dockerd
-      .docker(['ps', '-q', '--filter', `label=com.docker.swarm.service.name=${svc}_web`])
-      .trim()
-      .split('\n')
-      .sort();
-    expect(after).toHaveLength(2);
+    // Every task replaced; the old containers stop a moment after the new ones run.
+    const webIds = () =>
+      dockerd
+        .docker(['ps', '-q', '--filter', `label=com.docker.swarm.service.name=${svc}_web`])
+        .trim()
+        .split('\n')
+        .sort();
+    const after = await until('two new web containers only', async () => (webIds().length === 2 ? webIds() : undefined), 30_000, 250);
     expect(after.some((id) => before.includes(id))).toBe(false);
   }, 400_000);
 
