@@ -32,6 +32,10 @@ export interface ComposeContainer extends Omit<HostSettings, 'binds' | 'privileg
   limits?: ContainerSpec['limits'];
   /** stop_grace_period, in whole seconds. */
   stopGraceS?: number;
+  /** deploy.replicas: how many tasks a swarm destination runs (a standalone one runs one container). */
+  replicas?: number;
+  /** deploy.endpoint_mode: how a swarm destination's stack finds the service (a standalone one reaches containers by name, as dnsrr). */
+  endpointMode?: 'vip' | 'dnsrr';
   /** depends_on, by compose service name; containers are stored in dependency order. */
   dependsOn?: { service: string; condition: DependencyCondition }[];
   /** A repository's compose file (dockercompose applications) only: built from the repository, relative paths. */
@@ -395,8 +399,12 @@ function composeBuild(v: unknown, where: string, problems: string[]): ComposeBui
 }
 
 /** healthcheck, limits, stop grace period and depends_on of one service; problems are added to the list. */
-function runtimeSettings(svc: Record<string, unknown>, where: (key: string) => string, problems: string[]): Pick<ComposeContainer, 'healthcheck' | 'limits' | 'stopGraceS' | 'dependsOn'> {
-  const out: Pick<ComposeContainer, 'healthcheck' | 'limits' | 'stopGraceS' | 'dependsOn'> = {};
+function runtimeSettings(
+  svc: Record<string, unknown>,
+  where: (key: string) => string,
+  problems: string[],
+): Pick<ComposeContainer, 'healthcheck' | 'limits' | 'stopGraceS' | 'dependsOn' | 'replicas' | 'endpointMode'> {
+  const out: Pick<ComposeContainer, 'healthcheck' | 'limits' | 'stopGraceS' | 'dependsOn' | 'replicas' | 'endpointMode'> = {};
   const hc = svc.healthcheck;
   if (hc !== undefined) {
     if (!hc || typeof hc !== 'object' || Array.isArray(hc)) problems.push(`${where('healthcheck')}: must be a map (test, interval, timeout, retries, start_period, disable).`);
@@ -451,11 +459,20 @@ function runtimeSettings(svc: Record<string, unknown>, where: (key: string) => s
     const lim = (r.limits ?? {}) as Record<string, unknown>;
     const res = (r.reservations ?? {}) as Record<string, unknown>;
     const known =
-      Object.keys(d).every((k) => k === 'resources') &&
+      Object.keys(d).every((k) => ['resources', 'replicas', 'endpoint_mode'].includes(k)) &&
       Object.keys(r).every((k) => ['limits', 'reservations'].includes(k)) &&
       Object.keys(lim).every((k) => ['memory', 'cpus'].includes(k)) &&
       Object.keys(res).every((k) => k === 'memory');
-    if (!known || typeof deploy !== 'object') problems.push(`${where('deploy')}: berth honours deploy.resources.limits (memory, cpus) and deploy.resources.reservations.memory only.`);
+    if (!known || typeof deploy !== 'object')
+      problems.push(`${where('deploy')}: berth honours deploy.replicas, deploy.endpoint_mode, deploy.resources.limits (memory, cpus) and deploy.resources.reservations.memory only.`);
+    if (d.endpoint_mode !== undefined) {
+      if (d.endpoint_mode === 'vip' || d.endpoint_mode === 'dnsrr') out.endpointMode = d.endpoint_mode;
+      else problems.push(`${where('deploy')}: endpoint_mode must be vip or dnsrr.`);
+    }
+    if (d.replicas !== undefined) {
+      if (Number.isInteger(d.replicas) && (d.replicas as number) >= 0 && (d.replicas as number) <= 100) out.replicas = d.replicas as number;
+      else problems.push(`${where('deploy')}: replicas must be a whole number from 0 to 100.`);
+    }
     memory('deploy', lim.memory, (n) => (limits.memory = n));
     memory('deploy', res.memory, (n) => (limits.memoryReservation = n));
     cpus('deploy', lim.cpus);

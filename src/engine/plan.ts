@@ -37,6 +37,10 @@ export interface PlannedContainer {
   dependsOn?: { name: string; condition: DependencyCondition }[];
   /** File storages: written into the container after it is created, before it starts. */
   files?: { path: string; content: string; isDirectory: boolean }[];
+  /** Compose's deploy.replicas: the tasks of the service on a swarm destination (a standalone one runs one container). */
+  replicas?: number;
+  /** Compose's deploy.endpoint_mode (swarm only: a standalone container is reached by its name). */
+  endpointMode?: 'vip' | 'dnsrr';
 }
 
 /**
@@ -54,6 +58,8 @@ export interface Plan {
   resourceUuid: string;
   /** A swarm destination's service settings (applications: Coolify's swarm_replicas and placement). */
   swarm?: { replicas: number; placement: SwarmPlacement | null };
+  /** The containers are a compose file's (a service, a dockercompose application): on a swarm destination, a stack. */
+  compose?: boolean;
   /** The server lets containers reach into the host (checked with core/host-access.ts). */
   hostAccess: boolean;
   network: string;
@@ -201,7 +207,22 @@ export async function planResource(db: Db, resourceId: number, opts: { destinati
     ];
   }
   const volumes = [...new Set([...storages.map((s) => vol(s.name)), ...composeVolumes])];
-  return { serverId: dest.server_id, engineKind, ...(swarm ? { swarm } : {}), resourceUuid: r.uuid, hostAccess: dest.host_access === 1, network, ownNetwork, containers, volumes, notes };
+  const compose = r.kind === 'service' || (r.kind === 'application' && Boolean((config as ApplicationConfig).compose));
+  const scaled = compose && engineKind === 'standalone' ? containers.filter((c) => c.replicas !== undefined && c.replicas !== 1) : [];
+  if (scaled.length) notes.push(`deploy.replicas is not applied on a standalone destination (one container per compose service): ${scaled.map((c) => c.name).join(', ')}.`);
+  return {
+    serverId: dest.server_id,
+    engineKind,
+    ...(swarm ? { swarm } : {}),
+    ...(compose ? { compose } : {}),
+    resourceUuid: r.uuid,
+    hostAccess: dest.host_access === 1,
+    network,
+    ownNetwork,
+    containers,
+    volumes,
+    notes,
+  };
 }
 
 /** A compose file's containers as planned (`<uuid>-<name>`, reachable by their compose name): a service's, or a dockercompose application's. */
@@ -216,6 +237,8 @@ function composeContainers(
   return list.map((k) => ({
     name: `${uuid}-${k.name}`,
     ...(k.dependsOn?.length ? { dependsOn: k.dependsOn.map((d) => ({ name: `${uuid}-${d.service}`, condition: d.condition })) } : {}),
+    ...(k.replicas !== undefined ? { replicas: k.replicas } : {}),
+    ...(k.endpointMode ? { endpointMode: k.endpointMode } : {}),
     spec: {
       ...base,
       networkAliases: [k.name],

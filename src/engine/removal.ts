@@ -135,8 +135,8 @@ async function removeOwnNetworks(engine: EngineClient, resourceUuid: string, sig
   const out: string[] = [];
   for (const n of await engine.listNetworks({ signal })) {
     if (n.Labels?.[LABEL_RESOURCE] !== resourceUuid || n.Labels?.[LABEL_MANAGED] !== 'true') continue;
-    // A list may leave out who is attached; the inspect says.
-    if (Object.keys((await engine.inspectNetwork(n.Name, { signal })).Containers ?? {}).length > 0) continue;
+    // A list may leave out who is attached; the inspect says (a swarm overlay's load balancer goes with it).
+    if (Object.keys((await engine.inspectNetwork(n.Name, { signal })).Containers ?? {}).filter((k) => !k.startsWith('lb-')).length > 0) continue;
     if (await engine.removeNetwork(n.Name, { signal })) out.push(`removed network ${n.Name}`);
   }
   return out;

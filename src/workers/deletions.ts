@@ -17,6 +17,19 @@ export async function finishDeletion(db: Db, runtime: Runtime, logger: Logger, r
   if (!r?.deleting) return { done: true, log: [] };
   const flags = JSON.parse(r.deleting) as RemoveOptions;
   let log: string[];
+  // A removal that takes a while (a swarm's tasks leaving their network) keeps its mark fresh, so
+  // the retry tick does not start a second one beside it (which would take the lines it reports).
+  const beat = setInterval(
+    () =>
+      void db
+        .updateTable('resources')
+        .set({ updated_at: nowIso() })
+        .where('id', '=', resourceId)
+        .execute()
+        .catch(() => undefined),
+    DELETE_RETRY_MS / 4,
+  );
+  beat.unref();
   try {
     log = await runtime.removeResource(resourceId, flags);
     // additional destinations: every copy goes too, before the records that name them
@@ -26,6 +39,8 @@ export async function finishDeletion(db: Db, runtime: Runtime, logger: Logger, r
     logger.warn({ resource: r.uuid, err: error }, 'delete: the engine part failed; retrying later');
     await db.updateTable('resources').set({ updated_at: nowIso() }).where('id', '=', resourceId).execute();
     return { done: false, error, log: [] };
+  } finally {
+    clearInterval(beat);
   }
   await db.deleteFrom('resources').where('id', '=', resourceId).execute();
   if (log.length) logger.info({ resource: r.uuid, removed: log }, 'delete: removed from the engine');
@@ -36,5 +51,9 @@ export async function finishDeletion(db: Db, runtime: Runtime, logger: Logger, r
 export async function retryDeletions(db: Db, runtime: Runtime, logger: Logger): Promise<void> {
   const due = new Date(Date.now() - DELETE_RETRY_MS).toISOString();
   const rows = await db.selectFrom('resources').select('id').where('deleting', 'is not', null).where('updated_at', '<', due).orderBy('id').limit(20).execute();
-  for (const r of rows) await finishDeletion(db, runtime, logger, r.id);
+  for (const r of rows) {
+    // Claimed in one statement: of two instances' ticks, one goes on.
+    const claimed = await db.updateTable('resources').set({ updated_at: nowIso() }).where('id', '=', r.id).where('updated_at', '<', due).executeTakeFirst();
+    if (claimed.numUpdatedRows > 0n) await finishDeletion(db, runtime, logger, r.id);
+  }
 }

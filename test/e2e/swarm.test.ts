@@ -62,9 +62,16 @@ describe.skipIf(!dockerdAvailable)('applications on Docker Swarm (a real one-nod
     expect(await api.ok('POST', `/servers/${server}/destinations`, { network: 'berth-extra' })).toMatchObject({ type: 'swarm' });
     expect((await api.req('POST', `/servers/${server}/destinations`, { network: 'ingress', type: 'swarm' })).status).toBe(422);
     const place = { project_uuid: project, server_uuid: server, environment_name: 'production', destination_uuid: dests[0].uuid };
+    // A service (compose) is taken (it runs as a stack: swarm-stack.test.ts); what a stack cannot run is refused by its key.
     const svc = await api.req('POST', '/services', { ...place, docker_compose_raw: `services:\n  web:\n    image: ${BUSYBOX_IMAGE}\n` });
-    expect(svc.status).toBe(422);
-    expect(JSON.stringify(svc.json.errors)).toContain('swarm destination');
+    expect(svc.status).toBe(201);
+    await api.ok('DELETE', `/services/${svc.json.uuid}`);
+    const misfit = await api.req('POST', '/services', { ...place, docker_compose_raw: `services:\n  web:\n    image: ${BUSYBOX_IMAGE}\n    network_mode: none\n` });
+    expect(misfit.status).toBe(422);
+    expect(JSON.stringify(misfit.json.errors.docker_compose_raw)).toContain('services.web.network_mode');
+    const db = await api.req('POST', '/databases/postgresql', { ...place });
+    expect(db.status).toBe(422);
+    expect(JSON.stringify(db.json.errors)).toContain('swarm destination');
     const bad = await api.req('POST', '/applications/dockerimage', { ...place, docker_registry_image_name: repo, swarm_placement_constraints: Buffer.from('replicas: 3\n').toString('base64') });
     expect(bad.status).toBe(422);
     expect(JSON.stringify(bad.json.errors.swarm_placement_constraints)).toContain('swarm_replicas');

@@ -85,7 +85,7 @@ async function createBuilt(
   composeDomains?: Record<string, string>,
 ) {
   const { db, caller } = ctx;
-  // A dockercompose application runs several containers, as a service does: not on a swarm destination.
+  // A dockercompose application on a swarm destination runs as a stack; its compose file is read (and checked) at each deploy.
   const place = await resolvePlacement(db, caller.teamId, i, pack === 'dockercompose' ? 'service' : 'application');
   const uuid = newUuid();
   const c: ApplicationConfig = {

@@ -34,6 +34,8 @@ export const placementInput = {
 export interface Placement {
   environmentId: number;
   destinationId: number;
+  /** The destination is a swarm's (a compose file runs there as a stack). */
+  swarm?: boolean;
 }
 
 /**
@@ -44,7 +46,7 @@ export async function resolvePlacement(
   db: Db,
   teamId: number,
   i: { project_uuid: string; server_uuid: string; environment_name?: string; environment_uuid?: string; destination_uuid?: string },
-  /** What is placed: only applications run on a swarm destination (docs/decisions/swarm.md). */
+  /** What is placed: databases do not run on a swarm destination (docs/decisions/swarm.md). */
   kind: 'application' | 'database' | 'service' = 'application',
 ): Promise<Placement> {
   if (!i.environment_name && !i.environment_uuid) {
@@ -66,18 +68,14 @@ export async function resolvePlacement(
   } else {
     throw validationError({ destination_uuid: ['Server has multiple destinations and you do not set destination_uuid.'] });
   }
-  if (kind !== 'application') {
-    const d = await db.selectFrom('destinations').select('type').where('id', '=', destinationId).executeTakeFirstOrThrow();
-    if (d.type === 'swarm') throw validationError({ [i.destination_uuid ? 'destination_uuid' : 'server_uuid']: [swarmRefusal(kind)] });
-  }
-  return { environmentId: env.id, destinationId };
+  const d = await db.selectFrom('destinations').select('type').where('id', '=', destinationId).executeTakeFirstOrThrow();
+  if (kind === 'database' && d.type === 'swarm') throw validationError({ [i.destination_uuid ? 'destination_uuid' : 'server_uuid']: [SWARM_DATABASE_REFUSAL] });
+  // A service (compose) on a swarm destination runs as a stack: its caller checks the compose file for what a stack cannot run.
+  return { environmentId: env.id, destinationId, swarm: d.type === 'swarm' };
 }
 
-/** Why a database or a service is not placed on a swarm destination (yet). */
-export const swarmRefusal = (kind: 'database' | 'service') =>
-  kind === 'service'
-    ? 'Services (compose) do not run on a swarm destination in berth yet: place it on a standalone destination (a server that is not a swarm manager, or a destination of type standalone).'
-    : 'Databases do not run on a swarm destination in berth: a database is one container with its volume on one node; place it on a standalone destination.';
+/** Why a database is not placed on a swarm destination. */
+export const SWARM_DATABASE_REFUSAL = 'Databases do not run on a swarm destination in berth: a database is one container with its volume on one node; place it on a standalone destination.';
 
 /** Fields every application, database and service shows, with the uuids of where it lives. */
 export const placedSchema = {

@@ -5,6 +5,7 @@ import { atomically } from '../../store/atomic.js';
 import type { Db } from '../../store/db.js';
 import { nowIso } from '../../store/db.js';
 import { composeInput, parseCompose, requireHostAccess, type ComposeContainer } from '../compose.js';
+import { composeSwarmProblems } from '../compose-swarm.js';
 import { newUuid } from '../../ids.js';
 import { ownedResource } from '../lookup.js';
 import type { ServiceConfig } from '../model/service.js';
@@ -72,6 +73,12 @@ export async function syncStorages(db: Db, resourceId: number, containers: Compo
   }
 }
 
+/** 422 naming every compose key a swarm stack cannot run (a service on a swarm destination). */
+function requireSwarmFit(containers: ComposeContainer[]): void {
+  const problems = composeSwarmProblems(containers);
+  if (problems.length) throw validationError({ docker_compose_raw: problems });
+}
+
 /** A new service's generated variables: runtime and build time, as Coolify's defaults. */
 async function insertVariables(db: Db, resourceId: number, env: Record<string, string>) {
   const rows = Object.entries(env).map(([key, value]) => newEnvRow(resourceId, key, { value }));
@@ -135,6 +142,7 @@ export const serviceOperations = [
       const compose = parseCompose(template ? template.compose : i.docker_compose_raw!);
       const place = await resolvePlacement(db, caller.teamId, i, 'service');
       requireHostAccess(compose, (await serverOf(db, { destination_id: place.destinationId })).host_access === 1);
+      if (place.swarm) requireSwarmFit(compose.containers);
       const uuid = newUuid();
       const c: ServiceConfig = { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes, ...(template ? { template: template.type } : {}) };
       const env = template ? templateEnvironment(compose.yaml, uuid, compose.containers) : {};
@@ -212,6 +220,7 @@ export const serviceOperations = [
       const { r, c } = await atomically(db, async (trx) => {
         const r = await ownedResource(trx, uuid, caller.teamId, ['service']);
         if (compose) requireHostAccess(compose, (await serverOf(trx, r)).host_access === 1);
+        if (compose && (await trx.selectFrom('destinations').select('type').where('id', '=', r.destination_id).executeTakeFirstOrThrow()).type === 'swarm') requireSwarmFit(compose.containers);
         const c = config<ServiceConfig>(r);
         if (compose) Object.assign(c, { docker_compose_raw: compose.yaml, containers: compose.containers, volumes: compose.volumes });
         if (i.connect_to_docker_network !== undefined) c.connect_to_docker_network = i.connect_to_docker_network;

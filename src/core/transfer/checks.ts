@@ -1,11 +1,11 @@
 import { BerthError, validationError } from '../../errors.js';
-import { swarmRefusal } from '../operations/resource-common.js';
+import { SWARM_DATABASE_REFUSAL } from '../operations/resource-common.js';
 import { placementOf } from '../swarm-fields.js';
 import type { Bundle } from './bundle.js';
 
 /**
  * What a bundle's shape cannot say but an import must hold to (docs/decisions/server-transfer.md):
- * only applications on a swarm destination, as create refuses the rest; an application's swarm
+ * no database on a swarm destination, as create refuses one; an application's swarm
  * fields in the ranges its update takes; a copy on a destination the bundle carries. A 422 naming
  * each path under `bundle.`, nothing written.
  */
@@ -15,10 +15,8 @@ export function checkBundle(b: Bundle): void {
   const types = new Map(b.destinations.map((d) => [d.uuid, d.type ?? 'standalone']));
   b.resources.forEach((r, i) => {
     const config = r.config as { build_pack?: unknown; swarm_replicas?: unknown; swarm_placement_constraints?: unknown };
-    const compose = r.kind === 'application' && config.build_pack === 'dockercompose';
-    if (types.get(r.destination_uuid) === 'swarm' && (r.kind !== 'application' || compose)) {
-      add(['resources', i, 'destination_uuid'], swarmRefusal(r.kind === 'service' || compose ? 'service' : 'database'));
-    }
+    // A compose file there runs as a stack; its deploy checks the file as create does.
+    if (types.get(r.destination_uuid) === 'swarm' && r.kind !== 'application' && r.kind !== 'service') add(['resources', i, 'destination_uuid'], SWARM_DATABASE_REFUSAL);
     if (r.kind !== 'application') return;
     const replicas = config.swarm_replicas;
     if (replicas !== undefined && !(Number.isInteger(replicas) && (replicas as number) >= 0 && (replicas as number) <= 100)) {

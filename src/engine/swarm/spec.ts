@@ -5,6 +5,7 @@
  * the application asks for. Pure: the kind (index.ts) sends it.
  */
 import type { ContainerSpec } from '../../core/model/container-spec.js';
+import type { SwarmPlacement } from '../../core/swarm-fields.js';
 import type { ServiceSpec } from '../docker/swarm.js';
 import type { Plan } from '../plan.js';
 import { LABEL_MANAGED, LABEL_RESOURCE } from '../plan.js';
@@ -15,15 +16,15 @@ const NS_PER_S = 1_000_000_000;
 export const UPDATE_CONFIG = { Parallelism: 1, Delay: 0, FailureAction: 'rollback', Monitor: 5 * NS_PER_S, Order: 'start-first' } as const;
 export const ROLLBACK_CONFIG = { Parallelism: 1, Delay: 0, FailureAction: 'pause', Monitor: 5 * NS_PER_S, Order: 'start-first' } as const;
 /** Coolify's restart policy of a swarm service: any exit, 5 s apart, 10 attempts per 120 s. */
-const RESTART_POLICY = { Condition: 'any', Delay: 5 * NS_PER_S, MaxAttempts: 10, Window: 120 * NS_PER_S } as const;
+export const RESTART_POLICY = { Condition: 'any', Delay: 5 * NS_PER_S, MaxAttempts: 10, Window: 120 * NS_PER_S } as const;
 
 /** The container settings a swarm service has no place for (said in the deployment's log, never silently dropped). */
 const NOT_ON_SWARM: (keyof ContainerSpec)[] = ['privileged', 'devices', 'pidMode', 'ipcMode', 'utsMode', 'usernsMode', 'securityOpt', 'binds', 'shmSize', 'tmpfs', 'ulimits'];
 
-/** Why a plan cannot run as one swarm service (null: it can). */
+/** Why a plan that is not a compose file's cannot run as one swarm service (null: it can). */
 export function swarmPlanRefusal(plan: Plan): string | null {
   if (plan.containers.length !== 1 || !plan.swarm) {
-    return 'Only applications run on a swarm destination in berth: services (compose) and databases run on a standalone destination.';
+    return 'Only applications and services (compose, as a stack) run on a swarm destination in berth: databases run on a standalone destination.';
   }
   return null;
 }
@@ -36,22 +37,53 @@ export function unappliedSettings(spec: ContainerSpec): string[] {
   });
 }
 
+/** One swarm service of a container spec: what an application's service and each service of a stack are made of. */
+export interface ServiceShape {
+  name: string;
+  spec: ContainerSpec;
+  network: string;
+  /** Names the service is also found by on the network (a stack's compose service names). */
+  aliases?: string[];
+  replicas: number;
+  placement?: SwarmPlacement | null;
+  /** The service's own labels (berth's, the stack's namespace); the tasks' containers carry the spec's. */
+  labels: Record<string, string>;
+  /** Added to the tasks' containers' labels (a stack's namespace). */
+  containerLabels?: Record<string, string>;
+  restart?: NonNullable<ServiceSpec['TaskTemplate']['RestartPolicy']>;
+  /** vip (Docker's default: one virtual address, balanced by the node) or dnsrr (the name resolves to the tasks). */
+  endpointMode?: 'vip' | 'dnsrr';
+  forceUpdate?: number;
+}
+
 export function serviceSpec(plan: Plan, opts: { replicas?: number; forceUpdate?: number } = {}): ServiceSpec {
   const c = plan.containers[0]!;
-  const s = c.spec;
   const swarm = plan.swarm ?? { replicas: 1, placement: null };
+  return specOf({
+    name: c.name,
+    spec: c.spec,
+    network: plan.network,
+    replicas: opts.replicas ?? swarm.replicas,
+    placement: swarm.placement,
+    labels: { [LABEL_MANAGED]: 'true', [LABEL_RESOURCE]: c.spec.labels?.[LABEL_RESOURCE] ?? c.name },
+    ...(opts.forceUpdate ? { forceUpdate: opts.forceUpdate } : {}),
+  });
+}
+
+export function specOf(o: ServiceShape): ServiceSpec {
+  const s = o.spec;
   const h = s.healthcheck;
   const l = s.limits;
   const limits = { ...(l?.nanoCpus ? { NanoCPUs: l.nanoCpus } : {}), ...(l?.memory ? { MemoryBytes: l.memory } : {}) };
   const reservations = l?.memoryReservation ? { MemoryBytes: l.memoryReservation } : {};
   return {
-    Name: c.name,
-    Labels: { [LABEL_MANAGED]: 'true', [LABEL_RESOURCE]: s.labels?.[LABEL_RESOURCE] ?? c.name },
+    Name: o.name,
+    Labels: o.labels,
     TaskTemplate: {
       ContainerSpec: {
         Image: s.image,
         // The container's labels carry berth's own: the watcher follows the tasks' containers by them.
-        Labels: s.labels ?? {},
+        Labels: { ...(s.labels ?? {}), ...(o.containerLabels ?? {}) },
         Env: s.env ?? [],
         // Swarm's Command replaces the entrypoint and Args the command, as `docker run` does.
         ...(s.entrypoint?.length ? { Command: s.entrypoint } : {}),
@@ -78,16 +110,16 @@ export function serviceSpec(plan: Plan, opts: { replicas?: number; forceUpdate?:
           : {}),
       },
       Resources: { Limits: limits, Reservations: reservations },
-      RestartPolicy: { ...RESTART_POLICY },
-      ...(swarm.placement ? { Placement: swarm.placement } : {}),
-      Networks: [{ Target: plan.network, Aliases: [] }],
-      ...(opts.forceUpdate ? { ForceUpdate: opts.forceUpdate } : {}),
+      RestartPolicy: o.restart ?? { ...RESTART_POLICY },
+      ...(o.placement ? { Placement: o.placement } : {}),
+      Networks: [{ Target: o.network, Aliases: o.aliases ?? [] }],
+      ...(o.forceUpdate ? { ForceUpdate: o.forceUpdate } : {}),
     },
-    Mode: { Replicated: { Replicas: opts.replicas ?? swarm.replicas } },
+    Mode: { Replicated: { Replicas: o.replicas } },
     UpdateConfig: { ...UPDATE_CONFIG },
     RollbackConfig: { ...ROLLBACK_CONFIG },
     EndpointSpec: {
-      Mode: 'vip',
+      Mode: o.endpointMode ?? 'vip',
       Ports: (s.ports ?? [])
         .filter((p) => p.hostPort !== undefined)
         .map((p) => ({ Protocol: p.protocol ?? 'tcp', TargetPort: p.containerPort, PublishedPort: p.hostPort, PublishMode: 'ingress' as const })),
