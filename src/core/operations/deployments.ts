@@ -136,7 +136,7 @@ export const deploymentOperations = [
   defineOperation({
     name: 'deploy',
     title: 'Deploy resources',
-    description: "Deploy resources by uuid (comma-separated) or tag; follow the returned deployment uuids with get_deployment. pr: a pull request's preview of git applications.",
+    description: "Deploy resources by uuid (comma-separated) or tag (pr: a pull request's preview); follow the returned deployment uuids with get_deployment.",
     default: true,
     summary: 'Queue deployments of resources by uuid (comma list) or tag.',
     permission: 'deploy',
