@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { notFound, validationError } from '../../errors.js';
+import { notFound } from '../../errors.js';
 import { newUuid } from '../../ids.js';
 import type { Db } from '../../store/db.js';
 import { ownedResource } from '../lookup.js';
@@ -53,7 +53,7 @@ export const pullRequestInput = z
  * from a git repository, so only git applications built by berth (not dockercompose, whose
  * services would all need names of their own) on a standalone destination have them.
  */
-async function previewRefusal(db: Db, r: ResourceRow): Promise<string | null> {
+export async function previewRefusal(db: Db, r: ResourceRow): Promise<string | null> {
   if (r.kind !== 'application') return 'Only applications have previews.';
   const c = JSON.parse(r.config) as ApplicationConfig;
   if (!c.source || !('git_repository' in c.source)) return `Application ${r.name} is not built from a git repository: previews build a pull request.`;
@@ -64,13 +64,11 @@ async function previewRefusal(db: Db, r: ResourceRow): Promise<string | null> {
 }
 
 /**
- * The preview of a pull request, made at its first deploy (its domain from the template as it is
+ * The preview of a pull request (of an application previewRefusal let through), made at its first deploy (its domain from the template as it is
  * then, as Coolify keeps it afterwards). Concurrent first deploys make one row: the unique
  * constraint decides, and the loser reads the winner's.
  */
 export async function ensurePreview(db: Db, r: ResourceRow, pr: number): Promise<void> {
-  const refusal = await previewRefusal(db, r);
-  if (refusal) throw validationError({ pr: [refusal] });
   const c = JSON.parse(r.config) as ApplicationConfig;
   await db
     .insertInto('application_previews')

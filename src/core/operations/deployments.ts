@@ -16,7 +16,7 @@ import { ENGINE, READ } from './common.js';
 import { displayStatus, serverOf, type ResourceRow, perCollection } from './resource-common.js';
 import { isBuilt, UNBUILT_TAG, type ApplicationConfig } from '../model/application.js';
 import { SINGULAR, type Collection } from '../model/kinds.js';
-import { ensurePreview, pullRequestInput } from './application-previews.js';
+import { ensurePreview, previewRefusal, pullRequestInput } from './application-previews.js';
 
 type DeploymentRow = Selectable<DeploymentsTable>;
 
@@ -165,8 +165,14 @@ export const deploymentOperations = [
       const pr = i.pr ?? 0;
       if (pr && i.tag) throw validationError({ pr: ['You can only use tag or pr, not both.'] });
       const targets = await deployTargets(ctx.db, ctx.caller.teamId, i);
-      // Every target may have the preview before any is queued: a refused one queues nothing.
-      if (pr) for (const r of targets) await ensurePreview(ctx.db, r, pr);
+      // Every target is checked before any preview is made or queued: a refused one refuses all.
+      if (pr) {
+        for (const r of targets) {
+          const why = await previewRefusal(ctx.db, r);
+          if (why) throw validationError({ pr: [why] });
+        }
+        for (const r of targets) await ensurePreview(ctx.db, r, pr);
+      }
       const deployments = [];
       for (const r of targets) {
         const d = await queueDeployment(ctx, r, 'deploy', Boolean(i.force), { pullRequestId: pr });
