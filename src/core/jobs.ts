@@ -20,7 +20,15 @@ export interface Jobs {
    * Records a deployment and puts it on its server's queue; when the queue is full the record is
    * removed again and 429 "Deployment queue is full." is thrown: nothing half-queued stays.
    */
-  queueDeployment(d: { teamId: number; resourceId: number; serverId: number; kind: DeploymentKind; force: boolean; rollbackTag?: string }): Promise<{ id: number; uuid: string; done: Promise<void> }>;
+  queueDeployment(d: {
+    teamId: number;
+    resourceId: number;
+    serverId: number;
+    kind: DeploymentKind;
+    force: boolean;
+    rollbackTag?: string;
+    pullRequestId?: number;
+  }): Promise<{ id: number; uuid: string; done: Promise<void> }>;
   /** Settles when a deployment queued by this process has ended (at once when it is not one of them). */
   deploymentEnded(deploymentId: number): Promise<void>;
   /** In a migration's switch transaction: records the start deployment of start_on_destination on the target. */

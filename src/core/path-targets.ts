@@ -115,6 +115,16 @@ const STEPS: Readonly<Record<string, Step>> = {
     under(parent, 'applications');
     return { segment: 'destinations', ...(await owned(db, 'destinations', value, teamId)) };
   },
+  // A pull request's preview of an application (by its pull request id, as Coolify names it).
+  'previews/{pull_request_id}': async (db, _teamId, value, parent) => {
+    const r = under(parent, 'applications');
+    const pr = Number(value);
+    const row = Number.isSafeInteger(pr)
+      ? await db.selectFrom('application_previews').select(['id', 'uuid']).where('resource_id', '=', r.id).where('pull_request_id', '=', pr).executeTakeFirst()
+      : undefined;
+    if (!row) throw notFound();
+    return { segment: 'previews', ...row };
+  },
   'backups/{scheduled_backup_uuid}': async (db, teamId, value, parent) => ({ segment: 'backups', ...(await ownedBackup(db, under(parent, 'databases').uuid, value, teamId)).b }),
   'executions/{execution_uuid}': async (db, _teamId, value, parent) => {
     const row = await db.selectFrom('scheduled_database_backup_executions').select(['id', 'uuid']).where('backup_id', '=', under(parent, 'backups').id).where('uuid', '=', value).executeTakeFirst();

@@ -160,6 +160,8 @@ export interface Runtime {
    * containers there and the named volumes. The log lines; throws when the engine cannot be reached.
    */
   removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]>;
+  /** Removes a pull request's preview of an application from its engine: container, images, and volumes when asked. The log lines; throws when the engine cannot be reached. */
+  removePreview(resourceId: number, pullRequestId: number, opts: { volumes: boolean }): Promise<string[]>;
   /** Removes a migration's volume-copy helper containers from a server (by its label); throws when the engine cannot be reached. */
   removeMigrationHelpers(serverId: number, migrationUuid: string): Promise<void>;
   /** berth-labelled containers and volumes on a server that no record names. */
@@ -280,6 +282,9 @@ export const recordOnlyRuntime: Runtime = {
     return [];
   },
   async removeLeftovers() {
+    return [];
+  },
+  async removePreview() {
     return [];
   },
   async removeMigrationHelpers() {},

@@ -76,6 +76,25 @@ export interface GithubCloneSecrets {
   token: string;
 }
 
+/** What a clone takes from the repository, for its log lines and errors. */
+const refOf = (s: GitSource) => (s.git_ref ? s.git_ref : `branch ${s.git_branch}`);
+
+/**
+ * Gets the source into `target` with git's own safety settings (`config`, `env`): a shallow clone
+ * of one branch, or (a pull request's preview) a shallow fetch of one ref into an empty repository,
+ * checked out detached. The URL always comes after `--`; the ref is berth's own (refs/pull/N/head).
+ */
+async function fetchSource(config: string[], env: NodeJS.ProcessEnv, s: GitSource, url: string, target: string): Promise<void> {
+  const opts = { env, timeout: CLONE_TIMEOUT_MS, maxBuffer: 1024 * 1024 };
+  if (!s.git_ref) {
+    await run('git', [...config, 'clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', s.git_branch, '--', url, target], opts);
+    return;
+  }
+  await run('git', [...config, 'init', '-q', '--', target], opts);
+  await run('git', [...config, '-C', target, 'fetch', '-q', '--depth', '1', '--no-tags', '--', url, `+${s.git_ref}:refs/berth/source`], opts);
+  await run('git', [...config, '-C', target, 'checkout', '-q', '--detach', 'refs/berth/source'], opts);
+}
+
 /** The name ssh files the git host's key under: the address it connects to changes, the pin does not. */
 const HOST_ALIAS = 'berth-git-host';
 
@@ -101,7 +120,7 @@ async function cloneSsh(s: GitSource, dir: string, guard: TargetGuard, log: (l: 
   const refused = guard.hostRefusal(repo.host);
   if (refused) throw new Error(`refused to connect: ${refused}`);
   const address = await guard.resolve(repo.host);
-  await log(`cloning ${s.git_repository} (branch ${s.git_branch}) over SSH from ${urlHost(address)}:${repo.port}`);
+  await log(`cloning ${s.git_repository} (${refOf(s)}) over SSH from ${urlHost(address)}:${repo.port}`);
   const keyFile = path.join(dir, 'deploy-key');
   const knownHosts = path.join(dir, 'known_hosts');
   await fs.writeFile(keyFile, secrets.privateKey.endsWith('\n') ? secrets.privateKey : `${secrets.privateKey}\n`, { mode: 0o600 });
@@ -165,11 +184,7 @@ async function cloneSsh(s: GitSource, dir: string, guard: TargetGuard, log: (l: 
   const config = ['protocol.allow=never', 'protocol.ssh.allow=always', 'core.symlinks=false', 'core.gitProxy=', 'credential.helper=', 'core.askPass=/bin/false'].flatMap((c) => ['-c', c]);
   const target = path.join(dir, 'src');
   try {
-    await run('git', [...config, 'clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', s.git_branch, '--', sshRepositoryAt(repo, address), target], {
-      env,
-      timeout: CLONE_TIMEOUT_MS,
-      maxBuffer: 1024 * 1024,
-    });
+    await fetchSource(config, env, s, sshRepositoryAt(repo, address), target);
   } catch (err) {
     const stderr = String((err as { stderr?: string }).stderr ?? '').trim();
     const why = /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/.test(stderr)
@@ -181,7 +196,7 @@ async function cloneSsh(s: GitSource, dir: string, guard: TargetGuard, log: (l: 
             .filter((l) => !/^Warning: Permanently added/.test(l))
             .slice(-2)
             .join(' / ') || (err as Error).message;
-    throw new Error(`Cloning ${s.git_repository} (branch ${s.git_branch}) failed: ${why}`);
+    throw new Error(`Cloning ${s.git_repository} (${refOf(s)}) failed: ${why}`);
   } finally {
     await fs.rm(keyFile, { force: true });
   }
@@ -211,7 +226,7 @@ async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: str
   const remote = github ? `${github.htmlUrl.replace(/\/+$/, '')}/${s.git_repository}.git` : s.git_repository;
   const t = guard.target(remote, github ? ['http', 'https'] : ['http', 'https', 'git'], { repository: true });
   const address = await guard.resolve(t.host);
-  await log(`cloning ${remote} (branch ${s.git_branch}) from ${urlHost(address)}:${t.port}${github ? ' with a GitHub app installation token' : ''}`);
+  await log(`cloning ${remote} (${refOf(s)}) from ${urlHost(address)}:${t.port}${github ? ' with a GitHub app installation token' : ''}`);
   const auth = github
     ? { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${github.token}`).toString('base64')}` }
     : {};
@@ -241,7 +256,7 @@ async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: str
   const url = t.scheme === 'git' ? `git://${urlHost(address)}:${t.port}${t.rest}` : t.url;
   const target = path.join(dir, 'src');
   try {
-    await run('git', [...config, 'clone', '--depth', '1', '--single-branch', '--no-tags', '--branch', s.git_branch, '--', url, target], { env, timeout: CLONE_TIMEOUT_MS, maxBuffer: 1024 * 1024 });
+    await fetchSource(config, env, s, url, target);
   } catch (err) {
     const stderr = String((err as { stderr?: string }).stderr ?? '')
       .trim()
@@ -250,7 +265,7 @@ async function clone(s: GitSource, dir: string, guard: TargetGuard, log: (l: str
       .join(' / ');
     const why = stderr || (err as Error).message;
     // git does not print an extra header; cut the token anyway should any message carry it.
-    throw new Error(`Cloning ${remote} (branch ${s.git_branch}) failed: ${github ? why.split(github.token).join('[token]') : why}`);
+    throw new Error(`Cloning ${remote} (${refOf(s)}) failed: ${github ? why.split(github.token).join('[token]') : why}`);
   }
   const { stdout } = await run('git', ['-C', target, 'rev-parse', 'HEAD'], { env });
   if ((await sizeOf(target)) > MAX_CONTEXT_BYTES) throw new Error(`The repository is larger than ${MAX_CONTEXT_BYTES / 1024 / 1024} MiB; berth does not build it.`);
@@ -292,7 +307,7 @@ export async function prepareBuildContext(
         (s) => s.isDirectory(),
         () => false,
       );
-      if (!isDir) throw new Error(`The repository has no directory ${source.base_directory} (base_directory) on branch ${source.git_branch}.`);
+      if (!isDir) throw new Error(`The repository has no directory ${source.base_directory} (base_directory) on ${refOf(source)}.`);
       if (plan.pack === 'nixpacks' || plan.pack === 'static') {
         generated = await generateBuild(plan.pack, contextDir, source.steps ?? {}, plan.port, plan.images);
         dockerfile = GENERATED_DOCKERFILE;
@@ -302,7 +317,7 @@ export async function prepareBuildContext(
       } else if (plan.pack === 'dockerfile') {
         dockerfile = rel(source.dockerfile_location) || 'Dockerfile';
         await fs.stat(path.join(contextDir, dockerfile)).catch(() => {
-          throw new Error(`The repository has no ${path.posix.join(source.base_directory, dockerfile)} on branch ${source.git_branch}.`);
+          throw new Error(`The repository has no ${path.posix.join(source.base_directory, dockerfile)} on ${refOf(source)}.`);
         });
       }
     }

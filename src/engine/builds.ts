@@ -5,6 +5,7 @@ import { nowIso } from '../store/db.js';
 import type { EngineClient } from './engine-client.js';
 import { ConflictError, NotFoundError } from './engine-errors.js';
 import { serverOfResource, type RuntimeParts } from './runtime-rows.js';
+import { previewImage, pullRequestRef } from '../core/model/preview.js';
 
 /** An application's images: built on its engine at a deploy, kept for rollbacks, bounded after. */
 
@@ -14,7 +15,7 @@ import { serverOfResource, type RuntimeParts } from './runtime-rows.js';
  * image. The build happens before anything is stopped: a failed build leaves the running
  * container as it was. Start and restart use the last built image.
  */
-export async function buildIfNeeded(parts: RuntimeParts, d: { uuid: string; kind: string; resource_id: number }, ctx: RuntimeJobContext): Promise<void> {
+export async function buildIfNeeded(parts: RuntimeParts, d: { uuid: string; kind: string; resource_id: number; pull_request_id?: number }, ctx: RuntimeJobContext): Promise<void> {
   const r = await ctx.db.selectFrom('resources').select(['uuid', 'kind', 'config', 'team_id']).where('id', '=', d.resource_id).executeTakeFirstOrThrow();
   if (r.kind !== 'application') return;
   const c = JSON.parse(r.config) as ApplicationConfig;
@@ -23,7 +24,10 @@ export async function buildIfNeeded(parts: RuntimeParts, d: { uuid: string; kind
     if (c.docker_registry_image_tag === UNBUILT_TAG) throw new Error('This application has not been built yet: deploy it first.');
     return;
   }
-  const source = c.source;
+  // A preview builds its pull request's head into an image of its own (docs/decisions/previews.md).
+  const pr = d.pull_request_id ?? 0;
+  if (pr && (!('git_repository' in c.source) || c.build_pack === 'dockercompose')) throw new Error('Only a git application that is not dockercompose has previews.');
+  const source = pr && 'git_repository' in c.source ? { ...c.source, git_ref: pullRequestRef(pr) } : c.source;
   const { prepareBuildContext } = await import('./build-source.js');
   let ssh: import('./build-source.js').SshCloneSecrets | import('./build-source.js').GithubCloneSecrets | undefined;
   if ('github_app_id' in source && source.github_app_id !== undefined) {
@@ -66,7 +70,7 @@ export async function buildIfNeeded(parts: RuntimeParts, d: { uuid: string; kind
     }
     // The Dockerfile berth wrote is kept whole in the log: a person reads what ran.
     if (context.generated) await ctx.log(`${c.build_pack} detected ${context.generated.stack}; generated Dockerfile:\n${context.generated.dockerfile.trimEnd()}`);
-    const image = `localhost/berth-app-${r.uuid}`;
+    const image = pr ? previewImage(r.uuid, pr) : `localhost/berth-app-${r.uuid}`;
     const engine = await parts.engineFor(await serverOfResource(parts.db, d.resource_id));
     // Build output comes line by line; it reaches the deployment's log in batches.
     let pending: string[] = [];
@@ -83,6 +87,10 @@ export async function buildIfNeeded(parts: RuntimeParts, d: { uuid: string; kind
       await writing;
     }
     await ctx.log(`built ${image}:${d.uuid}`);
+    if (pr) {
+      await ctx.db.updateTable('application_previews').set({ image_tag: d.uuid, updated_at: nowIso() }).where('resource_id', '=', d.resource_id).where('pull_request_id', '=', pr).execute();
+      return;
+    }
     await ctx.db
       .updateTable('resources')
       .set({ config: JSON.stringify({ ...c, docker_registry_image_name: image, docker_registry_image_tag: d.uuid }), updated_at: nowIso() })

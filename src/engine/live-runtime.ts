@@ -39,6 +39,7 @@ import { removeBackupFiles, restoreBackup, runBackup, runVolumeBackup } from './
 import { dockerCleanup, orphans, removeLeftovers, removeResource } from './removal.js';
 import { followLogs, resourceContainers } from './log-follow.js';
 import type { LogEntry } from '../core/model/container-spec.js';
+import { removePreview, runPreviewDeployment } from './previews.js';
 
 /**
  * The runtime that acts on real Docker-compatible engines: validates servers, turns deployments
@@ -152,6 +153,11 @@ export class LiveRuntime implements Runtime {
 
   async runDeployment(deploymentId: number, ctx: RuntimeJobContext): Promise<'finished' | 'failed'> {
     const d = await ctx.db.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirstOrThrow();
+    // A pull request's preview runs beside the application, under its own names (previews.ts).
+    if (d.pull_request_id > 0) {
+      if (!this.isLive(await serverOfResource(this.db, d.resource_id))) return recordOnlyRuntime.runDeployment(deploymentId, ctx);
+      return runPreviewDeployment(this.parts, d, ctx, this.kindContext(ctx.log, ctx.signal));
+    }
     const copy = await copyOf(ctx.db, d); // additional destinations: a copy's deployment runs on its own server
     if (!this.isLive(copy?.server ?? (await serverOfResource(this.db, d.resource_id)))) return recordOnlyRuntime.runDeployment(deploymentId, ctx);
     if (copy) await carryBuiltImage(ctx.db, d.resource_id, await this.engineFor(copy.server), async () => this.engineFor(await serverOfResource(this.db, d.resource_id)), ctx.log, ctx.signal);
@@ -318,6 +324,10 @@ export class LiveRuntime implements Runtime {
 
   removeResource(resourceId: number, opts: RemoveOptions): Promise<string[]> {
     return removeResource(this.parts, resourceId, opts);
+  }
+
+  removePreview(resourceId: number, pullRequestId: number, opts: { volumes: boolean }): Promise<string[]> {
+    return removePreview(this.parts, resourceId, pullRequestId, opts);
   }
 
   removeLeftovers(serverId: number, resourceUuid: string, volumes: string[]): Promise<string[]> {

@@ -7,6 +7,7 @@ import { DEFAULT_PROXY_PORTS, PROXY_CONTAINER, PROXY_NETWORK, proxySettingsOf, t
 import type { EngineClient } from './engine-client.js';
 import { NotFoundError } from './engine-errors.js';
 import { LABEL_MANAGED } from './plan.js';
+import { previewName } from '../core/model/preview.js';
 import { ACME_CA_ROOT_FILE, CADDY_CONFIG_FILE, caddyConfig } from './caddy-config.js';
 
 /** Marks the proxy container with its server, so orphan listings and cleanups know it. */
@@ -59,6 +60,21 @@ export async function proxyRoutes(db: Db, serverId: number): Promise<ProxyRoute[
         if (part?.fqdn) add(part.fqdn, `${r.uuid}-${k.name}`, k.ports.length ? composePort(k.ports[0]!).containerPort : 80, part);
       }
     }
+  }
+  // Previews last: a domain an application or service answers to keeps its route (docs/decisions/previews.md).
+  const previews = await db
+    .selectFrom('application_previews as p')
+    .innerJoin('resources as r', 'r.id', 'p.resource_id')
+    .innerJoin('destinations as d', 'd.id', 'r.destination_id')
+    .select(['r.uuid', 'r.config', 'p.pull_request_id', 'p.fqdn'])
+    .where('d.server_id', '=', serverId)
+    .where('r.deleting', 'is', null)
+    .where('p.image_tag', 'is not', null)
+    .orderBy('p.id')
+    .execute();
+  for (const p of previews) {
+    const c = JSON.parse(p.config) as ApplicationConfig;
+    add(p.fqdn, previewName(p.uuid, p.pull_request_id), firstPort(c.ports_exposes), c);
   }
   return out;
 }

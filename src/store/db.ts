@@ -53,6 +53,7 @@ import * as m041 from './migrations/041-server-proxy.js';
 import * as m042 from './migrations/042-swarm.js';
 import * as m043 from './migrations/043-additional-destinations.js';
 import * as m044 from './migrations/044-log-drains.js';
+import * as m045 from './migrations/045-application-previews.js';
 import * as m035 from './migrations/035-mcp-tasks.js';
 import * as m039 from './migrations/039-server-transfer.js';
 import { authVersionOf, registerAuthVersion } from './auth-version.js';
@@ -97,6 +98,7 @@ const migrations: Record<string, Migration> = {
   '042-swarm': m042,
   '043-additional-destinations': m043,
   '044-log-drains': m044,
+  '045-application-previews': m045,
 
   '009-shared-variables': m009,
 

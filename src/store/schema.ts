@@ -149,6 +149,20 @@ export interface ApplicationDestinationsTable extends Timestamps {
   observed_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/** A pull request's preview of an application (Coolify's application_previews). */
+export interface ApplicationPreviewsTable extends Timestamps {
+  id: Generated<number>;
+  uuid: string;
+  resource_id: number;
+  pull_request_id: number;
+  /** The preview's domains, made from the application's preview_url_template; null: none (the application has no domain). */
+  fqdn: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The tag of the image its last deploy built (localhost/berth-app-<uuid>-pr-<N>); null: never built. */
+  image_tag: ColumnType<string | null, string | null | undefined, string | null>;
+  observed_status: ColumnType<string | null, string | null | undefined, string | null>;
+  observed_at: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
 export interface ProjectsTable extends Timestamps {
   id: Generated<number>;
   uuid: string;
@@ -250,6 +264,8 @@ export interface DeploymentsTable extends Timestamps {
   lease_until: ColumnType<number | null, number | null | undefined, number | null>;
   /** A rollback: the kept image tag this deployment runs instead of building or pulling. */
   rollback_tag: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A preview deployment: the pull request it builds; 0 for the application itself (Coolify's default). */
+  pull_request_id: ColumnType<number, number | undefined, number>;
 }
 
 export interface MigrationJobsTable extends Timestamps {
@@ -464,6 +480,7 @@ export interface Database {
   servers: ServersTable;
   destinations: DestinationsTable;
   application_destinations: ApplicationDestinationsTable;
+  application_previews: ApplicationPreviewsTable;
   projects: ProjectsTable;
   environments: EnvironmentsTable;
   resources: ResourcesTable;

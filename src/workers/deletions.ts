@@ -34,6 +34,9 @@ export async function finishDeletion(db: Db, runtime: Runtime, logger: Logger, r
     log = await runtime.removeResource(resourceId, flags);
     // additional destinations: every copy goes too, before the records that name them
     log.push(...(await removeCopies(db, runtime, resourceId, flags.volumes)));
+    // previews: their containers went with the application's (its label); their volumes and images go here
+    for (const p of await db.selectFrom('application_previews').select('pull_request_id').where('resource_id', '=', resourceId).execute())
+      log.push(...(await runtime.removePreview(resourceId, p.pull_request_id, { volumes: flags.volumes })));
   } catch (err) {
     const error = (err as Error).message;
     logger.warn({ resource: r.uuid, err: error }, 'delete: the engine part failed; retrying later');

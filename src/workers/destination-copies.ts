@@ -22,11 +22,11 @@ export async function queueCopies(db: Db, jobs: Queue, logger: Logger, deploymen
     .selectFrom('deployments as d')
     .innerJoin('resources as r', 'r.id', 'd.resource_id')
     .innerJoin('destinations as p', 'p.id', 'r.destination_id')
-    .select(['d.team_id', 'd.resource_id', 'd.server_id', 'd.kind', 'd.force', 'd.rollback_tag', 'p.server_id as primary_server_id'])
+    .select(['d.team_id', 'd.resource_id', 'd.server_id', 'd.kind', 'd.force', 'd.rollback_tag', 'd.pull_request_id', 'p.server_id as primary_server_id'])
     .where('d.id', '=', deploymentId)
     .executeTakeFirst();
-  // A copy's own deployment (or one whose resource moved meanwhile) queues nothing more.
-  if (!d || d.server_id !== d.primary_server_id) return [];
+  // A copy's own deployment (or one whose resource moved meanwhile) queues nothing more; a preview runs on the primary's server only.
+  if (!d || d.server_id !== d.primary_server_id || d.pull_request_id > 0) return [];
   const copies = await db.selectFrom('application_destinations').select('server_id').where('resource_id', '=', d.resource_id).orderBy('id').execute();
   const queued: string[] = [];
   for (const c of copies) {

@@ -441,7 +441,7 @@ export class JobRunner implements Jobs {
    */
   async recordDeployment(
     db: Db | Transaction<Database>,
-    d: { teamId: number; resourceId: number; serverId: number; kind: DeploymentKind; force: boolean; rollbackTag?: string },
+    d: { teamId: number; resourceId: number; serverId: number; kind: DeploymentKind; force: boolean; rollbackTag?: string; pullRequestId?: number },
   ): Promise<{ id: number; uuid: string }> {
     return db
       .insertInto('deployments')
@@ -457,6 +457,7 @@ export class JobRunner implements Jobs {
         started_at: null,
         finished_at: null,
         rollback_tag: d.rollbackTag ?? null,
+        pull_request_id: d.pullRequestId ?? 0,
         lease_owner: this.instanceId,
         lease_until: this.leaseEnd(),
         created_at: nowIso(),
@@ -477,6 +478,7 @@ export class JobRunner implements Jobs {
     kind: DeploymentKind;
     force: boolean;
     rollbackTag?: string;
+    pullRequestId?: number;
   }): Promise<{ id: number; uuid: string; done: Promise<void> }> {
     const row = await this.recordDeployment(this.db, d);
     try {

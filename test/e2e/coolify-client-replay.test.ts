@@ -330,7 +330,7 @@ describe.skipIf(!enginesAvailable)('a real Coolify MCP client against berth', { 
     });
     await call('environments', { action: 'verify_app', project_uuid: w.project, name: 'production', application_uuid: w.app });
     await call('application', { action: 'move', uuid: w.app2, environment_uuid: w.staging });
-    // berth has no preview deployments: there is no preview of pull request 1, and Coolify answers 404 for a missing preview too.
+    // No preview of pull request 1 was deployed here: a missing preview is a 404, in Coolify as in berth.
     await call('application', { action: 'delete_preview', uuid: w.app, pull_request_id: 1 }, { allow: [404] });
     noFailures();
   });

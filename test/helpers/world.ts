@@ -112,6 +112,7 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
   const appUuid = (
     await ok(s, token, 'POST', '/api/v1/applications/dockerimage', { ...place, docker_registry_image_name: 'nginx', docker_registry_image_tag: '1.27', ports_exposes: '80', tags: ['web'] })
   ).uuid;
+  await arrangePreview(s, appUuid, WORLD_PREVIEW);
   const appEnvUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/envs`, { key: 'API_KEY', value: 'app-secret-value' })).uuid;
   const appStorageUuid = (await ok(s, token, 'POST', `/api/v1/applications/${appUuid}/storages`, { type: 'persistent', name: 'data', mount_path: '/data' })).uuid;
   const databaseUuid = (await ok(s, token, 'POST', '/api/v1/databases/postgresql', { ...place, postgres_password: 'db-secret-password' })).uuid;
@@ -194,6 +195,24 @@ export async function buildWorld(s: TestServer, token = s.rootToken, tag = 'w'):
     environmentEnvId,
     serverEnvId,
   };
+}
+
+/** The pull request of the world application's preview. */
+export const WORLD_PREVIEW = 7;
+
+/**
+ * A pull request's preview of an application, arranged in the store as a deploy with pr makes it
+ * (the world's application runs an image, which has no previews through the API; a record-only
+ * server runs nothing of it). The pull request id, as a path takes it.
+ */
+export async function arrangePreview(s: TestServer, appUuid: string, pr: number): Promise<string> {
+  const r = await s.db.selectFrom('resources').select('id').where('uuid', '=', appUuid).executeTakeFirstOrThrow();
+  const now = new Date().toISOString();
+  await s.db
+    .insertInto('application_previews')
+    .values({ uuid: newUuid(), resource_id: r.id, pull_request_id: pr, fqdn: `http://${pr}.app.example.test`, created_at: now, updated_at: now })
+    .execute();
+  return String(pr);
 }
 
 /**
@@ -283,7 +302,7 @@ export function worldParams(path: string, x: World, teamId: number): Params {
       return { uuid: x.approvalUuid };
     case 'applications':
       // An additional destination: the world's second server's.
-      return { ...parts.application, destination_uuid: x.destination2Uuid };
+      return { ...parts.application, destination_uuid: x.destination2Uuid, pull_request_id: String(WORLD_PREVIEW) };
     case 'databases':
       return { ...parts.database, scheduled_backup_uuid: x.backupUuid, execution_uuid: x.backupExecutionUuid };
     case 'services':

@@ -9,8 +9,8 @@ import { coolifyOperations, coverage } from '../../scripts/coolify-coverage.mjs'
 import { operations } from '../../src/core/operations/index.js';
 import { buildOpenApi } from '../../src/http-api/openapi.js';
 
-/** What berth serves (raised as routes land; 97 when the measure was added, 2026-11-25; 235 once issue 27's branches are merged: tasks, deploy key, GitHub apps, cloud tokens, rollback, service storages, GitLab apps, PATCH /security/keys; 255 with issue 41: server transfer, cloud provider catalogues, POST on service application logs; 259 with the proxy's routes; 262 with additional destinations, issue 46; 264 with log drains). */
-const FLOOR = 264;
+/** What berth serves (raised as routes land; 97 when the measure was added, 2026-11-25; 235 once issue 27's branches are merged: tasks, deploy key, GitHub apps, cloud tokens, rollback, service storages, GitLab apps, PATCH /security/keys; 255 with issue 41: server transfer, cloud provider catalogues, POST on service application logs; 259 with the proxy's routes; 262 with additional destinations, issue 46; 264 with log drains; 265 with the preview delete, issue 41). */
+const FLOOR = 265;
 
 describe("coverage of Coolify's API", () => {
   it('reads all 275 operations of the list, grouped by area', () => {

@@ -52,7 +52,10 @@ let poolB: Pool;
 /** Values of the same shape as real ones that name nothing. */
 function randomParams(op: Operation): Params {
   return Object.fromEntries(
-    pathParams(op.http.path).map((p) => [p, p === 'id' || p === 'env_id' || p === 'github_app_id' || p === 'gitlab_app_id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid()]),
+    pathParams(op.http.path).map((p) => [
+      p,
+      p === 'id' || p === 'env_id' || p === 'github_app_id' || p === 'gitlab_app_id' || p === 'pull_request_id' ? String(900_000 + Math.floor(Math.random() * 99_999)) : newUuid(),
+    ]),
   );
 }
 
@@ -167,8 +170,9 @@ describe("team B's root token on team A's uuids gets what it gets for uuids that
       }
 
       // A parent of B's own with a child of A's (an env or storage of A's under B's resource).
-      // GitHub's owner and repository names in a path are no team's objects: only the app is.
-      const names = pathParams(op.http.path).filter((n) => n !== 'owner' && n !== 'repo');
+      // GitHub's owner and repository names in a path are no team's objects: only the app is; a
+      // pull request id is a number within its application (B's own application's 7 is B's).
+      const names = pathParams(op.http.path).filter((n) => n !== 'owner' && n !== 'repo' && n !== 'pull_request_id');
       if (names.length > 1) {
         const own = worldParams(op.http.path, b, teamB);
         const fromA = worldParams(op.http.path, a, teamA);

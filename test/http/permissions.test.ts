@@ -7,6 +7,7 @@ import * as admin from '../../src/core/admin.js';
 import { nowIso } from '../../src/store/db.js';
 import { call, startTestServer, type Reply, type TestServer } from '../helpers/server.js';
 import {
+  arrangePreview,
   buildWorld,
   heldCall,
   CLOUD_TOKEN_SAMPLE,
@@ -209,6 +210,8 @@ function freshRecipe(name: string): Recipe | undefined {
       return async (x) => ({ uuid: await queuedDeployment(x.appUuid) });
     case 'cancel_migration':
       return async (x) => ({ uuid: await pendingMigration(x) });
+    case 'delete_application_preview':
+      return async (x) => ({ uuid: x.appUuid, pull_request_id: await arrangePreview(s, x.appUuid, 100 + ++seq) });
     case 'delete_database_backup':
       return async (x) => ({ uuid: x.databaseUuid, scheduled_backup_uuid: (await setup.ok('POST', `/api/v1/databases/${x.databaseUuid}/backups`, { frequency: 'daily' })).uuid });
     case 'delete_database_backup_execution':

@@ -118,9 +118,9 @@ describe('paginated lists', () => {
         .sort(),
     );
     const single = await c.api('GET', `/applications/${made.at(-1)}`, c.read);
-    // A single GET adds what only it reads: the proxy's state and the copies on other servers.
-    const { proxy_status, additional_destinations, running_copies } = single.json;
-    expect({ ...all.json.at(-1), proxy_status, additional_destinations, running_copies }).toEqual(single.json);
+    // A single GET adds what only it reads: the proxy's state, the copies on other servers, the previews.
+    const { proxy_status, additional_destinations, running_copies, previews } = single.json;
+    expect({ ...all.json.at(-1), proxy_status, additional_destinations, running_copies, previews }).toEqual(single.json);
 
     const paged = await c.api('GET', '/applications?page=3&per_page=100', c.read);
     expect(paged.json.map((a: { uuid: string }) => a.uuid)).toEqual(all.json.slice(200, 300).map((a: { uuid: string }) => a.uuid));

@@ -42,6 +42,8 @@ export type BuildSource =
       steps?: BuildSteps;
       /** dockercompose: the compose file, relative to base_directory (Coolify's default /docker-compose.yaml). */
       docker_compose_location?: string;
+      /** A pull request's preview: the ref fetched in place of git_branch (refs/pull/N/head); given per build, never stored. */
+      git_ref?: string;
     };
 
 /** Coolify's default docker_compose_location. */
@@ -83,6 +85,8 @@ export interface ApplicationConfig extends Partial<HealthCheckFields>, Partial<L
   compose?: ComposeApplication;
   /** dockercompose: Coolify's docker_compose_domains, the domains (fqdn) of each compose service by name. */
   compose_domains?: Record<string, string>;
+  /** Coolify's: how a pull request's preview domain is made from the first domain (absent: {{pr_id}}.{{domain}}). */
+  preview_url_template?: string;
 }
 
 /** Whether an application's image is built by berth (from a Dockerfile, written or generated) rather than pulled. */

@@ -22,8 +22,10 @@ import { queueDeployment } from './deployments.js';
 import { config, displayStatus, newResourceRow, placedRows, placedSchema, placeOf, placementInput, type Placements, resolvePlacement, type ResourceRow, type Where } from './resource-common.js';
 import { APPLICATION_FIELDS, APPLICATION_UPDATE_FIELDS } from './coolify-fields.js';
 import { applicationDestinations } from './application-destinations.js';
+import { applicationPreviews, previewEntry } from './application-previews.js';
 import { anyRepository, applyGitUpdate, buildInput, composeDomainsOf, composeDomainsView, gitBranch } from './git-fields.js';
 import { TargetGuard } from '../outbound-guard.js';
+import { DEFAULT_PREVIEW_URL_TEMPLATE, previewUrlTemplate } from '../model/preview.js';
 
 export const applicationSchema = z.object({
   ...placedSchema,
@@ -56,6 +58,7 @@ export const applicationSchema = z.object({
   custom_docker_run_options: z.string().nullable().meta({ 'berth.brief': true }),
   docker_images_to_keep: z.number().int().meta({ 'berth.brief': true }),
   ...swarmOutput,
+  preview_url_template: z.string().meta({ 'berth.brief': true }),
 });
 
 export async function view(db: Db, r: ResourceRow, known?: Placements): Promise<z.infer<typeof applicationSchema>> {
@@ -139,6 +142,7 @@ export function applicationView(r: ResourceRow, where: Where): z.infer<typeof ap
     docker_compose_domains: composeDomainsView(c.compose_domains),
     swarm_replicas: sw.swarm_replicas,
     swarm_placement_constraints: sw.swarm_placement_constraints,
+    preview_url_template: c.preview_url_template ?? DEFAULT_PREVIEW_URL_TEMPLATE,
   };
 }
 
@@ -181,6 +185,8 @@ export function runtimeFields() {
     is_stripprefix_enabled: flag.meta({ 'berth.brief': true }).optional(),
     force_domain_override: flag.meta({ 'berth.brief': true }).optional(),
     ...swarmInput,
+    // A pull request's preview domain (deploy with pr): Coolify's template.
+    preview_url_template: previewUrlTemplate.meta({ 'berth.brief': true }).optional(),
   };
 }
 
@@ -197,6 +203,7 @@ export async function applyRuntimeFields(db: Db, c: ApplicationConfig, i: Record
   Object.assign(c, givenHealthCheck(i), givenLimits(i));
   checkLimits(c);
   if (i.docker_images_to_keep !== undefined) c.docker_images_to_keep = i.docker_images_to_keep as number;
+  if (i.preview_url_template !== undefined) c.preview_url_template = i.preview_url_template as string;
   applySwarmFields(c, i);
   if (i.is_gzip_enabled !== undefined) c.is_gzip_enabled = i.is_gzip_enabled as boolean;
   if (i.is_stripprefix_enabled !== undefined) c.is_stripprefix_enabled = i.is_stripprefix_enabled as boolean;
@@ -279,6 +286,7 @@ export const applicationOperations = [
         proxy_status: z.string().nullable().describe('The domains’ proxy: running, exited; null: none.').meta({ 'berth.brief': true }),
         additional_destinations: z.array(z.object({ uuid: z.string(), server_uuid: z.string(), status: z.string().nullable() })).meta({ 'berth.brief': true }),
         running_copies: z.number().int().describe('Destinations (primary included) it runs on now.').meta({ 'berth.brief': true }),
+        previews: z.array(previewEntry).describe('Pull requests’ previews (deploy with pr).').meta({ 'berth.brief': true }),
       }),
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/applications/{uuid}' },
@@ -292,6 +300,7 @@ export const applicationOperations = [
         proxy_status: await domainProxyStatus(ctx, r, v.fqdn),
         additional_destinations: copies.map((c) => ({ uuid: c.uuid, server_uuid: c.server_uuid, status: c.status })),
         running_copies: running,
+        previews: await applicationPreviews(ctx.db, r.id),
       };
     },
   }),

@@ -16,6 +16,7 @@ import { ENGINE, READ } from './common.js';
 import { displayStatus, serverOf, type ResourceRow, perCollection } from './resource-common.js';
 import { isBuilt, UNBUILT_TAG, type ApplicationConfig } from '../model/application.js';
 import { SINGULAR, type Collection } from '../model/kinds.js';
+import { ensurePreview, previewRefusal, pullRequestInput } from './application-previews.js';
 
 type DeploymentRow = Selectable<DeploymentsTable>;
 
@@ -35,6 +36,8 @@ export const deploymentSchema = z.object({
   force_rebuild: z.boolean(),
   /** A rollback: runs a kept image (rollback_application) instead of building or pulling. */
   rollback: brief(z.boolean()),
+  /** A preview's deployment: the pull request it built (0: the application itself, Coolify's default). */
+  pull_request_id: brief(z.number().int()),
   resource_uuid: z.string(),
   resource_name: z.string(),
   resource_type: z.string(),
@@ -67,6 +70,7 @@ async function views(db: Db, rows: DeploymentRow[], full = false): Promise<z.inf
         status: shownStatus(d.status),
         force_rebuild: d.force === 1,
         rollback: d.rollback_tag != null,
+        pull_request_id: d.pull_request_id,
         resource_uuid: r.uuid,
         resource_name: r.name,
         resource_type: r.kind,
@@ -92,7 +96,7 @@ export async function queueDeployment(
   r: ResourceRow,
   kind: DeploymentKind,
   force: boolean,
-  opts: { rollbackTag?: string } = {},
+  opts: { rollbackTag?: string; pullRequestId?: number } = {},
 ) {
   if (r.status === 'migrating') throw new BerthError('conflict', { message: 'The resource is being migrated; deploy it when the migration has finished.' });
   if (r.deleting !== null) throw new BerthError('conflict', { message: 'The resource is being deleted.' });
@@ -104,6 +108,7 @@ export async function queueDeployment(
     kind,
     force,
     ...(opts.rollbackTag ? { rollbackTag: opts.rollbackTag } : {}),
+    ...(opts.pullRequestId ? { pullRequestId: opts.pullRequestId } : {}),
   });
   ctx.onJob?.({ kind: 'deployment', uuid: d.uuid });
   return { ...d, done, live: ctx.runtime.isLive(server) };
@@ -131,7 +136,7 @@ export const deploymentOperations = [
   defineOperation({
     name: 'deploy',
     title: 'Deploy resources',
-    description: 'Deploy resources by uuid (comma-separated) or tag; follow the returned deployment uuids with get_deployment.',
+    description: "Deploy resources by uuid (comma-separated) or tag (pr: a pull request's preview); follow the returned deployment uuids with get_deployment.",
     default: true,
     summary: 'Queue deployments of resources by uuid (comma list) or tag.',
     permission: 'deploy',
@@ -149,17 +154,31 @@ export const deploymentOperations = [
           .regex(/^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$/, 'Comma-separated tag names.')
           .optional(),
         force: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
+        // Coolify's preview deployments: the pull request's head, beside the application (application-previews.ts).
+        pr: pullRequestInput.meta({ 'berth.brief': true }).optional(),
       }),
     output: () => deployResult,
     annotations: ENGINE,
     // Coolify reads these from the query (a CI's `curl -X POST /deploy?uuid=…`) as from the body; a GET answers its 405.
-    http: { method: 'POST', path: '/api/v1/deploy', query: ['uuid', 'tag', 'force'], getMovedToPost: true },
+    http: { method: 'POST', path: '/api/v1/deploy', query: ['uuid', 'tag', 'force', 'pr'], getMovedToPost: true },
     async run(ctx, i) {
+      const pr = i.pr ?? 0;
+      if (pr && i.tag) throw validationError({ pr: ['You can only use tag or pr, not both.'] });
+      const targets = await deployTargets(ctx.db, ctx.caller.teamId, i);
+      // Every target is checked before any preview is made or queued: a refused one refuses all.
+      if (pr) {
+        for (const r of targets) {
+          const why = await previewRefusal(ctx.db, r);
+          if (why) throw validationError({ pr: [why] });
+        }
+        for (const r of targets) await ensurePreview(ctx.db, r, pr);
+      }
       const deployments = [];
-      for (const r of await deployTargets(ctx.db, ctx.caller.teamId, i)) {
-        const d = await queueDeployment(ctx, r, 'deploy', Boolean(i.force));
+      for (const r of targets) {
+        const d = await queueDeployment(ctx, r, 'deploy', Boolean(i.force), { pullRequestId: pr });
         const label = SINGULAR[collectionOf(r)];
-        deployments.push({ message: `${label[0]!.toUpperCase()}${label.slice(1)} ${r.name} deployment queued.${note(d.live)}`, resource_uuid: r.uuid, deployment_uuid: d.uuid });
+        const what = pr ? ` preview of pull request #${pr}` : '';
+        deployments.push({ message: `${label[0]!.toUpperCase()}${label.slice(1)} ${r.name}${what} deployment queued.${note(d.live)}`, resource_uuid: r.uuid, deployment_uuid: d.uuid });
       }
       return { deployments };
     },

@@ -13,6 +13,7 @@ import { volumeBackupOperations } from './volume-backups.js';
 import { scheduledTaskOperations } from './scheduled-tasks.js';
 import { applicationBuildOperations } from './application-builds.js';
 import { applicationDestinationOperations } from './application-destinations.js';
+import { applicationPreviewOperations } from './application-previews.js';
 import { resourceTagOperations, tagOperations } from './tags.js';
 import { moveOperation } from './move.js';
 import { cloneOperation } from './clone.js';
@@ -73,6 +74,7 @@ export const operations: readonly Operation[] = [
   ...applicationOperations,
   ...applicationBuildOperations,
   ...applicationDestinationOperations,
+  ...applicationPreviewOperations,
   ...githubAppOperations,
   ...resourceFamily('applications'),
   ...scheduledTaskOperations('applications'),

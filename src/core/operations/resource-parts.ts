@@ -275,7 +275,12 @@ const fileView = (f: FileRow) => ({ uuid: f.uuid, id: f.id, mount_path: f.mount_
 
 /** Coolify's host-path fields: berth mounts no host path through a storage. */
 const HOST_PATHS = 'berth does not mount host paths as storages (a directory file storage is created empty in the container instead)';
-const STORAGE_UNSUPPORTED = { host_path: HOST_PATHS, fs_path: HOST_PATHS, is_host_file: HOST_PATHS, is_preview_suffix_enabled: 'berth has no preview deployments' };
+const STORAGE_UNSUPPORTED = {
+  host_path: HOST_PATHS,
+  fs_path: HOST_PATHS,
+  is_host_file: HOST_PATHS,
+  is_preview_suffix_enabled: { hint: "a pull request's preview always has its own volumes (the -pr-N suffix): send true or leave it out", accepts: [true] },
+};
 
 const wrongType = (fields: string[], i: Record<string, unknown>, type: string) => {
   const bad = fields.filter((f) => i[f] !== undefined);

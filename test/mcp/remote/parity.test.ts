@@ -438,6 +438,8 @@ const steps: Step[] = [
   { tool: 'add_application_tags', args: (c) => ({ uuid: c.w.appUuid, tag_names: ['parity-renamed', 'extra'] }) },
   { tool: 'add_application_destination', args: (c) => ({ uuid: c.w.appUuid, destination_uuid: c.w.destination2Uuid }) },
   { tool: 'remove_application_destination', args: (c) => ({ uuid: c.w.appUuid, destination_uuid: c.w.destination2Uuid }) },
+  // The world's preview (pull request 7, arranged as a deploy with pr makes it).
+  { tool: 'delete_application_preview', args: (c) => ({ uuid: c.w.appUuid, pull_request_id: 7 }) },
   { tool: 'add_database_tags', args: (c) => ({ uuid: c.w.databaseUuid, tag_name: 'parity-renamed' }) },
   { tool: 'add_service_tags', args: (c) => ({ uuid: c.w.serviceUuid, tag_name: 'svc-only' }) },
   { tool: 'remove_application_tag', args: (c) => ({ uuid: c.w.appUuid, tag_uuid: c.made.tag2 }) },
