@@ -6,7 +6,7 @@
  * and every placement uuid are equal to what built it: the view is a pure function of those, so
  * a reused view is the view that would be built, and nothing has to be told about changes.
  * A reused view is frozen (it is shared by every answer that holds it); its JSON text is kept
- * beside it the first time a door writes it (itemJson), so the HTTP door copies its bytes as they are.
+ * beside it once a door has written it twice (jsonParts), so the HTTP door copies its bytes as they are.
  */
 
 /** JSON texts (UTF-8) of the views a memo made, written once per view: copying bytes is ~4× cheaper than encoding text again. */
@@ -22,12 +22,30 @@ export function markShared<T extends object>(item: T): T {
 
 export const isShared = (item: unknown): item is object => typeof item === 'object' && item !== null && shared.has(item);
 
-/** An item's JSON text in UTF-8: kept once for a shared view, encoded anew for anything else. */
-export function itemJson(item: unknown): Buffer {
-  if (!isShared(item)) return Buffer.from(JSON.stringify(item));
-  let text = texts.get(item);
-  if (text === undefined) texts.set(item, (text = Buffer.from(JSON.stringify(item))));
-  return text;
+/** Shared views written once already: the second writing keeps their bytes (below). */
+const written = new WeakSet<object>();
+
+/**
+ * The items' JSON bytes, or undefined where the caller should stringify them together. Bytes are
+ * kept from a view's second writing on: stringifying 100 views one by one costs about a third
+ * more than stringifying them as one array, so a view written once (the first list after a
+ * change) costs what it did before the memo, and only a view listed again pays to be kept.
+ */
+export function jsonParts(items: readonly unknown[]): Buffer[] | undefined {
+  let fresh = false;
+  for (const item of items) {
+    if (!isShared(item)) return undefined;
+    if (!texts.has(item) && !written.has(item)) fresh = true;
+  }
+  if (fresh) {
+    for (const item of items as object[]) written.add(item);
+    return undefined;
+  }
+  return (items as object[]).map((item) => {
+    let bytes = texts.get(item);
+    if (bytes === undefined) texts.set(item, (bytes = Buffer.from(JSON.stringify(item))));
+    return bytes;
+  });
 }
 
 interface Entry<R, W, T> {

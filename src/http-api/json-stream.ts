@@ -1,15 +1,15 @@
 import { Readable } from 'node:stream';
-import { isShared, itemJson } from '../core/view-memo.js';
+import { jsonParts } from '../core/view-memo.js';
 
 /** A list longer than this is streamed; a shorter one is sent as one body with its length. */
 export const STREAM_FROM = 200;
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
 
-/** The items' JSON bytes, each after its separator (the first after `first`), as one buffer. */
-function joined(items: readonly object[], first: Buffer): Buffer {
+/** JSON texts, each after its separator (the first after `first`), as one buffer. */
+function joined(texts: readonly Buffer[], first: Buffer): Buffer {
   const parts: Buffer[] = [];
-  for (const item of items) parts.push(parts.length ? COMMA : first, itemJson(item));
+  for (const text of texts) parts.push(parts.length ? COMMA : first, text);
   return Buffer.concat(parts);
 }
 
@@ -30,7 +30,8 @@ export function jsonArrayStream(items: readonly unknown[]): Readable {
     for (let i = 0; i < items.length; i += PER_CHUNK) {
       const slice = items.slice(i, i + PER_CHUNK);
       // Views a memo shares keep their bytes (an unchanged row is neither stringified nor encoded again).
-      if (slice.every(isShared)) yield joined(slice, i === 0 ? OPEN : COMMA);
+      const texts = jsonParts(slice);
+      if (texts) yield joined(texts, i === 0 ? OPEN : COMMA);
       else yield `${i === 0 ? '[' : ','}${JSON.stringify(slice).slice(1, -1)}`;
     }
     yield ']';
