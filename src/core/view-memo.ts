@@ -54,11 +54,11 @@ interface Entry<R, W, T> {
   view: T;
 }
 
-/** Same own values (===) in the same fields: rows of one query have the same keys in the same order. */
-function same(a: object, b: object, keys: readonly string[]): boolean {
+/** Same values (===) in every field of `a` (for-in: no array of keys per row; rows of one query have the same keys). */
+function same(a: object, b: object): boolean {
   const x = a as Record<string, unknown>;
   const y = b as Record<string, unknown>;
-  for (const k of keys) if (x[k] !== y[k]) return false;
+  for (const k in x) if (x[k] !== y[k]) return false;
   return true;
 }
 
@@ -73,9 +73,9 @@ export function viewMemo<R extends object, W extends object, T extends object>(b
   return (r: R, where: W): T => {
     const key = keyOf(r);
     const hit = entries.get(key);
-    if (hit && same(hit.row, r, Object.keys(r)) && same(hit.where, where, Object.keys(where))) return hit.view;
+    if (hit && same(r, hit.row) && same(where, hit.where)) return hit.view;
     const view = build(r, where);
-    for (const v of Object.values(view)) if (Array.isArray(v)) Object.freeze(v);
+    for (const k in view) if (Array.isArray(view[k])) Object.freeze(view[k]);
     markShared(view);
     if (hit) entries.delete(key);
     else if (entries.size >= max) entries.delete(entries.keys().next().value!);
