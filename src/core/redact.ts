@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isShared, markShared } from './view-memo.js';
 
 /**
  * Sensitive fields are declared on the output schema with `sensitive(...)`; redact() removes
@@ -16,7 +17,19 @@ const defOf = (s: z.ZodType): AnyDef => (s as unknown as { _zod: { def: AnyDef }
 
 const WRAPPERS = new Set(['optional', 'nullable', 'default', 'readonly', 'prefault', 'nonoptional', 'catch']);
 
+/** Per schema: whether it is sensitive, whether anything under it is (a list's 2,000 items ask each field's, every call). */
+const sensitiveOf = new WeakMap<z.ZodType, boolean>();
+const underOf = new WeakMap<z.ZodType, boolean>();
+/** A shared view's redacted copy per object schema, so the copy is made, and its JSON written, once (src/core/view-memo.ts). */
+const copiesOf = new WeakMap<z.ZodType, WeakMap<object, object>>();
+
 export function isSensitive(schema: z.ZodType): boolean {
+  let known = sensitiveOf.get(schema);
+  if (known === undefined) sensitiveOf.set(schema, (known = sensitiveHere(schema)));
+  return known;
+}
+
+function sensitiveHere(schema: z.ZodType): boolean {
   let s: z.ZodType | undefined = schema;
   while (s) {
     if (z.globalRegistry.get(s)?.[SENSITIVE]) return true;
@@ -34,6 +47,12 @@ function unwrap(schema: z.ZodType): z.ZodType {
 
 /** Whether any field reachable from this schema is sensitive (skip the walk when none is). */
 export function hasSensitive(schema: z.ZodType): boolean {
+  let known = underOf.get(schema);
+  if (known === undefined) underOf.set(schema, (known = sensitiveUnder(schema)));
+  return known;
+}
+
+function sensitiveUnder(schema: z.ZodType): boolean {
   if (isSensitive(schema)) return true;
   const d = defOf(unwrap(schema));
   if (d.type === 'object') return Object.values(d.shape!).some(hasSensitive);
@@ -48,15 +67,25 @@ export function redact(schema: z.ZodType, value: unknown): unknown {
   if (d.type === 'array' && Array.isArray(value)) return value.map((v) => redact(d.element!, v));
   if (d.type === 'union') return d.options!.reduce<unknown>((v, o) => redact(o, v), value);
   if (d.type === 'object' && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      const field = d.shape![k];
-      if (field && isSensitive(field)) continue;
-      out[k] = field ? redact(field, v) : v;
-    }
-    return out;
+    if (!isShared(value)) return redactObject(d.shape!, value);
+    let copies = copiesOf.get(schema);
+    if (!copies) copiesOf.set(schema, (copies = new WeakMap()));
+    let copy = copies.get(value);
+    if (!copy) copies.set(value, (copy = markShared(redactObject(d.shape!, value))));
+    return copy;
   }
   return value;
+}
+
+/** A copy without the sensitive fields; a field with nothing sensitive under it is taken as it is. */
+function redactObject(shape: Record<string, z.ZodType>, value: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const field = shape[k];
+    if (!field) out[k] = v;
+    else if (!isSensitive(field)) out[k] = hasSensitive(field) ? redact(field, v) : v;
+  }
+  return out;
 }
 
 /** Names of the sensitive fields anywhere in a schema (the audit log hides inputs of the same names). */

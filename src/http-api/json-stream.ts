@@ -1,7 +1,18 @@
 import { Readable } from 'node:stream';
+import { jsonParts } from '../core/view-memo.js';
 
 /** A list longer than this is streamed; a shorter one is sent as one body with its length. */
 export const STREAM_FROM = 200;
+const OPEN = Buffer.from('[');
+const COMMA = Buffer.from(',');
+
+/** JSON texts, each after its separator (the first after `first`), as one buffer. */
+function joined(texts: readonly Buffer[], first: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  for (const text of texts) parts.push(parts.length ? COMMA : first, text);
+  return Buffer.concat(parts);
+}
+
 /** Items stringified per chunk: large enough that the chunks' overhead is nothing, small enough to stay out of the old generation. */
 const PER_CHUNK = 100;
 
@@ -11,14 +22,17 @@ const PER_CHUNK = 100;
  * first bytes leave while the rest is stringified (bench/lists).
  */
 export function jsonArrayStream(items: readonly unknown[]): Readable {
-  function* chunks(): Generator<string> {
+  function* chunks(): Generator<string | Buffer> {
     if (!items.length) {
       yield '[]';
       return;
     }
     for (let i = 0; i < items.length; i += PER_CHUNK) {
-      const part = JSON.stringify(items.slice(i, i + PER_CHUNK));
-      yield `${i === 0 ? '[' : ','}${part.slice(1, -1)}`;
+      const slice = items.slice(i, i + PER_CHUNK);
+      // Views a memo shares keep their bytes (an unchanged row is neither stringified nor encoded again).
+      const texts = jsonParts(slice);
+      if (texts) yield joined(texts, i === 0 ? OPEN : COMMA);
+      else yield `${i === 0 ? '[' : ','}${JSON.stringify(slice).slice(1, -1)}`;
     }
     yield ']';
   }

@@ -136,4 +136,39 @@ describe('paginated lists', () => {
       await mcp.close();
     }
   }, 120_000);
+
+  it("a long list taken again answers each row's current state: a changed application shows its change, the rest the same bytes, for each token", async () => {
+    // The 260 applications of the test above: views of unchanged rows are reused from the second list on (src/core/view-memo.ts).
+    const take = async (token: string) => {
+      const r = await c.api('GET', '/applications', token);
+      expect(r.status).toBe(200);
+      expect(r.headers['transfer-encoding']).toBe('chunked');
+      return r;
+    };
+    const first = await take(c.read);
+    for (const token of [c.read, c.sensitive, c.sensitive]) await take(token);
+    // The third list of the same rows is written from kept bytes: the same text.
+    expect((await take(c.read)).text).toBe(first.text);
+    const items = first.json as { uuid: string; name: string; description: string | null }[];
+    expect(items.length).toBeGreaterThan(260);
+    // read:sensitive sees the sensitive field (null for an image application); read does not.
+    const withSecret = (await take(c.sensitive)).json as Record<string, unknown>[];
+    expect(withSecret.every((a) => 'docker_compose_raw' in a)).toBe(true);
+    expect(items.some((a) => 'docker_compose_raw' in a)).toBe(false);
+
+    const target = items.find((a) => a.name === 'bulk-150')!;
+    const patched = await c.api('PATCH', `/applications/${target.uuid}`, c.write, { name: 'bulk-150-renamed', description: 'changed after listing' });
+    expect(patched.status, patched.text).toBe(200);
+    for (const token of [c.read, c.sensitive]) {
+      const after = (await take(token)).json as { uuid: string; name: string; description: string | null; updated_at: string }[];
+      const changed = after.find((a) => a.uuid === target.uuid)!;
+      expect(changed).toMatchObject({ name: 'bulk-150-renamed', description: 'changed after listing' });
+      expect(after.filter((a) => a.uuid !== target.uuid)).toEqual((token === c.read ? items : withSecret).filter((a) => a.uuid !== target.uuid));
+    }
+    // The single GET and the list agree on the changed application, field by field.
+    const single = (await c.api('GET', `/applications/${target.uuid}`, c.read)).json;
+    const listed = ((await take(c.read)).json as { uuid: string }[]).find((a) => a.uuid === target.uuid)!;
+    const { proxy_status, additional_destinations, running_copies } = single;
+    expect({ ...listed, proxy_status, additional_destinations, running_copies }).toEqual(single);
+  }, 120_000);
 });

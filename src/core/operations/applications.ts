@@ -19,7 +19,22 @@ import { applySwarmFields, swarmInput, swarmOutput, swarmView } from '../swarm-f
 import { description, domains, flag, imageName, imageTag, name, portsExposes, portsMappings, splitImage, tags, uuidParam } from '../validators.js';
 import { CREATE, READ, UPDATE } from './common.js';
 import { queueDeployment } from './deployments.js';
-import { config, displayStatus, newResourceRow, placedRows, placedSchema, placeOf, placementInput, type Placements, resolvePlacement, type ResourceRow, type Where } from './resource-common.js';
+import {
+  config,
+  displayStatus,
+  newResourceRow,
+  placedRows,
+  placedSchema,
+  placeOf,
+  placementInput,
+  type Placements,
+  resolvePlacement,
+  type ResourceRow,
+  VIEW_COLUMNS,
+  type ViewRow,
+  type Where,
+} from './resource-common.js';
+import { viewMemo } from '../view-memo.js';
 import { APPLICATION_FIELDS, APPLICATION_UPDATE_FIELDS } from './coolify-fields.js';
 import { applicationDestinations } from './application-destinations.js';
 import { applicationPreviews, previewEntry } from './application-previews.js';
@@ -77,7 +92,7 @@ const L = LIMITS_DEFAULTS;
  * applications felt (bench/lists). The fields are the schema's, in its order (placedFields,
  * then healthCheckView's and limitsView's with their defaults).
  */
-export function applicationView(r: ResourceRow, where: Where): z.infer<typeof applicationSchema> {
+export function applicationView(r: ViewRow, where: Where): z.infer<typeof applicationSchema> {
   const { source, ...c } = config<ApplicationConfig>(r);
   const sw = swarmView(c);
   const git = source && 'git_repository' in source ? source : null;
@@ -145,6 +160,9 @@ export function applicationView(r: ResourceRow, where: Where): z.infer<typeof ap
     preview_url_template: c.preview_url_template ?? DEFAULT_PREVIEW_URL_TEMPLATE,
   };
 }
+
+/** The list's views: an unchanged row's view is reused, not built again (src/core/view-memo.ts). */
+const listedApplication = viewMemo(applicationView, (r) => r.uuid);
 
 /** Image name and tag as Coolify stores them: a tag inside the name wins over the default. */
 function image(nameRef: string, tag: string | undefined): { docker_registry_image_name: string; docker_registry_image_tag: string } {
@@ -228,10 +246,10 @@ export const applicationOperations = [
     annotations: READ,
     http: { method: 'GET', path: '/api/v1/applications', list: true },
     async run({ db, caller }, { tag, ...p }) {
-      let rows = await db.selectFrom('resources').selectAll().where('team_id', '=', caller.teamId).where('kind', '=', 'application').orderBy('id').execute();
+      let rows = await db.selectFrom('resources').select(VIEW_COLUMNS).where('team_id', '=', caller.teamId).where('kind', '=', 'application').orderBy('id').execute();
       if (tag) rows = rows.filter((r) => (JSON.parse(r.tags) as string[]).includes(tag));
       const { items, ...rest } = pageOf(rows, p);
-      return { items: await placedRows(db, items, applicationView), ...rest };
+      return { items: await placedRows(db, items, listedApplication), ...rest };
     },
   }),
   defineOperation({

@@ -115,7 +115,28 @@ const placeKey = (r: Pick<ResourceRow, 'destination_id' | 'environment_id'>) => 
 const CHUNK = 500;
 const chunks = <T>(xs: T[]): T[][] => Array.from({ length: Math.ceil(xs.length / CHUNK) }, (_, i) => xs.slice(i * CHUNK, (i + 1) * CHUNK));
 
-export async function placementsOf(db: Db, rows: readonly ResourceRow[]): Promise<Placements> {
+/** The columns a resource's placed fields and its view read (applicationView): a list selects these and no more. */
+export const VIEW_COLUMNS = [
+  'uuid',
+  'name',
+  'description',
+  'status',
+  'observed_status',
+  'deleting',
+  'restart_count',
+  'last_exit_code',
+  'observed_at',
+  'environment_id',
+  'destination_id',
+  'tags',
+  'config',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof ResourceRow)[];
+export type ViewRow = Pick<ResourceRow, (typeof VIEW_COLUMNS)[number]>;
+type PlacedRow = Pick<ResourceRow, 'destination_id' | 'environment_id'>;
+
+export async function placementsOf(db: Db, rows: readonly PlacedRow[]): Promise<Placements> {
   const dests = new Map<number, { destination_uuid: string; server_uuid: string }>();
   const envs = new Map<number, { environment_uuid: string; project_uuid: string }>();
   for (const ids of chunks([...new Set(rows.map((r) => r.destination_id))]))
@@ -150,7 +171,7 @@ export async function placedViews<T>(db: Db, rows: readonly ResourceRow[], view:
 }
 
 /** The views of a list's rows built without a promise each (a list of 2,000 felt 2,000 awaits). */
-export async function placedRows<T>(db: Db, rows: readonly ResourceRow[], build: (r: ResourceRow, where: Where) => T): Promise<T[]> {
+export async function placedRows<R extends PlacedRow, T>(db: Db, rows: readonly R[], build: (r: R, where: Where) => T): Promise<T[]> {
   const known = await placementsOf(db, rows);
   return rows.map((r) => {
     const where = known.get(placeKey(r));
@@ -180,7 +201,7 @@ export async function placeOf(db: Db, r: ResourceRow, known?: Placements): Promi
 }
 
 /** The placed fields of a row: one literal, no spread (V8 builds and stringifies such objects several times faster). */
-export function placedFields(r: ResourceRow, where: Where) {
+export function placedFields(r: Omit<ViewRow, 'config'>, where: Where) {
   return {
     uuid: r.uuid,
     name: r.name,
