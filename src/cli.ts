@@ -4,7 +4,7 @@ import { command, fail, print, requireInstance, withStore, type DataOpts } from 
 import { registerMcpConfig } from './cli/mcp-config-command.js';
 import { registerApprovals } from './cli/approvals-command.js';
 import { registerAudit } from './cli/audit-command.js';
-import { auditedChange, rootTeam, tokenFacts } from './cli/cli-audit.js';
+import { auditedChange, rootTeam, tokenFacts } from './core/audit/cli-door.js';
 import type { Db } from './store/db.js';
 import { loadConfig } from './config/config.js';
 import * as admin from './core/admin.js';

@@ -12,7 +12,7 @@ import { TargetGuard } from './core/outbound-guard.js';
 import { createLogger } from './logging/logger.js';
 import { openStore } from './store/db.js';
 import { forgetServedUrl, recordServedUrl } from './store/served-url.js';
-import { auditedChange } from './cli/cli-audit.js';
+import { auditedChange } from './core/audit/cli-door.js';
 import { tools } from './mcp/tools/index.js';
 import { OAuthServer } from './auth/oauth/server.js';
 import type { CurrentPerson } from './console/person.js';

@@ -5,7 +5,7 @@ import * as admin from '../core/admin.js';
 import { BerthError } from '../errors.js';
 import { openStore } from '../store/db.js';
 import { command, fail, requireInstance, storeOf, type DataOpts } from './command-helpers.js';
-import { auditedChange, tokenFacts } from './cli-audit.js';
+import { auditedChange, tokenFacts } from '../core/audit/cli-door.js';
 import {
   baseUrlOf,
   clientEntry,

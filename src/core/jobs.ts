@@ -2,6 +2,18 @@ import type { Db } from '../store/db.js';
 import type { DeploymentKind } from './model/deployment.js';
 import type { MigrationProgress, RemoveOptions } from './runtime.js';
 
+/** A deployment to record and queue: its resource, its server, what it does, and for whom. */
+export interface DeploymentRequest {
+  teamId: number;
+  resourceId: number;
+  serverId: number;
+  kind: DeploymentKind;
+  force: boolean;
+  rollbackTag?: string;
+  /** A pull request's preview (0 or absent: the application itself). */
+  pullRequestId?: number;
+}
+
 /**
  * What the core asks of the workers (src/workers implements it): operations record intent in the
  * store and hand the slow part over here, so a deployment, migration, deletion, backup or cleanup
@@ -20,15 +32,7 @@ export interface Jobs {
    * Records a deployment and puts it on its server's queue; when the queue is full the record is
    * removed again and 429 "Deployment queue is full." is thrown: nothing half-queued stays.
    */
-  queueDeployment(d: {
-    teamId: number;
-    resourceId: number;
-    serverId: number;
-    kind: DeploymentKind;
-    force: boolean;
-    rollbackTag?: string;
-    pullRequestId?: number;
-  }): Promise<{ id: number; uuid: string; done: Promise<void> }>;
+  queueDeployment(d: DeploymentRequest): Promise<{ id: number; uuid: string; done: Promise<void> }>;
   /** Settles when a deployment queued by this process has ended (at once when it is not one of them). */
   deploymentEnded(deploymentId: number): Promise<void>;
   /** In a migration's switch transaction: records the start deployment of start_on_destination on the target. */

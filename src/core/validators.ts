@@ -179,3 +179,15 @@ export const tags = z
       .regex(/^[A-Za-z0-9._-]+$/, 'Tags use letters, digits and . _ -.'),
   )
   .max(50);
+
+/** An http(s) URL (a proxy's ACME directory, a log drain's base URI); where it may point is checked by the outbound guard. */
+export const httpUrl = z
+  .string()
+  .max(2048)
+  .refine((v) => {
+    try {
+      return ['http:', 'https:'].includes(new URL(v).protocol);
+    } catch {
+      return false;
+    }
+  }, 'Must be an http(s) URL.');

@@ -8,7 +8,6 @@ import { ServerQueues } from './server-queues.js';
 import { queueCopies } from './destination-copies.js';
 import { nowIso, type Db } from '../store/db.js';
 import type { Database } from '../store/schema.js';
-import type { DeploymentKind } from '../core/model/deployment.js';
 import { newUuid } from '../ids.js';
 import { BackupRunner } from './database-backup-runner.js';
 import { TaskRunner } from './scheduled-tasks.js';
@@ -18,7 +17,7 @@ import { sourceLeftovers } from '../core/migration-leftovers.js';
 import { removeLeftovers, retryLeftovers } from './leftovers.js';
 import { OutageLog } from '../logging/outage.js';
 import type { RemoveOptions } from '../core/runtime.js';
-import type { Jobs } from '../core/jobs.js';
+import type { DeploymentRequest, Jobs } from '../core/jobs.js';
 import { VolumeBackupRunner } from './volume-backup-runner.js';
 import { runCleanup } from './docker-cleanup-runner.js';
 import { ChangeThrottle, NO_CHANGES, type ChangePublisher } from '../core/changes.js';
@@ -439,10 +438,7 @@ export class JobRunner implements Jobs {
    * Records a deployment (queued, leased by this instance) in `db`, which may be a transaction:
    * queue it with `enqueue` once that has committed.
    */
-  async recordDeployment(
-    db: Db | Transaction<Database>,
-    d: { teamId: number; resourceId: number; serverId: number; kind: DeploymentKind; force: boolean; rollbackTag?: string; pullRequestId?: number },
-  ): Promise<{ id: number; uuid: string }> {
+  async recordDeployment(db: Db | Transaction<Database>, d: DeploymentRequest): Promise<{ id: number; uuid: string }> {
     return db
       .insertInto('deployments')
       .values({
@@ -471,15 +467,7 @@ export class JobRunner implements Jobs {
    * Records a deployment and puts it on its server's queue. When the queue is full the record is
    * removed again and 429 "Deployment queue is full." is thrown: nothing half-queued stays.
    */
-  async queueDeployment(d: {
-    teamId: number;
-    resourceId: number;
-    serverId: number;
-    kind: DeploymentKind;
-    force: boolean;
-    rollbackTag?: string;
-    pullRequestId?: number;
-  }): Promise<{ id: number; uuid: string; done: Promise<void> }> {
+  async queueDeployment(d: DeploymentRequest): Promise<{ id: number; uuid: string; done: Promise<void> }> {
     const row = await this.recordDeployment(this.db, d);
     try {
       const { done } = await this.enqueue(row.id, d.serverId);

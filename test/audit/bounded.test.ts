@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditedChange } from '../../src/cli/cli-audit.js';
+import { auditedChange } from '../../src/core/audit/cli-door.js';
 import { ARGUMENT_LIMITS, CUT_MARKER, MORE_KEYS } from '../../src/core/audit/arguments.js';
 import { browse, signInByLink } from '../helpers/console.js';
 import { httpClient, type AnyClient } from '../helpers/mcp.js';

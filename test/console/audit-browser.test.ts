@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueLoginLink, linkUrl } from '../../src/auth/login-links.js';
-import { auditedChange } from '../../src/cli/cli-audit.js';
+import { auditedChange } from '../../src/core/audit/cli-door.js';
 import { entryRow } from '../../src/core/audit/entry.js';
 import { browserMissing, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';

@@ -7,7 +7,7 @@ import { LOG_DRAIN_DEFAULTS, logDrainSettingsOf, type LogDrainSettings } from '.
 import { defineOperation } from '../operation.js';
 import { TargetGuard } from '../outbound-guard.js';
 import { sensitive } from '../redact.js';
-import { flag, uuidParam } from '../validators.js';
+import { flag, httpUrl, uuidParam } from '../validators.js';
 import { READ, UPDATE } from './common.js';
 
 const logDrainsSchema = z.object({
@@ -27,17 +27,6 @@ const token = z
   .string()
   .max(512)
   .regex(/^[a-zA-Z0-9_\-.]+$/, 'Must be letters, digits, _, - and . only.');
-
-const baseUri = z
-  .string()
-  .max(2048)
-  .refine((v) => {
-    try {
-      return ['http:', 'https:'].includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, 'Must be an http(s) URL.');
 
 const NO_FLUENT_BIT = 'berth ships the logs itself and runs no Fluent Bit, so a custom Fluent Bit configuration has nothing to run it: use Axiom or New Relic.';
 
@@ -85,7 +74,7 @@ export const logDrainOperations = [
         uuid: uuidParam,
         is_logdrain_newrelic_enabled: flag.optional(),
         logdrain_newrelic_license_key: token.nullable().optional(),
-        logdrain_newrelic_base_uri: baseUri.nullable().optional(),
+        logdrain_newrelic_base_uri: httpUrl.nullable().optional(),
         is_logdrain_axiom_enabled: flag.optional(),
         logdrain_axiom_dataset_name: token.nullable().optional(),
         logdrain_axiom_api_key: token.nullable().optional(),

@@ -10,7 +10,7 @@ import { proxySettingsOf, type ProxySettings } from '../model/proxy.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { sensitive } from '../redact.js';
 import { RECORD_ONLY_NOTE, type ServerEngine } from '../runtime.js';
-import { flag, uuidParam } from '../validators.js';
+import { flag, httpUrl, uuidParam } from '../validators.js';
 import { READ, UPDATE } from './common.js';
 import { displayStatus, serverOf, type ResourceRow } from './resource-common.js';
 
@@ -24,17 +24,6 @@ export const proxyTypeInput = z
   })
   .transform((v) => v as ProxySettings['proxy_type'])
   .describe('caddy: berth runs a Caddy proxy on the server for the domains of its applications; none: no proxy.');
-
-const httpUrl = z
-  .string()
-  .max(2048)
-  .refine((v) => {
-    try {
-      return ['http:', 'https:'].includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, 'Must be an http(s) URL.');
 
 /** PEM certificates (a private ACME CA's root), each one parsed. */
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;

@@ -1,10 +1,10 @@
-import { userByEmail } from '../auth/login-links.js';
-import { teamByRef } from '../core/admin.js';
-import { auditedStoreChange, type ChangeFacts, type StoreChange } from '../core/audit/change.js';
-import type { Db } from '../store/db.js';
-import { readSettings } from '../store/settings.js';
+import { userByEmail } from '../../auth/login-links.js';
+import { teamByRef } from '../admin.js';
+import { auditedStoreChange, type ChangeFacts, type StoreChange } from './change.js';
+import type { Db } from '../../store/db.js';
+import { readSettings } from '../../store/settings.js';
 
-export { rootTeam, type ChangeFacts } from '../core/audit/change.js';
+export { rootTeam, type ChangeFacts } from './change.js';
 
 /**
  * The `cli` door of the audit log: a change the admin CLI makes on the store directly (it runs no
