@@ -141,6 +141,8 @@ const AT_ONCE = [
   // A placement check (no engine call) before attaching; one removal of the copy from its server.
   'add_application_destination',
   'remove_application_destination',
+  // One removal of a pull request's preview (its container, volumes, image) from its server.
+  'delete_application_preview',
   'delete_database_backup',
   'delete_database_backup_execution',
 ];

@@ -128,6 +128,6 @@ describe.skipIf(!dockerdAvailable)('commands in a swarm application (a real one-
     await until('no task container', async () => (taskContainers().length === 0 ? true : undefined), 30_000, 250);
     const run = await runNow();
     expect(run).toMatchObject({ status: 'failed', exit_code: null });
-    expect(run.message).toMatch(new RegExp(`^No task of the swarm service ${app} runs on this node .*deploy or start the application`));
+    expect(run.message).toMatch(new RegExp(`^No task of the swarm service ${app} runs on this node .*deploy or start it, then run the command again`));
   }, 180_000);
 });

@@ -209,7 +209,7 @@ describe("Coolify 4.3.11's 405 on a GET of its POST-only routes", () => {
     expect(r.headers.allow).toBe('POST');
     const doc = (await call(s.url, 'GET', '/api/v1/openapi.json')).json;
     expect(Object.keys(doc.paths['/api/v1/deploy'])).toEqual(['post']);
-    expect(doc.paths['/api/v1/deploy'].post.parameters.map((p: { name: string }) => p.name)).toEqual(['uuid', 'tag', 'force']);
+    expect(doc.paths['/api/v1/deploy'].post.parameters.map((p: { name: string }) => p.name)).toEqual(['uuid', 'tag', 'force', 'pr']);
     expect(Object.keys(doc.paths['/api/v1/applications/{uuid}/start'])).toEqual(['post']);
   });
 });

@@ -168,7 +168,8 @@ describe('paginated lists', () => {
     // The single GET and the list agree on the changed application, field by field.
     const single = (await c.api('GET', `/applications/${target.uuid}`, c.read)).json;
     const listed = ((await take(c.read)).json as { uuid: string }[]).find((a) => a.uuid === target.uuid)!;
-    const { proxy_status, additional_destinations, running_copies } = single;
-    expect({ ...listed, proxy_status, additional_destinations, running_copies }).toEqual(single);
+    // What only a single GET shows: the proxy's state, the copies and the previews.
+    const { proxy_status, additional_destinations, running_copies, previews } = single;
+    expect({ ...listed, proxy_status, additional_destinations, running_copies, previews }).toEqual(single);
   }, 120_000);
 });

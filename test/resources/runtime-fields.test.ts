@@ -334,7 +334,7 @@ describe('services: compose runtime keys', () => {
     await refused('services:\n  a:\n    image: x\n    healthcheck: { test: [curl, x] }\n', 'test must be');
     await refused('services:\n  a:\n    image: x\n    mem_limit: 1m\n', 'services.a.mem_limit (line 4)');
     await refused('services:\n  a:\n    image: x\n    cpus: lots\n', 'services.a.cpus');
-    await refused('services:\n  a:\n    image: x\n    deploy: { replicas: 2 }\n', 'services.a.deploy');
+    await refused('services:\n  a:\n    image: x\n    deploy: { mode: global }\n', 'services.a.deploy');
     await refused('services:\n  a:\n    image: x\n    stop_grace_period: soon\n', 'services.a.stop_grace_period');
     await refused('services:\n  a:\n    image: x\n    command: run && rm -rf /\n', 'services.a.command (line 4): "&&" is a shell operator');
     expect(await dump(c.s)).toEqual(before);
