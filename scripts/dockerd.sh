@@ -84,7 +84,7 @@ cmd_up() {
 }
 
 stop_one() { # dir name
-  local d="$1/$2" pid
+  local d="$1/$2" pid bridges="" b
   [ -d "$d" ] || return 0
   if [ -S "$d/docker.sock" ]; then
     # Every container goes first, so no shim or container process outlives the daemon.
@@ -92,6 +92,11 @@ stop_one() { # dir name
     ids="$(run_docker "$1" "$2" ps -aq 2>/dev/null || true)"
     # shellcheck disable=SC2086
     [ -z "$ids" ] || run_docker "$1" "$2" rm -f $ids >/dev/null 2>&1 || true
+    # Its bridges live in the host's namespace and outlive it: named now, deleted once it is down.
+    local nets
+    nets="$(run_docker "$1" "$2" network ls -q --filter driver=bridge 2>/dev/null || true)"
+    # shellcheck disable=SC2086
+    [ -z "$nets" ] || bridges="$(run_docker "$1" "$2" network inspect --format '{{with index .Options "com.docker.network.bridge.name"}}{{.}}{{else}}br-{{printf "%.12s" .Id}}{{end}}' $nets 2>/dev/null | grep -vx 'docker0' || true)"
   fi
   if [ -f "$d/dockerd.pid" ]; then
     pid="$(cat "$d/dockerd.pid")"
@@ -105,6 +110,7 @@ stop_one() { # dir name
   # Mounts the daemon left (overlay layers, netns files) must go before the files can.
   { grep -F " $d/" /proc/mounts || true; } | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$d" 2>/dev/null || { sleep 1; rm -rf "$d"; }
+  for b in $bridges; do ip link delete "$b" 2>/dev/null || true; done
 }
 
 cmd_down() {
@@ -174,6 +180,11 @@ cmd_swarm_init() {
   local dir name
   dir="$(cd "${1:?usage: $0 swarm-init DIR [NAME]}" && pwd)"; name="${2:-d}"
   if [ "$(run_docker "$dir" "$name" info --format '{{.Swarm.LocalNodeState}}')" = active ]; then return 0; fi
+  # The swarm's gateway bridge under a name of this daemon's own: by default every swarm on the
+  # host wants the one interface docker_gwbridge, and two at once break each other's tasks.
+  run_docker "$dir" "$name" network inspect docker_gwbridge >/dev/null 2>&1 ||
+    run_docker "$dir" "$name" network create -o com.docker.network.bridge.name="gw-$(basename "$dir" | tail -c 7)" \
+      -o com.docker.network.bridge.enable_icc=false -o com.docker.network.bridge.enable_ip_masquerade=true docker_gwbridge >/dev/null
   run_docker "$dir" "$name" swarm init --advertise-addr 127.0.0.1 --listen-addr 127.0.0.1:0 \
     --data-path-port "${DOCKERD_SWARM_DATA_PATH_PORT:-$((20000 + RANDOM % 20000))}" \
     --default-addr-pool "${DOCKERD_SWARM_POOL:-10.214.0.0/16}" --default-addr-pool-mask-length 24 >/dev/null
