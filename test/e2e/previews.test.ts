@@ -5,40 +5,17 @@
  * preview domain, the application still serving main's page; DELETE removes the preview's
  * container, volume and route.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUSYBOX_IMAGE, CADDY_IMAGE, dockerdAvailable, useDockerd } from '../helpers/dockerd.js';
+import { gitDaemon } from '../helpers/git.js';
 import { freePort } from '../helpers/process.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { Api, deployed, until } from './support.js';
-
-/** One GET to the proxy on 127.0.0.1 as `host` would be asked for. */
-const ask = (port: number, host: string) =>
-  new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path: '/', headers: { host }, timeout: 5_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: body.trim() }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-  });
-
-const answers = (port: number, host: string, want: (a: { status: number; body: string }) => boolean) =>
-  until(
-    `${host} to answer as expected`,
-    async () => {
-      const a = await ask(port, host).catch(() => undefined);
-      return a && want(a) ? a : undefined;
-    },
-    30_000,
-    250,
-  );
+import { answers, ask } from './proxy-support.js';
+import { Api, deployed } from './support.js';
 
 describe.skipIf(!dockerdAvailable)('preview deployments (a pull request beside its application, through the proxy)', () => {
   const dockerd = useDockerd();
@@ -48,7 +25,7 @@ describe.skipIf(!dockerdAvailable)('preview deployments (a pull request beside i
   let project: string;
   let httpPort: number;
   let dir: string;
-  let daemon: ChildProcess;
+  let daemon: { port: number; stop(): void } | undefined;
   let repoUrl: string;
 
   const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.test', ...args], { cwd, encoding: 'utf8' });
@@ -75,9 +52,8 @@ describe.skipIf(!dockerdAvailable)('preview deployments (a pull request beside i
     git(work, 'checkout', '-q', '-b', 'feature');
     page('pull request seven');
     git(work, 'push', '-q', 'origin', 'HEAD:refs/pull/7/head');
-    const port = await freePort();
-    daemon = spawn('git', ['daemon', '--reuseaddr', '--listen=127.0.0.1', `--port=${port}`, `--base-path=${path.join(dir, 'repos')}`, path.join(dir, 'repos')], { stdio: 'ignore' });
-    repoUrl = `git://127.0.0.1:${port}/app.git`;
+    daemon = await gitDaemon({ root: path.join(dir, 'repos') });
+    repoUrl = `git://127.0.0.1:${daemon.port}/app.git`;
     httpPort = await freePort();
     s = await startTestServer({ apiRateLimit: 0 }, { BERTH_OUTBOUND_ALLOWED_TARGETS: '127.0.0.1' });
     api = new Api(s.url, s.rootToken);
@@ -91,7 +67,7 @@ describe.skipIf(!dockerdAvailable)('preview deployments (a pull request beside i
   }, 120_000);
   afterAll(async () => {
     await s?.stop();
-    daemon?.kill();
+    daemon?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 

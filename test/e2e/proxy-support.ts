@@ -4,17 +4,10 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import type { PeerCertificate } from 'node:tls';
 import { until } from './support.js';
 
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
+export { freePort } from '../helpers/process.js';
 
 export interface Answer {
   status: number;
